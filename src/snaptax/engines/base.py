@@ -1,0 +1,79 @@
+"""The snapshot-engine interface every engine implements, and the host-side plan executor.
+
+An engine owns a live volume on one rig device and a chain of snapshots of it. It is a context manager:
+__enter__ starts whatever serves the volume (daemon, guest), __exit__ stops it and removes every file it made,
+also on error and Ctrl-C (through snaptax.procs.ProcessGroup).
+"""
+from __future__ import annotations
+
+import abc
+import time
+from typing import TYPE_CHECKING, Any
+
+from .. import fio
+from ..plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
+
+if TYPE_CHECKING:
+    from ..record import RunSession
+
+
+class SnapshotEngine(abc.ABC):
+    #: short engine name as used in rig files and data ('qcow2', 'lvmthin', 'cofw')
+    kind: str = ""
+
+    @abc.abstractmethod
+    def __enter__(self) -> "SnapshotEngine": ...
+
+    @abc.abstractmethod
+    def __exit__(self, *exc) -> None: ...
+
+    @property
+    @abc.abstractmethod
+    def chain_length(self) -> int:
+        """Number of snapshots currently in the chain (0: the bare volume)."""
+
+    @abc.abstractmethod
+    def fio_target(self) -> fio.FioTarget:
+        """Where fio sends I/O for the live volume."""
+
+    @abc.abstractmethod
+    def take_snapshot(self) -> str:
+        """Snapshot the live volume; returns the new snapshot's name."""
+
+    @abc.abstractmethod
+    def delete_snapshot(self, which: str = "newest") -> str:
+        """Delete (merge) a snapshot; returns the deleted snapshot's name."""
+
+    @abc.abstractmethod
+    def counters(self) -> dict[str, float]:
+        """Cumulative host-level and engine counters (backend reads/writes/bytes, copies, ...)."""
+
+    @abc.abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Engine parameters and versions for the provenance manifest."""
+
+    def execute(self, plan: Plan, session: "RunSession") -> None:
+        """Run every step of `plan` in order, recording each Measure into `session`.
+
+        Host-side engines use this as is; an engine that runs fio elsewhere (a guest) overrides it.
+        """
+        for index, step in enumerate(plan.steps):
+            if isinstance(step, TakeSnapshot):
+                t0 = time.monotonic()
+                name = self.take_snapshot()
+                session.log_event("snapshot", name=name, chain_length=self.chain_length,
+                                  seconds=time.monotonic() - t0)
+            elif isinstance(step, DeleteSnapshot):
+                t0 = time.monotonic()
+                name = self.delete_snapshot(step.which)
+                session.log_event("delete", name=name, which=step.which, chain_length=self.chain_length,
+                                  seconds=time.monotonic() - t0)
+            elif isinstance(step, Measure):
+                directory = session.measurement_dir(index, step)
+                before = self.counters()
+                run = fio.run(step.job, self.fio_target(), directory)
+                after = self.counters()
+                session.record_measurement(index, step, chain_length=self.chain_length, fio_run=run,
+                                           counters_before=before, counters_after=after)
+            else:  # pragma: no cover - Step is a closed union
+                raise TypeError(f"unknown plan step {step!r}")

@@ -1,0 +1,202 @@
+"""Boot the guest under TCG with NBD disks, run one script in it, and bring its results back on a disk.
+
+Data path: each disk the script works on is an NBD export of a host-side server (qemu-storage-daemon over a sparse
+file, nbdkit's emulated spindle, ...), attached as a virtio disk whose serial names it inside the guest. One more
+virtio disk, "xfer", is a sparse file on the host: it carries a tar *into* the guest (run.sh and its inputs) and the
+guest overwrites it with a tar of its /out directory before powering off. The serial console is only a log.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import tarfile
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import EngineError
+from ..procs import ProcessGroup
+from .image import GuestImage
+from .kernel import tool
+
+READY_MARK = "SNAPTAX-READY"
+_SERIAL_RE = re.compile(r"^[a-z][a-z0-9_-]{0,19}$")  # virtio-blk serials are at most 20 bytes
+
+
+class GuestError(EngineError):
+    """The guest did not boot, did not finish, or its script failed; the message carries its log tail."""
+
+
+@dataclass(frozen=True)
+class NbdUri:
+    """An NBD export over a unix socket: nbd+unix:///EXPORT?socket=PATH (the form libnbd and fio accept)."""
+
+    socket: Path
+    export: str = ""
+
+    @classmethod
+    def parse(cls, uri: str) -> "NbdUri":
+        u = urllib.parse.urlsplit(uri)
+        if u.scheme != "nbd+unix":
+            raise GuestError(f"NBD URI '{uri}': only nbd+unix:///EXPORT?socket=PATH is supported")
+        sock = urllib.parse.parse_qs(u.query).get("socket")
+        if not sock:
+            raise GuestError(f"NBD URI '{uri}': no socket= parameter")
+        return cls(socket=Path(sock[0]), export=urllib.parse.unquote(u.path.lstrip("/")))
+
+    def __str__(self) -> str:
+        return f"nbd+unix:///{urllib.parse.quote(self.export)}?socket={self.socket}"
+
+
+@dataclass(frozen=True)
+class GuestDisk:
+    serial: str          # the name the guest script uses: `disk SERIAL` -> /dev/vdX
+    uri: str             # nbd+unix:///EXPORT?socket=PATH
+
+    def __post_init__(self) -> None:
+        if not _SERIAL_RE.match(self.serial) or self.serial == "xfer":
+            raise GuestError(f"guest disk serial '{self.serial}': want [a-z][a-z0-9_-]*, at most 20, not 'xfer'")
+        NbdUri.parse(self.uri)
+
+
+@dataclass(frozen=True)
+class GuestConfig:
+    memory_mib: int = 1024
+    cpus: int = 1                 # TCG vCPUs; the host's 2 cores also serve the NBD daemons
+    boot_timeout_s: float = 90.0  # qemu start to READY
+    run_timeout_s: float = 1800.0  # READY to power-off
+    xfer_mib: int = 256           # room for the input tar and, afterwards, the results tar
+    append: str = ""              # extra kernel command line
+    machine: str = "q35"
+    cpu: str = "max"              # TCG "max" offers SSE4.2 (crc32c-intel) like the rigs' CPUs
+
+    def __post_init__(self) -> None:
+        if self.memory_mib < 256 or self.cpus < 1 or self.xfer_mib < 1:
+            raise GuestError(f"guest config: memory_mib >= 256, cpus >= 1, xfer_mib >= 1 wanted, got {self}")
+
+
+@dataclass
+class GuestRun:
+    rc: int
+    out_dir: Path
+    boot_to_ready_s: float | None  # host seconds from qemu start to the guest's READY line
+    wall_s: float                  # host seconds from qemu start to its exit
+    console_path: Path
+    files: list[str] = field(default_factory=list)
+
+
+def _console_tail(path: Path, lines: int = 25) -> str:
+    if not path.exists():
+        return "(no console output)"
+    text = path.read_text(errors="replace").replace("\r", "")
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def qemu_argv(image: GuestImage, disks: list[GuestDisk], xfer: Path, config: GuestConfig) -> list[str]:
+    argv = [
+        tool("qemu-system-x86_64"), "-accel", "tcg", "-machine", config.machine, "-cpu", config.cpu,
+        "-m", str(config.memory_mib), "-smp", str(config.cpus),
+        "-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-serial", "stdio",
+        "-no-reboot",  # with panic=-1 a kernel panic ends qemu instead of looping
+        "-kernel", str(image.kernel), "-initrd", str(image.initrd),
+        "-append", f"console=ttyS0 panic=-1 loglevel=4 mitigations=off {config.append}".strip(),
+    ]
+    for i, d in enumerate(disks):
+        u = NbdUri.parse(d.uri)
+        node = {"driver": "nbd", "node-name": f"d{i}", "server": {"type": "unix", "path": str(u.socket)},
+                "export": u.export}
+        argv += ["-blockdev", json.dumps(node), "-device", f"virtio-blk-pci,drive=d{i},serial={d.serial}"]
+    argv += ["-blockdev", json.dumps({"driver": "file", "filename": str(xfer), "node-name": "xfer-file"}),
+             "-blockdev", json.dumps({"driver": "raw", "file": "xfer-file", "node-name": "xfer"}),
+             "-device", "virtio-blk-pci,drive=xfer,serial=xfer"]
+    return argv
+
+
+def _write_input(xfer: Path, size: int, script: str, files: dict[str, bytes], serials: list[str]) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        entries = {"run.sh": script.encode(), "disks": ("\n".join(serials) + "\n").encode(), **files}
+        for name, data in entries.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o755 if name.endswith(".sh") else 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    data = buf.getvalue()
+    if len(data) > size // 2:
+        raise GuestError(f"guest input is {len(data)} bytes; raise xfer_mib (now {size >> 20} MiB)")
+    with open(xfer, "wb") as f:
+        f.truncate(size)  # sparse
+        f.write(data)
+
+
+def _read_output(xfer: Path, out_dir: Path) -> list[str]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(xfer, mode="r:") as tar:
+        members = tar.getmembers()
+        if not any(m.name.lstrip("./") == "rc" for m in members):
+            return []  # still the input tar: the guest never wrote its results
+        tar.extractall(out_dir, filter="data")
+    return sorted(m.name.lstrip("./") for m in members if m.isfile())
+
+
+def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: Path, *,
+              files: dict[str, bytes] | None = None, config: GuestConfig = GuestConfig(),
+              run_dir: Path, pg: ProcessGroup | None = None, check: bool = True) -> GuestRun:
+    """Boot, run `script` (POSIX sh, under `sh -e`, with $IN, $OUT and /etc/snaptax/lib.sh), collect $OUT.
+
+    `run_dir` holds the xfer disk and the console log (kept, so a failure can be inspected). The NBD servers
+    behind `disks` must be running; they belong to the caller. qemu is always gone when this returns.
+    """
+    serials = [d.serial for d in disks]
+    if len(set(serials)) != len(serials):
+        raise GuestError(f"guest disk serials must be unique: {serials}")
+    for d in disks:
+        sock = NbdUri.parse(d.uri).socket
+        if not sock.exists():
+            raise GuestError(f"NBD socket {sock} for guest disk '{d.serial}' does not exist (server not running?)")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    xfer = run_dir / "xfer.img"
+    console = run_dir / "console.log"
+    console.unlink(missing_ok=True)
+    _write_input(xfer, config.xfer_mib << 20, script, files or {}, serials)
+    own = pg is None
+    group = pg or ProcessGroup()
+    try:
+        t0 = time.monotonic()
+        child = group.spawn(qemu_argv(image, disks, xfer, config), name="qemu-system-x86_64 (TCG guest)",
+                            log_path=console)
+        ready_at: float | None = None
+        while child.proc.poll() is None:
+            now = time.monotonic()
+            if ready_at is None:
+                if console.exists() and READY_MARK in console.read_text(errors="replace"):
+                    ready_at = now
+                elif now - t0 > config.boot_timeout_s:
+                    group.stop(child)
+                    raise GuestError(f"guest not ready after {config.boot_timeout_s:.0f} s; console tail:\n"
+                                     f"{_console_tail(console)}")
+            elif now - ready_at > config.run_timeout_s:
+                group.stop(child)
+                raise GuestError(f"guest script still running after {config.run_timeout_s:.0f} s; console "
+                                 f"tail:\n{_console_tail(console)}")
+            time.sleep(0.05)
+        wall = time.monotonic() - t0
+        group.stop(child)
+        if ready_at is None and console.exists() and READY_MARK in console.read_text(errors="replace"):
+            ready_at = wall + t0  # READY and power-off fell within one poll
+    finally:
+        if own:
+            group.close()
+    files_out = _read_output(xfer, out_dir)
+    if not files_out:
+        raise GuestError(f"guest wrote no results (qemu exit {child.proc.returncode}); console tail:\n"
+                         f"{_console_tail(console)}")
+    rc = int((out_dir / "rc").read_text().strip() or 255)
+    result = GuestRun(rc=rc, out_dir=out_dir, boot_to_ready_s=None if ready_at is None else ready_at - t0,
+                      wall_s=wall, console_path=console, files=files_out)
+    if check and rc != 0:
+        log = out_dir / "script.log"
+        tail = _console_tail(log, 25) if log.exists() else _console_tail(console)
+        raise GuestError(f"guest script exited {rc}; log tail:\n{tail}")
+    return result

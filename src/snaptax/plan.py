@@ -1,0 +1,75 @@
+"""An experiment as data: a Plan is a sequence of steps an engine executes in order.
+
+Keeping the experiment as data (not as a loop inside a notebook or an engine) lets every engine run the same
+experiment — a host-side engine step by step over QMP, a guest-side engine by shipping the whole plan into a
+TCG guest — and lets tests inspect a plan without running it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Literal, Union
+
+from .fio import FioJob
+
+
+@dataclass(frozen=True)
+class TakeSnapshot:
+    """Snapshot the live volume: the chain grows by one layer."""
+
+
+@dataclass(frozen=True)
+class DeleteSnapshot:
+    """Delete a snapshot, merging its data: `newest` (VMware's delete of the latest snapshot: an active
+    commit) or `oldest` (consolidating the first delta into the base: an intermediate commit)."""
+
+    which: Literal["newest", "oldest"] = "newest"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """Run one fio job against the live volume and record it.
+
+    phase: what the experiment is doing ('prefill', 'create', 'delete', 'age', ...), used by analysis to
+    select rows; repeat: the repetition index at this point of the plan.
+    """
+
+    job: FioJob
+    phase: str
+    repeat: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.phase}-{self.job.name}-r{self.repeat}"
+
+
+Step = Union[TakeSnapshot, DeleteSnapshot, Measure]
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: tuple[Step, ...]
+
+    def measurements(self) -> Iterator[tuple[int, Measure, int]]:
+        """(index, step, chain length at that step) for each Measure, without running anything."""
+        chain = 0
+        for index, step in enumerate(self.steps):
+            if isinstance(step, TakeSnapshot):
+                chain += 1
+            elif isinstance(step, DeleteSnapshot):
+                if chain == 0:
+                    raise ValueError(f"plan step {index} deletes a snapshot from an empty chain")
+                chain -= 1
+            else:
+                yield index, step, chain
+
+    @property
+    def max_chain_length(self) -> int:
+        chain = peak = 0
+        for step in self.steps:
+            chain += isinstance(step, TakeSnapshot) - isinstance(step, DeleteSnapshot)
+            peak = max(peak, chain)
+        return peak
+
+    def fio_seconds(self) -> float:
+        """Lower bound of the plan's run time: the sum of its time-based fio runtimes."""
+        return sum((m.job.runtime_s or 0) + m.job.ramp_time_s for _, m, _ in self.measurements())

@@ -1,0 +1,196 @@
+"""The one place where long-lived child processes (daemons, guests, fio) are started and stopped.
+
+Every child is
+  * started in its own session, so a Ctrl-C on the terminal reaches only us and we stop children in order;
+  * given PR_SET_PDEATHSIG=SIGKILL, so it dies even if we are killed without a chance to clean up;
+  * registered with a ProcessGroup whose close() terminates it (SIGTERM, then SIGKILL) and removes its files.
+SIGTERM to the Python process is turned into SystemExit so that all `with` blocks unwind.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from .errors import EngineError, MissingTool
+
+_PR_SET_PDEATHSIG = 1
+
+# Debian package providing each executable the project starts; used for the one-line "missing" error.
+PACKAGE_OF = {
+    "fio": "fio",
+    "qemu-storage-daemon": "qemu-system-common",
+    "qemu-img": "qemu-utils",
+    "qemu-system-x86_64": "qemu-system-x86",
+    "nbdkit": "nbdkit",
+    "nbdinfo": "libnbd-bin",
+    "latexmk": "latexmk",
+    "lvm": "lvm2",
+    "losetup": "mount",
+}
+
+
+def require(tool: str) -> str:
+    """Absolute path of an executable, or MissingTool naming its Debian package."""
+    path = shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if not path:
+        raise MissingTool(tool, PACKAGE_OF.get(tool, tool))
+    return path
+
+
+def _child_setup() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = None,
+        cwd: Path | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
+    """A short-lived command, captured; raises EngineError with its stderr tail on failure."""
+    require(argv[0])
+    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                            cwd=cwd, start_new_session=True, preexec_fn=_child_setup)
+    try:
+        out, err = proc.communicate(input=input, timeout=timeout)
+    except BaseException:
+        _stop(proc, grace=2.0)
+        raise
+    cp = subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+    if check and proc.returncode != 0:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
+        raise EngineError(f"{Path(argv[0]).name} exited {proc.returncode}: {' | '.join(tail)}")
+    return cp
+
+
+def _stop(proc: subprocess.Popen, grace: float) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@dataclass
+class Child:
+    name: str
+    proc: subprocess.Popen
+    log_path: Path | None
+
+    def log_tail(self, lines: int = 5) -> str:
+        if not self.log_path or not self.log_path.exists():
+            return ""
+        return " | ".join(self.log_path.read_text(errors="replace").strip().splitlines()[-lines:])
+
+
+@dataclass
+class ProcessGroup:
+    """Context manager owning children and scratch paths; close() is idempotent and runs on any exit."""
+
+    children: list[Child] = field(default_factory=list)
+    scratch: list[Path] = field(default_factory=list)
+    callbacks: list[Callable[[], None]] = field(default_factory=list)
+    _closed: bool = False
+
+    def __enter__(self) -> "ProcessGroup":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def spawn(self, argv: Sequence[str], *, name: str, log_path: Path | None = None,
+              ready: Callable[[], bool] | None = None, ready_timeout: float = 30.0,
+              env: dict | None = None) -> Child:
+        """Start a daemon; if `ready` is given, poll it until true (or raise with the daemon's log tail)."""
+        exe = require(argv[0])
+        log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+        try:
+            proc = subprocess.Popen([exe, *argv[1:]], stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=_child_setup, env=env)
+        finally:
+            if log_path:
+                log.close()
+        child = Child(name, proc, log_path)
+        self.children.append(child)
+        if ready is not None:
+            deadline = time.monotonic() + ready_timeout
+            while not ready():
+                if proc.poll() is not None:
+                    raise EngineError(f"{name} exited {proc.returncode} at start: {child.log_tail()}")
+                if time.monotonic() > deadline:
+                    raise EngineError(f"{name} not ready after {ready_timeout:.0f} s: {child.log_tail()}")
+                time.sleep(0.02)
+        return child
+
+    def stop(self, child: Child, grace: float = 5.0) -> None:
+        _stop(child.proc, grace)
+        if child in self.children:
+            self.children.remove(child)
+
+    def own(self, path: Path) -> Path:
+        """Register a file or directory to be removed on close()."""
+        self.scratch.append(Path(path))
+        return Path(path)
+
+    def defer(self, callback: Callable[[], None]) -> None:
+        """Run `callback` on close(), after the children have stopped (e.g. detach a loop device)."""
+        self.callbacks.append(callback)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Reverse order: the last started (e.g. fio) stops before what it talks to (the daemon).
+        with _signals_deferred():
+            for child in reversed(self.children):
+                _stop(child.proc, 5.0)
+            self.children.clear()
+            for callback in reversed(self.callbacks):
+                with contextlib.suppress(Exception):
+                    callback()
+            self.callbacks.clear()
+            for path in reversed(self.scratch):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold off a second Ctrl-C while cleaning up, so clean-up itself is not interrupted."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    old = {s: signal.signal(s, lambda n, f: pending.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if pending:
+            raise KeyboardInterrupt
+
+
+def install_sigterm_as_exit() -> None:
+    """Make SIGTERM unwind `with` blocks like Ctrl-C does (call from the main thread of a CLI)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda n, f: (_ for _ in ()).throw(SystemExit(128 + n)))

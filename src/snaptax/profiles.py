@@ -1,0 +1,38 @@
+"""Profiles: how much measuring a run does. The same studies at three scales.
+
+  smoke  CI and nbval: every study end to end in a few minutes; numbers are not paper-grade.
+  quick  the default: minutes per study; what the committed data/ and the paper are built from.
+  full   paper-grade: long runs, more repeats, larger disks (hours; see README).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Scale knobs shared by all studies. Sizes in bytes, times in seconds."""
+
+    name: str
+    repeats: int            # repetitions of each measurement point (spread is reported across them)
+    runtime_s: float        # fio time-based runtime per measurement
+    ramp_time_s: float      # fio ramp_time excluded from the statistics
+    disk_size: int          # size of the volume under test
+    max_chain: int          # longest snapshot chain built (seed 001: 12)
+
+
+PROFILES: dict[str, Profile] = {
+    "smoke": Profile("smoke", repeats=1, runtime_s=2, ramp_time_s=0, disk_size=256 << 20, max_chain=2),
+    "quick": Profile("quick", repeats=2, runtime_s=5, ramp_time_s=1, disk_size=1 << 30, max_chain=8),
+    "full": Profile("full", repeats=3, runtime_s=30, ramp_time_s=5, disk_size=4 << 30, max_chain=12),
+}
+DEFAULT = "quick"
+
+
+def get(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ConfigError("profile", "PROFILE", f"unknown profile {name!r} (one of: {', '.join(PROFILES)})") from None

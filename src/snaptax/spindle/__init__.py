@@ -1,0 +1,14 @@
+"""Emulated spindles: a mechanical disk model (and RAID1 / RAID5 / tiered arrays of it) served over NBD.
+
+Layout
+  profiles.py  typed drive / SSD profiles and device specs (stdlib only: also imported inside nbdkit)
+  model.py     one drive: geometry, Ruemmler–Wilkes seek curve, rotation, NCQ queue, caches, counters
+  arrays.py    volumes over drives (single, RAID1, RAID5, tiered pool) and the event-driven Simulator
+  predict.py   closed-loop runs of the Simulator without real time (what the model predicts)
+  plugin.py    the nbdkit python plugin (runs under the system python3, stdlib only)
+  serve.py     serve(): start nbdkit with the plugin inside a ProcessGroup, yield the NBD URI
+  rigfiles.py  drive profiles and device specs from YAML (rigs/spindles/, the rig's `spindle:` mapping)
+
+This __init__ deliberately imports nothing: the nbdkit plugin imports model/arrays under a bare
+stdlib interpreter, and serve/rigfiles pull in the rest of the package.
+"""
