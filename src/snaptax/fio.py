@@ -31,10 +31,10 @@ def parse_size(text: str | int, *, source: str = "size", field_name: str = "size
 
 
 def format_size(n: int) -> str:
-    """Bytes -> the shortest exact fio size string ('4k', '50g')."""
+    """Bytes -> the shortest exact fio size string ('4K', '50G')."""
     for unit in ("T", "G", "M", "K"):
         if n % _UNITS[unit] == 0 and n >= _UNITS[unit]:
-            return f"{n // _UNITS[unit]}{unit.lower()}"
+            return f"{n // _UNITS[unit]}{unit}"
     return str(n)
 
 

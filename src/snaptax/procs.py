@@ -40,7 +40,7 @@ PACKAGE_OF = {
 
 def require(tool: str) -> str:
     """Absolute path of an executable, or MissingTool naming its Debian package."""
-    path = shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    path = shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin")  # sbin may be off PATH for non-login shells
     if not path:
         raise MissingTool(tool, PACKAGE_OF.get(tool, tool))
     return path

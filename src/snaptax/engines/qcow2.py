@@ -94,6 +94,7 @@ class Qcow2ChainEngine(SnapshotEngine):
         self.group = ProcessGroup()
         self.layers: list[_Layer] = []
         self._serial = 0
+        self._views: set[str] = set()
         self.daemon: StorageDaemon | None = None
         self.store: RegionStore | None = None
 
@@ -174,6 +175,24 @@ class Qcow2ChainEngine(SnapshotEngine):
         q.execute("blockdev-del", **{"node-name": top.name})
         self.store.free(top.region)
         return top.name
+
+    def view_target(self, layer: int) -> fio.FioTarget:
+        """A read-only NBD export of layer `layer` (0 = base): the point-in-time view taken when layer
+        `layer + 1` was created, for integrity checks."""
+        assert self.daemon
+        node = self.layers[layer].name
+        name = f"view-{node}"
+        if name not in self._views:
+            self.daemon.execute("block-export-add", id=f"exp-{name}", type="nbd", **{"node-name": node},
+                                name=name, writable=False)
+            self._views.add(name)
+        return fio.FioTarget("nbd", uri=self.daemon.uri(name))
+
+    def close_views(self) -> None:
+        assert self.daemon
+        for name in sorted(self._views):
+            self.daemon.unexport(name)
+        self._views.clear()
 
     def counters(self) -> dict[str, float]:
         """Host-level I/O of the rig device (what the 'disk' received, below the whole qcow2 chain)."""

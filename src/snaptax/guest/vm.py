@@ -94,14 +94,16 @@ def _console_tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def qemu_argv(image: GuestImage, disks: list[GuestDisk], xfer: Path, config: GuestConfig) -> list[str]:
+def qemu_argv(image: GuestImage, disks: list[GuestDisk], xfer: Path, config: GuestConfig,
+              in_bytes: int) -> list[str]:
     argv = [
         tool("qemu-system-x86_64"), "-accel", "tcg", "-machine", config.machine, "-cpu", config.cpu,
         "-m", str(config.memory_mib), "-smp", str(config.cpus),
         "-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-serial", "stdio",
         "-no-reboot",  # with panic=-1 a kernel panic ends qemu instead of looping
         "-kernel", str(image.kernel), "-initrd", str(image.initrd),
-        "-append", f"console=ttyS0 panic=-1 loglevel=4 mitigations=off {config.append}".strip(),
+        "-append", f"console=ttyS0 panic=-1 loglevel=4 mitigations=off snaptax.in_bytes={in_bytes} "
+                   f"{config.append}".strip(),
     ]
     for i, d in enumerate(disks):
         u = NbdUri.parse(d.uri)
@@ -114,7 +116,7 @@ def qemu_argv(image: GuestImage, disks: list[GuestDisk], xfer: Path, config: Gue
     return argv
 
 
-def _write_input(xfer: Path, size: int, script: str, files: dict[str, bytes], serials: list[str]) -> None:
+def _write_input(xfer: Path, size: int, script: str, files: dict[str, bytes], serials: list[str]) -> int:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         entries = {"run.sh": script.encode(), "disks": ("\n".join(serials) + "\n").encode(), **files}
@@ -128,6 +130,7 @@ def _write_input(xfer: Path, size: int, script: str, files: dict[str, bytes], se
     with open(xfer, "wb") as f:
         f.truncate(size)  # sparse
         f.write(data)
+    return len(data)
 
 
 def _read_output(xfer: Path, out_dir: Path) -> list[str]:
@@ -159,12 +162,12 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
     xfer = run_dir / "xfer.img"
     console = run_dir / "console.log"
     console.unlink(missing_ok=True)
-    _write_input(xfer, config.xfer_mib << 20, script, files or {}, serials)
+    in_bytes = _write_input(xfer, config.xfer_mib << 20, script, files or {}, serials)
     own = pg is None
     group = pg or ProcessGroup()
     try:
         t0 = time.monotonic()
-        child = group.spawn(qemu_argv(image, disks, xfer, config), name="qemu-system-x86_64 (TCG guest)",
+        child = group.spawn(qemu_argv(image, disks, xfer, config, in_bytes), name="qemu-system-x86_64 (TCG guest)",
                             log_path=console)
         ready_at: float | None = None
         while child.proc.poll() is None:

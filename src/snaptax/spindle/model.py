@@ -308,8 +308,10 @@ class Disk(Member):
         t_cmd = max(t, op.t_submit + self.overhead)
         t1 = t_cmd + curve.ms(d) / 1e3
         t_rev = self.geo.t_rev
-        wait = ((op.angle - t1 / t_rev) % 1.0) * t_rev
-        return t1 + wait, d
+        frac = (op.angle - t1 / t_rev) % 1.0
+        if frac > 1.0 - 1e-9:
+            frac = 0.0   # floating-point residue of an exactly contiguous block, not a missed revolution
+        return t1 + frac * t_rev, d
 
     def _ra_position_x(self, t: float) -> float:
         if self.ra_frozen:
@@ -391,7 +393,8 @@ class Disk(Member):
                     # a buffer hit or stream continuation: the stream runs on, its window moves forward
                     self.ra_limit_x = max(self.ra_limit_x, limit)
             op.on_done(t)
-        self._dispatch(t)
+        if self.current is None:   # on_done may have submitted (and so dispatched) a command already
+            self._dispatch(t)
 
     def _choose(self, t: float) -> Op | None:
         cands = self.queue + self.dirty

@@ -1,0 +1,94 @@
+"""Benchmarks of the emulated spindle (issue 3). Each function returns a flat dict name → value.
+
+  emulator_accuracy_qd1 / _qd32  achieved fio IOPS ÷ model-predicted IOPS, sas10k, random 4 KiB reads over
+                                 the whole (1 GiB, scaled) drive. Goal: within ±5 %.
+  emulator_overhead              per-command cost with the zero-latency profile (fio + NBD + emulator round
+                                 trip, QD1 mean completion latency) ÷ the sas10k model's mean QD1 service time.
+                                 Goal: < 5 %.
+  seek_fit_max_rel_error         largest relative error of the read-seek figures (track-to-track, average, full
+                                 stroke) recovered by the calibration fit from a QD1 span sweep measured through
+                                 fio, against the profile's configured figures. Goal: < 5 %.
+
+The model prediction is the event simulator in simulated time (no harness), for the same workload; the
+achieved figure includes every real cost. Every measurement holds the machine-wide measurement lock.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from . import paths
+from .lock import measurement_lock
+from .procs import ProcessGroup
+from .spindle.rigfiles import disk, load_profile
+from .spindle.serve import SpindleDevice, serve
+from .studies import calibration as cal
+
+PROFILE = "sas10k"
+CAPACITY = 1 << 30
+
+
+def _workdir(workdir: Path | None) -> Path:
+    base = workdir or paths.work_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="bench-spindle-", dir=base))
+
+
+def emulator_accuracy(workdir: Path | None = None, *, runtime_s: float = 20.0) -> dict[str, float]:
+    wd = _workdir(workdir)
+    try:
+        out: dict[str, float] = {}
+        with measurement_lock(), ProcessGroup() as group, \
+                serve(group, SpindleDevice(disk(PROFILE), CAPACITY, wd, PROFILE)) as s:
+            for qd in (1, 32):
+                pt = cal.measure(s.uri, CAPACITY, rw="randread", iodepth=qd, span=1.0, runtime_s=runtime_s,
+                                 directory=wd / f"fio-qd{qd}", profile=PROFILE)
+                predicted = cal.predicted_iops(PROFILE, rw="randread", iodepth=qd, capacity=CAPACITY, ios=20000)
+                out[f"emulator_accuracy_qd{qd}"] = round(pt.iops / predicted, 4)
+                out[f"emulator_iops_qd{qd}_achieved"] = round(pt.iops, 2)
+                out[f"emulator_iops_qd{qd}_predicted"] = round(predicted, 2)
+        return out
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def emulator_overhead(workdir: Path | None = None, *, runtime_s: float = 10.0) -> dict[str, float]:
+    wd = _workdir(workdir)
+    try:
+        with measurement_lock():
+            zero = cal.harness_round_trip(wd, runtime_s=runtime_s)
+        service = 1.0 / cal.predicted_iops(PROFILE, rw="randread", iodepth=1, capacity=CAPACITY, ios=20000)
+        return {"emulator_overhead": round(zero.clat_mean_s / service, 4),
+                "emulator_round_trip_us": round(zero.clat_mean_s * 1e6, 2),
+                "sas10k_mean_service_ms": round(service * 1e3, 4)}
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def seek_fit(workdir: Path | None = None, *, runtime_s: float = 15.0) -> dict[str, float]:
+    wd = _workdir(workdir)
+    try:
+        with measurement_lock():
+            zero = cal.harness_round_trip(wd, runtime_s=5.0)
+            points = cal.span_sweep(PROFILE, wd, capacity=CAPACITY, runtime_s=runtime_s)
+        p = load_profile(PROFILE)
+        fit = cal.fit_seek_span([q.span for q in points], [q.clat_mean_s for q in points],
+                                [q.clat_se_s for q in points], p, CAPACITY, harness_s=zero.clat_mean_s)
+        errs = fit.rel_errors(p.seek_read)
+        out = {"seek_fit_max_rel_error": round(max(errs.values()), 4)}
+        out.update({f"seek_fit_rel_error_{k.removesuffix('_ms')}": round(v, 4) for k, v in errs.items()})
+        out.update({f"seek_fit_{k}": round(getattr(fit, k), 4)
+                    for k in ("track_to_track_ms", "average_ms", "full_stroke_ms")})
+        return out
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def run(workdir: Path | None = None) -> dict[str, float]:
+    """All spindle benchmarks (about 3 minutes)."""
+    out: dict[str, float] = {}
+    out.update(emulator_accuracy(workdir))
+    out.update(emulator_overhead(workdir))
+    out.update(seek_fit(workdir))
+    return out

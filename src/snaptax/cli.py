@@ -1,0 +1,129 @@
+"""Command line: `python -m snaptax ...`. The only place that turns errors into messages and exit codes."""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from . import profiles
+from .errors import DeviceRefused, SnaptaxError
+
+
+def _engine_support(rig) -> list[str]:
+    lines = []
+    dm = "device-mapper" in Path("/proc/devices").read_text()
+    for engine in rig.engines:
+        if engine == "qcow2":
+            ok = shutil.which("qemu-storage-daemon")
+            lines.append(f"qcow2: {'available' if ok else 'missing qemu-storage-daemon (qemu-system-common)'}"
+                         " (qemu-storage-daemon, qcow2 overlays over QMP)")
+        elif engine == "lvmthin":
+            if dm and shutil.which("lvm"):
+                lines.append("lvmthin: available natively (host has device-mapper)")
+            elif shutil.which("qemu-system-x86_64"):
+                lines.append("lvmthin: available in a TCG guest (host kernel has no device-mapper)")
+            else:
+                lines.append("lvmthin: missing qemu-system-x86_64 (qemu-system-x86) for the TCG guest")
+        elif engine == "cofw":
+            ok = shutil.which("nbdkit") and Path("/usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-python-plugin.so").exists()
+            lines.append(f"cofw: {'available' if ok else 'missing nbdkit-plugin-python'} (8 KiB copy-on-first-write over nbdkit)")
+    return lines
+
+
+def cmd_rig_check(args: argparse.Namespace) -> int:
+    from . import devices, rig as rigmod
+    rig = rigmod.load(args.rig)
+    emulated = [d.name for d in rig.devices if d.emulated]
+    print(f"rig {rig.name} ({rig.kind}{', enabled' if rig.enabled else ', DISABLED'}"
+          f"{', allow_destroy' if rig.allow_destroy else ''}) from {rig.source}")
+    print(f"  work dir: {rig.work_dir}")
+    for d in rig.devices:
+        what = {"file": "sparse image file", "block": f"block device {d.path}",
+                "spindle": "EMULATED spindle over NBD"}[d.type]
+        line = f"  device {d.name}: {d.medium}, {d.capacity / 2**30:.1f} GiB, {what}"
+        if d.type == "block":
+            try:
+                node = devices.check_destroyable(rig, d)
+                line += f" -> {node} passes the safety checks (WILL BE OVERWRITTEN)"
+            except DeviceRefused as exc:
+                line += f" -> refused: {exc}"
+        print(line)
+    print("  results are labelled " + ("EMULATED (" + ", ".join(emulated) + ")" if emulated else "not emulated (real devices)"))
+    for line in _engine_support(rig):
+        print("  engine " + line)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from . import studies
+    profiles.get(args.profile)
+    study = studies.get(args.study)
+    out = study.run(args.rig, args.profile)
+    print(out)
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from . import render
+    used = render.render_all(args.rig, args.profile)
+    for study, run in used.items():
+        print(f"{study}: {run if run else 'no published run; section marked as not measured'}")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from . import studies
+    profile = profiles.get(args.profile)
+    print(studies.get(args.study).describe_plan(profile))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+    bench.main(args.only)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m snaptax", description="Measure the performance tax of snapshots.")
+    sub = p.add_subparsers(dest="command", required=True)
+    rig = sub.add_parser("rig", help="rig files").add_subparsers(dest="rig_command", required=True)
+    chk = rig.add_parser("check", help="validate a rig file and say what it is and which engines it supports")
+    chk.add_argument("rig", help="rig name (rigs/NAME.yaml) or path")
+    chk.set_defaults(func=cmd_rig_check)
+    run = sub.add_parser("run", help="measure a study and publish the run under data/")
+    run.add_argument("study")
+    run.add_argument("--rig", default="local")
+    run.add_argument("--profile", default=profiles.DEFAULT)
+    run.set_defaults(func=cmd_run)
+    plan = sub.add_parser("plan", help="print a study's plan without measuring")
+    plan.add_argument("study")
+    plan.add_argument("--profile", default=profiles.DEFAULT)
+    plan.set_defaults(func=cmd_plan)
+    ren = sub.add_parser("render", help="figures, macros and tables for the paper from data/ alone")
+    ren.add_argument("--rig", default="local")
+    ren.add_argument("--profile", default=profiles.DEFAULT)
+    ren.set_defaults(func=cmd_render)
+    b = sub.add_parser("bench", help="harness and engine benchmarks -> bench/latest.json")
+    b.add_argument("--only", nargs="*", default=None, help="run only these benchmark groups")
+    b.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .procs import install_sigterm_as_exit
+    install_sigterm_as_exit()
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SnaptaxError as exc:
+        print(f"snaptax: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("snaptax: interrupted; everything started was stopped and no partial run was kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,539 @@
+"""The LVM thin engine: a thin pool, a thin volume and thin snapshots (array-style block sharing).
+
+Where it runs:
+  * natively, on a host whose kernel has device-mapper (a real rig; guarded like every real device);
+  * otherwise in a TCG guest (snaptax.guest): this machine's kernel has no device-mapper. The rig device is
+    served over NBD by qemu-storage-daemon and becomes the guest's physical volume (virtio disk "pv0").
+
+Either way the whole Plan is compiled into one POSIX sh script (lvm, dmsetup, fio, busybox) that is executed in
+one go, and its results (fio JSON, job files, logs, counters) come back as files. The guest cannot be driven step
+by step from the host without a control channel, and timing a plan in one piece keeps host round trips out of
+the measurement.
+
+Semantics of the plan's steps:
+  chain="fan"   every snapshot is of the origin; fio runs against the origin (the live volume).
+  chain="stack" a snapshot-of-snapshot chain: each TakeSnapshot snapshots the live volume and the new snapshot
+                becomes the live volume, so fio always writes the newest layer (like a redo-log chain).
+  DeleteSnapshot removes the newest/oldest frozen volume (`lvremove`); thin volumes share chunks by reference
+  counting, so a delete never copies data and never changes the other volumes' contents.
+
+Counters (per Measure, before/after): the PVs' /sys/block/*/stat as seen by the I/O issuer (`disk_*`, what the
+rig device received: under TCG the emulation's own overhead hides the snapshot cost on a fast backend, these do
+not), the live thin device's stat (`lv_*`), the pool's `dmsetup status` (`pool_*`: allocated chunks, metadata
+blocks, transaction id), `lvs` data/metadata percent, the live volume's mapped sectors, and `chunks_broken`:
+pool chunks allocated while the live volume's mapping did not grow, i.e. chunks whose sharing a write broke.
+"""
+from __future__ import annotations
+
+import shlex
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .. import fio
+from ..errors import ConfigError, EngineError, MeasurementError
+from ..fio import FioRun, FioTarget
+from ..guest.vm import GuestConfig, GuestDisk, run_guest
+from ..lock import measurement_lock
+from ..plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
+from ..procs import ProcessGroup
+from ..rig import Device, Rig
+from .base import SnapshotEngine
+
+VG = "snaptax"
+POOL = "pool"
+ORIGIN = "origin"
+MiB = 1 << 20
+_EXTENT = 4 * MiB  # VG extent size (lvm's default); pool and PV sizes are rounded to it
+
+
+def host_has_device_mapper(proc_devices: Path = Path("/proc/devices")) -> bool:
+    """True if the running kernel has device-mapper (so dm-thin can be loaded natively)."""
+    try:
+        return any(line.split()[-1:] == ["device-mapper"] for line in proc_devices.read_text().splitlines())
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class LvmThinConfig:
+    """One thin-pool configuration.
+
+    chunk_size: pool chunk (allocation and sharing unit), 64 KiB … 1 GiB, a multiple of 64 KiB.
+    zeroing: zero a newly provisioned chunk before a partial write to it (`lvcreate -Z y`); sharing breaks copy
+             the old chunk regardless.
+    pool_factor: pool data size ÷ thin volume size, at least 2: a full copy-out of the origin after a snapshot
+             must fit, or the pool fills and I/O stalls (platform notes).
+    chain: 'fan' (snapshots of the origin, fio on the origin) or 'stack' (snapshot-of-snapshot, fio on the newest).
+    mode: 'auto' (native if the host has device-mapper, else the TCG guest), 'guest' or 'native'.
+    integrity: keep a byte copy of every volume (guest RAM); after every step compare each volume with it by MD5,
+             after deletes and at the end byte for byte (cmp).
+    """
+
+    name: str = "lvmthin"
+    chunk_size: int = 64 << 10
+    zeroing: bool = False
+    pool_factor: float = 2.0
+    metadata_size: int | None = None
+    chain: Literal["fan", "stack"] = "fan"
+    mode: Literal["auto", "guest", "native"] = "auto"
+    integrity: bool = False
+    guest: GuestConfig = field(default_factory=GuestConfig)
+    analogue: str = ""
+
+    def __post_init__(self) -> None:
+        src = f"lvmthin config {self.name!r}"
+        cs = self.chunk_size
+        if cs < (64 << 10) or cs > (1 << 30) or cs % (64 << 10):
+            raise ConfigError(src, "chunk_size", f"{cs} is not a multiple of 64 KiB in 64 KiB…1 GiB")
+        if self.pool_factor < 2:
+            raise ConfigError(src, "pool_factor", f"{self.pool_factor} < 2: a full copy-out would fill the pool")
+        if self.chain not in ("fan", "stack"):
+            raise ConfigError(src, "chain", f"{self.chain!r} is not 'fan' or 'stack'")
+        if self.mode not in ("auto", "guest", "native"):
+            raise ConfigError(src, "mode", f"{self.mode!r} is not 'auto', 'guest' or 'native'")
+        if self.metadata_size is not None and not (2 * MiB <= self.metadata_size <= 16 << 30):
+            raise ConfigError(src, "metadata_size", "must lie in 2 MiB…16 GiB")
+
+
+# ---------------------------------------------------------------- plan -> script
+
+@dataclass
+class _State:
+    live: str = ORIGIN
+    frozen: list[str] = field(default_factory=list)  # snapshots (point-in-time volumes), oldest first
+    serial: int = 0
+
+    @property
+    def volumes(self) -> list[str]:
+        return [*self.frozen, self.live]
+
+
+@dataclass(frozen=True)
+class CompiledPlan:
+    script: str
+    files: dict[str, bytes]
+    measures: dict[int, tuple[Measure, int, str]]   # plan index -> (step, chain length, live volume)
+    events: list[dict]                               # snapshot/delete steps, as the script will perform them
+    final_chain_length: int = 0
+
+
+_SCRIPT_HEAD = r'''# generated by snaptax.engines.lvmthin from a Plan; runs under sh -e (guest /init or natively)
+. "${SNAPTAX_LIB:-/etc/snaptax/lib.sh}"
+VG=%(vg)s
+PVS="%(pvs)s"
+dev() { echo "/dev/mapper/$VG-$1"; }
+now() { cut -d' ' -f1 /proc/uptime; }
+blkname() { dmsetup info -c --noheadings -o blkdevname "$VG-$1" | tr -d ' '; }
+counters() {  # counters LIVE FILE: every counter the host turns into numbers
+    {
+        for s in %(serials)s; do echo "pv $(blkstat $s)"; done
+        echo "lv $1 $(cat /sys/block/$(blkname $1)/stat)"
+        echo "pool $(dmsetup status $VG-%(pool)s-tpool)"
+        echo "thin $1 $(dmsetup status $VG-$1)"
+        lvm lvs --noheadings --nosuffix -o lv_name,data_percent,metadata_percent $VG | sed 's/^ */lvs /'
+    } > "$2"
+}
+step() { echo "$1 $(now)" >> "$OUT/steps.txt"; }
+REF=/tmp/snaptax-refs
+ref() {  # ref VOLUME: (re)take VOLUME's reference copy and its checksum
+    cat "$(dev $1)" > "$REF/$1"; md5sum < "$REF/$1" | cut -c1-32 > "$REF/$1.md5"
+}
+check() {  # check md5|bytes STEP VOLUME...: every volume equal to its reference copy
+    how=$1; at=$2; shift 2
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    for v in "$@"; do
+        want=$(cat "$REF/$v.md5")
+        if [ "$how" = bytes ]; then
+            # busybox cmp reads byte by byte (seconds per 32 MiB under TCG): kept for deletes and the end.
+            cmp -s "$(dev $v)" "$REF/$v" && got=$want || got=differs
+        else
+            got=$(md5sum < "$(dev $v)" | cut -c1-32)
+        fi
+        if [ "$got" = "$want" ]; then
+            echo "ok $at $v $how $want" >> "$OUT/integrity.txt"
+        else
+            echo "MISMATCH $at $v $how $want" >> "$OUT/integrity.txt"
+            echo "integrity: volume $v differs from its point-in-time copy after step $at ($how)" >&2
+            exit 3
+        fi
+    done
+}
+'''
+
+
+def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: list[str]) -> CompiledPlan:
+    """The plan as one sh script plus the job files it reads (paths relative to $IN)."""
+    list(plan.measurements())  # validates: no delete from an empty chain
+    q = shlex.quote
+    pvs_expr = " ".join(f"$(disk {s})" for s in pv_serials)
+    lines = [_SCRIPT_HEAD % {"vg": VG, "pvs": pvs_expr, "serials": " ".join(pv_serials), "pool": POOL}]
+    pool_size = _round_up(int(disk_size * config.pool_factor), _EXTENT)
+    meta = (f" --poolmetadatasize {config.metadata_size // 1024}k" if config.metadata_size else "")
+    lines += [
+        'step "setup-begin"',
+        # Stale LVM labels on a reused device would make pvcreate ask questions; wipe the label area.
+        'for p in $PVS; do dd if=/dev/zero of="$p" bs=1M count=4 conv=fsync 2>/dev/null; done',
+        'lvm pvcreate -q -ff -y $PVS',
+        f'lvm vgcreate -q -s {_EXTENT // 1024}k $VG $PVS',
+        # errorwhenfull: a full pool fails the I/O (fio reports it) instead of queueing it forever.
+        f'lvm lvcreate -q --type thin-pool -L {pool_size // 1024}k -c {config.chunk_size // 1024}k '
+        f'-Z {"y" if config.zeroing else "n"}{meta} -n {POOL} $VG',
+        f'lvm lvchange -q --errorwhenfull y $VG/{POOL}',
+        f'lvm lvcreate -q -V {disk_size // 1024}k -T $VG/{POOL} -n {ORIGIN}',
+        'step "setup-end"',
+        'lvm lvs -a -o lv_name,lv_size,data_percent,metadata_percent,chunk_size,zero $VG',
+    ]
+    if config.integrity:
+        # A thin volume reads zeros where nothing is provisioned: the origin's first reference is all zeros.
+        lines += ['mkdir -p $REF', f'truncate -s {disk_size} $REF/{ORIGIN}',
+                  f'md5sum < $REF/{ORIGIN} | cut -c1-32 > $REF/{ORIGIN}.md5', f'check bytes setup {ORIGIN}']
+    st = _State()
+    files: dict[str, bytes] = {}
+    measures: dict[int, tuple[Measure, int, str]] = {}
+    events: list[dict] = []
+    for index, step in enumerate(plan.steps):
+        tag = f"{index:03d}"
+        if isinstance(step, TakeSnapshot):
+            st.serial += 1
+            name, source = f"snap{st.serial}", (ORIGIN if config.chain == "fan" else st.live)
+            # -kn: thin snapshots carry the activation-skip flag by default; create this one active.
+            lines += [f'step "{tag}-snapshot-begin {name} {source}"',
+                      f'lvm lvcreate -q -s -kn -n {name} $VG/{source}',
+                      f'step "{tag}-snapshot-end {name} {source}"']
+            if config.integrity:
+                lines.append(f'cp $REF/{source} $REF/{name} && cp $REF/{source}.md5 $REF/{name}.md5')
+            if config.chain == "fan":
+                st.frozen.append(name)
+            else:
+                st.frozen.append(st.live)
+                st.live = name
+            events.append({"index": index, "event": "snapshot", "name": name, "source": source,
+                           "chain_length": len(st.frozen)})
+        elif isinstance(step, DeleteSnapshot):
+            if step.which not in ("newest", "oldest"):
+                raise ConfigError("plan", f"steps[{index}].which", f"{step.which!r} is not 'newest' or 'oldest'")
+            name = st.frozen.pop(-1 if step.which == "newest" else 0)
+            lines += [f'step "{tag}-delete-begin {name} {step.which}"',
+                      f'lvm lvremove -q -f $VG/{name}',
+                      f'step "{tag}-delete-end {name} {step.which}"']
+            if config.integrity:
+                lines.append(f'rm -f $REF/{name} $REF/{name}.md5')
+            events.append({"index": index, "event": "delete", "name": name, "which": step.which,
+                           "chain_length": len(st.frozen)})
+        elif isinstance(step, Measure):
+            if step.job.offset + step.job.size > disk_size:
+                raise ConfigError("plan", f"steps[{index}].job.size",
+                                  f"offset+size {step.job.offset + step.job.size} exceeds the thin volume "
+                                  f"({disk_size} bytes)")
+            target = FioTarget("libaio", filename=f"/dev/mapper/{VG}-{st.live}")
+            files[f"m{tag}/job.fio"] = step.job.job_file(target, log_prefix="fio").encode()
+            d = f"$OUT/m{tag}"
+            lines += [f'mkdir -p {d} && cp $IN/m{tag}/job.fio {d}/',
+                      f'counters {st.live} {d}/counters_before.txt',
+                      f'step "{tag}-fio-begin {st.live}"',
+                      f'(cd {d} && fio --output-format=json --output=fio.json job.fio)',
+                      f'step "{tag}-fio-end {st.live}"',
+                      f'counters {st.live} {d}/counters_after.txt']
+            if config.integrity:
+                lines.append(f'ref {st.live}')
+            measures[index] = (step, len(st.frozen), st.live)
+        else:  # pragma: no cover - Step is a closed union
+            raise TypeError(f"unknown plan step {step!r}")
+        if config.integrity:
+            # Checksums after every step; byte for byte after a delete and at the end of the plan.
+            how = "bytes" if isinstance(step, DeleteSnapshot) or index == len(plan.steps) - 1 else "md5"
+            lines.append(f'check {how} {tag} {" ".join(st.volumes)}')
+    lines += ['lvm lvs -a -o lv_name,lv_size,data_percent,metadata_percent $VG',
+              'lvm vgchange -q -an $VG', 'step "done"']
+    return CompiledPlan(script="\n".join(lines) + "\n", files=files, measures=measures, events=events,
+                        final_chain_length=len(st.frozen))
+
+
+def _round_up(n: int, unit: int) -> int:
+    return -(-n // unit) * unit
+
+
+# ---------------------------------------------------------------- counters
+
+_STAT = ("reads", "reads_merged", "sectors_read", "read_ms", "writes", "writes_merged", "sectors_written",
+         "write_ms", "in_flight", "io_ms", "weighted_io_ms")
+_KEEP = ("reads", "writes", "sectors_read", "sectors_written", "io_ms")
+
+
+def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
+    """The lines written by the script's `counters` function -> flat numeric counters."""
+    out: dict[str, float] = {f"disk_{k}": 0.0 for k in _KEEP}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        kind = parts[0]
+        if kind == "pv":  # pv SERIAL f1 ... f17: summed over PVs, as "what the device received"
+            for k, v in zip(_STAT, parts[2:]):
+                if k in _KEEP:
+                    out[f"disk_{k}"] += float(v)
+        elif kind == "lv":
+            for k, v in zip(_STAT, parts[2:]):
+                if k in _KEEP:
+                    out[f"lv_{k}"] = float(v)
+        elif kind == "pool":
+            # pool NAME: 0 LEN thin-pool TID USED_META/TOTAL_META USED_DATA/TOTAL_DATA ...
+            f = parts[1:]
+            if "thin-pool" not in f:
+                raise MeasurementError(f"unexpected thin-pool status: {line}")
+            i = f.index("thin-pool")
+            meta_used, meta_total = f[i + 2].split("/")
+            data_used, data_total = f[i + 3].split("/")
+            out.update(pool_transaction_id=float(f[i + 1]), pool_meta_used_blocks=float(meta_used),
+                       pool_meta_total_blocks=float(meta_total), pool_data_used_chunks=float(data_used),
+                       pool_data_total_chunks=float(data_total))
+        elif kind == "thin":  # thin LV NAME: 0 LEN thin MAPPED_SECTORS HIGHEST|-
+            f = parts[2:]
+            i = f.index("thin")
+            out["live_mapped_sectors"] = float(f[i + 1])
+        elif kind == "lvs" and len(parts) >= 4 and parts[1] == POOL:
+            out["pool_data_percent"] = float(parts[2])
+            out["pool_metadata_percent"] = float(parts[3])
+    out["chunk_sectors"] = float(chunk_size // 512)
+    return out
+
+
+def chunks_broken(before: dict[str, float], after: dict[str, float]) -> tuple[float, float]:
+    """(chunks whose sharing was broken, chunks newly provisioned) during one Measure of the live volume.
+
+    A write to an unmapped chunk grows both the pool and the live volume's mapping; a write to a shared chunk
+    allocates a pool chunk while the live mapping stays the same size (the chunk is remapped, not added).
+    """
+    new = (after["live_mapped_sectors"] - before["live_mapped_sectors"]) / after["chunk_sectors"]
+    allocated = after["pool_data_used_chunks"] - before["pool_data_used_chunks"]
+    return allocated - new, new
+
+
+# ---------------------------------------------------------------- engine
+
+class LvmThinEngine(SnapshotEngine):
+    """A thin volume of `disk_size` bytes in a thin pool on one rig device; runs whole plans (execute)."""
+
+    kind = "lvmthin"
+
+    def __init__(self, rig: Rig, device: Device, config: LvmThinConfig, disk_size: int):
+        if disk_size % MiB:
+            raise ConfigError(rig.source, "disk_size", f"{disk_size} is not a multiple of 1 MiB")
+        self.pv_size = _round_up(int(disk_size * config.pool_factor) + 2 * _metadata_guess(disk_size, config)
+                                 + 64 * MiB, _EXTENT)
+        if self.pv_size > device.capacity:
+            raise ConfigError(rig.source, f"devices.{device.name}.capacity",
+                              f"smaller than the thin pool's physical volume ({self.pv_size} bytes for a "
+                              f"{disk_size}-byte volume at pool_factor {config.pool_factor})")
+        self.rig, self.device, self.config, self.disk_size = rig, device, config, disk_size
+        self.group = ProcessGroup()
+        self.native = self._choose_native()
+        self._chain = 0
+        self._shares_broken = 0.0
+        self.last_run: dict[str, Any] = {}
+
+    def _choose_native(self) -> bool:
+        has_dm = host_has_device_mapper()
+        if self.config.mode == "native" and not has_dm:
+            raise EngineError("lvmthin mode 'native': this kernel has no device-mapper (/proc/devices); "
+                              "use mode 'guest' or 'auto'")
+        return self.config.mode == "native" or (self.config.mode == "auto" and has_dm)
+
+    # ------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "LvmThinEngine":
+        from ..backends import open_device
+        from ..qsd import RegionStore, StorageDaemon
+        try:
+            tag = f"lvmthin-{self.config.name}"
+            self.run_dir = self.rig.rig_work_dir / "run" / tag
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self.group.own(self.run_dir)
+            backend = open_device(self.rig, self.device, self.group, tag=tag)
+            self._host_counters = backend.host_counters
+            self._backend = backend
+            if not self.native:
+                # The PV is a region of the rig device, exported over NBD to the guest's virtio disk "pv0".
+                self.daemon = StorageDaemon(self.group, self.run_dir / "qsd").start()
+                store = RegionStore(self.daemon, backend.protocol(), self.device.capacity)
+                region = store.allocate(self.pv_size, "pv0")
+                self.disks = [GuestDisk("pv0", self.daemon.export(region.node, "pv0"))]
+        except BaseException:
+            self.group.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        daemon = getattr(self, "daemon", None)
+        if daemon is not None and daemon.qmp:
+            daemon.qmp.close()
+        self.group.close()
+
+    # ------------------------------------------------------------ interface
+    @property
+    def chain_length(self) -> int:
+        return self._chain
+
+    def fio_target(self) -> FioTarget:
+        raise EngineError("lvmthin runs fio next to dm-thin (in the guest or on the host); use execute(plan)")
+
+    def take_snapshot(self) -> str:
+        raise EngineError("lvmthin executes whole plans (execute); single steps are not driven from the host")
+
+    def delete_snapshot(self, which: str = "newest") -> str:
+        raise EngineError("lvmthin executes whole plans (execute); single steps are not driven from the host")
+
+    def counters(self) -> dict[str, float]:
+        """Host-level counters of the rig device (below the guest and qemu-storage-daemon)."""
+        return self._host_counters()
+
+    def describe(self) -> dict[str, Any]:
+        d = {"engine": self.kind, "config": asdict(self.config), "disk_size": self.disk_size,
+             "pv_size": self.pv_size, "device": self.device.name,
+             "where": "native" if self.native else "tcg-guest"}
+        if self.last_run.get("guest_image"):
+            d["guest_image"] = self.last_run["guest_image"]
+        return d
+
+    # ------------------------------------------------------------ execution
+    def run_plan(self, plan: Plan, out_dir: Path) -> tuple[CompiledPlan, Path]:
+        """Compile and run `plan`; its raw results land in out_dir (m<index>/..., steps.txt, script.log)."""
+        serials = ["pv0"]
+        compiled = compile_plan(plan, self.config, self.disk_size, serials)
+        if self.config.integrity:
+            volumes = plan.max_chain_length + 1
+            if not self.native and volumes * self.disk_size * 2 > self.config.guest.memory_mib * MiB:
+                raise ConfigError("lvmthin", "integrity", f"{volumes} reference copies of {self.disk_size} bytes "
+                                  f"do not fit in half the guest's {self.config.guest.memory_mib} MiB")
+        timeout = max(self.config.guest.run_timeout_s, plan.fio_seconds() * 3 + 600)
+        with measurement_lock():
+            host_before = self._host_counters()
+            t0 = time.monotonic()
+            if self.native:
+                self._run_native(compiled, out_dir, timeout)
+            else:
+                from ..guest.image import build_image
+                image = build_image(self.rig.work_dir)
+                gcfg = _replace(self.config.guest, run_timeout_s=timeout)
+                run = run_guest(image, self.disks, compiled.script, out_dir, files=compiled.files, config=gcfg,
+                                run_dir=self.run_dir / "guest", pg=self.group)
+                self.last_run = {"guest_image": {k: image.provenance[k] for k in
+                                                 ("key", "kernel_package", "kernel_version", "kernel_release",
+                                                  "kernel_deb_sha256", "tool_versions")},
+                                 "boot_to_ready_s": run.boot_to_ready_s, "guest_wall_s": run.wall_s}
+            wall = time.monotonic() - t0
+            host_after = self._host_counters()
+        self.last_run.update(wall_s=wall, host_counters_before=host_before, host_counters_after=host_after)
+        return compiled, out_dir
+
+    def _run_native(self, compiled: CompiledPlan, out_dir: Path, timeout: float) -> None:
+        """The same script on the host: lvm reads our lvm.conf (filter: only the rig device) via LVM_SYSTEM_DIR."""
+        import subprocess
+
+        from ..procs import run
+        pv = self._backend.path
+        if pv is None:
+            raise EngineError("lvmthin native mode needs a block device (a file rig device's loop or a real disk)")
+        sysdir = self.run_dir / "lvm"
+        sysdir.mkdir(parents=True, exist_ok=True)
+        conf = (Path(__file__).resolve().parents[1] / "guest" / "lvm.conf").read_text()
+        conf = conf.replace('"a|^/dev/vd[a-z]+$|"', f'"a|^{pv}$|"')
+        (sysdir / "lvm.conf").write_text(conf)
+        in_dir = self.run_dir / "in"
+        for rel, data in {**compiled.files, "run.sh": compiled.script.encode()}.items():
+            (in_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (in_dir / rel).write_bytes(data)
+        lib = self.run_dir / "lib.sh"
+        lib.write_text((Path(__file__).resolve().parents[1] / "guest" / "lib.sh").read_text() +
+                       f'disk() {{ [ "$1" = pv0 ] && echo {shlex.quote(str(pv))}; }}\n')
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for mod in ("dm_thin_pool", "dm_snapshot"):
+            run(["modprobe", mod], check=False)
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LVM_SYSTEM_DIR": str(sysdir), "IN": str(in_dir),
+               "OUT": str(out_dir), "SNAPTAX_LIB": str(lib)}
+        with open(out_dir / "script.log", "wb") as log:
+            cp = subprocess.run(["sh", "-e", "run.sh"], cwd=in_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 timeout=timeout)
+        if cp.returncode != 0:
+            tail = "\n".join((out_dir / "script.log").read_text(errors="replace").splitlines()[-20:])
+            raise EngineError(f"lvmthin native script exited {cp.returncode}; log tail:\n{tail}")
+
+    def execute(self, plan: Plan, session) -> None:
+        """Run the whole plan at once (guest or native) and record each Measure into `session`."""
+        raw = self.run_dir / "results"
+        shutil.rmtree(raw, ignore_errors=True)
+        compiled, out = self.run_plan(plan, raw)
+        steps = _parse_steps(out / "steps.txt")
+        for ev in compiled.events:
+            tag = f"{ev['index']:03d}-{ev['event'] if ev['event'] == 'delete' else 'snapshot'}"
+            seconds = _span(steps, tag)
+            session.log_event(ev["event"], name=ev["name"], chain_length=ev["chain_length"], seconds=seconds,
+                              **({"which": ev["which"]} if "which" in ev else {"source": ev["source"]}))
+        for index, (step, chain, live) in sorted(compiled.measures.items()):
+            src = out / f"m{index:03d}"
+            directory = session.measurement_dir(index, step)
+            for f in src.iterdir():
+                shutil.copy2(f, directory / f.name)
+            result = fio.load_json((directory / "fio.json").read_text())
+            bad = [j.get("jobname") for j in result.get("jobs", []) if j.get("error")]
+            if bad:
+                raise MeasurementError(f"fio job(s) {bad} reported I/O errors in measurement {index}")
+            before = parse_counters((src / "counters_before.txt").read_text(), self.config.chunk_size)
+            after = parse_counters((src / "counters_after.txt").read_text(), self.config.chunk_size)
+            broken, provisioned = chunks_broken(before, after)
+            # Cumulative so that the recorded delta (a results.csv column) is this measurement's count.
+            before["chunks_broken"] = self._shares_broken
+            self._shares_broken += broken
+            after["chunks_broken"] = self._shares_broken
+            self._chain = chain
+            session.record_measurement(index, step, chain_length=chain,
+                                       fio_run=FioRun(directory, result, _span(steps, f"{index:03d}-fio")),
+                                       counters_before=before, counters_after=after,
+                                       extra={"engine": self.kind, "live_volume": live,
+                                              "chunks_newly_provisioned": provisioned,
+                                              "where": "native" if self.native else "tcg-guest"})
+        self._chain = compiled.final_chain_length
+        session.log_event("lvmthin_run", **{k: v for k, v in self.last_run.items() if k != "guest_image"})
+
+
+def _metadata_guess(disk_size: int, config: LvmThinConfig) -> int:
+    if config.metadata_size:
+        return config.metadata_size
+    # lvm's default: 64 bytes per chunk of the pool, at least 2 MiB (rounded generously here; only sizes the PV).
+    return max(4 * MiB, _round_up(int(disk_size * config.pool_factor) // config.chunk_size * 64 * 2, MiB))
+
+
+def _replace(cfg: GuestConfig, **changes) -> GuestConfig:
+    import dataclasses
+    return dataclasses.replace(cfg, **changes)
+
+
+def _parse_steps(path: Path) -> dict[str, float]:
+    """steps.txt ('TAG-begin|end ... UPTIME' lines) -> {'TAG-begin': t, 'TAG-end': t}."""
+    marks: dict[str, float] = {}
+    if not path.exists():
+        return marks
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            marks[parts[0]] = float(parts[-1])
+    return marks
+
+
+def _span(marks: dict[str, float], tag: str) -> float:
+    b, e = marks.get(f"{tag}-begin"), marks.get(f"{tag}-end")
+    return (e - b) if b is not None and e is not None else float("nan")
+
+
+def read_integrity(out_dir: Path) -> list[tuple[str, str, str, str, str]]:
+    """integrity.txt -> (status 'ok'|'MISMATCH', step, volume, 'md5'|'bytes', expected md5) rows."""
+    path = out_dir / "integrity.txt"
+    rows = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            p = line.split()
+            if len(p) == 5:
+                rows.append((p[0], p[1], p[2], p[3], p[4]))
+    return rows

@@ -1,0 +1,1 @@
+"""Explanatory models: pure functions (formula and units in each docstring) and their fits."""

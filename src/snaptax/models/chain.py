@@ -1,0 +1,69 @@
+"""Service-time model of a snapshot chain.
+
+At a fixed number of outstanding I/Os C (fio: iodepth × numjobs), Little's law gives the mean time per I/O as
+C / IOPS. The model splits the aggregate time per I/O, τ(n) = 1/IOPS(n) in µs per I/O, into
+
+    τ(n) = τ0 + τ1 · [n ≥ 1] + τL · max(n − 1, 0)
+
+  τ0  µs per I/O without snapshots (the base disk through the harness),
+  τ1  µs per I/O added by the first snapshot (a redo log appears: lookups, allocation, metadata writes),
+  τL  µs per I/O added by each further layer (lookups that fall through one more layer's metadata).
+
+It is linear in its parameters, so the fit is ordinary least squares with t-based 95 % confidence intervals.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+
+def time_per_io_us(n: np.ndarray | int, tau0_us: float, tau1_us: float, tau_layer_us: float) -> np.ndarray:
+    """τ(n) in µs per I/O (aggregate over all outstanding I/Os); n = chain length (0, 1, 2, …)."""
+    n = np.asarray(n, dtype=float)
+    return tau0_us + tau1_us * (n >= 1) + tau_layer_us * np.maximum(n - 1, 0)
+
+
+def iops(n: np.ndarray | int, tau0_us: float, tau1_us: float, tau_layer_us: float) -> np.ndarray:
+    """IOPS(n) = 10⁶ / τ(n)  (I/O per second)."""
+    return 1e6 / time_per_io_us(n, tau0_us, tau1_us, tau_layer_us)
+
+
+@dataclass(frozen=True)
+class ChainFit:
+    tau0_us: float
+    tau1_us: float
+    tau_layer_us: float
+    ci95: tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
+    r2: float
+    points: int
+
+    def predict_iops(self, n: np.ndarray | int) -> np.ndarray:
+        return iops(n, self.tau0_us, self.tau1_us, self.tau_layer_us)
+
+
+def fit(chain_length: np.ndarray, measured_iops: np.ndarray) -> ChainFit:
+    """Least-squares fit of τ0, τ1, τL to measured IOPS at chain lengths (repeats as separate points).
+
+    Needs points at n = 0, n = 1 and at least one n ≥ 2, and more points than parameters.
+    """
+    n = np.asarray(chain_length, dtype=float)
+    y = 1e6 / np.asarray(measured_iops, dtype=float)
+    if not ((n == 0).any() and (n == 1).any() and (n >= 2).any()) or len(n) < 4:
+        raise ValueError("the chain model needs points at n = 0, n = 1, some n ≥ 2, and ≥ 4 points in all")
+    X = np.column_stack([np.ones_like(n), (n >= 1).astype(float), np.maximum(n - 1, 0)])
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ beta
+    dof = len(y) - X.shape[1]
+    ss_res = float(resid @ resid)
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    if dof > 0:
+        sigma2 = ss_res / dof
+        cov = sigma2 * np.linalg.pinv(X.T @ X)
+        half = stats.t.ppf(0.975, dof) * np.sqrt(np.diag(cov))
+    else:
+        half = np.full(3, np.nan)
+    ci = tuple((float(b - h), float(b + h)) for b, h in zip(beta, half))
+    return ChainFit(float(beta[0]), float(beta[1]), float(beta[2]), ci,  # type: ignore[arg-type]
+                    1 - ss_res / ss_tot if ss_tot > 0 else 1.0, len(y))

@@ -1,0 +1,211 @@
+"""Rigs and calibration: what the emulated spindles (or a real HDD) do, and the seek-span model fitted to it.
+
+Measurements (fio's nbd ioengine against snaptax.spindle.serve, or any NBD URI / device a rig names):
+  * random 4 KiB read and write IOPS versus queue depth 1…32 over the whole device, for every profile;
+  * random 4 KiB reads at queue depth 1 versus span (fraction of the device from LBA 0, 0.1 %…100 %).
+
+Model (the seek-span model; units: seconds unless named _ms). Mean QD1 service time of a random `bs` read
+within span s of a drive whose LBAs are spread over the stroke as in snaptax.spindle.model:
+
+    S(s) = overhead + E[seek(|x₁ − x₂|·N)] + T_rev/2 + E[bs / rate(x)]        x₁, x₂ ~ positions of uniform LBAs in s
+
+seek() is the Ruemmler–Wilkes curve through (track_to_track, average, full_stroke) (model.fit_seek_curve);
+overhead, T_rev and the zoned rate come from the profile (on a real drive: from its datasheet). A measured QD1
+mean latency is S(s) + h, h the harness round trip (fio + NBD + emulator) measured on the zero-latency
+device. fit_seek_span() recovers (track_to_track, average, full_stroke) with scipy's curve_fit, weighted by
+each point's standard error, with 95 % confidence intervals from the covariance.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..spindle.model import SeekCurve, fit_seek_curve
+from ..spindle.profiles import DriveProfile, SeekSpec
+
+SPANS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+QUEUE_DEPTHS = (1, 2, 4, 8, 16, 32)
+_GRID = 600    # LBA grid points per span for the E[seek] double integral (600² pairs)
+
+
+# ------------------------------------------------------------------ the model (pure)
+
+def _x_of(lba: np.ndarray, p: DriveProfile, capacity: int) -> np.ndarray:
+    """model.Geometry.x_of, vectorized."""
+    k = p.inner_mb_s / p.outer_mb_s
+    f = np.clip(lba / capacity, 0.0, 1.0)
+    if k >= 1:
+        return f
+    q = 1 - k
+    return (1 - np.sqrt(np.maximum(0.0, 1 - 2 * q * (1 + k) / 2 * f))) / q
+
+
+def _seek_ms(d: np.ndarray, c: SeekCurve) -> np.ndarray:
+    """SeekCurve.ms, vectorized (same rules: 0 below half a cylinder, s(1) up to one cylinder)."""
+    d1 = np.maximum(d, 1.0)
+    t = np.where(d1 < c.d_b, c.a + c.b * np.sqrt(d1), c.c + c.e * d1)
+    return np.where(d < 0.5, 0.0, t)
+
+
+def mean_service_s(span: float, seek: SeekSpec, p: DriveProfile, capacity: int, bs: int = 4096) -> float:
+    """S(span): mean QD1 service time of random `bs` reads within the first `span` of the device."""
+    curve = fit_seek_curve(seek, p.cylinders, p.short_seek_fraction)
+    lba = (np.arange(_GRID) + 0.5) / _GRID * span * capacity
+    x = _x_of(lba, p, capacity)
+    d = np.abs(x[:, None] - x[None, :]) * p.cylinders
+    e_seek = float(_seek_ms(d, curve).mean()) / 1e3
+    k = p.inner_mb_s / p.outer_mb_s
+    rate = p.outer_mb_s * 1e6 * (1 - (1 - k) * x)
+    return p.overhead_ms / 1e3 + e_seek + p.t_rev_s / 2 + float(np.mean(bs / rate))
+
+
+def datasheet_qd1_iops(p: DriveProfile, bs: int = 4096) -> float:
+    """The datasheet's own arithmetic: 1 / (overhead + average seek + half a revolution + transfer at mean rate)."""
+    return 1.0 / (p.overhead_ms / 1e3 + p.seek_read.average_ms / 1e3 + p.t_rev_s / 2 + bs / p.mean_rate_bytes_s)
+
+
+@dataclass(frozen=True)
+class SeekFit:
+    """Fitted read-seek figures (ms) with 95 % confidence half-widths, and the fit's residual scale."""
+
+    track_to_track_ms: float
+    average_ms: float
+    full_stroke_ms: float
+    ci95_ms: tuple[float, float, float]
+    residual_rms_s: float
+    points: int
+
+    def as_spec(self) -> SeekSpec:
+        return SeekSpec(self.track_to_track_ms, self.average_ms, self.full_stroke_ms)
+
+    def rel_errors(self, truth: SeekSpec) -> dict[str, float]:
+        return {name: abs(getattr(self, name) - getattr(truth, name)) / getattr(truth, name)
+                for name in ("track_to_track_ms", "average_ms", "full_stroke_ms")}
+
+
+def fit_seek_span(spans, latency_s, se_s, p: DriveProfile, capacity: int, harness_s: float = 0.0,
+                  bs: int = 4096, p0_ms: tuple[float, float, float] = (1.0, 6.0, 12.0)) -> SeekFit:
+    """Fit (track_to_track, average, full_stroke) to measured QD1 mean latencies at `spans`.
+
+    The start point is generic (p0_ms), not the profile's figures, so recovering them is a real test. The
+    parameters are fitted in log space (all positive), the bounds keep t1 < avg < full only softly (a
+    non-increasing curve is rejected by fit_seek_curve and scored as a huge residual)."""
+    from scipy.optimize import curve_fit
+
+    spans = np.asarray(spans, float)
+    y = np.asarray(latency_s, float) - harness_s
+    sigma = np.maximum(np.asarray(se_s, float), 1e-7)
+
+    def model(s_arr, lt1, lta, ltf):
+        t1, ta, tf = math.exp(lt1), math.exp(lta), math.exp(ltf)
+        if not t1 < ta < tf:
+            return np.full(len(s_arr), 1.0)
+        try:
+            spec = SeekSpec(t1, ta, tf)
+            return np.array([mean_service_s(s, spec, p, capacity, bs) for s in s_arr])
+        except Exception:   # non-increasing curve: make the point unattractive
+            return np.full(len(s_arr), 1.0)
+
+    popt, pcov = curve_fit(model, spans, y, p0=np.log(p0_ms), sigma=sigma, absolute_sigma=True,
+                           maxfev=4000)
+    est = np.exp(popt)
+    # delta method: d exp(u) = exp(u) du
+    sd = est * np.sqrt(np.clip(np.diag(pcov), 0, None))
+    resid = y - model(spans, *popt)
+    return SeekFit(float(est[0]), float(est[1]), float(est[2]), tuple(float(1.96 * v) for v in sd),
+                   float(np.sqrt(np.mean(resid ** 2))), len(spans))
+
+
+def synthetic_span_data(p: DriveProfile, capacity: int, spans=SPANS, *, noise_s: float = 0.0, seed: int = 0,
+                        harness_s: float = 0.0, bs: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """Model latencies at `spans` (+ Gaussian noise of sd noise_s): for testing the fit on known parameters."""
+    rng = np.random.default_rng(seed)
+    y = np.array([mean_service_s(s, p.seek_read, p, capacity, bs) + harness_s for s in spans])
+    return y + rng.normal(0, noise_s, len(y)) if noise_s else y, np.full(len(y), max(noise_s, 1e-6))
+
+
+# ------------------------------------------------------------------ measuring (fio through NBD)
+
+@dataclass(frozen=True)
+class Point:
+    profile: str
+    rw: str
+    iodepth: int
+    span: float
+    iops: float
+    clat_mean_s: float
+    clat_se_s: float
+    ios: int
+
+
+def measure(uri: str, capacity: int, *, rw: str, iodepth: int, span: float, runtime_s: float, directory: Path,
+            profile: str, bs: int = 4096) -> Point:
+    """One fio run (random `bs` I/O over [0, span·capacity)) through fio's nbd engine; holds the measurement
+    lock (fio.run takes it)."""
+    from .. import fio
+
+    size = max(bs * 16, int(span * capacity) // bs * bs)
+    job = fio.FioJob(name=f"{rw}-qd{iodepth}-span{span:g}", rw=rw, bs=bs, iodepth=iodepth, size=size,
+                     runtime_s=runtime_s, log_avg_msec=None, randrepeat=True)
+    run = fio.run(job, fio.FioTarget("nbd", uri=uri), directory)
+    d = run.result["jobs"][0]["read" if rw.endswith("read") else "write"]
+    n = int(d["total_ios"])
+    clat = d["clat_ns"]
+    return Point(profile, rw, iodepth, span, float(d["iops"]), clat["mean"] / 1e9,
+                 clat["stddev"] / 1e9 / math.sqrt(max(n, 1)), n)
+
+
+def harness_round_trip(workdir: Path, *, runtime_s: float = 5.0) -> Point:
+    """QD1 random reads on the zero-latency device: fio + NBD + emulator cost per command."""
+    from ..procs import ProcessGroup
+    from ..spindle.profiles import DiskSpec, ZeroProfile
+    from ..spindle.serve import SpindleDevice, serve
+
+    cap = 1 << 30
+    with ProcessGroup() as group, serve(group, SpindleDevice(DiskSpec(ZeroProfile()), cap, workdir, "zero")) as s:
+        return measure(s.uri, cap, rw="randread", iodepth=1, span=1.0, runtime_s=runtime_s,
+                       directory=workdir / "fio-zero", profile="zero")
+
+
+def span_sweep(profile_name: str, workdir: Path, *, capacity: int = 1 << 30, spans=SPANS,
+               runtime_s: float = 10.0) -> list[Point]:
+    from ..procs import ProcessGroup
+    from ..spindle.rigfiles import disk
+    from ..spindle.serve import SpindleDevice, serve
+
+    out = []
+    with ProcessGroup() as group, serve(group, SpindleDevice(disk(profile_name), capacity, workdir,
+                                                              profile_name)) as s:
+        for span in spans:
+            out.append(measure(s.uri, capacity, rw="randread", iodepth=1, span=span, runtime_s=runtime_s,
+                               directory=workdir / f"fio-{profile_name}-span{span:g}", profile=profile_name))
+    return out
+
+
+def qd_sweep(profile_name: str, workdir: Path, *, capacity: int = 1 << 30, depths=QUEUE_DEPTHS,
+             runtime_s: float = 10.0, rws=("randread", "randwrite")) -> list[Point]:
+    from ..procs import ProcessGroup
+    from ..spindle.rigfiles import disk
+    from ..spindle.serve import SpindleDevice, serve
+
+    out = []
+    with ProcessGroup() as group, serve(group, SpindleDevice(disk(profile_name), capacity, workdir,
+                                                              profile_name)) as s:
+        for rw in rws:
+            for qd in depths:
+                out.append(measure(s.uri, capacity, rw=rw, iodepth=qd, span=1.0, runtime_s=runtime_s,
+                                   directory=workdir / f"fio-{profile_name}-{rw}-qd{qd}", profile=profile_name))
+    return out
+
+
+def predicted_iops(profile_name: str, *, rw: str, iodepth: int, capacity: int = 1 << 30, span: float = 1.0,
+                   ios: int = 6000) -> float:
+    """The model's IOPS for the same workload (closed loop in simulated time, no harness)."""
+    from ..spindle.predict import closed_loop
+    from ..spindle.rigfiles import disk
+
+    return closed_loop(disk(profile_name), capacity, qd=iodepth, write=rw.endswith("write"), span=span,
+                       ios=ios).iops

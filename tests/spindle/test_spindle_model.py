@@ -1,0 +1,275 @@
+"""Deterministic unit tests of the drive model (no real time, no daemons)."""
+import dataclasses
+import math
+
+import pytest
+
+from snaptax.errors import ConfigError
+from snaptax.spindle.arrays import Raid1, Raid5, Simulator, Tier
+from snaptax.spindle.model import Disk, Geometry, Op, fit_seek_curve
+from snaptax.spindle.predict import closed_loop
+from snaptax.spindle.profiles import DiskSpec, Raid1Spec, Raid5Spec, SeekSpec, TierSpec, spec_from_json, to_json
+from snaptax.spindle.rigfiles import load_profile, parse_device, profile_names
+
+GiB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def p10k():
+    return load_profile("sas10k")
+
+
+def test_profiles_load_and_cite_sources():
+    names = profile_names()
+    assert {"sas10k", "sas15k", "nlsas7k2", "ssd_sas", "zero"} <= set(names)
+    for n in names:
+        p = load_profile(n)
+        if n != "zero":
+            assert p.source, n
+
+
+def test_derived_cylinders_match_datasheet(p10k):
+    # Savvio 10K.4 manual: 147,620 tracks per surface; derived from capacity, heads, rate and rpm
+    assert p10k.cylinders == pytest.approx(147_620, rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["sas10k", "sas15k", "nlsas7k2"])
+def test_seek_curve_passes_through_datasheet_figures(name):
+    p = load_profile(name)
+    for spec in (p.seek_read, p.seek_write):
+        c = fit_seek_curve(spec, p.cylinders, p.short_seek_fraction)
+        assert c.ms(1) == pytest.approx(spec.track_to_track_ms, abs=1e-9)
+        assert c.ms(p.cylinders) == pytest.approx(spec.full_stroke_ms, abs=1e-9)
+        assert c.mean_ms() == pytest.approx(spec.average_ms, rel=1e-3)
+        # continuous at the boundary, increasing, concave short piece
+        assert c.a + c.b * math.sqrt(c.d_b) == pytest.approx(c.c + c.e * c.d_b, rel=1e-9)
+        ds = [1, 10, 100, 1000, 10_000, c.d_b * 0.999, c.d_b * 1.001, p.cylinders]
+        ts = [c.ms(d) for d in ds]
+        assert ts == sorted(ts)
+        assert c.ms(0) == 0.0
+
+
+def test_bad_seek_figures_name_the_field(p10k):
+    bad = dataclasses.replace(p10k, seek_read=SeekSpec(0.3, 7.9, 7.81))
+    with pytest.raises(ConfigError, match="seek_read"):
+        spec_from_json(to_json(DiskSpec(bad)))
+
+
+def test_geometry_zoned_and_sequential_angle_continuity(p10k):
+    g = Geometry(p10k, GiB)
+    assert g.x_of(0) == 0 and g.x_of(GiB) == pytest.approx(1.0)
+    # outer LBAs are denser in stroke terms: the first half of the LBAs uses less than half the stroke
+    assert g.x_of(GiB / 2) < 0.5
+    assert g.rate_bytes_s(0, p10k) > g.rate_bytes_s(1, p10k)
+    assert g.lba_of_x(g.x_of(123_456_789)) == pytest.approx(123_456_789, rel=1e-9)
+    # streaming 4 KiB advances the angle by exactly the time it takes: no rotation lost between blocks
+    x0, x1 = g.x_of(10 * 4096), g.x_of(11 * 4096)
+    dt = g.stream_s(x0, x1)
+    assert (g.angle(x1) - g.angle(x0)) % 1 == pytest.approx(dt / g.t_rev, abs=1e-9)
+
+
+def _run(disk, ops_at):
+    """Submit (t, lba, n, write) commands, run to the end, return completion times in submit order."""
+    done = {}
+    sim_events = []
+    for i, (t, lba, n, w) in enumerate(ops_at):
+        while disk.next_time() is not None and disk.next_time() <= t:
+            disk.fire(disk.next_time())
+        disk.submit(Op(lba, n, w, lambda tt, i=i: done.__setitem__(i, tt)), t)
+    while disk.next_time() is not None:
+        disk.fire(disk.next_time())
+    return [done[i] for i in range(len(ops_at))]
+
+
+def test_queued_sequential_reads_do_not_pay_a_rotation(p10k):
+    disk = Disk(dataclasses.replace(p10k, readahead_bytes=0), GiB, "d")
+    n = 64
+    times = _run(disk, [(0.0, 100 * GiB // 1024 + i * 4096, 4096, False) for i in range(n)])
+    per_block = (times[-1] - times[0]) / (n - 1)
+    g = disk.geo
+    assert per_block == pytest.approx(g.stream_s(0, g.x_of(4096)), rel=0.2)   # media rate, ~30 µs
+    assert per_block < g.t_rev / 20
+
+
+def test_qd1_sequential_reads_are_served_by_readahead(p10k):
+    disk = Disk(p10k, GiB, "d")
+    t, lat = 0.0, []
+    for i in range(50):
+        (end,) = _run(disk, [(t, i * 4096, 4096, False)])
+        lat.append(end - t)
+        t = end + 100e-6          # the host needs 100 µs to send the next command
+    assert max(lat[1:]) < 0.5e-3  # no rotational miss (a miss would cost ~6 ms)
+    assert disk.counters.cache_hits >= 40
+
+
+def test_qd1_random_read_matches_datasheet_access_time(p10k):
+    r = closed_loop(DiskSpec(p10k), GiB, qd=1, ios=3000, span=1.0)
+    g = Geometry(p10k, GiB)
+    # datasheet: overhead + average seek + half a revolution + transfer of 4 KiB
+    expect = p10k.overhead_ms / 1e3 + p10k.seek_read.average_ms / 1e3 + g.t_rev / 2 + 4096 / p10k.mean_rate_bytes_s
+    assert r.mean_latency_s == pytest.approx(expect, rel=0.05)
+
+
+def test_reordering_raises_iops_with_queue_depth(p10k):
+    iops = [closed_loop(DiskSpec(p10k), GiB, qd=q, ios=1500, seed=3).iops for q in (1, 4, 16, 32)]
+    assert iops == sorted(iops)
+    assert iops[-1] > 2.2 * iops[0]
+    fifo = closed_loop(DiskSpec(dataclasses.replace(p10k, scheduler="fifo")), GiB, qd=32, ios=1500, seed=3).iops
+    assert fifo == pytest.approx(iops[0], rel=0.1)     # no reordering: queue depth buys nothing
+
+
+def test_shorter_span_gives_more_iops(p10k):
+    full = closed_loop(DiskSpec(p10k), GiB, qd=1, ios=1500, span=1.0).iops
+    short = closed_loop(DiskSpec(p10k), GiB, qd=1, ios=1500, span=0.01).iops
+    assert short > 1.3 * full
+
+
+def test_write_cache_acknowledges_early_and_flush_waits(p10k):
+    cached = dataclasses.replace(p10k, write_cache=True)
+    sim = Simulator(DiskSpec(cached), GiB)
+    sim.submit("w", "write", 500 << 20, 4096, 0.0)
+    (tok, t_ack), = sim.advance(1.0) or [("none", 0)]
+    assert tok == "w" and t_ack < 0.5e-3
+    sim2 = Simulator(DiskSpec(cached), GiB)
+    for i in range(8):
+        sim2.submit(i, "write", (i * 97 % 256) << 22, 4096, 0.0)
+    sim2.submit("f", "flush", 0, 0, 0.0)
+    done = dict(sim2.advance(10.0))
+    assert done["f"] > max(done[i] for i in range(8)) + 5e-3   # the flush waited for the destage
+
+
+def test_raid1_writes_both_reads_one(p10k):
+    sim = Simulator(Raid1Spec((DiskSpec(p10k), DiskSpec(p10k))), GiB)
+    sim.submit(1, "write", 4096, 4096, 0.0)
+    sim.advance(1.0)
+    m = sim.counters()["members"]
+    assert [x["writes"] for x in m] == [1, 1]
+    for i in range(40):
+        sim.submit(10 + i, "read", (i * 7919 % 4096) * 4096 * 64, 4096, 1.0)
+    sim.advance(5.0)
+    reads = [x["reads"] for x in sim.counters()["members"]]
+    assert sum(reads) == 40 and min(reads) >= 10   # both mirrors serve reads when there is a queue
+
+
+def test_raid1_read_beats_single_disk_at_depth(p10k):
+    one = closed_loop(DiskSpec(p10k), GiB, qd=16, ios=1500).iops
+    two = closed_loop(Raid1Spec((DiskSpec(p10k), DiskSpec(p10k))), GiB, qd=16, ios=1500).iops
+    assert two > 1.5 * one
+
+
+def test_raid5_mapping_left_symmetric(p10k):
+    v = Raid5(Raid5Spec(tuple([DiskSpec(p10k)] * 4), 64 << 10), GiB, "r5")
+    assert [v.parity_member(r) for r in range(5)] == [3, 2, 1, 0, 3]
+    rows = v.map(0, 3 * (64 << 10))
+    assert list(rows) == [0] and [c.member for c in rows[0]] == [0, 1, 2]
+    rows = v.map(3 * (64 << 10) + 4096, 4096)          # row 1: parity on member 2, data starts on member 3
+    assert rows == {1: [type(rows[1][0])(3, (64 << 10) + 4096, 4096)]}
+    # every byte of the space maps to exactly one place
+    seen = set()
+    for off in range(0, 12 * (64 << 10), 64 << 10):
+        (row, chunks), = v.map(off, 64 << 10).items()
+        seen.add((chunks[0].member, chunks[0].lba))
+    assert len(seen) == 12
+
+
+def test_raid5_small_write_is_read_modify_write(p10k):
+    sim = Simulator(Raid5Spec(tuple([DiskSpec(p10k)] * 6), 64 << 10), GiB)
+    sim.submit(1, "write", 12345 * 4096, 4096, 0.0)
+    sim.advance(1.0)
+    c = sim.counters()
+    assert sum(m["reads"] for m in c["members"]) == 2 and sum(m["writes"] for m in c["members"]) == 2
+    assert c["array"]["rmw_rows"] == 1
+    sim.submit(2, "write", 5 * (64 << 10) * 10, 5 * (64 << 10), 1.0)   # one full row: no reads
+    sim.advance(2.0)
+    c = sim.counters()
+    assert sum(m["reads"] for m in c["members"]) == 2 and sum(m["writes"] for m in c["members"]) == 2 + 6
+    assert c["array"]["full_stripe_rows"] == 1
+
+
+def test_raid5_small_random_writes_cost_about_four_ios(p10k):
+    spec = Raid5Spec(tuple([DiskSpec(p10k)] * 6), 64 << 10)
+    r = closed_loop(spec, 4 * GiB, qd=16, ios=800, write=True)
+    rr = closed_loop(spec, 4 * GiB, qd=16, ios=800, write=False)
+    assert rr.iops > 2.5 * r.iops
+
+
+def _tier(cycle=1.0, new="hdd"):
+    ssd = load_profile("ssd_sas")
+    hdd = load_profile("sas10k")
+    return TierSpec(ssd=DiskSpec(ssd), hdd=DiskSpec(hdd), extent_bytes=4 << 20, ssd_fraction=0.25, cycle_s=cycle,
+                    window_cycles=2, max_migrations_per_cycle=8, migration_chunk_bytes=1 << 20, new_allocation=new)
+
+
+def test_tier_new_allocations_land_on_hdd_and_hot_extents_get_promoted():
+    sim = Simulator(_tier(), 64 << 20)   # 16 extents of 4 MiB, 4 SSD slots
+    tier = sim.volume
+    assert isinstance(tier, Tier)
+    t = 0.0
+    for e in range(16):                  # write every extent once: all on HDD
+        sim.submit(("w", e), "write", e * (4 << 20), 4096, t)
+        t += 0.02
+        sim.advance(t)
+    assert all(tier.location(e * (4 << 20)) == "hdd" for e in range(16))
+    hot = [3, 7]
+    for i in range(200):                 # hammer two extents
+        e = hot[i % 2]
+        sim.advance(t)
+        sim.submit(("r", i), "read", e * (4 << 20) + (i % 50) * 4096, 4096, t)
+        t += 0.01
+    sim.advance(t + 3.0)                 # cycle ends, migrations run through the members
+    assert [tier.location(e * (4 << 20)) for e in hot] == ["ssd", "ssd"]
+    c = sim.counters()["array"]
+    # free SSD slots are filled by the warmest extents too (heat 1 from the initial writes)
+    assert c["promotions"] >= 2 and c["migrated_bytes"] == c["promotions"] * (4 << 20)
+    ssd_member = sim.counters()["members"][0]
+    assert ssd_member["bytes_written"] >= c["migrated_bytes"]      # migration really wrote to the SSD
+    assert not c["migration_running"]
+
+
+def test_tier_new_extent_goes_to_hdd_while_ssd_has_room():
+    sim = Simulator(_tier(), 64 << 20)
+    sim.submit("w", "write", 5 * (4 << 20), 4096, 0.0)
+    sim.advance(0.1)
+    assert sim.volume.location(5 * (4 << 20)) == "hdd" and len(sim.volume.free["ssd"]) == 4
+    assert sim.volume.location(6 * (4 << 20)) is None
+
+
+def test_tier_demotes_cold_extent_when_ssd_full():
+    sim = Simulator(_tier(new="ssd"), 64 << 20)
+    tier = sim.volume
+    t = 0.0
+    for e in range(16):
+        sim.submit(e, "write", e * (4 << 20), 4096, t)
+        t += 0.02
+        sim.advance(t)
+    assert sum(1 for e in range(16) if tier.location(e * (4 << 20)) == "ssd") == 4   # ssd filled first
+    for i in range(100):
+        sim.advance(t)
+        sim.submit(("r", i), "read", 10 * (4 << 20) + (i % 20) * 4096, 4096, t)
+        t += 0.01
+    sim.advance(t + 3.0)
+    assert tier.location(10 * (4 << 20)) == "ssd"
+    assert sim.counters()["array"]["demotions"] >= 1
+
+
+def test_parse_device_names_bad_field():
+    with pytest.raises(ConfigError, match=r"spindle\.members"):
+        parse_device({"kind": "raid5", "profile": "sas15k", "members": 2}, "rig.yaml")
+    with pytest.raises(ConfigError, match=r"field 'profile'.*no drive profile 'nope'"):
+        parse_device({"kind": "disk", "profile": "nope"}, "rig.yaml")
+    with pytest.raises(ConfigError, match=r"spindle\.bogus"):
+        parse_device({"kind": "disk", "profile": "sas10k", "bogus": 1}, "rig.yaml")
+    with pytest.raises(ConfigError, match=r"overrides\.rpm"):
+        parse_device({"kind": "disk", "profile": "sas10k", "overrides": {"rpm": 1}}, "rig.yaml")
+
+
+def test_named_devices_parse_and_round_trip():
+    for name in ("raid1_10k", "raid5_15k_6", "sas_pool", "tier_pool"):
+        spec = parse_device({"device": name}, "rig.yaml")
+        assert spec_from_json(to_json(spec)) == spec
+
+
+def test_simulator_is_deterministic(p10k):
+    a = closed_loop(DiskSpec(p10k), GiB, qd=8, ios=500, seed=5)
+    b = closed_loop(DiskSpec(p10k), GiB, qd=8, ios=500, seed=5)
+    assert a == b

@@ -1,0 +1,55 @@
+"""The command line: one clear line on stderr and a non-zero exit for bad input; nothing written to data/."""
+import subprocess
+import sys
+
+import pytest
+
+from snaptax import paths
+
+
+def snaptax(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "snaptax", *args], capture_output=True, text=True,
+                          cwd=paths.REPO_ROOT, env=env, timeout=120)
+
+
+def test_rig_check_local_says_what_it_is():
+    out = snaptax("rig", "check", "local")
+    assert out.returncode == 0, out.stderr
+    assert "device ssd" in out.stdout and "engine qcow2" in out.stdout
+
+
+def test_rig_check_refuses_the_disabled_example_without_failing():
+    out = snaptax("rig", "check", "example-attached")
+    assert out.returncode == 0
+    assert "refused" in out.stdout and "disabled" in out.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("rig", "check", "missing-rig"), "missing-rig.yaml: field '(file)'"),
+    (("run", "chain-length", "--profile", "enormous"), "field 'PROFILE'"),
+    (("run", "no-such-study", "--profile", "smoke"), "field 'STUDY'"),
+])
+def test_bad_input_gives_one_line(args, needle, data_dir):
+    out = snaptax(*args)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], out.stderr
+    assert not data_dir.exists()
+
+
+def test_malformed_rig_file_names_the_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nkind: embedded\ndevices:\n  d: {type: file, medium: floppy, capacity: 1G}\n")
+    out = snaptax("rig", "check", str(bad))
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"snaptax: {bad}: field 'devices.d.medium': 'floppy' is not one of ssd, hdd, nvme, tiered"
+
+
+def test_missing_tool_names_the_package(monkeypatch):
+    from snaptax import procs
+    from snaptax.errors import MissingTool
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(MissingTool) as err:
+        procs.require("qemu-storage-daemon")
+    assert str(err.value) == ("'qemu-storage-daemon' not found: install the Debian package 'qemu-system-common' "
+                              "(or run 'make setup')")

@@ -1,0 +1,47 @@
+"""environment.yml (conda) and requirements.txt (pip) pin the same versions."""
+import re
+
+import yaml
+
+from snaptax import paths
+
+DESIGN_CARD = {"jupyterlab", "papermill", "numpy", "scipy", "altair", "nbval"}
+
+
+def pip_pins():
+    pins = {}
+    for line in (paths.REPO_ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"requirements.txt: {line!r} is not pinned with =="
+            pins[re.sub(r"[-_.]+", "-", name.lower())] = version
+    return pins
+
+
+def conda_pins():
+    env = yaml.safe_load((paths.REPO_ROOT / "environment.yml").read_text())
+    pins = {}
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            for line in dep.get("pip", []):
+                name, _, version = line.partition("==")
+                if version:
+                    pins[re.sub(r"[-_.]+", "-", name.lower())] = version
+            continue
+        name, _, version = dep.partition("=")
+        pins[re.sub(r"[-_.]+", "-", name.lower())] = version.lstrip("=")
+    return pins
+
+
+def test_conda_and_pip_pins_agree():
+    pip, conda = pip_pins(), conda_pins()
+    conda.pop("python", None)
+    conda.pop("pip", None)
+    disagree = {k: (v, pip.get(k)) for k, v in conda.items() if pip.get(k) != v}
+    assert not disagree, f"environment.yml vs requirements.txt: {disagree}"
+    assert DESIGN_CARD <= set(conda), "environment.yml lacks packages the design card fixes"
+
+
+def test_every_direct_dependency_is_in_both():
+    assert DESIGN_CARD | {"vl-convert-python", "pytest", "pyyaml", "pandas"} <= set(pip_pins())

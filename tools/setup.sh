@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what snaptax needs, from the repository's own files. Idempotent: a second run only checks.
+#   Debian packages: tools/apt-packages.txt   (apt-get, via sudo when not root)
+#   Python:          requirements.txt (exact pins) into .venv, plus the package itself and a Jupyter kernel
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+while read -r pkg; do
+  pkg="${pkg%%#*}"; pkg="${pkg// /}"
+  [ -z "$pkg" ] && continue
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done < tools/apt-packages.txt
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null; then
+    echo "setup: missing Debian packages (${missing[*]}) and no apt-get on this machine" >&2; exit 1
+  fi
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+stamp=.venv/.snaptax-setup
+want="$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: building .venv from requirements.txt"
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
+  .venv/bin/python -m ipykernel install --sys-prefix --name snaptax --display-name "snaptax (.venv)" >/dev/null
+  echo "$want" > "$stamp"
+fi
