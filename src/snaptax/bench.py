@@ -87,7 +87,7 @@ def _optional(module: str, function: str) -> Callable[[], dict[str, float]] | No
 def groups() -> dict[str, Callable[[], dict[str, float]]]:
     found: dict[str, Callable[[], dict[str, float]] | None] = {
         "harness": harness,
-        "spindle": _optional("bench_spindle", "run_all"),
+        "spindle": _optional("bench_spindle", "run"),
         "guest": _optional("guest.bench", "bench"),
         "cofw": _optional("cofw.bench", "bench"),
     }

@@ -298,3 +298,16 @@ def test_volume_can_be_a_prefix_of_a_larger_file(workdir):
     with pytest.raises(EngineError, match="outside"):
         vol.write(b"x", 1 * MiB)
     vol.close()
+
+
+def test_plugin_side_is_stdlib_only():
+    """nbdkit's python plugin runs under the system python3: what it imports must be stdlib (or snaptax)."""
+    import subprocess
+    import sys
+    src = Path(__file__).resolve().parents[2] / "src"
+    code = ("import sys; sys.path.insert(0, %r); import snaptax.cofw.core, snaptax.cofw.control; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names "
+            "and m.split('.')[0] not in ('snaptax', '__main__', '_distutils_hack', 'sitecustomize')); print(bad)" % str(src))
+    python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+    out = subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out

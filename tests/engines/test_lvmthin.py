@@ -1,0 +1,204 @@
+"""The LVM thin engine: plan compilation and counter parsing (fast), and in a TCG guest an integrity run with a
+chain of three snapshots created, measured and deleted (marked guest)."""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from snaptax.engines.base import SnapshotEngine
+from snaptax.engines.lvmthin import (LvmThinConfig, LvmThinEngine, chunks_broken, compile_plan,
+                                     host_has_device_mapper, parse_counters, read_integrity)
+from snaptax.errors import ConfigError, EngineError
+from snaptax.fio import FioJob
+from snaptax.plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
+from snaptax.record import RunSession
+from snaptax.rig import Device, Rig
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+def rig():
+    d = Path(tempfile.mkdtemp(prefix="lvmthin-", dir=os.environ.get("SNAPTAX_TEST_TMP", "/var/tmp")))
+    yield Rig(name="t", kind="embedded", description="test", engines=("lvmthin",), work_dir=d,
+              devices=(Device(name="ssd", type="file", medium="ssd", capacity=512 * MiB),))
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def fill_job(size: int) -> FioJob:
+    return FioJob(name="fill", rw="write", bs=64 << 10, iodepth=8, size=size, time_based=False, runtime_s=None,
+                  verify="crc32c", log_avg_msec=None)
+
+
+def scatter_job(size: int, ios: int = 64) -> FioJob:
+    """`ios` random 4 KiB writes over the volume, verified by fio; randrepeat: the same offsets every time."""
+    return FioJob(name="scatter", rw="randwrite", bs=4096, iodepth=16, size=size, time_based=False,
+                  runtime_s=None, verify="crc32c", log_avg_msec=None, extra=(("number_ios", str(ios)),))
+
+
+def chain_plan(size: int) -> Plan:
+    steps: list = [Measure(fill_job(size), "prefill")]
+    for i in range(3):
+        steps += [TakeSnapshot(), Measure(scatter_job(size), "create", i)]
+    steps += [DeleteSnapshot("oldest"), Measure(scatter_job(size), "delete", 0),
+              DeleteSnapshot("newest"), DeleteSnapshot("newest"), Measure(scatter_job(size), "delete", 1)]
+    return Plan(tuple(steps))
+
+
+# ---------------------------------------------------------------- fast
+
+def test_config_validation(rig):
+    with pytest.raises(ConfigError, match="chunk_size"):
+        LvmThinConfig(chunk_size=32 << 10)
+    with pytest.raises(ConfigError, match="chunk_size"):
+        LvmThinConfig(chunk_size=96 << 10)
+    with pytest.raises(ConfigError, match="pool_factor"):
+        LvmThinConfig(pool_factor=1.5)
+    with pytest.raises(ConfigError, match="chain"):
+        LvmThinConfig(chain="tree")
+    with pytest.raises(ConfigError, match="capacity"):
+        LvmThinEngine(rig, rig.device(), LvmThinConfig(), disk_size=512 * MiB)
+    with pytest.raises(ConfigError, match="1 MiB"):
+        LvmThinEngine(rig, rig.device(), LvmThinConfig(), disk_size=MiB + 4096)
+
+
+def test_device_mapper_detection(tmp_path):
+    p = tmp_path / "devices"
+    p.write_text("Character devices:\n  1 mem\n\nBlock devices:\n  7 loop\n254 device-mapper\n")
+    assert host_has_device_mapper(p)
+    p.write_text("Character devices:\n  1 mem\n\nBlock devices:\n  7 loop\n253 virtblk\n")
+    assert not host_has_device_mapper(p)
+    assert not host_has_device_mapper(tmp_path / "missing")
+
+
+def test_native_mode_is_guarded(rig):
+    if host_has_device_mapper():
+        pytest.skip("this host has device-mapper")
+    with pytest.raises(EngineError, match="no device-mapper"):
+        LvmThinEngine(rig, rig.device(), LvmThinConfig(mode="native"), disk_size=16 * MiB)
+    engine = LvmThinEngine(rig, rig.device(), LvmThinConfig(), disk_size=16 * MiB)
+    assert isinstance(engine, SnapshotEngine) and not engine.native
+    with pytest.raises(EngineError, match="whole plans"):
+        engine.take_snapshot()
+
+
+def test_compile_fan_plan():
+    c = compile_plan(chain_plan(16 * MiB), LvmThinConfig(chunk_size=256 << 10, zeroing=True), 16 * MiB, ["pv0"])
+    s = c.script
+    assert "--type thin-pool -L 32768k -c 256k -Z y" in s and "-V 16384k -T $VG/pool -n origin" in s
+    assert s.count("lvm lvcreate -q -s -kn") == 3 and "-n snap3 $VG/origin" in s
+    assert "lvm lvremove -q -f $VG/snap1" in s and "lvm lvremove -q -f $VG/snap3" in s
+    assert [e["chain_length"] for e in c.events] == [1, 2, 3, 2, 1, 0] and c.final_chain_length == 0
+    assert {i: (chain, live) for i, (_, chain, live) in c.measures.items()} == {
+        0: (0, "origin"), 2: (1, "origin"), 4: (2, "origin"), 6: (3, "origin"), 8: (2, "origin"), 11: (0, "origin")}
+    job = c.files["m002/job.fio"].decode()
+    assert "ioengine=libaio" in job and "filename=/dev/mapper/snaptax-origin" in job and "number_ios=64" in job
+    assert "check " not in s  # no integrity checks unless asked
+
+
+def test_compile_stack_plan_with_integrity():
+    c = compile_plan(chain_plan(16 * MiB), LvmThinConfig(chain="stack", integrity=True), 16 * MiB, ["pv0"])
+    s = c.script
+    assert "-n snap1 $VG/origin" in s and "-n snap2 $VG/snap1" in s and "-n snap3 $VG/snap2" in s
+    assert [live for _, _, live in c.measures.values()] == ["origin", "snap1", "snap2", "snap3", "snap3", "snap3"]
+    # delete oldest removes the origin (no longer live); then the newest frozen ones
+    assert [e["name"] for e in c.events if e["event"] == "delete"] == ["origin", "snap2", "snap1"]
+    assert "check bytes 007 snap1 snap2 snap3" in s and "check md5 002 origin snap1" in s
+    assert s.rstrip().splitlines()[-4].startswith("check bytes 011")
+
+
+def test_compile_rejects_bad_plans():
+    with pytest.raises(ValueError, match="empty chain"):
+        compile_plan(Plan((DeleteSnapshot(),)), LvmThinConfig(), 16 * MiB, ["pv0"])
+    with pytest.raises(ConfigError, match="exceeds the thin volume"):
+        compile_plan(Plan((Measure(fill_job(32 * MiB), "x"),)), LvmThinConfig(), 16 * MiB, ["pv0"])
+
+
+COUNTERS = """pv pv0 153 0 10408 103 4193 17 51961 1702 0 904 1820 0 0 0 0 35 13
+lv origin 10 0 80 1 20 0 160 2 0 3 3 0 0 0 0 0 0
+pool 0 524288 thin-pool 2 112/1024 {used}/4096 - rw discard_passdown queue_if_no_space - 256
+thin origin 0 204800 thin {mapped} 204799
+lvs origin 12.50
+lvs pool 9.38 10.94
+"""
+
+
+def test_parse_counters_and_broken_chunks():
+    before = parse_counters(COUNTERS.format(used=256, mapped=32768), 64 << 10)
+    assert before["disk_writes"] == 4193 and before["disk_sectors_written"] == 51961 and before["disk_io_ms"] == 904
+    assert before["lv_writes"] == 20 and before["pool_data_used_chunks"] == 256
+    assert before["pool_meta_used_blocks"] == 112 and before["pool_data_total_chunks"] == 4096
+    assert before["pool_data_percent"] == 9.38 and before["pool_metadata_percent"] == 10.94
+    assert before["live_mapped_sectors"] == 32768 and before["chunk_sectors"] == 128
+    # 60 new pool chunks, 10 of them new mappings (10 * 128 sectors): 50 shared chunks were broken
+    after = parse_counters(COUNTERS.format(used=316, mapped=32768 + 1280), 64 << 10)
+    assert chunks_broken(before, after) == (50, 10)
+    empty = parse_counters("thin origin 0 204800 thin 0 -\npool 0 1 thin-pool 0 1/2 0/3 - rw\n", 64 << 10)
+    assert empty["live_mapped_sectors"] == 0 and empty["disk_writes"] == 0
+
+
+# ---------------------------------------------------------------- in the guest
+
+def _our_processes(marker: str) -> list[str]:
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmd:
+                found.append(cmd.replace(b"\0", b" ").decode(errors="replace")[:120])
+    return found
+
+
+@pytest.mark.guest
+@pytest.mark.parametrize("chain,chunk,zeroing", [("fan", 64 << 10, False), ("stack", 128 << 10, True)])
+def test_integrity_chain_of_three(rig, tmp_path, monkeypatch, chain, chunk, zeroing):
+    """Writes before and after each of 3 snapshots (fio verify), every volume checked against its point-in-time
+    copy after every step (MD5) and byte for byte after each delete and at the end; then all cleaned up."""
+    monkeypatch.setenv("SNAPTAX_DATA_DIR", str(tmp_path / "data"))
+    size = 16 * MiB
+    config = LvmThinConfig(name=f"t-{chain}", chain=chain, chunk_size=chunk, zeroing=zeroing, integrity=True)
+    engine = LvmThinEngine(rig, rig.device(), config, disk_size=size)
+    with RunSession(rig, "lvmthin-integrity", "test", {}) as session:
+        with engine:
+            engine.execute(chain_plan(size), session)
+            rows = read_integrity(engine.run_dir / "results")
+            assert engine.chain_length == 0
+            assert engine.describe()["where"] == "tcg-guest"
+    assert rows and all(r[0] == "ok" for r in rows), [r for r in rows if r[0] != "ok"]
+    checked = {(r[1], r[2], r[3]) for r in rows}
+    assert ("006", "snap1", "md5") in checked or ("006", "origin", "md5") in checked
+    assert sum(1 for r in rows if r[3] == "bytes") >= 5   # after the 3 deletes and at the end
+    # Each snapshot's point-in-time content differs from the later live volume (the writes really happened).
+    final = {r[2]: r[4] for r in rows if r[1] == "011"}
+    assert len(final) == 1
+    md5_at = {(r[1], r[2]): r[4] for r in rows}
+    live = "origin" if chain == "fan" else "snap3"
+    assert md5_at[("005", "snap3" if chain == "fan" else "snap2")] != list(final.values())[0]
+
+    published = session.published
+    assert published is not None
+    results = list(csv.DictReader(open(published / "results.csv")))
+    writes = {int(r["index"]): r for r in results if r["direction"] == "write"}
+    assert sorted(writes) == [0, 2, 4, 6, 8, 11]
+    assert [int(writes[i]["chain_length"]) for i in (0, 2, 4, 6, 8, 11)] == [0, 1, 2, 3, 2, 0]
+    chunk_sectors = chunk // 512
+    for i in (2, 4, 6):  # the first scatter after each snapshot breaks shared chunks and copies them out
+        broken = float(writes[i]["host_chunks_broken"])
+        assert 0 < broken <= 64
+        assert float(writes[i]["host_disk_sectors_written"]) >= broken * chunk_sectors
+        assert int(writes[i]["ios"]) == 64
+    # Same offsets again with no snapshot taken in between: nothing left to break.
+    assert float(writes[8]["host_chunks_broken"]) == 0 and float(writes[11]["host_chunks_broken"]) == 0
+    for i in writes:
+        assert (published / writes[i]["path"] / "fio.json").exists()
+        assert (published / writes[i]["path"] / "job.fio").read_text().count(f"snaptax-{live}") or i < 6
+    assert not _our_processes(str(rig.work_dir)), "qemu / qemu-storage-daemon left running"
+    assert not (rig.rig_work_dir / "run" / f"lvmthin-{config.name}").exists()
