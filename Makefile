@@ -21,13 +21,8 @@ setup:
 # Each notebook is executed by papermill with the rig and profile injected; the executed copies go to build/.
 notebooks: setup
 	@mkdir -p build/notebooks
-	@$(PY) -m snaptax rig check $(RIG) >/dev/null
-	@$(PY) -c "from snaptax import profiles; profiles.get('$(PROFILE)')" 2>/dev/null || \
-	  { echo "snaptax: profile: field 'PROFILE': unknown profile '$(PROFILE)' (one of: smoke, quick, full)" >&2; exit 2; }
 	@set -e; for nb in $(NOTEBOOKS); do \
-	  echo "papermill $$nb (rig=$(RIG), profile=$(PROFILE))"; \
-	  $(PY) -m papermill --no-progress-bar -k snaptax -p rig $(RIG) -p profile $(PROFILE) \
-	    "$$nb" "build/notebooks/$$(basename $$nb)"; \
+	  $(PY) -m snaptax notebook "$$nb" "build/notebooks/$$(basename $$nb)" --rig $(RIG) --profile $(PROFILE); \
 	done
 
 render: setup

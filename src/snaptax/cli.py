@@ -66,7 +66,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     from . import render
-    used = render.render_all(args.rig, args.profile)
+    out = Path(args.paper_dir) if args.paper_dir else None
+    used = render.render_all(args.rig, args.profile, figure_dir=out / "figures" if out else None,
+                             generated_dir=out / "generated" if out else None)
     for study, run in used.items():
         print(f"{study}: {run if run else 'no published run; section marked as not measured'}")
     return 0
@@ -76,6 +78,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from . import studies
     profile = profiles.get(args.profile)
     print(studies.get(args.study).describe_plan(profile))
+    return 0
+
+
+def cmd_notebook(args: argparse.Namespace) -> int:
+    from . import notebooks, rig as rigmod
+    profiles.get(args.profile)
+    rigmod.load(args.rig)
+    print(f"papermill {args.notebook} (rig={args.rig}, profile={args.profile})", flush=True)
+    notebooks.execute(Path(args.notebook), Path(args.output), {"rig": args.rig, "profile": args.profile})
     return 0
 
 
@@ -104,7 +115,14 @@ def parser() -> argparse.ArgumentParser:
     ren = sub.add_parser("render", help="figures, macros and tables for the paper from data/ alone")
     ren.add_argument("--rig", default="local")
     ren.add_argument("--profile", default=profiles.DEFAULT)
+    ren.add_argument("--paper-dir", default=None, help="write figures/ and generated/ here instead of paper/")
     ren.set_defaults(func=cmd_render)
+    nb = sub.add_parser("notebook", help="execute a study notebook with papermill (Ctrl-C stops its measurement)")
+    nb.add_argument("notebook")
+    nb.add_argument("output")
+    nb.add_argument("--rig", default="local")
+    nb.add_argument("--profile", default=profiles.DEFAULT)
+    nb.set_defaults(func=cmd_notebook)
     b = sub.add_parser("bench", help="harness and engine benchmarks -> bench/latest.json")
     b.add_argument("--only", nargs="*", default=None, help="run only these benchmark groups")
     b.set_defaults(func=cmd_bench)

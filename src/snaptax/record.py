@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import devices, fio, paths, provenance
+from .lock import measurement_lock
 from .plan import Measure
 from .rig import Rig
 
@@ -87,8 +88,13 @@ class RunSession:
 
     # -------------------------------------------------------------- lifecycle
     def __enter__(self) -> "RunSession":
-        if self.staging.exists():
-            shutil.rmtree(self.staging)
+        # Runs hold the machine-wide measurement lock, so any staging directory found now belongs to a run
+        # that was killed without a chance to clean up.
+        self._lock = measurement_lock()
+        self._lock.__enter__()
+        if self.staging.parent.exists():
+            for stale in self.staging.parent.iterdir():
+                shutil.rmtree(stale, ignore_errors=True)
         self.staging.mkdir(parents=True)
         return self
 
@@ -98,6 +104,7 @@ class RunSession:
                 self._publish()
         finally:
             shutil.rmtree(self.staging, ignore_errors=True)
+            self._lock.__exit__(None, None, None)
 
     @contextlib.contextmanager
     def in_variant(self, name: str, description: dict[str, Any]) -> Iterator[None]:

@@ -17,15 +17,16 @@ from pathlib import Path
 from .. import fio
 from ..errors import ConfigError
 from ..lock import measurement_lock
+from ..paths import work_dir
 from ..procs import ProcessGroup
 
 
 @dataclass(frozen=True)
 class BenchConfig:
     size: int = 1 << 30            # volume size; randrw spans all of it
-    runtime_s: float = 10
-    ramp_time_s: float = 2
-    rounds: int = 3
+    runtime_s: float = 5           # as snaptax.bench's harness group
+    ramp_time_s: float = 1
+    rounds: int = 5
     iodepth: int = 32
     page_size: int = 8192
     threads: int = 16              # nbdkit worker threads per connection
@@ -65,7 +66,7 @@ def cofw_engine_over_raw(workdir: Path | None = None, config: BenchConfig = Benc
     from ..engines.cofw import CofwEngineConfig, CofwServer
     from ..qsd import StorageDaemon, protocol_for
 
-    base = Path(workdir) if workdir else Path(os.environ.get("SNAPTAX_WORK_DIR", "/var/tmp/snaptax"))
+    base = Path(workdir) if workdir else work_dir()
     base.mkdir(parents=True, exist_ok=True)
     job = fio.FioJob(name="randrw4k", rw="randrw", bs=4096, iodepth=config.iodepth, size=config.size,
                      runtime_s=config.runtime_s, ramp_time_s=config.ramp_time_s, log_avg_msec=None)
@@ -99,6 +100,19 @@ def cofw_engine_over_raw(workdir: Path | None = None, config: BenchConfig = Benc
             qsd.qmp.close()
     result.value = statistics.median(result.ratios)
     return result
+
+
+def bench() -> dict[str, float]:
+    """The `make bench` group (snaptax.bench): flat name -> number."""
+    r = cofw_engine_over_raw()
+    return {
+        "cofw_engine_over_raw": r.value,
+        "cofw_engine_over_raw_min": min(r.ratios),
+        "cofw_engine_over_raw_max": max(r.ratios),
+        "cofw_engine_iops_median": statistics.median(r.engine_iops),
+        "cofw_raw_iops_median": statistics.median(r.raw_iops),
+        "cofw_rounds": float(len(r.ratios)),
+    }
 
 
 if __name__ == "__main__":   # python -m snaptax.cofw.bench [size_MiB runtime_s rounds]

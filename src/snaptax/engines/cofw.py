@@ -23,7 +23,6 @@ from ..procs import ProcessGroup, require, run
 from .base import SnapshotEngine
 
 PLUGIN = Path(__file__).resolve().parents[1] / "cofw" / "nbdkit_plugin.py"
-SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 @dataclass(frozen=True)

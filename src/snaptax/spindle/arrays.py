@@ -19,6 +19,7 @@ from .model import Counters, Disk, Member, Op, Ssd, ZeroDevice
 from .profiles import DeviceSpec, DiskSpec, DriveProfile, Raid1Spec, Raid5Spec, SsdProfile, TierSpec, ZeroProfile
 
 Done = Callable[[float], None]
+Eta = Callable[[float], None] | None   # told a command's completion time once it is fixed (single-part commands)
 
 
 class _Join:
@@ -42,7 +43,9 @@ class Volume:
     capacity: int
     members: list[Member]
 
-    def submit(self, offset: int, length: int, write: bool, t: float, on_done: Done) -> None:
+    def submit(self, offset: int, length: int, write: bool, t: float, on_done: Done, eta: Eta = None) -> None:
+        """`eta`, if the volume can tell (one member command carries the whole host command), is called with
+        the completion time as soon as it is fixed; volumes that split commands ignore it."""
         raise NotImplementedError
 
     def flush(self, t: float, on_done: Done) -> None:
@@ -75,8 +78,8 @@ class Single(Volume):
         self.member = _member(spec, capacity, name)
         self.members = [self.member]
 
-    def submit(self, offset, length, write, t, on_done):
-        self.member.submit(Op(offset, length, write, on_done), t)
+    def submit(self, offset, length, write, t, on_done, eta=None):
+        self.member.submit(Op(offset, length, write, on_done, eta=eta), t)
 
 
 class Raid1(Volume):
@@ -87,14 +90,14 @@ class Raid1(Volume):
         self.capacity = capacity
         self.members = [_member(m, capacity, f"{name}.m{i}") for i, m in enumerate(spec.members)]
 
-    def submit(self, offset, length, write, t, on_done):
+    def submit(self, offset, length, write, t, on_done, eta=None):
         if write:
             join = _Join(2, on_done)
             for m in self.members:
                 m.submit(Op(offset, length, True, join.part), t)
             return
         target = min(self.members, key=lambda m: m.estimate_free(t, offset))
-        target.submit(Op(offset, length, False, on_done), t)
+        target.submit(Op(offset, length, False, on_done, eta=eta), t)
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,7 @@ class Raid5(Volume):
             offset += piece
         return rows
 
-    def submit(self, offset, length, write, t, on_done):
+    def submit(self, offset, length, write, t, on_done, eta=None):
         rows = self.map(offset, length)
         if not write:
             chunks = [c for cs in rows.values() for c in cs]
@@ -221,7 +224,7 @@ class Tier(Volume):
         self.where[ext] = loc
         return loc
 
-    def submit(self, offset, length, write, t, on_done):
+    def submit(self, offset, length, write, t, on_done, eta=None):
         eb = self.spec.extent_bytes
         pieces = []
         end = offset + length
@@ -352,6 +355,8 @@ class Simulator:
         self._done: list[tuple[Hashable, float]] = []
         self.latency_sum_s = 0.0
         self.volumes = _volumes(self.volume)
+        self.etas: dict[Hashable, float] = {}     # outstanding host commands whose completion time is fixed
+        self._new_etas: list[Hashable] = []
 
     def submit(self, token: Hashable, kind: str, offset: int, length: int, t: float) -> None:
         """kind: 'read', 'write' or 'flush'. Call advance(t) first so earlier events are processed."""
@@ -363,12 +368,27 @@ class Simulator:
             if kind != "flush":
                 self.array.done(kind == "write", length)
             self.latency_sum_s += t_done - t
+            self.etas.pop(token, None)
             self._done.append((token, t_done))
+
+        def eta(t_done: float) -> None:
+            self.etas[token] = t_done
+            self._new_etas.append(token)
 
         if kind == "flush":
             self.volume.flush(t, done)
         else:
-            self.volume.submit(offset, length, kind == "write", t, done)
+            self.volume.submit(offset, length, kind == "write", t, done, eta)
+
+    def take_etas(self) -> list[Hashable]:
+        """Tokens whose completion time became known since the last call (see `etas`)."""
+        new, self._new_etas = self._new_etas, []
+        return new
+
+    def event_times(self) -> list[float]:
+        """The next event time of every member and timed volume (for a pump that skips owned events)."""
+        times = [m.next_time() for m in self.members] + [v.next_time() for v in self.volumes]
+        return [x for x in times if x is not None]
 
     def next_event_time(self) -> float | None:
         times = [m.next_time() for m in self.members]

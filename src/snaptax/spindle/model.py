@@ -179,6 +179,7 @@ class Op:
     x_end: float = 0.0
     destage: bool = False
     svc: str = ""        # how it was served: "media" (positioned), "hit" (buffer), "stream" (read-ahead)
+    eta: Callable[[float], None] | None = None   # told the completion time as soon as it is fixed
 
 
 SEEK_BINS = 24   # bin 0: no seek; bin i ≥ 1: 2^(i−1) ≤ d < 2^i cylinders (last bin open-ended)
@@ -347,6 +348,8 @@ class Disk(Member):
         self._seq += 1
         t_ack = max(t, op.t_submit) + self.overhead + op.nbytes / self.iface
         heapq.heappush(self.acks, (t_ack, self._seq, op))
+        if op.eta is not None:
+            op.eta(t_ack)
         destage = Op(op.lba, op.nbytes, True, self._destaged, t, op.x, op.angle, op.x_end, destage=True)
         self.dirty.append(destage)
 
@@ -448,6 +451,8 @@ class Disk(Member):
             self.counters.seek(d)
         self.counters.busy_s += end - t
         self.busy_until = end
+        if op.eta is not None and not op.destage:
+            op.eta(end)   # a dispatched command is never preempted: its completion time is now fixed
 
     def flush(self, t: float, on_done: Callable[[float], None]) -> None:
         if not self.dirty and (self.current is None or not self.current.destage):
@@ -486,6 +491,8 @@ class Ssd(Member):
         self.counters.busy_s += s / self.p.channels
         self._seq += 1
         heapq.heappush(self.running, (t + s, self._seq, op))
+        if op.eta is not None:
+            op.eta(t + s)
 
     def submit(self, op: Op, t: float) -> None:
         op.t_submit = t

@@ -11,10 +11,20 @@ Parameters
   counters  where host-level counters are written, atomically, every `interval` s (default 0.5) and at exit
 
 Timing. Requests are scheduled in simulated time (= CLOCK_MONOTONIC since start) under one lock, with the
-parallel thread model: a request thread advances the Simulator to `now`, submits, does the data I/O,
-then waits for its completion event. A pump thread sleeps until the Simulator's next event, advances
-it and wakes the requests it completed. Decisions (queue reordering, seek, rotation) depend only on
-simulated time, so late wake-ups delay replies but never change the schedule.
+parallel thread model: a request thread advances the Simulator to `now`, submits, and does the data I/O.
+As soon as the Simulator has fixed the command's completion time (at dispatch: at once when the drive is
+idle, later when it waits in the queue) the request thread finishes its own completion: it sleeps until
+that time itself (a coarse sleep, then a spin for the last SPIN_S), advances the Simulator and replies —
+no hand-off to another thread, whose wake-up would add to the reply's lateness. A pump thread serves
+everything else: it sleeps until the next event *not* owned by a waiting request thread (queue
+dispatches, destages, split RAID5/tier commands, tiering cycles), advances the Simulator, and wakes
+the requests it completed or whose completion time became known. Decisions (queue reordering, seek,
+rotation) depend only on simulated time, so late wake-ups delay replies but never change the schedule.
+
+Own timing, in the counters under "emulator": release_late_us_mean (real time after the simulated completion
+at which replies leave: the emulator's error) and, for commands that arrived with nothing outstanding,
+idle_gap_us_mean (real time from the previous reply to this arrival: the client's turnaround, which sets
+the platter's phase at the next command and which the calibration fit needs).
 """
 from __future__ import annotations
 
@@ -34,6 +44,20 @@ _params: dict[str, str] = {}
 _state: "_Emulator | None" = None
 
 
+class _Req:
+    """One outstanding host command: `ev` wakes its thread (completed, or completion time now known)."""
+
+    __slots__ = ("token", "ev", "done")
+
+    def __init__(self, token: int):
+        self.token = token
+        self.ev = threading.Event()
+        self.done = False
+
+
+OWNED_GRACE_S = 2e-3   # the pump looks at an event owned by a request thread only this long after it
+
+
 class _Emulator:
     def __init__(self, spec_json: dict, backing: str, counters_path: str | None, interval: float):
         from snaptax.spindle.arrays import Simulator
@@ -46,7 +70,7 @@ class _Emulator:
         self.counters_path = counters_path
         self.interval = interval
         self.cond = threading.Condition(threading.Lock())
-        self.events: dict[int, threading.Event] = {}
+        self.reqs: dict[int, _Req] = {}
         self.next_token = 0
         self.t0 = time.monotonic()
         self.stop = False
@@ -55,6 +79,11 @@ class _Emulator:
         # how late (real time after the simulated completion) replies are released: the emulator's own error
         self.late_sum = 0.0
         self.late_n = 0
+        # client turnaround: real time from a reply to the next arrival when nothing else was outstanding
+        self.last_release = None
+        self.gap_sum = 0.0
+        self.gap_n = 0
+        self.self_timed = 0
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -65,14 +94,22 @@ class _Emulator:
             self.pump.start()
 
     def _deliver(self, done) -> None:
+        """Under the lock: mark completed commands done and wake their threads; wake threads whose
+        completion time became known so they can time it themselves."""
         if done:
             now = self.now()
             for token, t_done in done:
                 self.late_sum += now - t_done
                 self.late_n += 1
-                ev = self.events.pop(token, None)
-                if ev is not None:
-                    ev.set()
+                self.last_release = now
+                req = self.reqs.pop(token, None)
+                if req is not None:
+                    req.done = True
+                    req.ev.set()
+        for token in self.sim.take_etas():
+            req = self.reqs.get(token)
+            if req is not None:
+                req.ev.set()
 
     def _pump(self) -> None:
         _timer_slack_1ns()
@@ -83,12 +120,15 @@ class _Emulator:
                 if now >= self.next_dump:
                     self._dump()
                     self.next_dump = now + self.interval
-                nt = self.sim.next_event_time()
-                wake = self.next_dump if nt is None else min(nt, self.next_dump)
+                owned = set(self.sim.etas.values())
+                times = self.sim.event_times()
+                free = [t for t in times if t not in owned]
+                wake = min([self.next_dump] + free + [t + OWNED_GRACE_S for t in times if t in owned])
+                precise = bool(free) and wake == min(free)
                 remaining = wake - self.now()
-                if remaining > SPIN_S:
-                    # coarse sleep, woken early by any new submission (which may bring an earlier event)
-                    self.cond.wait(remaining - SPIN_S)
+                if remaining > SPIN_S or (remaining > 0 and not precise):
+                    # coarse sleep, woken early by any new submission or self-timed completion
+                    self.cond.wait(remaining - SPIN_S if precise else remaining)
                 elif remaining > 0:
                     # sleeps on this machine overshoot by ~100 µs: spin the last stretch without the lock,
                     # yielding the GIL each turn so request threads keep running
@@ -104,25 +144,55 @@ class _Emulator:
         if not self.counters_path:
             return
         data = self.sim.counters()
-        data["emulator"] = {"release_late_us_mean": round(self.late_sum / self.late_n * 1e6, 2) if self.late_n else 0.0,
-                            "released": self.late_n}
+        data["emulator"] = {
+            "release_late_us_mean": round(self.late_sum / self.late_n * 1e6, 2) if self.late_n else 0.0,
+            "released": self.late_n, "release_late_s_sum": round(self.late_sum, 9),
+            "idle_gap_us_mean": round(self.gap_sum / self.gap_n * 1e6, 2) if self.gap_n else 0.0,
+            "idle_arrivals": self.gap_n, "idle_gap_s_sum": round(self.gap_sum, 9),
+            "self_timed": self.self_timed}
         tmp = f"{self.counters_path}.tmp"
         with builtins.open(tmp, "w") as f:
             json.dump(data, f)
         os.replace(tmp, self.counters_path)
 
-    def request(self, kind: str, offset: int, length: int) -> threading.Event:
-        ev = threading.Event()
+    def request(self, kind: str, offset: int, length: int) -> _Req:
         with self.cond:
             now = self.now()
             self._deliver(self.sim.advance(now))
+            if not self.reqs and self.last_release is not None:
+                self.gap_sum += now - self.last_release
+                self.gap_n += 1
             token = self.next_token
             self.next_token += 1
-            self.events[token] = ev
+            req = self.reqs[token] = _Req(token)
             self.sim.submit(token, kind, offset, length, now)
             self._deliver(self.sim.take_done())
             self.cond.notify()   # the pump recomputes its wake-up time
-        return ev
+        return req
+
+    def finish(self, req: _Req) -> None:
+        """Return once `req` has completed in simulated time (and real time has caught up with it)."""
+        _thread_timer_slack()
+        while True:
+            with self.cond:
+                if req.done:
+                    return
+                eta = self.sim.etas.get(req.token)
+                req.ev.clear()   # from here on, set only by a delivery (or a newly known eta)
+            if eta is None:
+                req.ev.wait()
+                continue
+            # our completion time is fixed: time it ourselves
+            remaining = eta - self.now()
+            if remaining > SPIN_S:
+                req.ev.wait(remaining - SPIN_S)   # the pump may deliver first (then ev is set)
+            while not req.done and time.monotonic() - self.t0 < eta:
+                time.sleep(0)
+            with self.cond:
+                if not req.done:
+                    self.self_timed += 1
+                    self._deliver(self.sim.advance(self.now()))
+                    self.cond.notify()   # events after ours may now be the pump's
 
     def shutdown(self) -> None:
         with self.cond:
@@ -134,6 +204,15 @@ class _Emulator:
             self.sim.advance(self.now())
             self._dump()
         os.close(self.fd)
+
+
+_tls = threading.local()
+
+
+def _thread_timer_slack() -> None:
+    if not getattr(_tls, "slack", False):
+        _timer_slack_1ns()
+        _tls.slack = True
 
 
 def _timer_slack_1ns() -> None:
@@ -222,22 +301,22 @@ def can_multi_conn(h) -> bool:
 
 def pread(h, buf, offset: int, flags: int) -> None:
     assert _state is not None
-    ev = _state.request("read", offset, len(buf))
+    req = _state.request("read", offset, len(buf))
     n = os.preadv(_state.fd, [buf], offset)
     if n < len(buf):
         buf[n:] = bytes(len(buf) - n)   # beyond the file's end: zeros
-    ev.wait()
+    _state.finish(req)
 
 
 def pwrite(h, buf, offset: int, flags: int) -> None:
     assert _state is not None
-    ev = _state.request("write", offset, len(buf))
+    req = _state.request("write", offset, len(buf))
     os.pwrite(_state.fd, buf, offset)
-    ev.wait()
+    _state.finish(req)
 
 
 def flush(h, flags: int) -> None:
     assert _state is not None
     # no fsync: the emulated device's durability is not under test, and a host fsync would add the host
     # disk's latency to the model's
-    _state.request("flush", 0, 0).wait()
+    _state.finish(_state.request("flush", 0, 0))

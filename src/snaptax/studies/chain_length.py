@@ -25,7 +25,6 @@ from ..models import chain as chain_model
 from ..backends import detach_stale_loops
 from ..engines.qcow2 import Qcow2ChainEngine, Qcow2Config
 from ..fio import FioJob, seed001_job
-from ..lock import measurement_lock
 from ..plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
 from ..record import RunSession
 
@@ -100,7 +99,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                   "plan_steps": len(plan.steps), "max_chain": plan.max_chain_length,
                   "configs": [c.name for c in configs], "fio_seconds_lower_bound": plan.fio_seconds() * 2}
     detach_stale_loops(rig.work_dir)
-    with measurement_lock(), RunSession(rig, STUDY, profile.name, parameters) as session:
+    with RunSession(rig, STUDY, profile.name, parameters) as session:
         for config in configs:
             with Qcow2ChainEngine(rig, dev, config, profile.disk_size) as engine:
                 with session.in_variant(config.name, engine.describe()):
