@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import statistics
 import tempfile
 from pathlib import Path
@@ -38,10 +39,11 @@ def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUN
     rig = rigmod.load("local")
     device = rig.device()
     job = harness_job(size, runtime_s)
-    nbd, direct = [], []
+    nbd, direct, qsd_busy = [], [], []
     with measurement_lock(), ProcessGroup() as group, tempfile.TemporaryDirectory() as tmp:
         backend = open_device(rig, device, group, tag="bench")
         daemon = StorageDaemon(group, rig.rig_work_dir / "run" / "bench").start()
+        qsd_pid = group.children[-1].proc.pid
         store = RegionStore(daemon, backend.protocol(), device.capacity)
         region = store.allocate(size, "bench")
         uri = daemon.export(region.node, "bench")
@@ -55,7 +57,12 @@ def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUN
             # Alternate which path goes first so a drifting disk does not favour one of them.
             order = [("nbd", nbd_target), ("direct", direct_target)]
             for name, target in order if r % 2 == 0 else order[::-1]:
+                cpu0 = _cpu_seconds(qsd_pid)
                 run = fio.run(job, target, Path(tmp) / f"{name}{r}")
+                if name == "nbd":
+                    # qemu-storage-daemon serves an export from one event-loop thread: its CPU share shows
+                    # whether that thread, not the disk, sets the ceiling.
+                    qsd_busy.append((_cpu_seconds(qsd_pid) - cpu0) / run.wall_s)
                 (nbd if name == "nbd" else direct).append(fio.total_iops(run.result))
         daemon.qmp.close() if daemon.qmp else None
     ratios = [a / b for a, b in zip(nbd, direct)]
@@ -66,7 +73,14 @@ def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUN
         "harness_nbd_iops_median": statistics.median(nbd),
         "harness_direct_iops_median": statistics.median(direct),
         "harness_rounds": rounds,
+        "harness_qsd_cpu_busy_median": statistics.median(qsd_busy),
     }
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _optional(module: str, function: str) -> Callable[[], dict[str, float]] | None:
