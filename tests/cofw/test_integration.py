@@ -137,3 +137,13 @@ def test_matches_qemu_copy_before_write(workdir):
     assert r.views_identical and r.view_equals_source_at_snapshot and r.live_identical
     assert r.qemu_target_allocated == r.engine_snapshot_allocated == r.engine_pages_copied * 65536
     assert r.ok
+
+
+def test_start_failure_is_one_line_and_leaves_nothing(workdir):
+    from snaptax.errors import EngineError
+    with ProcessGroup() as group:
+        with pytest.raises(EngineError, match="cannot open source") as exc:
+            CofwServer(group, workdir / "run", workdir / "missing.img", workdir / "snaps", CofwEngineConfig()).start()
+        assert "\n" not in str(exc.value)
+        spawned = list(group.children)
+    assert_all_stopped(spawned)

@@ -108,9 +108,16 @@ class CofwServer:
         # The plugin runs in nbdkit's embedded system python: a venv's or pyenv's settings must not leak into it.
         for var in ("PYTHONHOME", "PYTHONPATH", "VIRTUAL_ENV"):
             env.pop(var, None)
-        self.group.spawn(argv, name="nbdkit-cofw", log_path=self.run_dir / "nbdkit.log",
-                         ready=lambda: self.nbd_socket.exists() and try_ping(self.control_socket),
-                         env=env)
+        log = self.run_dir / "nbdkit.log"
+        try:
+            self.group.spawn(argv, name="nbdkit-cofw", log_path=log,
+                             ready=lambda: self.nbd_socket.exists() and try_ping(self.control_socket), env=env)
+        except EngineError as exc:
+            # The plugin's failure is a Python traceback in the log; its last line is the one that matters.
+            lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+            if lines:
+                raise EngineError(f"cofw nbdkit did not start: {lines[-1].strip()} (log: {log})") from exc
+            raise
         self.control = ControlClient(self.control_socket)
         return self
 

@@ -58,6 +58,8 @@ class _Req:
         self.done = False
 
 
+GAP_BIN_S = 2e-6
+GAP_BINS = 2000         # 0 … 4 ms; the last bin holds everything beyond
 OWNED_GRACE_S = 2e-3   # the pump looks at an event owned by a request thread only this long after it
 
 
@@ -87,6 +89,10 @@ class _Emulator:
         self.gap_sum = 0.0
         self.gap_n = 0
         self.self_timed = 0
+        # phase of an idle arrival: simulated time from the last completion to the arrival (reply lateness +
+        # client turnaround), as a histogram of GAP_BIN_S bins (cumulative: readers diff two snapshots)
+        self.last_done_t: float | None = None
+        self.phase_hist = [0] * GAP_BINS
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -105,6 +111,8 @@ class _Emulator:
                 self.late_sum += now - t_done
                 self.late_n += 1
                 self.last_release = now
+                if self.last_done_t is None or t_done > self.last_done_t:
+                    self.last_done_t = t_done
                 req = self.reqs.pop(token, None)
                 if req is not None:
                     req.done = True
@@ -152,7 +160,8 @@ class _Emulator:
             "released": self.late_n, "release_late_s_sum": round(self.late_sum, 9),
             "idle_gap_us_mean": round(self.gap_sum / self.gap_n * 1e6, 2) if self.gap_n else 0.0,
             "idle_arrivals": self.gap_n, "idle_gap_s_sum": round(self.gap_sum, 9),
-            "self_timed": self.self_timed}
+            "self_timed": self.self_timed, "idle_phase_bin_us": GAP_BIN_S * 1e6,
+            "idle_phase_hist": self.phase_hist}
         tmp = f"{self.counters_path}.tmp"
         with builtins.open(tmp, "w") as f:
             json.dump(data, f)
@@ -165,6 +174,8 @@ class _Emulator:
             if not self.reqs and self.last_release is not None:
                 self.gap_sum += now - self.last_release
                 self.gap_n += 1
+                if self.last_done_t is not None:
+                    self.phase_hist[min(GAP_BINS - 1, int((now - self.last_done_t) / GAP_BIN_S))] += 1
             token = self.next_token
             self.next_token += 1
             req = self.reqs[token] = _Req(token)

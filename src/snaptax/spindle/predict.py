@@ -63,3 +63,26 @@ def closed_loop(spec: DeviceSpec, capacity: int, *, qd: int, write: bool = False
     assert t_start is not None or warmup == 0
     elapsed = t_end - (t_start or 0.0)
     return LoopResult(ios / elapsed, lat_sum / ios, ios, elapsed)
+
+
+def qd1_trace(spec: DeviceSpec, capacity: int, *, n: int, span: float = 1.0, bs: int = 4096, gap_s: float = 0.0,
+              jitter_s: float = 0.0, seed: int = 1) -> tuple[list[int], list[float]]:
+    """A QD1 random-read trace as a client with turnaround `gap_s` (± Gaussian `jitter_s`, never negative) sees
+    it: (offsets, service times) in issue order — what the per-request calibration fit reads from fio's log."""
+    rng = random.Random(seed)
+    blocks = max(1, int(span * capacity) // bs)
+    sim = Simulator(spec, capacity)
+    offsets, service = [], []
+    t = 0.0
+    for i in range(n):
+        off = rng.randrange(blocks) * bs
+        sim.advance(t)
+        sim.submit(i, "read", off, bs, t)
+        done = sim.take_done()
+        while not done:
+            done = sim.advance(sim.next_event_time())
+        t_done = done[0][1]
+        offsets.append(off)
+        service.append(t_done - t)
+        t = t_done + max(0.0, rng.gauss(gap_s, jitter_s))
+    return offsets, service
