@@ -46,12 +46,12 @@ class ChainFit:
 def fit(chain_length: np.ndarray, measured_iops: np.ndarray) -> ChainFit:
     """Least-squares fit of τ0, τ1, τL to measured IOPS at chain lengths (repeats as separate points).
 
-    Needs points at n = 0, n = 1 and at least one n ≥ 2, and more points than parameters.
+    Needs points at n = 0, n = 1 and some n ≥ 2; with only three points the fit is exact and has no CIs.
     """
     n = np.asarray(chain_length, dtype=float)
     y = 1e6 / np.asarray(measured_iops, dtype=float)
-    if not ((n == 0).any() and (n == 1).any() and (n >= 2).any()) or len(n) < 4:
-        raise ValueError("the chain model needs points at n = 0, n = 1, some n ≥ 2, and ≥ 4 points in all")
+    if not ((n == 0).any() and (n == 1).any() and (n >= 2).any()):
+        raise ValueError("the chain model needs points at n = 0, n = 1 and some n ≥ 2")
     X = np.column_stack([np.ones_like(n), (n >= 1).astype(float), np.maximum(n - 1, 0)])
     beta, *_ = np.linalg.lstsq(X, y, rcond=None)
     resid = y - X @ beta

@@ -127,6 +127,178 @@ def synthetic_span_data(p: DriveProfile, capacity: int, spans=SPANS, *, noise_s:
     return y + rng.normal(0, noise_s, len(y)) if noise_s else y, np.full(len(y), max(noise_s, 1e-6))
 
 
+# ------------------------------------------------------------------ the per-request fit (pure)
+
+@dataclass(frozen=True)
+class Trace:
+    """One QD1 random-read run as fio logged it: offsets and completion latencies (s) in issue order, and the
+    client's turnaround `phase_s` (simulated time from a completion to the next arrival, median, from the
+    emulator's counters; on a real drive: the block layer's, a few µs, measured with a null device)."""
+
+    offsets: np.ndarray
+    clat_s: np.ndarray
+    phase_s: float
+    harness_s: float = 0.0     # fio-visible latency beyond the device's service (only used to find revolutions)
+    span: float = 1.0
+
+
+@dataclass(frozen=True)
+class RequestModel:
+    """Per-request quantities that do not depend on the seek parameters."""
+
+    d_cyl: np.ndarray      # seek distance of each used request (cylinders)
+    lo_s: np.ndarray       # the arrival-to-transfer time u = phase + overhead + seek lies in (lo, hi]
+    hi_s: np.ndarray
+    phase_s: np.ndarray
+    span: np.ndarray
+    used: int
+    excluded: int
+
+
+def _geometry(p: DriveProfile, capacity: int):
+    revs = capacity / (p.mean_rate_bytes_s * p.t_rev_s)
+    return revs, p.t_rev_s
+
+
+def request_model(traces: list[Trace], p: DriveProfile, capacity: int, bs: int = 4096) -> RequestModel:
+    """What each request of a QD1 trace says about its seek, independent of the seek parameters.
+
+    With nothing else outstanding, request B arrives `phase` after the previous request A completed; the platter
+    was then at A's end angle θ(A_end) (a read ends where its data ends). B's transfer begins at the first
+    passage of θ(B) after u = phase + overhead + seek(d):  Δ = T·(k + φ), φ = frac(θ(B) − θ(A_end)), k the
+    smallest integer with T·(k + φ) ≥ u. fio's latency of B is Δ − phase + transfer + harness, so the
+    revolution count k follows from the latency (harness jitter ≪ T/2), and the observation is interval-censored:
+    u ∈ (T·(k − 1 + φ), T·(k + φ)]. Rotational position is thus known exactly instead of averaged over: each
+    request pins its seek to within the client's jitter, not within a revolution.
+    Requests served from the read-ahead buffer (B within [A, A + bs + read-ahead)) and those following one are
+    left out; so is each trace's first request."""
+    revs, T = _geometry(p, capacity)
+    N = p.cylinders
+    ra = p.readahead_bytes
+    cols: dict[str, list] = {k: [] for k in ("d", "lo", "hi", "ph", "span")}
+    used = excluded = 0
+    for tr in traces:
+        off = np.asarray(tr.offsets, float)
+        lat = np.asarray(tr.clat_s, float)
+        if len(off) < 2:
+            continue
+        a, b = off[:-1], off[1:]
+        media = ~((b >= a) & (b < a + bs + ra))
+        ok = media & np.concatenate([[False], media[:-1]])   # A itself was a media read
+        x_a_end = _x_of(a + bs, p, capacity)
+        x_b = _x_of(b, p, capacity)
+        # while idle after a read the head keeps reading ahead: it has moved on when B arrives
+        head = np.minimum(_x_of(a + bs + ra, p, capacity), x_a_end + tr.phase_s / (revs * T))
+        d = np.abs(x_b - head) * N
+        phi = np.mod(revs * x_b - revs * x_a_end, 1.0)
+        xfer = (_x_of(b + bs, p, capacity) - x_b) * revs * T
+        lat_b = lat[1:]
+        k = np.rint((lat_b - tr.harness_s + tr.phase_s - xfer) / T - phi)
+        ok &= k >= 0
+        used += int(ok.sum())
+        excluded += int((~ok).sum()) + 1
+        cols["d"].append(d[ok])
+        cols["lo"].append(T * (k[ok] - 1 + phi[ok]))
+        cols["hi"].append(T * (k[ok] + phi[ok]))
+        cols["ph"].append(np.full(int(ok.sum()), tr.phase_s))
+        cols["span"].append(np.full(int(ok.sum()), tr.span))
+    cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+    return RequestModel(cat["d"], cat["lo"], cat["hi"], cat["ph"], cat["span"], used, excluded)
+
+
+OUTLIER = 0.01   # mixture weight of requests the model cannot explain (a descheduled emulator thread, …)
+
+
+def _nll(params: np.ndarray, rm: RequestModel, p: DriveProfile) -> float:
+    from scipy.special import ndtr
+
+    t1, ta, tf, log_sigma = params   # ms, ms, ms, log(seconds)
+    if not (0 < t1 < ta < tf):
+        return 1e12
+    try:
+        curve = fit_seek_curve(SeekSpec(float(t1), float(ta), float(tf)), p.cylinders, p.short_seek_fraction)
+    except Exception:   # a non-increasing curve
+        return 1e12
+    sigma = math.exp(log_sigma)
+    mu = rm.phase_s + p.overhead_ms / 1e3 + _seek_ms(rm.d_cyl, curve) / 1e3
+    prob = ndtr((rm.hi_s - mu) / sigma) - ndtr((rm.lo_s - mu) / sigma)
+    lik = (1 - OUTLIER) * prob + OUTLIER * 0.1
+    return float(-np.sum(np.log(lik)))
+
+
+def _hessian(f, x: np.ndarray, rel: float = 2e-3) -> np.ndarray:
+    n = len(x)
+    h = np.maximum(np.abs(x) * rel, 1e-6)
+    H = np.zeros((n, n))
+    f0 = f(x)
+    for i in range(n):
+        for j in range(i, n):
+            if i == j:
+                e = np.zeros(n); e[i] = h[i]
+                H[i, i] = (f(x + e) - 2 * f0 + f(x - e)) / h[i] ** 2
+            else:
+                ei = np.zeros(n); ei[i] = h[i]
+                ej = np.zeros(n); ej[j] = h[j]
+                H[i, j] = H[j, i] = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (4 * h[i] * h[j])
+    return H
+
+
+def fit_seek_requests(traces: list[Trace], p: DriveProfile, capacity: int, bs: int = 4096,
+                      p0_ms: tuple[float, float, float] = (1.0, 6.0, 12.0)) -> SeekFit:
+    """Maximum-likelihood fit of the read-seek figures (track_to_track, average, full_stroke) to per-request QD1
+    data (see request_model): u ~ Normal(phase + overhead + seek(d), σ) censored to its interval, with a 1 %
+    outlier floor. Overhead, rpm, zoned rates and capacity scaling are the profile's (known); the start point is
+    generic (p0_ms), not the profile's figures. 95 % intervals from the observed information (numeric Hessian)."""
+    from scipy.optimize import minimize
+
+    rm = request_model(traces, p, capacity, bs)
+    if rm.used < 50:
+        raise ValueError(f"only {rm.used} usable requests")
+
+    def f_ms(v):   # v = (t1 ms, average ms, full stroke ms, log σ[s])
+        return _nll(np.asarray(v, float), rm, p)
+
+    best = None
+    # coarse-to-fine in σ: a wide σ smooths the censored likelihood for the search, then σ is freed
+    for sigma0 in (1e-3, 2e-4):
+        starts = [np.array([*p0_ms, math.log(sigma0)])] if best is None else [best.x]
+        for x0 in starts:
+            r = minimize(lambda v: f_ms(np.array([*v, math.log(sigma0)])), x0[:3], method="Nelder-Mead",
+                         options={"xatol": 1e-4, "fatol": 1e-3, "maxiter": 4000})
+            cand = np.array([*r.x, math.log(sigma0)])
+            best = type("R", (), {"x": cand})()
+    r = minimize(f_ms, best.x, method="Nelder-Mead", options={"xatol": 1e-5, "fatol": 1e-4, "maxiter": 8000})
+    x = r.x
+    try:
+        cov = np.linalg.inv(_hessian(f_ms, x))
+        half = tuple(float(1.96 * math.sqrt(max(cov[i, i], 0.0))) for i in range(3))
+    except np.linalg.LinAlgError:
+        half = (math.nan, math.nan, math.nan)
+    return SeekFit(float(x[0]), float(x[1]), float(x[2]), half, float(math.exp(x[3])), rm.used)
+
+
+def read_clat_log(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """fio's per-request completion-latency log written with log_offset=1 (columns: time ms, clat ns, direction,
+    bs, offset, priority): (offsets, latencies in s), in log order (at QD1: issue order)."""
+    arr = np.loadtxt(path, delimiter=",", ndmin=2)
+    return arr[:, 4].astype(np.int64), arr[:, 1] / 1e9
+
+
+def phase_from_counters(before: dict, after: dict) -> float:
+    """Median client turnaround (s) over a run, from the emulator's idle-phase histograms before and after."""
+    e0, e1 = before.get("emulator", {}), after.get("emulator", {})
+    h1 = np.asarray(e1.get("idle_phase_hist", []), float)
+    if not len(h1):
+        return 0.0
+    h0 = np.asarray(e0.get("idle_phase_hist", np.zeros(len(h1))), float)
+    h = h1 - h0 if len(h0) == len(h1) else h1
+    if h.sum() <= 0:
+        return 0.0
+    c = np.cumsum(h)
+    i = int(np.searchsorted(c, c[-1] / 2))
+    return (i + 0.5) * e1.get("idle_phase_bin_us", 2.0) / 1e6
+
+
 # ------------------------------------------------------------------ measuring (fio through NBD)
 
 @dataclass(frozen=True)
