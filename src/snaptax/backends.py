@@ -75,7 +75,7 @@ def open_device(rig: Rig, device: Device, group: ProcessGroup, tag: str = "") ->
         node = devices.check_destroyable(rig, device)
         return DeviceBackend(device, "block", node, None, None, _disk_counters(node.name))
     if device.type == "spindle":
-        from . import spindle  # the emulator is only needed on rigs that have spindles
-        served = spindle.serve_device(rig, device, group, tag=tag)
+        from .spindle.serve import serve_device  # the emulator is only needed on rigs that have spindles
+        served = serve_device(rig, device, group, tag=tag)
         return DeviceBackend(device, "nbd", None, served.socket, served.export, served.counters)
     raise ValueError(f"unknown device type {device.type!r}")

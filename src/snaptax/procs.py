@@ -32,6 +32,8 @@ PACKAGE_OF = {
     "qemu-system-x86_64": "qemu-system-x86",
     "nbdkit": "nbdkit",
     "nbdinfo": "libnbd-bin",
+    "nbdcopy": "libnbd-bin",
+    "nbdsh": "libnbd-bin",
     "latexmk": "latexmk",
     "lvm": "lvm2",
     "losetup": "mount",

@@ -147,11 +147,17 @@ class RunSession:
             })
 
     # -------------------------------------------------------------- publishing
+    def _measured_devices(self) -> list:
+        named = self.parameters.get("devices") or ([self.parameters["device"]] if self.parameters.get("device") else [])
+        found = [d for d in self.rig.devices if d.name in named]
+        return found or list(self.rig.devices)
+
     def _publish(self) -> None:
         manifest = {
             "study": self.study, "run_id": self.run_id, "profile": self.profile, "rig": self.rig.name,
             "rig_kind": self.rig.kind, "rig_file": self.rig.source,
-            "emulated": any(d.emulated for d in self.rig.devices),
+            # labelled by the devices the run measured (parameters["devices"] or ["device"]), else by the rig's
+            "emulated": any(d.emulated for d in self._measured_devices()),
             "devices": [devices.identity(self.rig, d) for d in self.rig.devices],
             "parameters": self.parameters, "variants": self.variants, "events": self.events,
             "provenance": provenance.collect(), "started_utc": self.started_utc,

@@ -107,6 +107,10 @@ def _parse_device(source: str, name: str, raw: Any) -> Device:
         _expect(source, f"{where}.spindle", spindle, dict, "a mapping")
         if not spindle:
             raise ConfigError(source, f"{where}.spindle", "an emulated spindle needs its model")
+        if medium not in ("hdd", "tiered"):
+            raise ConfigError(source, f"{where}.medium", f"an emulated spindle is 'hdd' or 'tiered', not {medium!r}")
+        from .spindle.rigfiles import parse_device as parse_spindle  # validates every field, naming it
+        parse_spindle(spindle, source, f"{where}.spindle")
     elif spindle:
         raise ConfigError(source, f"{where}.spindle", "only spindle devices take a spindle model")
     return Device(name=name, type=dtype, medium=medium, capacity=capacity,

@@ -128,3 +128,100 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
         sock.unlink()   # nbdkit leaves its socket behind
     if child.proc.returncode not in (0, -signal.SIGTERM):
         raise EngineError(f"nbdkit[{device.name}] exited {child.proc.returncode}: {child.log_tail()}")
+
+
+# ------------------------------------------------------------------ rig devices (snaptax.backends)
+
+RIG_COUNTERS_INTERVAL_S = 0.2
+
+
+@dataclass(frozen=True)
+class RigSpindle:
+    """An emulated rig device as snaptax.backends wants it: an NBD socket (default export) and a zero-argument
+    callable returning flat, cumulative host-level counters."""
+
+    served: Served
+    spec: object
+    export: str | None = None
+
+    @property
+    def socket(self) -> Path:
+        return self.served.socket
+
+    def counters(self) -> dict[str, float]:
+        return flat_counters(fresh_counters(self.served.counters))
+
+
+def fresh_counters(path: Path, timeout_s: float = 5.0) -> dict:
+    """The counters as of now: waits (≤ one dump interval) for a dump written after this call, so every command
+    completed before the call is in them."""
+    import time
+
+    t_call = time.time()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if path.stat().st_mtime >= t_call:
+                return json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            return json.loads(path.read_text()) if path.exists() else {}
+        time.sleep(0.02)
+
+
+_ARRAY_KEYS = ("reads", "writes", "bytes_read", "bytes_written")
+_MEMBER_KEYS = ("reads", "writes", "bytes_read", "bytes_written", "busy_s", "cache_hits", "queue_depth_max")
+_EMULATOR_KEYS = ("released", "release_late_s_sum", "idle_arrivals", "idle_gap_s_sum", "self_timed")
+
+
+def flat_counters(raw: dict) -> dict[str, float]:
+    """Counters JSON (arrays.Simulator.counters + the plugin's "emulator" block) → flat name → number, all
+    cumulative so that a before/after difference is the work of one measurement:
+      host_reads, host_writes, host_bytes_read, host_bytes_written   commands the array received (host level)
+      host_<extra>                                                  array extras (rmw_rows, promotions, …)
+      member<i>_reads … _busy_s, _cache_hits                        what each member drive did
+      member_reads, member_writes                                   summed over members
+      emulator_released, emulator_release_late_s_sum, …             the emulator's own timing
+    Gauges (queue depths, means) are left out: they do not difference."""
+    out: dict[str, float] = {}
+    arr = raw.get("array", {})
+    for k in _ARRAY_KEYS:
+        if k in arr:
+            out[f"host_{k}"] = arr[k]
+    for k, v in arr.items():
+        if k in ("rmw_rows", "full_stripe_rows", "promotions", "demotions", "migrated_bytes", "tier_cycles"):
+            out[f"host_{k}"] = v
+    for i, m in enumerate(raw.get("members", [])):
+        for k in _MEMBER_KEYS:
+            if k in m and k != "queue_depth_max":
+                out[f"member{i}_{k}"] = m[k]
+    members = raw.get("members", [])
+    out["member_reads"] = sum(m.get("reads", 0) for m in members)
+    out["member_writes"] = sum(m.get("writes", 0) for m in members)
+    emu = raw.get("emulator", {})
+    for k in _EMULATOR_KEYS:
+        if k in emu:
+            out[f"emulator_{k}"] = emu[k]
+    return out
+
+
+def _safe_name(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "spindle"
+
+
+def serve_device(rig, device, group: procs.ProcessGroup, tag: str = "") -> RigSpindle:
+    """Serve a rig's `type: spindle` device until `group` closes (its `spindle:` mapping was validated when the rig
+    was loaded; it is parsed again here into the typed spec). The backing file is scratch: removed on close."""
+    from .rigfiles import parse_device
+
+    spec = parse_device(device.spindle, rig.source, f"devices.{device.name}.spindle")
+    name = _safe_name(f"{device.name}-{tag}" if tag else device.name)
+    dev = SpindleDevice(spec=spec, capacity=device.capacity, workdir=rig.rig_work_dir / "spindles", name=name,
+                        counters_interval_s=RIG_COUNTERS_INTERVAL_S)
+    cm = serve(group, dev)
+    served = cm.__enter__()
+    group.defer(lambda: cm.__exit__(None, None, None))
+    return RigSpindle(served, spec)

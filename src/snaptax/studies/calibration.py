@@ -1,8 +1,15 @@
 """Rigs and calibration: what the emulated spindles (or a real HDD) do, and the seek-span model fitted to it.
 
-Measurements (fio's nbd ioengine against snaptax.spindle.serve, or any NBD URI / device a rig names):
-  * random 4 KiB read and write IOPS versus queue depth 1…32 over the whole device, for every profile;
-  * random 4 KiB reads at queue depth 1 versus span (fraction of the device from LBA 0, 0.1 %…100 %).
+The study (`python -m snaptax run calibration`), for every drive profile in rigs/spindles/ (served one at a time
+by snaptax.spindle.serve, a scaled CAPACITY each):
+  * random 4 KiB read and write IOPS versus queue depth (1…32) over the whole device;
+  * random 4 KiB reads at queue depth 1 versus span (fraction of the device from LBA 0), with fio's per-request
+    latency log (offset, latency), to which the seek curve is fitted (fit_seek_requests) with 95 % intervals;
+  * QD1 IOPS compared with the datasheet's own arithmetic (datasheet_qd1_iops);
+  * the harness round trip on the zero-latency device;
+and seed 000's "reads double": seed 000's redo log stood in for by a qcow2 overlay with a small L2 cache
+(chain_length.qcow2_configs()[0]) on the emulated 10K RAID1 of the rig, random reads with and without the
+snapshot, host-level reads (the array's counters) per VM-level read (fio's).
 
 Model (the seek-span model; units: seconds unless named _ms). Mean QD1 service time of a random `bs` read
 within span s of a drive whose LBAs are spread over the stroke as in snaptax.spindle.model:
@@ -10,10 +17,10 @@ within span s of a drive whose LBAs are spread over the stroke as in snaptax.spi
     S(s) = overhead + E[seek(|x₁ − x₂|·N)] + T_rev/2 + E[bs / rate(x)]        x₁, x₂ ~ positions of uniform LBAs in s
 
 seek() is the Ruemmler–Wilkes curve through (track_to_track, average, full_stroke) (model.fit_seek_curve);
-overhead, T_rev and the zoned rate come from the profile (on a real drive: from its datasheet). A measured QD1
-mean latency is S(s) + h, h the harness round trip (fio + NBD + emulator) measured on the zero-latency
-device. fit_seek_span() recovers (track_to_track, average, full_stroke) with scipy's curve_fit, weighted by
-each point's standard error, with 95 % confidence intervals from the covariance.
+overhead, T_rev and the zoned rate come from the profile (on a real drive: from its datasheet). S(s) draws the
+model line of the span figure; the parameters are recovered per request (fit_seek_requests), which uses the
+rotational position of every request instead of averaging over it. fit_seek_span() is the older mean-based fit
+(kept for comparison: a revolution of rotational noise per request limits it).
 """
 from __future__ import annotations
 
