@@ -73,6 +73,7 @@ class RunSession:
     study: str
     profile: str
     parameters: dict[str, Any]
+    devices_used: tuple[str, ...] = ()   # rig devices this run measures (empty: all of the rig's)
     run_id: str = ""
     rows: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
@@ -147,6 +148,9 @@ class RunSession:
             })
 
     # -------------------------------------------------------------- publishing
+    def _devices(self) -> list:
+        return [self.rig.device(n) for n in self.devices_used] if self.devices_used else list(self.rig.devices)
+
     def _measured_devices(self) -> list:
         named = self.parameters.get("devices") or ([self.parameters["device"]] if self.parameters.get("device") else [])
         found = [d for d in self.rig.devices if d.name in named]

@@ -21,8 +21,9 @@ class StudyRenderer:
 
 
 def renderers() -> list[StudyRenderer]:
-    from .studies import chain_length
-    found = [StudyRenderer(chain_length.STUDY, "Seed 001: snapshot chain length", chain_length.render)]
+    from .studies import calibration, chain_length
+    found = [StudyRenderer(chain_length.STUDY, "Seed 001: snapshot chain length", chain_length.render),
+             StudyRenderer(calibration.STUDY, "Rigs and calibration", calibration.render)]
     return found
 
 

@@ -1,7 +1,6 @@
 """Boots of the TCG guest: results come back on the xfer disk, failures carry the guest's log, nothing is left."""
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 

@@ -167,7 +167,6 @@ check() {  # check md5|bytes STEP VOLUME...: every volume equal to its reference
 def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: list[str]) -> CompiledPlan:
     """The plan as one sh script plus the job files it reads (paths relative to $IN)."""
     list(plan.measurements())  # validates: no delete from an empty chain
-    q = shlex.quote
     pvs_expr = " ".join(f"$(disk {s})" for s in pv_serials)
     lines = [_SCRIPT_HEAD % {"vg": VG, "pvs": pvs_expr, "serials": " ".join(pv_serials), "pool": POOL}]
     pool_size = _round_up(int(disk_size * config.pool_factor), _EXTENT)
@@ -355,6 +354,10 @@ class LvmThinEngine(SnapshotEngine):
             self._host_counters = backend.host_counters
             self._backend = backend
             if not self.native:
+                # Built (or found in the machine-wide cache) before any measurement starts; shared by all rigs,
+                # since the image does not depend on the rig.
+                from ..guest.image import build_image
+                self.image = build_image()
                 # The PV is a region of the rig device, exported over NBD to the guest's virtio disk "pv0".
                 self.daemon = StorageDaemon(self.group, self.run_dir / "qsd").start()
                 store = RegionStore(self.daemon, backend.protocol(), self.device.capacity)
@@ -393,8 +396,11 @@ class LvmThinEngine(SnapshotEngine):
         d = {"engine": self.kind, "config": asdict(self.config), "disk_size": self.disk_size,
              "pv_size": self.pv_size, "device": self.device.name,
              "where": "native" if self.native else "tcg-guest"}
-        if self.last_run.get("guest_image"):
-            d["guest_image"] = self.last_run["guest_image"]
+        image = getattr(self, "image", None)
+        if image is not None:
+            d["guest_image"] = {k: image.provenance[k] for k in
+                                ("key", "kernel_package", "kernel_version", "kernel_release", "kernel_deb_sha256",
+                                 "tool_versions", "initrd_bytes")}
         return d
 
     # ------------------------------------------------------------ execution
@@ -414,15 +420,12 @@ class LvmThinEngine(SnapshotEngine):
             if self.native:
                 self._run_native(compiled, out_dir, timeout)
             else:
-                from ..guest.image import build_image
-                image = build_image(self.rig.work_dir)
+                image = self.image
                 gcfg = _replace(self.config.guest, run_timeout_s=timeout)
                 run = run_guest(image, self.disks, compiled.script, out_dir, files=compiled.files, config=gcfg,
                                 run_dir=self.run_dir / "guest", pg=self.group)
-                self.last_run = {"guest_image": {k: image.provenance[k] for k in
-                                                 ("key", "kernel_package", "kernel_version", "kernel_release",
-                                                  "kernel_deb_sha256", "tool_versions")},
-                                 "boot_to_ready_s": run.boot_to_ready_s, "guest_wall_s": run.wall_s}
+                self.last_run = {"guest_image_key": image.key, "boot_to_ready_s": run.boot_to_ready_s,
+                                 "guest_wall_s": run.wall_s}
             wall = time.monotonic() - t0
             host_after = self._host_counters()
         self.last_run.update(wall_s=wall, host_counters_before=host_before, host_counters_after=host_after)
@@ -453,9 +456,14 @@ class LvmThinEngine(SnapshotEngine):
             run(["modprobe", mod], check=False)
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LVM_SYSTEM_DIR": str(sysdir), "IN": str(in_dir),
                "OUT": str(out_dir), "SNAPTAX_LIB": str(lib)}
-        with open(out_dir / "script.log", "wb") as log:
-            cp = subprocess.run(["sh", "-e", "run.sh"], cwd=in_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                 timeout=timeout)
+        try:
+            with open(out_dir / "script.log", "wb") as log:
+                cp = subprocess.run(["sh", "-e", "run.sh"], cwd=in_dir, env=env, stdout=log,
+                                    stderr=subprocess.STDOUT, timeout=timeout)
+        finally:
+            # A failed or interrupted script leaves the VG active on the rig device; deactivate it so the
+            # device (a loop device, say) can be released.
+            subprocess.run(["lvm", "vgchange", "-q", "-an", VG], env=env, capture_output=True, timeout=120)
         if cp.returncode != 0:
             tail = "\n".join((out_dir / "script.log").read_text(errors="replace").splitlines()[-20:])
             raise EngineError(f"lvmthin native script exited {cp.returncode}; log tail:\n{tail}")
@@ -466,6 +474,17 @@ class LvmThinEngine(SnapshotEngine):
         shutil.rmtree(raw, ignore_errors=True)
         compiled, out = self.run_plan(plan, raw)
         steps = _parse_steps(out / "steps.txt")
+        # The guest's own logs travel with the run (why a number is what it is may be in dmesg).
+        logs = session.staging / "engine-logs" / session.variant.replace("/", "-") / self.kind
+        logs.mkdir(parents=True, exist_ok=True)
+        for name in ("script.log", "steps.txt", "integrity.txt", "dmesg.txt"):
+            if (out / name).exists():
+                shutil.copy2(out / name, logs / name)
+        console = self.run_dir / "guest" / "console.log"
+        if console.exists():
+            shutil.copy2(console, logs / "console.log")
+        session.log_event("lvmthin_setup", seconds=_span(steps, "setup"), chunk_size=self.config.chunk_size,
+                          zeroing=self.config.zeroing, chain=self.config.chain)
         for ev in compiled.events:
             tag = f"{ev['index']:03d}-{ev['event'] if ev['event'] == 'delete' else 'snapshot'}"
             seconds = _span(steps, tag)
@@ -495,7 +514,7 @@ class LvmThinEngine(SnapshotEngine):
                                               "chunks_newly_provisioned": provisioned,
                                               "where": "native" if self.native else "tcg-guest"})
         self._chain = compiled.final_chain_length
-        session.log_event("lvmthin_run", **{k: v for k, v in self.last_run.items() if k != "guest_image"})
+        session.log_event("lvmthin_run", **self.last_run)
 
 
 def _metadata_guess(disk_size: int, config: LvmThinConfig) -> int:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
@@ -106,6 +106,7 @@ def build_image(work_dir: Path | None = None, *, kernel_package: str | None = No
     key = image_key(deb, host_files, scripts)
     final = cache / key
     if (final / "provenance.json").exists() and not force:
+        os.utime(final)  # marks it in use for _prune
         return _load(final, key)
     t0 = time.monotonic()
     # Built in a sibling temp dir and renamed into place, so a crashed or concurrent build never leaves a
@@ -134,14 +135,36 @@ def build_image(work_dir: Path | None = None, *, kernel_package: str | None = No
         }
         provenance["build_seconds"] = round(time.monotonic() - t0, 2)
         (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n")
-        if final.exists():  # a forced rebuild, or another process won the race
-            shutil.rmtree(final)
+        if final.exists() and force:
+            # Moved aside first: a guest booting from the old files keeps its open file handles.
+            trash = cache / f".old-{key}-{os.getpid()}"
+            final.rename(trash)
+            shutil.rmtree(trash, ignore_errors=True)
         try:
             out.rename(final)
         except OSError:
+            # Another process finished the same build first: its image is identical, use it.
             if not (final / "provenance.json").exists():
                 raise
+    _prune(cache, keep=final)
     return _load(final, key)
+
+
+def _prune(cache: Path, keep: Path, keep_images: int = 3, keep_debs: int = 2, min_age_s: float = 3600) -> None:
+    """Drop images and kernel packages of superseded inputs (each image is ~100 MB), oldest first.
+
+    Only entries untouched for an hour go, so a guest another process is booting from an older image is spared.
+    """
+    now = time.time()
+    images = sorted((d for d in cache.iterdir() if d.is_dir() and len(d.name) == 16 and d != keep),
+                    key=lambda d: d.stat().st_mtime, reverse=True)
+    for d in images[keep_images - 1:]:
+        if now - d.stat().st_mtime > min_age_s:
+            shutil.rmtree(d, ignore_errors=True)
+    debs = sorted((cache / "deb").glob("*.deb"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for p in debs[keep_debs:]:
+        if now - p.stat().st_mtime > min_age_s:
+            p.unlink(missing_ok=True)
 
 
 def _load(final: Path, key: str) -> GuestImage:

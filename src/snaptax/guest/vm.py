@@ -135,11 +135,14 @@ def _write_input(xfer: Path, size: int, script: str, files: dict[str, bytes], se
 
 def _read_output(xfer: Path, out_dir: Path) -> list[str]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(xfer, mode="r:") as tar:
-        members = tar.getmembers()
-        if not any(m.name.lstrip("./") == "rc" for m in members):
-            return []  # still the input tar: the guest never wrote its results
-        tar.extractall(out_dir, filter="data")
+    try:
+        with tarfile.open(xfer, mode="r:") as tar:
+            members = tar.getmembers()
+            if not any(m.name.lstrip("./") == "rc" for m in members):
+                return []  # still the input tar: the guest never wrote its results
+            tar.extractall(out_dir, filter="data")
+    except tarfile.TarError:
+        return []  # the guest died while writing its results
     return sorted(m.name.lstrip("./") for m in members if m.isfile())
 
 

@@ -9,6 +9,7 @@ from ..errors import ConfigError
 
 STUDIES = {
     "chain-length": "chain_length",
+    "calibration": "calibration",
 }
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import claims
 from ..spindle.model import SeekCurve, fit_seek_curve
 from ..spindle.profiles import DriveProfile, SeekSpec
 
@@ -278,7 +279,8 @@ def fit_seek_requests(traces: list[Trace], p: DriveProfile, capacity: int, bs: i
     x = r.x
     try:
         cov = np.linalg.inv(_hessian(f_ms, x))
-        half = tuple(float(1.96 * math.sqrt(max(cov[i, i], 0.0))) for i in range(3))
+        # a non-positive variance means the numeric Hessian failed there: say so (nan), do not print ±0
+        half = tuple(float(1.96 * math.sqrt(cov[i, i])) if cov[i, i] > 0 else math.nan for i in range(3))
     except np.linalg.LinAlgError:
         half = (math.nan, math.nan, math.nan)
     return SeekFit(float(x[0]), float(x[1]), float(x[2]), half, float(math.exp(x[3])), rm.used)
@@ -388,3 +390,468 @@ def predicted_iops(profile_name: str, *, rw: str, iodepth: int, capacity: int = 
 
     return closed_loop(disk(profile_name), capacity, qd=iodepth, write=rw.endswith("write"), span=span,
                        ios=ios).iops
+
+
+# ================================================================== the study
+
+STUDY = "calibration"
+CAPACITY = 1 << 30             # each profile is served scaled to 1 GiB (its full stroke, see spindle.model)
+ZERO = "zero"
+READS_DOUBLE = "reads-double"
+SEED000_FACTOR = 2.0           # seed 000: "all ROPS of this VM grow with a factor 2"
+SEED000_TOLERANCE = 0.5        # ± host reads per VM read
+
+
+@dataclass(frozen=True)
+class Points:
+    """How many points each profile measures (scaled with the run profile; times come from Profile.runtime_s)."""
+
+    depths: tuple[int, ...]
+    spans: tuple[float, ...]
+    span_runtime_factor: float   # QD1 span runs are longer: the per-request fit wants requests
+    reads_double_iodepth: int = 4
+
+
+POINTS = {
+    "smoke": Points(depths=(1, 4, 32), spans=(0.01, 0.1, 1.0), span_runtime_factor=2),
+    "quick": Points(depths=(1, 2, 4, 8, 16, 32), spans=(0.003, 0.01, 0.03, 0.1, 0.3, 1.0), span_runtime_factor=3),
+    "full": Points(depths=(1, 2, 4, 8, 16, 32), spans=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
+                   span_runtime_factor=2),
+}
+
+
+def points_for(profile) -> Points:
+    return POINTS.get(profile.name, POINTS["quick"])
+
+
+def drive_profiles() -> list[str]:
+    """Every drive profile in rigs/spindles/ (SSD and zero-latency profiles are not drives)."""
+    from ..spindle.rigfiles import load_profile, profile_names
+
+    return [n for n in profile_names() if isinstance(load_profile(n), DriveProfile)]
+
+
+def qd_job(rw: str, qd: int, runtime_s: float, repeat: int = 0) -> "fio.FioJob":
+    from .. import fio
+
+    return fio.FioJob(name=f"{rw}-qd{qd}", rw=rw, bs=4096, iodepth=qd, size=CAPACITY, runtime_s=runtime_s,
+                      log_avg_msec=None)
+
+
+def span_job(span: float, runtime_s: float) -> "fio.FioJob":
+    """QD1 random reads in the first `span` of the device, with fio's per-request latency log (offsets)."""
+    from .. import fio
+
+    size = max(4096 * 16, int(span * CAPACITY) // 4096 * 4096)
+    return fio.FioJob(name=f"span{span:g}", rw="randread", bs=4096, iodepth=1, size=size, runtime_s=runtime_s,
+                      log_avg_msec=None, extra=(("write_lat_log", "req"), ("log_offset", "1")))
+
+
+def reads_double_plan(profile, iodepth: int):
+    """Fill the base, random reads; snapshot; rewrite the disk (IOmeter re-created its test file after the
+    snapshot, so the data lives in the redo log); random reads again."""
+    from .. import fio
+    from ..plan import Measure, Plan, TakeSnapshot
+    from .chain_length import prefill_job
+
+    read = fio.FioJob("randread", "randread", bs=4096, iodepth=iodepth, size=profile.disk_size,
+                      runtime_s=profile.runtime_s, log_avg_msec=None)
+    steps: list = [Measure(prefill_job(profile.disk_size), "prefill")]
+    steps += [Measure(read, "none", r) for r in range(profile.repeats)]
+    steps += [TakeSnapshot(), Measure(prefill_job(profile.disk_size).replace(name="rewrite"), "rewrite")]
+    steps += [Measure(read, "snapshot", r) for r in range(profile.repeats)]
+    return Plan(tuple(steps))
+
+
+def describe_plan(profile) -> str:
+    """What a run measures (deterministic: shown in the notebook and checked by nbval)."""
+    from .chain_length import qcow2_configs
+
+    pts = points_for(profile)
+    names = drive_profiles()
+    n_qd = 2 * len(pts.depths) * profile.repeats
+    n_span = len(pts.spans)
+    cfg = qcow2_configs(profile.disk_size)[0]
+    secs = len(names) * (n_qd * profile.runtime_s + n_span * profile.runtime_s * pts.span_runtime_factor) \
+        + 2 * profile.runtime_s + 2 * profile.repeats * profile.runtime_s
+    lines = [f"profile {profile.name}: drive profiles {', '.join(names)}, each served scaled to "
+             f"{CAPACITY >> 20} MiB (full stroke)",
+             f"  random 4 KiB read and write vs queue depth {', '.join(map(str, pts.depths))}: "
+             f"{n_qd} fio runs of {profile.runtime_s:g} s per profile",
+             f"  QD1 random reads vs span {', '.join(f'{s:g}' for s in pts.spans)} of the device: {n_span} fio runs "
+             f"of {profile.runtime_s * pts.span_runtime_factor:g} s per profile, per-request latency logs",
+             f"  harness round trip: QD1 random reads on the zero-latency device, {profile.runtime_s * 2:g} s",
+             f"reads double (seed 000): qcow2 {cfg.name} (L2 cache {cfg.l2_cache_size >> 10} KiB of "
+             f"{cfg.l2_bytes_for(profile.disk_size) >> 10} KiB tables) on a {profile.disk_size >> 20} MiB disk of the "
+             f"emulated 10K RAID1; random 4 KiB reads at QD{pts.reads_double_iodepth}, {profile.repeats} x "
+             f"{profile.runtime_s:g} s without and with the snapshot",
+             f"fio time >= {secs:.0f} s"]
+    return "\n".join(lines)
+
+
+def _reads_double_device(rig, device: str | None):
+    if device:
+        return rig.device(device)
+    for d in rig.devices:
+        if d.emulated and d.spindle.get("device") == "raid1_10k":
+            return d
+    hdd = [d for d in rig.devices if d.medium == "hdd"]
+    if not hdd:
+        from ..errors import ConfigError
+        raise ConfigError(rig.source, "devices", "no hdd device for seed 000's reads-double experiment")
+    return hdd[0]
+
+
+def _measure_served(session, index: int, step, served, directory_hint: str = "") -> None:
+    """One fio run against a served spindle, recorded with the flat host counters before/after and the
+    emulator's turnaround (for the per-request fit) in measurement.json."""
+    from .. import fio
+    from ..spindle.serve import flat_counters, fresh_counters
+
+    directory = session.measurement_dir(index, step)
+    raw_before = fresh_counters(served.counters)
+    run = fio.run(step.job, fio.FioTarget("nbd", uri=served.uri), directory)
+    raw_after = fresh_counters(served.counters)
+    emu = raw_after.get("emulator", {})
+    extra = {"spindle": {"phase_s": phase_from_counters(raw_before, raw_after),
+                         "release_late_us_mean": emu.get("release_late_us_mean"),
+                         "label": served.label}}
+    session.record_measurement(index, step, chain_length=0, fio_run=run, counters_before=flat_counters(raw_before),
+                               counters_after=flat_counters(raw_after), extra=extra)
+
+
+def run(rig_name: str = "local", profile_name: str | None = None, device: str | None = None) -> Path:
+    """Measure the calibration on a rig; returns the published run directory under data/. `device` names the
+    rig device for seed 000's reads-double experiment (default: the rig's emulated raid1_10k)."""
+    from .. import profiles, rig as rigmod
+    from ..backends import detach_stale_loops
+    from ..engines.qcow2 import Qcow2ChainEngine
+    from ..lock import measurement_lock
+    from ..plan import Measure
+    from ..procs import ProcessGroup
+    from ..record import RunSession
+    from ..spindle.profiles import DiskSpec, ZeroProfile, describe
+    from ..spindle.rigfiles import disk
+    from ..spindle.serve import SpindleDevice, serve
+    from .chain_length import qcow2_configs
+
+    profile = profiles.get(profile_name or profiles.DEFAULT)
+    rig = rigmod.load(rig_name)
+    dev = _reads_double_device(rig, device)
+    pts = points_for(profile)
+    names = drive_profiles()
+    config = qcow2_configs(profile.disk_size)[0]
+    parameters = {"profile": profile, "device": dev.name, "drive_profiles": names, "capacity": CAPACITY,
+                  "depths": pts.depths, "spans": pts.spans, "span_runtime_s": profile.runtime_s * pts.span_runtime_factor,
+                  "reads_double_config": config.name, "reads_double_iodepth": pts.reads_double_iodepth}
+    workdir = rig.rig_work_dir / "calibration"
+    detach_stale_loops(rig.work_dir)
+    with measurement_lock(), RunSession(rig, STUDY, profile.name, parameters) as session:
+        index = 0
+        # the harness round trip: fio + NBD + emulator, nothing to wait for
+        with ProcessGroup() as group, serve(group, SpindleDevice(DiskSpec(ZeroProfile()), CAPACITY, workdir,
+                                                                 ZERO)) as served:
+            with session.in_variant(ZERO, {"device": served.label, "capacity": CAPACITY}):
+                _measure_served(session, index, Measure(span_job(1.0, profile.runtime_s * 2), "harness"), served)
+                index += 1
+        for name in names:
+            spec = disk(name)
+            with ProcessGroup() as group, serve(group, SpindleDevice(spec, CAPACITY, workdir, name)) as served:
+                with session.in_variant(name, {"device": describe(spec), "capacity": CAPACITY,
+                                               "profile": spec.profile}):
+                    for rw in ("randread", "randwrite"):
+                        for qd in pts.depths:
+                            for r in range(profile.repeats):
+                                _measure_served(session, index, Measure(qd_job(rw, qd, profile.runtime_s), "qd", r),
+                                                served)
+                                index += 1
+                    for span in pts.spans:
+                        step = Measure(span_job(span, profile.runtime_s * pts.span_runtime_factor), "span")
+                        _measure_served(session, index, step, served)
+                        index += 1
+        with Qcow2ChainEngine(rig, dev, config, profile.disk_size) as engine:
+            with session.in_variant(READS_DOUBLE, engine.describe()):
+                engine.execute(reads_double_plan(profile, pts.reads_double_iodepth), session)
+    assert session.published is not None
+    return session.published
+
+
+def latest_run(rig_name: str = "local", profile_name: str | None = None) -> Path | None:
+    from ..record import published_runs
+    runs = published_runs(rig_name, STUDY, profile_name)
+    return runs[-1] if runs else None
+
+
+# ------------------------------------------------------------------ analysis (tables for the notebook and paper)
+
+def _measurements(run_dir: Path) -> list[dict]:
+    import json
+
+    out = []
+    for f in sorted((Path(run_dir) / "measurements").glob("*/*/measurement.json")):
+        rec = json.loads(f.read_text())
+        rec["dir"] = f.parent
+        out.append(rec)
+    return out
+
+
+def qd_table(run_dir: Path) -> "pd.DataFrame":
+    """IOPS per profile, direction and queue depth (median over repeats) with the model's prediction."""
+    import pandas as pd
+
+    from .. import analysis
+
+    meas = analysis.per_measurement(analysis.results(run_dir))
+    qd = meas[meas.phase == "qd"]
+    jobs = qd.job.str.extract(r"(?P<rw>\w+)-qd(?P<iodepth>\d+)")
+    qd = qd.assign(iodepth=jobs.iodepth.astype(int), rw=jobs.rw)
+    g = qd.groupby(["variant", "rw", "iodepth"])["iops"].agg(["median", "min", "max", "count"]).reset_index()
+    g = g.rename(columns={"variant": "profile", "median": "iops", "min": "iops_low", "max": "iops_high",
+                          "count": "n"})
+    g["predicted_iops"] = [predicted_iops(p, rw=rw, iodepth=int(q), capacity=CAPACITY, ios=3000)
+                           for p, rw, q in zip(g.profile, g.rw, g.iodepth)]
+    g["ratio"] = g.iops / g.predicted_iops
+    return g
+
+
+def _profile(name: str) -> DriveProfile:
+    from ..spindle.rigfiles import load_profile
+
+    p = load_profile(name)
+    assert isinstance(p, DriveProfile)
+    return p
+
+
+def traces(run_dir: Path, profile: str) -> list[Trace]:
+    """The per-request QD1 span traces of one profile, as fio logged them."""
+    out = []
+    for rec in _measurements(run_dir):
+        if rec["variant"] != profile or rec["phase"] != "span":
+            continue
+        logs = sorted(rec["dir"].glob("req_clat*.log"))
+        if not logs:
+            continue
+        off, lat = read_clat_log(logs[0])
+        span = float(rec["job"].removeprefix("span"))
+        out.append(Trace(off, lat, rec["spindle"]["phase_s"], 0.0, span))
+    return out
+
+
+def harness_s(run_dir: Path) -> float:
+    """Mean fio-visible round trip on the zero-latency device (s)."""
+    for rec in _measurements(run_dir):
+        if rec["variant"] == ZERO:
+            return rec["fio"][0]["clat_mean_us"] / 1e6
+    return 0.0
+
+
+def fits(run_dir: Path) -> dict[str, SeekFit]:
+    out = {}
+    for name in analysis_profiles(run_dir):
+        tr = traces(run_dir, name)
+        if tr:
+            try:
+                out[name] = fit_seek_requests(tr, _profile(name), CAPACITY)
+            except ValueError:
+                continue
+    return out
+
+
+def analysis_profiles(run_dir: Path) -> list[str]:
+    from .. import analysis
+
+    return list(analysis.manifest(run_dir)["parameters"]["drive_profiles"])
+
+
+def fit_table(run_dir: Path, fitted: dict[str, SeekFit] | None = None) -> "pd.DataFrame":
+    """Recovered read-seek figures with 95 % intervals beside the configured (datasheet) ones."""
+    import pandas as pd
+
+    rows = []
+    for name, f in (fitted if fitted is not None else fits(run_dir)).items():
+        truth = _profile(name).seek_read
+        errs = f.rel_errors(truth)
+        for k, ci in zip(("track_to_track_ms", "average_ms", "full_stroke_ms"), f.ci95_ms):
+            rows.append({"profile": name, "figure": k.removesuffix("_ms"), "datasheet_ms": getattr(truth, k),
+                         "fitted_ms": round(getattr(f, k), 4), "ci95_ms": round(ci, 4),
+                         "rel_error": round(errs[k], 4), "requests": f.points})
+    return pd.DataFrame(rows)
+
+
+def span_table(run_dir: Path, fitted: dict[str, SeekFit] | None = None) -> "pd.DataFrame":
+    """QD1 mean service time vs span: measured (fio latency − harness round trip) and the seek-span model with the
+    datasheet's and with the fitted figures."""
+    import pandas as pd
+
+    h = harness_s(run_dir)
+    fitted = fitted if fitted is not None else fits(run_dir)
+    rows = []
+    for rec in _measurements(run_dir):
+        if rec["phase"] != "span":
+            continue
+        name, span = rec["variant"], float(rec["job"].removeprefix("span"))
+        p = _profile(name)
+        row = rec["fio"][0]
+        rows.append({"profile": name, "span": span, "measured_ms": (row["clat_mean_us"] / 1e3) - h * 1e3,
+                     "ios": row["ios"],
+                     "model_datasheet_ms": mean_service_s(span, p.seek_read, p, CAPACITY) * 1e3,
+                     "model_fitted_ms": (mean_service_s(span, fitted[name].as_spec(), p, CAPACITY) * 1e3
+                                         if name in fitted else math.nan)})
+    return pd.DataFrame(rows)
+
+
+def qd1_table(run_dir: Path) -> "pd.DataFrame":
+    """QD1 random-read IOPS over the whole device: measured, the model's prediction and the datasheet's
+    arithmetic (1 / (overhead + average seek + half a revolution + transfer))."""
+    q = qd_table(run_dir)
+    q = q[(q.rw == "randread") & (q.iodepth == 1)].copy()
+    q["datasheet_iops"] = [datasheet_qd1_iops(_profile(p)) for p in q.profile]
+    q["vs_datasheet"] = q.iops / q.datasheet_iops
+    return q[["profile", "iops", "predicted_iops", "datasheet_iops", "vs_datasheet", "n"]].reset_index(drop=True)
+
+
+def datasheet_table() -> "pd.DataFrame":
+    """The datasheet-derived QD1 figures of every drive profile (deterministic; no measurement)."""
+    import pandas as pd
+
+    rows = []
+    for name in drive_profiles():
+        p = _profile(name)
+        rows.append({"profile": name, "rpm": p.rpm, "avg_seek_ms": p.seek_read.average_ms,
+                     "half_rev_ms": round(p.t_rev_s / 2 * 1e3, 3), "overhead_ms": p.overhead_ms,
+                     "qd1_iops": round(datasheet_qd1_iops(p), 1)})
+    return pd.DataFrame(rows)
+
+
+def reads_double_table(run_dir: Path) -> "pd.DataFrame":
+    """Host-level reads (the emulated array's counters) per VM-level read (fio), without and with the snapshot."""
+    from .. import analysis
+
+    meas = analysis.per_measurement(analysis.results(run_dir))
+    m = meas[(meas.variant == READS_DOUBLE) & meas.phase.isin(["none", "snapshot"])].copy()
+    m["host_reads_per_vm_read"] = analysis.host_reads_per_vm_read(m, "host_host_reads")
+    return m[["phase", "repeat", "read_ios", "host_host_reads", "host_reads_per_vm_read", "iops"]].reset_index(drop=True)
+
+
+def outcomes(run_dir: Path) -> list[claims.Outcome]:
+    t = reads_double_table(run_dir)
+    snap = t[t.phase == "snapshot"].host_reads_per_vm_read
+    if snap.empty:
+        return []
+    # in percent, so the claims table's integer formatting keeps the digits that matter (2.61x -> 261 %)
+    claim = claims.Claim("seed000-reads-double", "zandboer", "Table 2, note **",
+                         "10K RAID1, VM with a snapshot: host-level reads per VM-level read (%)",
+                         100 * SEED000_FACTOR, "%", 100 * SEED000_TOLERANCE, "factor 2")
+    return [claims.Outcome(claim, 100 * float(snap.median()), 100 * float(snap.min()), 100 * float(snap.max()),
+                           "qcow2 on-disk-metadata on emulated 10K RAID1")]
+
+
+# ------------------------------------------------------------------ charts
+
+def qd_chart(qd: "pd.DataFrame"):
+    import altair as alt
+
+    base = alt.Chart(qd).encode(x=alt.X("iodepth:Q", scale=alt.Scale(type="log", base=2), title="queue depth"),
+                                color=alt.Color("profile:N", title="drive"))
+    meas = base.mark_point(filled=True).encode(y=alt.Y("iops:Q", title="IOPS (4 KiB random)"),
+                                               tooltip=["profile", "rw", "iodepth", alt.Tooltip("iops:Q", format=".0f"),
+                                                        alt.Tooltip("predicted_iops:Q", format=".0f")])
+    model = base.mark_line(strokeDash=[4, 3]).encode(y="predicted_iops:Q")
+    return (model + meas).properties(width=220, height=180).facet(
+        column=alt.Column("rw:N", title=None)).properties(title="IOPS vs queue depth: measured (points), model (dashed)")
+
+
+def span_chart(span: "pd.DataFrame"):
+    import altair as alt
+
+    base = alt.Chart(span).encode(x=alt.X("span:Q", scale=alt.Scale(type="log"), title="span (fraction of device)"),
+                                  color=alt.Color("profile:N", title="drive"))
+    meas = base.mark_point(filled=True, size=50).encode(
+        y=alt.Y("measured_ms:Q", title="QD1 service time (ms)"),
+        tooltip=["profile", "span", alt.Tooltip("measured_ms:Q", format=".3f"), "ios"])
+    model = base.mark_line(strokeDash=[4, 3]).encode(y="model_fitted_ms:Q")
+    return (model + meas).properties(width=320, height=200,
+                                     title="QD1 random reads vs span: measured (points), fitted model (dashed)")
+
+
+def reads_double_chart(t: "pd.DataFrame"):
+    import altair as alt
+
+    return alt.Chart(t).mark_bar().encode(
+        x=alt.X("phase:N", title=None, sort=["none", "snapshot"]),
+        y=alt.Y("median(host_reads_per_vm_read):Q", title="host reads per VM read"),
+        tooltip=["phase", alt.Tooltip("median(host_reads_per_vm_read):Q", format=".2f")]).properties(
+        width=160, height=180, title="Reads behind a qcow2 snapshot (emulated 10K RAID1)")
+
+
+# ------------------------------------------------------------------ paper
+
+def render(run_dir: Path, figure_dir: Path | None = None, generated_dir: Path | None = None) -> list[claims.Outcome]:
+    """Figures and macros (\\stCal…) for the paper's calibration section, from one published run."""
+    from .. import analysis, figures, macros
+
+    man = analysis.manifest(run_dir)
+    fitted = fits(run_dir)
+    qd = qd_table(run_dir)
+    span = span_table(run_dir, fitted)
+    rd = reads_double_table(run_dir)
+    figures.save(qd_chart(qd), "calibration-qd", figure_dir)
+    figures.save(span_chart(span), "calibration-span", figure_dir)
+    figures.save(reads_double_chart(rd), "calibration-reads-double", figure_dir)
+
+    params = man["parameters"]
+    m: dict[str, str] = {
+        "CalRunId": macros.tex_escape(man["run_id"]), "CalProfile": macros.tex_escape(man["profile"]),
+        "CalCapacityMiB": macros.fmt(params["capacity"] / 2**20), "CalRuntime": macros.fmt(params["profile"]["runtime_s"]),
+        "CalSpanRuntime": macros.fmt(params["span_runtime_s"]), "CalRepeats": str(params["profile"]["repeats"]),
+        "CalDepths": macros.tex_escape(", ".join(str(d) for d in params["depths"])),
+        "CalSpanMin": macros.tex_escape(f"{min(params['spans']) * 100:g}"),
+        "CalProfiles": str(len(params["drive_profiles"])),
+        "CalHarnessUs": macros.fmt(harness_s(run_dir) * 1e6),
+        "CalDevice": macros.tex_escape(params["device"]),
+        "CalDiskMiB": macros.fmt(params["profile"]["disk_size"] / 2**20),
+        "CalReadsDoubleQd": str(params["reads_double_iodepth"]),
+        "CalFioVersion": macros.tex_escape(man["provenance"]["tools"].get("fio") or "?"),
+    }
+    worst = 0.0
+    for name, f in fitted.items():
+        truth = _profile(name).seek_read
+        for k, ci in zip(("track_to_track_ms", "average_ms", "full_stroke_ms"), f.ci95_ms):
+            m[macros.macro_name("Cal", name, k, "fit")] = macros.fmt(getattr(f, k), 3)
+            m[macros.macro_name("Cal", name, k, "ci")] = macros.fmt(ci, 3)
+            m[macros.macro_name("Cal", name, k, "sheet")] = macros.fmt(getattr(truth, k), 2)
+        errs = f.rel_errors(truth)
+        m[macros.macro_name("Cal", name, "fit", "max", "err", "pct")] = macros.fmt(100 * max(errs.values()), 1)
+        m[macros.macro_name("Cal", name, "fit", "requests")] = macros.fmt(f.points)
+        m[macros.macro_name("Cal", name, "fit", "jitter", "us")] = macros.fmt(f.residual_rms_s * 1e6)
+        worst = max(worst, max(errs.values()))
+    m["CalFitWorstErrPct"] = macros.fmt(100 * worst, 1)
+    for _, row in qd1_table(run_dir).iterrows():
+        m[macros.macro_name("Cal", row.profile, "qd", "one", "iops")] = macros.fmt(row.iops)
+        m[macros.macro_name("Cal", row.profile, "qd", "one", "model")] = macros.fmt(row.predicted_iops)
+        m[macros.macro_name("Cal", row.profile, "qd", "one", "sheet")] = macros.fmt(row.datasheet_iops)
+        m[macros.macro_name("Cal", row.profile, "qd", "one", "vs", "sheet")] = macros.fmt(row.vs_datasheet, 2)
+    for _, row in qd.iterrows():
+        m[macros.macro_name("Cal", row.profile, row.rw, "qd", str(int(row.iodepth)))] = macros.fmt(row.iops)
+        m[macros.macro_name("Cal", row.profile, row.rw, "qd", str(int(row.iodepth)), "ratio")] = macros.fmt(row.ratio, 2)
+    for phase, g in rd.groupby("phase"):
+        m[macros.macro_name("Cal", "host", "reads", "per", "vm", "read", phase)] = macros.fmt(
+            g.host_reads_per_vm_read.median(), 2)
+        m[macros.macro_name("Cal", "reads", "double", "iops", phase)] = macros.fmt(g.iops.median())
+    macros.write_macros("calibration", m, generated_dir)
+
+    rows = []
+    for name, f in fitted.items():
+        truth = _profile(name).seek_read
+        rows.append([macros.tex_escape(name)] + [
+            f"{macros.fmt(getattr(truth, k), 2)} & {macros.fmt(getattr(f, k), 3)} $\\pm$ {macros.fmt(ci, 3)}"
+            for k, ci in zip(("track_to_track_ms", "average_ms", "full_stroke_ms"), f.ci95_ms)])
+    macros.write_table("calibration-fit", macros.render_table(
+        ["drive", "t2t sheet", "t2t fitted", "avg sheet", "avg fitted", "full sheet", "full fitted"], rows,
+        align="lrrrrrr"), generated_dir)
+    return outcomes(run_dir)
+
+
+__all__ = ["STUDY", "describe_plan", "run", "latest_run", "render", "qd_table", "span_table", "fit_table",
+           "qd1_table", "datasheet_table", "reads_double_table", "outcomes", "fits", "fit_seek_requests",
+           "fit_seek_span", "mean_service_s", "datasheet_qd1_iops"]

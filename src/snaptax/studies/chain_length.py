@@ -99,7 +99,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                   "plan_steps": len(plan.steps), "max_chain": plan.max_chain_length,
                   "configs": [c.name for c in configs], "fio_seconds_lower_bound": plan.fio_seconds() * 2}
     detach_stale_loops(rig.work_dir)
-    with RunSession(rig, STUDY, profile.name, parameters) as session:
+    with RunSession(rig, STUDY, profile.name, parameters, devices_used=(dev.name,)) as session:
         for config in configs:
             with Qcow2ChainEngine(rig, dev, config, profile.disk_size) as engine:
                 with session.in_variant(config.name, engine.describe()):
@@ -206,7 +206,9 @@ def render(run_dir: Path, figure_dir: Path | None = None, generated_dir: Path | 
 
     m: dict[str, str] = {
         "ChainRunId": macros.tex_escape(man["run_id"]), "ChainProfile": man["profile"],
-        "ChainRig": macros.tex_escape(man["rig"]), "ChainMaxLength": str(int(rel.chain_length.max())),
+        "ChainRig": macros.tex_escape(man["rig"]),
+        "ChainDevice": macros.tex_escape(", ".join(f"{d['name']} ({d['medium']}{', EMULATED' if d['emulated'] else ''})"
+                                                   for d in man["devices"])), "ChainMaxLength": str(int(rel.chain_length.max())),
         "ChainRepeats": str(int(rel.n.max())), "ChainMeasurements": str(len(meas)),
         "ChainRuntime": macros.fmt(man["parameters"]["profile"]["runtime_s"]),
         "ChainDiskMiB": macros.fmt(man["parameters"]["profile"]["disk_size"] / 2**20),
