@@ -2,7 +2,8 @@
 
 Measurements are timing-sensitive, so no two may overlap — whichever checkout, test run, benchmark or notebook
 starts them. Every timed fio run holds this flock; it is re-entrant within one process so a study can hold it for
-a whole session while each step takes it again.
+a whole session while each step takes it again, and it counts as held when an ancestor process holds it
+(`flock /var/tmp/snaptax-measure.lock make bench` must not deadlock against the code it runs).
 """
 from __future__ import annotations
 
@@ -17,9 +18,47 @@ from . import paths
 _state = threading.local()
 
 
+def _ancestors() -> set[int]:
+    pids, pid = set(), os.getppid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
+def held_by_ancestor(path=None) -> bool:
+    """True if a process above us holds the flock on the lock file (per /proc/locks)."""
+    path = path or paths.MEASURE_LOCK
+    try:
+        st = os.stat(path)
+        lines = open("/proc/locks").read().splitlines()
+    except OSError:
+        return False
+    ident = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    holders = set()
+    for line in lines:
+        fields = line.split()
+        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+            continue
+        if fields[5] == ident:
+            holders.add(int(fields[4]))
+    return bool(holders & _ancestors())
+
+
 @contextlib.contextmanager
 def measurement_lock() -> Iterator[None]:
     depth = getattr(_state, "depth", 0)
+    if not depth and held_by_ancestor():
+        depth = _state.depth = 1
+        try:
+            yield
+        finally:
+            _state.depth = 0
+        return
     if depth:
         _state.depth = depth + 1
         try:
