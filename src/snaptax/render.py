@@ -21,9 +21,10 @@ class StudyRenderer:
 
 
 def renderers() -> list[StudyRenderer]:
-    from .studies import calibration, chain_length
+    from .studies import calibration, chain_length, engines
     found = [StudyRenderer(chain_length.STUDY, "Seed 001: snapshot chain length", chain_length.render),
-             StudyRenderer(calibration.STUDY, "Rigs and calibration", calibration.render)]
+             StudyRenderer(calibration.STUDY, "Rigs and calibration", calibration.render),
+             StudyRenderer(engines.STUDY, "Engine comparison", engines.render)]
     return found
 
 

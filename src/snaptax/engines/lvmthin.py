@@ -473,6 +473,9 @@ class LvmThinEngine(SnapshotEngine):
         raw = self.run_dir / "results"
         shutil.rmtree(raw, ignore_errors=True)
         compiled, out = self.run_plan(plan, raw)
+        # Step times come from the script's clock (/proc/uptime, 10 ms resolution; in the guest its TCG clock).
+        # A Measure's wall_s is the whole fio process, including fio's start-up (about 1 s under TCG, where the
+        # dynamic loader relocates fio's ~80 MB of libraries); fio's own runtime is in its JSON.
         steps = _parse_steps(out / "steps.txt")
         # The guest's own logs travel with the run (why a number is what it is may be in dmesg).
         logs = session.staging / "engine-logs" / session.variant.replace("/", "-") / self.kind

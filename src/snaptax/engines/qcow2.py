@@ -195,8 +195,18 @@ class Qcow2ChainEngine(SnapshotEngine):
         self._views.clear()
 
     def counters(self) -> dict[str, float]:
-        """Host-level I/O of the rig device (what the 'disk' received, below the whole qcow2 chain)."""
-        return self._host_counters()
+        """Host-level I/O of the rig device (what the 'disk' received, below the whole qcow2 chain), and
+        qcow2_active_allocated_bytes: the space the newest overlay takes (0 without snapshots)."""
+        out = self._host_counters()
+        out["qcow2_active_allocated_bytes"] = 0.0
+        if self.chain_length and self.daemon and self.daemon.qmp:
+            # qcow2 allocates clusters (data, L2 tables, refcount blocks) by appending to its file, so the highest
+            # offset ever written in the overlay's region is the image's allocated size, metadata included.
+            node = self.layers[-1].region.node
+            for s in self.daemon.execute("query-blockstats", **{"query-nodes": True}):
+                if s.get("node-name") == node:
+                    out["qcow2_active_allocated_bytes"] = float(s["stats"]["wr_highest_offset"])
+        return out
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.kind, "config": asdict(self.config), "disk_size": self.disk_size,

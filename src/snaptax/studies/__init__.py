@@ -10,6 +10,7 @@ from ..errors import ConfigError
 STUDIES = {
     "chain-length": "chain_length",
     "calibration": "calibration",
+    "engines": "engines",
 }
 
 
