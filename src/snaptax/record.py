@@ -96,6 +96,8 @@ class RunSession:
         if self.staging.parent.exists():
             for stale in self.staging.parent.iterdir():
                 shutil.rmtree(stale, ignore_errors=True)
+        from .backends import detach_stale_loops  # under the lock: no other run can own them
+        detach_stale_loops(self.rig.work_dir)
         self.staging.mkdir(parents=True)
         return self
 

@@ -22,7 +22,6 @@ import pandas as pd
 
 from .. import analysis, claims, figures, macros, paths, profiles, rig as rigmod
 from ..models import chain as chain_model
-from ..backends import detach_stale_loops
 from ..engines.qcow2 import Qcow2ChainEngine, Qcow2Config
 from ..fio import FioJob, seed001_job
 from ..plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
@@ -98,7 +97,6 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     parameters = {"profile": profile, "device": dev.name, "workloads": WORKLOADS,
                   "plan_steps": len(plan.steps), "max_chain": plan.max_chain_length,
                   "configs": [c.name for c in configs], "fio_seconds_lower_bound": plan.fio_seconds() * 2}
-    detach_stale_loops(rig.work_dir)
     with RunSession(rig, STUDY, profile.name, parameters, devices_used=(dev.name,)) as session:
         for config in configs:
             with Qcow2ChainEngine(rig, dev, config, profile.disk_size) as engine:
