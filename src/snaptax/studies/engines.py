@@ -386,7 +386,9 @@ def summary(meas: pd.DataFrame) -> pd.DataFrame:
                 row[f"{c}_low"], row[f"{c}_high"] = float(pc[c].min()), float(pc[c].max())
         row["model_bytes_per_first_write"] = float(cow.first_write_bytes(info.copy_grain, IO_SIZE, info["mode"]))
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    order = out.family.map({f: i for i, f in enumerate(ENGINES)})
+    return out.assign(_o=order).sort_values(["_o", "grain_kib"]).drop(columns="_o").reset_index(drop=True)
 
 
 def summary_table(summ: pd.DataFrame) -> pd.DataFrame:
