@@ -48,6 +48,21 @@ def require(tool: str) -> str:
     return path
 
 
+def unix_socket_accepts(path: Path) -> bool:
+    """True once a server listens on the unix socket at `path` (a daemon's readiness probe)."""
+    import socket
+    if not Path(path).exists():
+        return False
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def _child_setup() -> None:  # runs in the child between fork and exec
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)

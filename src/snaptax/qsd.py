@@ -9,30 +9,16 @@ from __future__ import annotations
 
 import itertools
 import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import EngineError
-from .procs import ProcessGroup
+from .procs import ProcessGroup, unix_socket_accepts
 from .qmp import QMPClient
 
 # Region boundaries are aligned so that qcow2 clusters (≤ 2 MiB) never straddle a region.
 REGION_ALIGN = 2 << 20
-
-
-def _connectable(path: Path) -> bool:
-    if not path.exists():
-        return False
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.connect(str(path))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 @dataclass
@@ -63,7 +49,7 @@ class StorageDaemon:
                 "--monitor", "chardev=qmp0",
                 "--nbd-server", f"addr.type=unix,addr.path={self.nbd_socket},max-connections=0"]
         self.group.spawn(argv, name="qemu-storage-daemon", log_path=self.run_dir / "qsd.log",
-                         ready=lambda: _connectable(self.qmp_socket) and self.nbd_socket.exists())
+                         ready=lambda: unix_socket_accepts(self.qmp_socket) and self.nbd_socket.exists())
         self.qmp = QMPClient(self.qmp_socket).connect()
         return self
 

@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import signal
-import socket as socketlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -70,19 +69,6 @@ class Served:
         return json.loads(self.counters.read_text())
 
 
-def _socket_ready(path: Path) -> bool:
-    if not path.exists():
-        return False
-    s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
-    try:
-        s.connect(str(path))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
 @contextlib.contextmanager
 def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
     source = f"spindle device {device.name!r}"
@@ -112,7 +98,7 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
     argv = ["nbdkit", "-f", "-U", str(sock), "-t", str(device.threads), "python", str(PLUGIN),
             f"srcdir={SRC_DIR}", f"spec={spec_path}", f"file={backing}", f"counters={device.counters}",
             f"interval={device.counters_interval_s}"]
-    child = group.spawn(argv, name=f"nbdkit[{device.name}]", log_path=log, ready=lambda: _socket_ready(sock),
+    child = group.spawn(argv, name=f"nbdkit[{device.name}]", log_path=log, ready=lambda: procs.unix_socket_accepts(sock),
                         ready_timeout=30)
     try:
         yield Served(uri=f"nbd+unix:///?socket={sock}", socket=sock, counters=device.counters,

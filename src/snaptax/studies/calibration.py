@@ -524,9 +524,7 @@ def run(rig_name: str = "local", profile_name: str | None = None, device: str | 
     """Measure the calibration on a rig; returns the published run directory under data/. `device` names the
     rig device for seed 000's reads-double experiment (default: the rig's emulated raid1_10k)."""
     from .. import profiles, rig as rigmod
-    from ..backends import detach_stale_loops
     from ..engines.qcow2 import Qcow2ChainEngine
-    from ..lock import measurement_lock
     from ..plan import Measure
     from ..procs import ProcessGroup
     from ..record import RunSession
@@ -545,8 +543,7 @@ def run(rig_name: str = "local", profile_name: str | None = None, device: str | 
                   "depths": pts.depths, "spans": pts.spans, "span_runtime_s": profile.runtime_s * pts.span_runtime_factor,
                   "reads_double_config": config.name, "reads_double_iodepth": pts.reads_double_iodepth}
     workdir = rig.rig_work_dir / "calibration"
-    detach_stale_loops(rig.work_dir)
-    with measurement_lock(), RunSession(rig, STUDY, profile.name, parameters) as session:
+    with RunSession(rig, STUDY, profile.name, parameters, devices_used=(dev.name,)) as session:
         index = 0
         # the harness round trip: fio + NBD + emulator, nothing to wait for
         with ProcessGroup() as group, serve(group, SpindleDevice(DiskSpec(ZeroProfile()), CAPACITY, workdir,

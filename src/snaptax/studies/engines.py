@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 
 from .. import analysis, claims, figures, macros, profiles, rig as rigmod
-from ..backends import detach_stale_loops
 from ..engines.cofw import CofwEngine, CofwEngineConfig
 from ..engines.lvmthin import LvmThinConfig, LvmThinEngine
 from ..engines.qcow2 import Qcow2ChainEngine, Qcow2Config
@@ -227,8 +226,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     vs = variants(profile)
     parameters = {"profile": profile, "scale": s, "device": dev.name, "io_size": IO_SIZE,
                   "plan_steps": len(plan.steps), "variants": [v.name for v in vs]}
-    detach_stale_loops(rig.work_dir)
-    with RunSession(rig, STUDY, profile.name, parameters) as session:
+    with RunSession(rig, STUDY, profile.name, parameters, devices_used=(dev.name,)) as session:
         for v in vs:
             with _engine(v, rig, dev, s.disk_size) as engine:
                 with session.in_variant(v.name, {**engine.describe(), "study": v.describe()}):
