@@ -75,3 +75,10 @@ def loss_at(rel: pd.DataFrame, chain_length: int = 1, phase: str = "create") -> 
 def host_reads_per_vm_read(meas: pd.DataFrame, counter: str = "host_disk_reads") -> pd.Series:
     """Host-level read requests per guest-level read (seed 000: 'reads double' behind a redo log)."""
     return meas[counter] / meas["read_ios"].where(meas["read_ios"] > 0)
+
+
+def outcomes_frame(outcomes: list) -> pd.DataFrame:
+    """Claim outcomes (snaptax.claims.Outcome) as a table for notebooks: published, ours with range, verdict."""
+    return pd.DataFrame([{"claim": o.claim.statement, "published": o.claim.published_text or o.claim.published,
+                          "ours": round(o.ours, 1), "low": round(o.low, 1), "high": round(o.high, 1),
+                          "stand-in": o.context, "verdict": o.verdict} for o in outcomes])

@@ -573,12 +573,6 @@ def run(rig_name: str = "local", profile_name: str | None = None, device: str | 
     return session.published
 
 
-def latest_run(rig_name: str = "local", profile_name: str | None = None) -> Path | None:
-    from ..record import published_runs
-    runs = published_runs(rig_name, STUDY, profile_name)
-    return runs[-1] if runs else None
-
-
 # ------------------------------------------------------------------ analysis (tables for the notebook and paper)
 
 def _measurements(run_dir: Path) -> list[dict]:
@@ -849,6 +843,6 @@ def render(run_dir: Path, figure_dir: Path | None = None, generated_dir: Path | 
     return outcomes(run_dir)
 
 
-__all__ = ["STUDY", "describe_plan", "run", "latest_run", "render", "qd_table", "span_table", "fit_table",
+__all__ = ["STUDY", "describe_plan", "run", "render", "qd_table", "span_table", "fit_table",
            "qd1_table", "datasheet_table", "reads_double_table", "outcomes", "fits", "fit_seek_requests",
            "fit_seek_span", "mean_service_s", "datasheet_qd1_iops"]

@@ -106,12 +106,6 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     return session.published
 
 
-def latest_run(rig_name: str = "local", profile_name: str | None = None) -> Path | None:
-    from ..record import published_runs
-    runs = published_runs(rig_name, STUDY, profile_name)
-    return runs[-1] if runs else None
-
-
 # ------------------------------------------------------------------ analysis
 
 # Which of our configurations stands for which of the study's datastores.
@@ -170,9 +164,7 @@ def outcomes(rel: pd.DataFrame) -> list[claims.Outcome]:
 
 def outcomes_table(rel: pd.DataFrame) -> pd.DataFrame:
     """The claims of seed 001 that this study tests, with our values and verdicts, as a table."""
-    return pd.DataFrame([{"claim": o.claim.statement, "published": o.claim.published_text or o.claim.published,
-                          "ours": round(o.ours, 1), "low": round(o.low, 1), "high": round(o.high, 1),
-                          "stand-in": o.context, "verdict": o.verdict} for o in outcomes(rel)])
+    return analysis.outcomes_frame(outcomes(rel))
 
 
 def fits_table(meas: pd.DataFrame) -> pd.DataFrame:
@@ -256,4 +248,4 @@ def render(run_dir: Path, figure_dir: Path | None = None, generated_dir: Path | 
     return outs
 
 
-__all__ = ["STUDY", "build_plan", "qcow2_configs", "run", "latest_run", "render", "tables", "fits", "outcomes"]
+__all__ = ["STUDY", "build_plan", "qcow2_configs", "run", "render", "tables", "fits", "outcomes"]

@@ -235,12 +235,6 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     return session.published
 
 
-def latest_run(rig_name: str = "local", profile_name: str | None = None) -> Path | None:
-    from ..record import published_runs
-    runs = published_runs(rig_name, STUDY, profile_name)
-    return runs[-1] if runs else None
-
-
 # ------------------------------------------------------------------ analysis
 
 def variant_table(run_dir: Path) -> pd.DataFrame:
@@ -499,9 +493,7 @@ def outcomes(summ: pd.DataFrame) -> list[claims.Outcome]:
 
 
 def outcomes_table(summ: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame([{"claim": o.claim.statement, "published": o.claim.published_text or o.claim.published,
-                          "ours": round(o.ours, 1), "low": round(o.low, 1), "high": round(o.high, 1),
-                          "stand-in": o.context, "verdict": o.verdict} for o in outcomes(summ)])
+    return analysis.outcomes_frame(outcomes(summ))
 
 
 # ------------------------------------------------------------------ paper
@@ -579,5 +571,5 @@ def render(run_dir: Path, figure_dir: Path | None = None, generated_dir: Path | 
 
 
 __all__ = ["STUDY", "SCALES", "EngineScale", "Variant", "variants", "build_plan", "describe_plan", "run",
-           "latest_run", "measurements", "write_points", "fits", "summary", "summary_table", "fits_table",
+           "measurements", "write_points", "fits", "summary", "summary_table", "fits_table",
            "first_writes_check", "outcomes", "outcomes_table", "cost_chart", "ratio_chart", "space_chart", "render"]
