@@ -18,6 +18,7 @@ echo "== nbval (every notebook at its committed parameters: profile smoke)"
 echo "== paper from the smoke runs"
 cp -r paper "$scratch/paper"
 rm -rf "$scratch/paper/generated" "$scratch/paper/figures"
+(cd "$scratch/paper" && rm -f snaptax.aux snaptax.bbl snaptax.blg snaptax.fdb_latexmk snaptax.fls snaptax.log snaptax.out snaptax.pdf)
 .venv/bin/python -m snaptax render --profile smoke --paper-dir "$scratch/paper"
 (cd "$scratch/paper" && latexmk -pdf -quiet snaptax.tex >/dev/null 2>&1) || {
   tail -n 40 "$scratch/paper/snaptax.log"; echo "paper: latexmk failed" >&2; exit 1; }
