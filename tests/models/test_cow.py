@@ -79,3 +79,11 @@ def test_fit_with_one_grain_fixes_the_copy_factor():
 def test_fit_needs_first_writes():
     with pytest.raises(ValueError, match="first_fraction"):
         cow.fit([0, 0], 8 * K, 4 * K, [4096, 4096], "copy-out")
+
+
+def test_mechanism_table_matches_first_write_bytes():
+    from snaptax.models import cow
+    table = cow.mechanism_table([4096, 65536], 4096)
+    assert set(table) == set(cow.MODES)
+    assert table["copy-out"] == [int(cow.first_write_bytes(4096, 4096, "copy-out")),
+                                 int(cow.first_write_bytes(65536, 4096, "copy-out"))]

@@ -89,6 +89,12 @@ def first_write_bytes(grain, io_size, mode: str, metadata_bytes: float = 0.0) ->
     return np.asarray(io_size, dtype=float) + copy_total(grain, io_size, mode) + metadata_bytes
 
 
+def mechanism_table(grains: list[int], io_size: int) -> dict[str, list[int]]:
+    """Host bytes moved by one first write of `io_size` bytes, per copy mode and grain (no metadata)."""
+    g = np.asarray(grains, dtype=float)
+    return {mode: [int(v) for v in np.atleast_1d(first_write_bytes(g, io_size, mode))] for mode in MODES}
+
+
 def bytes_per_write(first_fraction, grain, io_size, mode: str, copy_factor: float = 1.0,
                     metadata_bytes: float = 0.0) -> np.ndarray:
     """y(f) = B + f·(c·copy(G, B) + M): mean host-level bytes per guest write when a fraction f of the writes
