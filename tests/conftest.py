@@ -31,3 +31,21 @@ def _have(*tools: str) -> bool:
 requires_qsd = pytest.mark.skipif(not _have("qemu-storage-daemon", "fio", "losetup"),
                                   reason="needs qemu-storage-daemon, fio and losetup (make setup)")
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices need root")
+
+
+@pytest.fixture
+def scratch_rig():
+    """Factory of a one-device embedded rig in its own temporary work directory, removed afterwards."""
+    import tempfile
+
+    from snaptax.rig import Device, Rig
+    made: list[Path] = []
+
+    def make(engine: str, capacity: int) -> Rig:
+        d = Path(tempfile.mkdtemp(prefix=f"{engine}-", dir=os.environ.get("SNAPTAX_TEST_TMP", "/var/tmp")))
+        made.append(d)
+        return Rig(name="t", kind="embedded", description="test", engines=(engine,), work_dir=d,
+                   devices=(Device(name="ssd", type="file", medium="ssd", capacity=capacity),))
+    yield make
+    for d in made:
+        shutil.rmtree(d, ignore_errors=True)

@@ -1,10 +1,6 @@
 """The cofw engine through the SnapshotEngine interface (same as qcow2): start, fio, snapshots, counters, delete."""
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -13,17 +9,14 @@ from snaptax.cofw.validate import fetch
 from snaptax.engines.base import SnapshotEngine
 from snaptax.engines.cofw import CofwEngine, CofwEngineConfig
 from snaptax.errors import ConfigError, EngineError
-from snaptax.rig import Device, Rig
+from snaptax.rig import Device
 
 MiB = 1 << 20
 
 
 @pytest.fixture
-def rig():
-    d = Path(tempfile.mkdtemp(prefix="cofw-eng-", dir=os.environ.get("SNAPTAX_TEST_TMP", "/var/tmp")))
-    yield Rig(name="t", kind="embedded", description="test", engines=("cofw",), work_dir=d,
-              devices=(Device(name="ssd", type="file", medium="ssd", capacity=256 * MiB),))
-    shutil.rmtree(d, ignore_errors=True)
+def rig(scratch_rig):
+    return scratch_rig("cofw", 256 * MiB)
 
 
 def test_config_validation(rig):

@@ -3,9 +3,6 @@ chain of three snapshots created, measured and deleted (marked guest)."""
 from __future__ import annotations
 
 import csv
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,17 +14,13 @@ from snaptax.errors import ConfigError, EngineError
 from snaptax.fio import FioJob
 from snaptax.plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
 from snaptax.record import RunSession
-from snaptax.rig import Device, Rig
 
 MiB = 1 << 20
 
 
 @pytest.fixture
-def rig():
-    d = Path(tempfile.mkdtemp(prefix="lvmthin-", dir=os.environ.get("SNAPTAX_TEST_TMP", "/var/tmp")))
-    yield Rig(name="t", kind="embedded", description="test", engines=("lvmthin",), work_dir=d,
-              devices=(Device(name="ssd", type="file", medium="ssd", capacity=512 * MiB),))
-    shutil.rmtree(d, ignore_errors=True)
+def rig(scratch_rig):
+    return scratch_rig("lvmthin", 512 * MiB)
 
 
 def fill_job(size: int) -> FioJob:
