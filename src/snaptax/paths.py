@@ -14,10 +14,7 @@ RIGS_DIR = REPO_ROOT / "rigs"
 PAPER_DIR = REPO_ROOT / "paper"
 GENERATED_DIR = PAPER_DIR / "generated"
 FIGURES_DIR = PAPER_DIR / "figures"
-NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 BENCH_DIR = REPO_ROOT / "bench"
-BUILD_DIR = REPO_ROOT / "build"
-SEEDS_DIR = REPO_ROOT.parent / "shared" / "seeds"
 
 DEFAULT_WORK_DIR = Path("/var/tmp/snaptax")
 # One lock for the whole machine: measurements are timing-sensitive and must never overlap,
@@ -27,11 +24,6 @@ MEASURE_LOCK = Path("/var/tmp/snaptax-measure.lock")
 
 def data_dir() -> Path:
     return Path(os.environ.get("SNAPTAX_DATA_DIR", REPO_ROOT / "data"))
-
-
-def staging_dir() -> Path:
-    """Where a study run is assembled before it is renamed into data/ (same filesystem)."""
-    return data_dir() / ".staging"
 
 
 def study_dir(rig: str, study: str) -> Path:

@@ -28,7 +28,6 @@ class StorageDaemon:
     group: ProcessGroup
     run_dir: Path
     qmp: QMPClient | None = None
-    _exports: dict[str, str] = field(default_factory=dict)
 
     @property
     def qmp_socket(self) -> Path:
@@ -62,12 +61,10 @@ class StorageDaemon:
         """Export `node` writable over NBD as `name`; returns the NBD URI for fio."""
         self.execute("block-export-add", id=f"exp-{name}", type="nbd", **{"node-name": node},
                      name=name, writable=True)
-        self._exports[name] = node
         return self.uri(name)
 
     def unexport(self, name: str) -> None:
         self.execute("block-export-del", id=f"exp-{name}")
-        self._exports.pop(name, None)
 
     def uri(self, name: str) -> str:
         return f"nbd+unix:///{name}?socket={self.nbd_socket}"

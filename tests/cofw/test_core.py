@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
-import tempfile
 import threading
 from pathlib import Path
 
@@ -14,15 +12,6 @@ from snaptax.cofw.core import UNSAFE_SUFFIX, CofwConfig, CofwVolume, allocated_r
 from snaptax.errors import ConfigError, EngineError
 
 MiB = 1 << 20
-
-
-@pytest.fixture
-def workdir():
-    # /var/tmp (a disk file system) rather than a possible tmpfs /tmp: the crash semantics rely on a disk file
-    # system's allocation map and block size.
-    d = Path(tempfile.mkdtemp(prefix="cofw-test-", dir=os.environ.get("SNAPTAX_TEST_TMP", "/var/tmp")))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def make_source(path: Path, size: int, seed: int = 1) -> bytearray:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,13 +18,6 @@ from snaptax.procs import ProcessGroup
 
 pytestmark = pytest.mark.integration
 MiB = 1 << 20
-
-
-@pytest.fixture
-def workdir():
-    d = Path(tempfile.mkdtemp(prefix="cofw-it-", dir=os.environ.get("SNAPTAX_TEST_TMP", "/var/tmp")))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def assert_all_stopped(children) -> None:
