@@ -1,84 +1,78 @@
-"""Tidy tables from published runs: per-measurement totals, per-point summaries with spread, ratios.
+"""What every study's analysis returns, and the tables all of them share.
 
+A study's `analyse(record)` is pure: a published run in, an Analysis out (study-specific tables and fits as
+fields of a subclass, plus the Values the paper and notebooks quote and the Outcomes of the claims it tests).
 Ratios are only ever formed within one run (one session on one rig), never across runs.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import math
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .record import MANIFEST, RESULTS
-
-KEYS = ["variant", "index", "phase", "job", "rw", "repeat", "chain_length"]
-
-
-def manifest(run_dir: Path) -> dict:
-    return json.loads((Path(run_dir) / MANIFEST).read_text())
+from .claims import Outcome
+from .record import RunRecord
+from .values import Results, Value
 
 
-def results(run_dir: Path) -> pd.DataFrame:
-    """results.csv of a run: one row per measurement and direction."""
-    return pd.read_csv(Path(run_dir) / RESULTS)
+@dataclass
+class Analysis:
+    record: RunRecord
+    values: list[Value] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def study(self) -> str:
+        return self.record.manifest.study
+
+    def value(self, key: str) -> Value:
+        for v in self.values:
+            if v.key == key:
+                return v
+        raise KeyError(key)
+
+    def results(self) -> Results:
+        m = self.record.manifest
+        r = Results(m.study, m.run_id, m.rig, m.profile.name)
+        r.add(run_values(self.record))
+        r.add(self.values)
+        r.claims = [o.to_json() for o in self.outcomes]
+        return r
+
+    def outcomes_table(self) -> pd.DataFrame:
+        """The claims this study tests: published (cited), ours with 95 % interval, stand-in, verdict."""
+        return outcomes_frame(self.outcomes)
 
 
-def per_measurement(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per fio run: read + write IOPS and I/Os; host-level counter deltas (same for both directions).
-
-    Columns: KEYS…, iops, read_iops, write_iops, read_ios, write_ios, host_* .
-    """
-    host_cols = [c for c in df.columns if c.startswith("host_")]
-    pivot = df.pivot_table(index=KEYS, columns="direction", values=["iops", "ios"], aggfunc="sum",
-                           fill_value=0)
-    pivot.columns = [f"{d}_{v}" for v, d in pivot.columns]
-    out = pivot.reset_index()
-    for col in ("read_iops", "write_iops", "read_ios", "write_ios"):
-        if col not in out:
-            out[col] = 0.0
-    out["iops"] = out["read_iops"] + out["write_iops"]
-    if host_cols:
-        host = df.groupby(KEYS, as_index=False)[host_cols].first()
-        out = out.merge(host, on=KEYS)
-    return out.sort_values("index").reset_index(drop=True)
-
-
-def summarize(meas: pd.DataFrame, value: str = "iops",
-              by: tuple[str, ...] = ("variant", "job", "phase", "chain_length")) -> pd.DataFrame:
-    """Median, min, max and count of `value` over repeats at each point."""
-    g = meas.groupby(list(by))[value]
-    out = g.agg(median="median", low="min", high="max", n="count").reset_index()
-    return out
+def run_values(record: RunRecord) -> list[Value]:
+    """Values every run provides (<study>.run.*): identity, device, tool versions, size, emulator validity."""
+    m = record.manifest
+    k = f"{m.study}.run"
+    late = record.lateness()
+    worst = float(late.lateness_fraction.max()) * 100 if not late.empty else math.nan
+    return [
+        Value(f"{k}.id", text=m.run_id), Value(f"{k}.profile", text=m.profile.name),
+        Value(f"{k}.rig", text=m.rig), Value(f"{k}.device", text=m.device_label()),
+        Value(f"{k}.emulated", text="emulated" if m.emulated else "real"),
+        Value(f"{k}.fio", text=m.tool("fio")), Value(f"{k}.qsd", text=m.tool("qemu-storage-daemon")),
+        Value(f"{k}.kernel", text=m.provenance.get("host", {}).get("kernel", "?")),
+        Value(f"{k}.commit", text=m.commit),
+        Value(f"{k}.measurements", float(m.measurements), "fio runs"),
+        Value(f"{k}.runtime_s", float(m.profile.runtime_s), "s"),
+        Value(f"{k}.repeats", float(m.profile.repeats), ""),
+        Value(f"{k}.disk_mib", m.profile.disk_size / 2**20, "MiB"),
+        Value(f"{k}.worst_lateness_pct", worst, "%", digits=2),
+        Value(f"{k}.flagged", float(late.flagged.sum()) if not late.empty else 0.0, "measurements"),
+    ]
 
 
-def relative_to_baseline(summary: pd.DataFrame, baseline_phase: str = "create") -> pd.DataFrame:
-    """Add ratio columns: each point's median/low/high over the median at chain length 0 of `baseline_phase`,
-    same variant and job (so every ratio is formed inside one run)."""
-    base = (summary[(summary.phase == baseline_phase) & (summary.chain_length == 0)]
-            .set_index(["variant", "job"])["median"].rename("baseline"))
-    out = summary.join(base, on=["variant", "job"])
-    for col in ("median", "low", "high"):
-        out[f"ratio_{col}"] = out[col] / out["baseline"]
-    return out
+def outcomes_frame(outcomes: list[Outcome]) -> pd.DataFrame:
+    from .claims import ours_str, published_str
 
-
-def loss_at(rel: pd.DataFrame, chain_length: int = 1, phase: str = "create") -> pd.DataFrame:
-    """Loss in percent at a chain length, relative to no snapshot: 100·(1 − ratio), with the spread of the
-    repeats (the repeat extremes over the baseline median)."""
-    sel = rel[(rel.phase == phase) & (rel.chain_length == chain_length)].copy()
-    sel["loss_pct"] = 100 * (1 - sel["ratio_median"])
-    sel["loss_pct_low"] = 100 * (1 - sel["ratio_high"])
-    sel["loss_pct_high"] = 100 * (1 - sel["ratio_low"])
-    return sel[["variant", "job", "loss_pct", "loss_pct_low", "loss_pct_high", "median", "baseline", "n"]]
-
-
-def host_reads_per_vm_read(meas: pd.DataFrame, counter: str = "host_disk_reads") -> pd.Series:
-    """Host-level read requests per guest-level read (seed 000: 'reads double' behind a redo log)."""
-    return meas[counter] / meas["read_ios"].where(meas["read_ios"] > 0)
-
-
-def outcomes_frame(outcomes: list) -> pd.DataFrame:
-    """Claim outcomes (snaptax.claims.Outcome) as a table for notebooks: published, ours with range, verdict."""
-    return pd.DataFrame([{"claim": o.claim.statement, "published": o.claim.published_text or o.claim.published,
-                          "ours": round(o.ours, 1), "low": round(o.low, 1), "high": round(o.high, 1),
-                          "stand-in": o.context, "verdict": o.verdict} for o in outcomes])
+    return pd.DataFrame([{"claim": o.claim.statement, "source": f"{o.claim.cite}, {o.claim.where}",
+                          "published": published_str(o.claim), "ours [95 % CI]": ours_str(o),
+                          "tolerance": f"±{o.claim.tolerance:g} {o.claim.unit}".strip(),
+                          "stand-in": o.claim.stand_in, "verdict": o.verdict} for o in outcomes],
+                        columns=["claim", "source", "published", "ours [95 % CI]", "tolerance", "stand-in",
+                                 "verdict"])

@@ -36,7 +36,7 @@ class DeviceBackend:
 def _disk_counters(name: str | None) -> Callable[[], dict[str, float]]:
     def read() -> dict[str, float]:
         stats = devices.diskstats(name) if name else {}
-        return {f"disk_{k}": v for k, v in stats.items() if k in
+        return {f"host.{k}": v for k, v in stats.items() if k in
                 ("reads", "writes", "sectors_read", "sectors_written", "io_ms")}
     return read
 

@@ -1,70 +1,107 @@
 """Published claims of the seed studies (cited reference values) and verdicts on our measurements.
 
 A published number appears in the paper only through a Claim, with its bibliography key and its place in the
-source; our number comes from data. The verdict rule is stated once, here, and printed in the paper.
+source; our number is a Value from data. Every claim is an effect against its no-effect value (a loss against
+0 %, a ratio in percent against 100 %, a factor against 1), and the verdict is made on the 95 % interval of our
+value — never on a single number or the min–max of repeats. The rule is stated once, here, and printed in the paper.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any, Literal
 
-from . import macros
+from .values import Value
 
-VERDICT_RULE = ("agrees: our value (or the range of our repeats) lies within the tolerance of the published value; "
-                "same direction: both show an effect of the same sign beyond the tolerance but of different size; "
-                "differs: otherwise")
+Verdict = Literal["agrees", "same direction", "differs", "inconclusive"]
+VERDICTS: tuple[Verdict, ...] = ("agrees", "same direction", "differs", "inconclusive")
+
+VERDICT_RULE = (
+    "Each claim is an effect against its no-effect value (0 % for a loss, 100 % for a ratio, 1 for a factor), "
+    "and is judged on the 95 % confidence interval of our value from its repeats, against a tolerance band "
+    "(published value ± tolerance, whose basis each claim states). "
+    "inconclusive: fewer than two repeats, or the interval is wider than the band (half-width > tolerance); "
+    "agrees: the interval overlaps the band; "
+    "same direction: the published value is an effect (outside the tolerance of no effect) and our interval "
+    "lies wholly on the same side of the no-effect value, but misses the band; "
+    "differs: otherwise.")
 
 
 @dataclass(frozen=True)
 class Claim:
-    """A published value. unit is '%' (a loss or ratio in percent) or a physical unit."""
+    """A published value, and which of our values tests it."""
 
-    id: str
-    cite: str          # BibTeX key of the seed
-    where: str         # place in the source, e.g. 'Table 1'
-    statement: str     # what was measured, in words
+    id: str                  # dotted, starts with the study id
+    cite: str                # BibTeX key of the seed
+    where: str               # place in the source, e.g. 'Table 1'
+    statement: str           # what was measured, in words
     published: float
-    unit: str
-    tolerance: float   # half-width of the agreement band, in `unit`
-    published_text: str = ""  # the source's own wording when it is not a number ('No impact')
+    unit: str                # '%' or a physical unit or '×'
+    no_effect: float         # the value that means "no effect" in `unit`
+    tolerance: float         # half-width of the agreement band, in `unit`
+    tolerance_basis: str     # why this tolerance (printed with the claim)
+    value_key: str           # our Value that tests it (results.json key)
+    stand_in: str            # which of our configurations stands for the source's system
+    published_text: str = "" # the source's own wording when it is not a number ('No impact')
 
 
 @dataclass(frozen=True)
 class Outcome:
     claim: Claim
-    ours: float
-    low: float
-    high: float
-    context: str       # which of our configurations stands for the source's system
+    ours: Value
 
     @property
-    def verdict(self) -> str:
-        return verdict(self.claim, self.ours, self.low, self.high)
+    def verdict(self) -> Verdict:
+        return verdict(self.claim, self.ours)
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.claim
+        return {"id": c.id, "cite": c.cite, "where": c.where, "statement": c.statement,
+                "published": c.published, "published_text": c.published_text, "unit": c.unit,
+                "no_effect": c.no_effect, "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis,
+                "value_key": c.value_key, "stand_in": c.stand_in, "ours": self.ours.to_json(),
+                "verdict": self.verdict}
 
 
-def verdict(claim: Claim, ours: float, low: float | None = None, high: float | None = None) -> str:
-    lo = min(ours, low if low is not None else ours)
-    hi = max(ours, high if high is not None else ours)
-    p, tol = claim.published, claim.tolerance
-    if lo - tol <= p <= hi + tol:
+def verdict(claim: Claim, ours: Value) -> Verdict:
+    if ours.n < 2 or not ours.has_interval:
+        return "inconclusive"
+    lo, hi = ours.low, ours.high
+    tol, p, zero = claim.tolerance, claim.published, claim.no_effect
+    if (hi - lo) / 2 > tol:
+        return "inconclusive"
+    if hi >= p - tol and lo <= p + tol:
         return "agrees"
-    if (p > tol and ours > tol) or (p < -tol and ours < -tol):
-        return "same direction"
+    published_effect = p - zero
+    if abs(published_effect) > tol:
+        if published_effect > 0 and lo > zero:
+            return "same direction"
+        if published_effect < 0 and hi < zero:
+            return "same direction"
     return "differs"
 
 
-def table_rows(outcomes: list[Outcome]) -> list[list[str]]:
-    rows = []
-    for o in outcomes:
-        c = o.claim
-        pub = c.published_text or f"{macros.fmt(c.published, 0)}\\,{macros.tex_escape(c.unit)}"
-        ours = f"{macros.fmt(o.ours, 0)}\\,{macros.tex_escape(c.unit)}"
-        spread = f"[{macros.fmt(o.low, 0)}, {macros.fmt(o.high, 0)}]"
-        rows.append([f"{macros.tex_escape(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
-                     pub, f"{ours} {spread}", macros.tex_escape(o.context), o.verdict])
-    return rows
+def outcome(claim: Claim, values: dict[str, Value]) -> Outcome:
+    try:
+        return Outcome(claim, values[claim.value_key])
+    except KeyError:
+        raise KeyError(f"claim {claim.id!r} tests value {claim.value_key!r}, which the analysis did not produce") \
+            from None
 
 
-def render_table(outcomes: list[Outcome]) -> str:
-    return macros.render_table(
-        ["Claim (source)", "Published", "Ours [range]", "Our stand-in", "Verdict"], table_rows(outcomes),
-        align="p{0.36\\linewidth}rrp{0.17\\linewidth}l")
+def from_json(row: dict[str, Any]) -> Outcome:
+    """An Outcome from a results.json `claims` row."""
+    fields = {k: row[k] for k in ("id", "cite", "where", "statement", "published", "unit", "no_effect",
+                                   "tolerance", "tolerance_basis", "value_key", "stand_in", "published_text")}
+    return Outcome(Claim(**fields), Value.from_json(row["ours"]))
+
+
+def published_str(c: Claim) -> str:
+    if c.published_text:
+        return c.published_text
+    num = f"{c.published:g}" if not math.isnan(c.published) else "n/a"
+    return f"{num} {c.unit}".strip()
+
+
+def ours_str(o: Outcome) -> str:
+    return f"{o.ours.formatted_ci()} {o.claim.unit}".strip()

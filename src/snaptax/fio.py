@@ -153,6 +153,12 @@ def seed001_job(kind: Literal["randrw", "readwrite"], *, size: int, runtime_s: f
                   group_reporting=True)
 
 
+def prefill_job(disk_size: int, name: str = "prefill") -> FioJob:
+    """Write the whole disk once, sequentially, so reads hit real data (IOmeter's test file)."""
+    return FioJob(name, "write", bs=1 << 20, iodepth=8, numjobs=1, size=disk_size, time_based=False,
+                  runtime_s=None, log_avg_msec=1000)
+
+
 # ---------------------------------------------------------------- parsing
 
 def load_json(text: str) -> dict:

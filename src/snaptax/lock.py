@@ -11,7 +11,7 @@ import contextlib
 import fcntl
 import os
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 from . import paths
 
@@ -49,8 +49,26 @@ def held_by_ancestor(path=None) -> bool:
     return bool(holders & _ancestors())
 
 
+def holder(path=None) -> str:
+    """Who holds the lock, as written into the lock file by the holder: 'pid N: command line' ('' if unknown)."""
+    try:
+        return open(path or paths.MEASURE_LOCK).read().strip()
+    except OSError:
+        return ""
+
+
+def _describe_self() -> str:
+    try:
+        cmd = open("/proc/self/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        cmd = "?"
+    return f"pid {os.getpid()}: {cmd[:200]}"
+
+
 @contextlib.contextmanager
-def measurement_lock() -> Iterator[None]:
+def measurement_lock(waiting: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the machine-wide measurement lock. If another process holds it, `waiting` is told who, once, before
+    this blocks until it is free."""
     depth = getattr(_state, "depth", 0)
     if not depth and held_by_ancestor():
         depth = _state.depth = 1
@@ -69,12 +87,21 @@ def measurement_lock() -> Iterator[None]:
     paths.MEASURE_LOCK.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(paths.MEASURE_LOCK, os.O_CREAT | os.O_RDWR, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting(f"waiting for the machine-wide measurement lock {paths.MEASURE_LOCK}, held by "
+                        f"{holder() or 'an unknown process'}")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (_describe_self() + "\n").encode(), 0)
         _state.depth = 1
         try:
             yield
         finally:
             _state.depth = 0
+            os.ftruncate(fd, 0)  # a holder written by an earlier process would mislead the next waiter
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

@@ -73,3 +73,38 @@ class Plan:
     def fio_seconds(self) -> float:
         """Lower bound of the plan's run time: the sum of its time-based fio runtimes."""
         return sum((m.job.runtime_s or 0) + m.job.ramp_time_s for _, m, _ in self.measurements())
+
+
+@dataclass(frozen=True)
+class VariantPlan:
+    """The plan one configuration (variant) of a study executes, with what describes that configuration."""
+
+    variant: str
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """Everything a study run measures: one Plan per variant, executed in this order in one session."""
+
+    variants: tuple[VariantPlan, ...]
+
+    def points(self) -> int:
+        return sum(1 for v in self.variants for _ in v.plan.measurements())
+
+    def fio_seconds(self) -> float:
+        """Lower bound of the run's time: the sum of the plans' time-based fio runtimes."""
+        return sum(v.plan.fio_seconds() for v in self.variants)
+
+    def phase_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for v in self.variants:
+            for _, m, _ in v.plan.measurements():
+                counts[m.phase] = counts.get(m.phase, 0) + 1
+        return counts
+
+    def variant(self, name: str) -> VariantPlan:
+        for v in self.variants:
+            if v.variant == name:
+                return v
+        raise KeyError(name)

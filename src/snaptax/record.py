@@ -1,35 +1,65 @@
-"""Run records: everything one study run measured, written so that data/ never holds half a run.
+"""Run records: everything one study run measured, written so that data/ never holds half a run, and read back
+through one typed, versioned reader (RunRecord.load).
 
 A run is assembled in the rig's work directory (staging) and moved into
     data/<rig>/<study>/<run-id>/
 only after its last measurement and its manifest are written. A failed or interrupted run removes its staging
-directory; nothing of it reaches data/. Layout of a published run:
-    manifest.json                      provenance, parameters, variants, events, completion time
-    results.csv                        one tidy row per measurement and direction
+directory; nothing of it reaches data/. Layout of a published run (format version 2):
+    manifest.json        format + version, study, profile, rig and devices, study parameters, variants, events,
+                         provenance, completion time
+    results.csv          one row per measurement and direction: the plan coordinates and fio's summary
+    counters.csv         one row per measurement and counter (long form): source.name, kind, unit, before,
+                         after, delta (counters only; see snaptax.counters)
+    results.json         every value the paper and the notebooks quote (written by the analysis, snaptax.values)
     measurements/<variant>/<NNN>-<label>/
         job.fio fio.json fio_*.log     exactly what fio read and wrote
-        measurement.json               step, chain length, fio summary, host counters before/after/delta
+        measurement.json               the same coordinates, fio summary and counters, plus study extras
 """
 from __future__ import annotations
 
 import contextlib
 import csv
 import json
+import math
 import os
 import re
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from . import devices, fio, paths, provenance
+from . import counters as countermod
+from . import devices, paths, progress, provenance
+from .errors import SnaptaxError
 from .lock import measurement_lock
 from .plan import Measure
+from .profiles import Profile
 from .rig import Rig
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from . import fio
 
 MANIFEST = "manifest.json"
 RESULTS = "results.csv"
+COUNTERS = "counters.csv"
+MEASUREMENT = "measurement.json"
+RECORD_FORMAT = "snaptax-run"
+RECORD_VERSION = 2
+# coordinates of a measurement in its plan: the first columns of results.csv, the keys of per-measurement tables
+KEYS = ("variant", "index", "phase", "job", "rw", "repeat", "chain_length")
+FIO_COLUMNS = ("direction", "iops", "bw_kib", "ios", "runtime_ms", "clat_mean_us", "clat_p50_us", "clat_p99_us",
+               "lat_mean_us", "errors")
+# an emulated measurement is flagged when the emulator released requests later than its own schedule by more
+# than this fraction of the mean service time, on average: its timing is then the host's, not the model's
+LATENESS_LIMIT = 0.02
+
+
+class RecordError(SnaptaxError):
+    """A run directory that is not a complete run of a known format version."""
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -48,7 +78,7 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def _jsonable(obj: Any) -> Any:
-    if is_dataclass(obj):
+    if is_dataclass(obj) and not isinstance(obj, type):
         return asdict(obj)
     if isinstance(obj, Path):
         return str(obj)
@@ -61,21 +91,31 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")
 
 
-def counter_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], (int, float))}
+def _write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="raise")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
 
+
+# ====================================================================== writing
 
 @dataclass
-class RunSession:
-    """One study run on one rig: a context manager that publishes on success and discards on failure."""
+class RunWriter:
+    """Writes one run into a staging directory and publishes it with one rename. No lock, no devices: RunSession
+    adds those for measuring; tests use a RunWriter directly to make synthetic runs in the same format."""
 
     rig: Rig
     study: str
-    profile: str
-    parameters: dict[str, Any]
-    devices_used: tuple[str, ...] = ()   # rig devices this run measures (empty: all of the rig's)
+    profile: Profile
+    parameters: dict[str, Any]          # study parameters (JSON); read back by the study's own analysis
+    staging: Path
+    devices_used: tuple[str, ...] = ()  # rig devices this run measures (empty: all of the rig's)
+    planned_points: int = 0
+    planned_seconds: float = 0.0
     run_id: str = ""
-    rows: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
     variants: dict[str, dict] = field(default_factory=dict)
     variant: str = "default"
@@ -83,35 +123,16 @@ class RunSession:
 
     def __post_init__(self) -> None:
         if not self.run_id:
-            self.run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{_slug(self.profile)}"
-        self.staging = self.rig.rig_work_dir / "staging" / self.study / self.run_id
+            self.run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{_slug(self.profile.name)}"
         self.started_utc = provenance.utc_now()
-
-    # -------------------------------------------------------------- lifecycle
-    def __enter__(self) -> "RunSession":
-        # Runs hold the machine-wide measurement lock, so any staging directory found now belongs to a run
-        # that was killed without a chance to clean up.
-        self._lock = measurement_lock()
-        self._lock.__enter__()
-        if self.staging.parent.exists():
-            for stale in self.staging.parent.iterdir():
-                shutil.rmtree(stale, ignore_errors=True)
-        from .backends import detach_stale_loops  # under the lock: no other run can own them
-        detach_stale_loops(self.rig.work_dir)
-        self.staging.mkdir(parents=True)
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        try:
-            if exc_type is None:
-                self._publish()
-        finally:
-            shutil.rmtree(self.staging, ignore_errors=True)
-            self._lock.__exit__(None, None, None)
+        self._rows: list[dict] = []
+        self._counter_rows: list[dict] = []
+        self._paths: list[str] = []
+        self.progress = progress.Progress(self.study, self.planned_points, self.planned_seconds)
 
     @contextlib.contextmanager
     def in_variant(self, name: str, description: dict[str, Any]) -> Iterator[None]:
-        """Measurements inside belong to one engine configuration (e.g. a qcow2 L2-cache setting)."""
+        """Measurements inside belong to one configuration (e.g. a qcow2 L2-cache setting, a drive profile)."""
         self.variants[name] = description
         previous, self.variant = self.variant, name
         try:
@@ -128,59 +149,55 @@ class RunSession:
     def log_event(self, kind: str, **data: Any) -> None:
         self.events.append({"utc": provenance.utc_now(), "variant": self.variant, "event": kind, **data})
 
-    def record_measurement(self, index: int, step: Measure, *, chain_length: int, fio_run: fio.FioRun,
+    def record_measurement(self, index: int, step: Measure, *, chain_length: int, fio_run: "fio.FioRun",
                            counters_before: dict[str, float], counters_after: dict[str, float],
                            extra: dict[str, Any] | None = None) -> None:
-        delta = counter_delta(counters_before, counters_after)
+        """Record one fio run. Counter names must be in snaptax.counters.CATALOGUE (source.name)."""
+        from . import fio
+
+        counted = countermod.over_measurement(counters_before, counters_after)
         tidy = fio.tidy_rows(fio_run.result)
-        record = {
-            "variant": self.variant, "index": index, "phase": step.phase, "job": step.job.name,
-            "repeat": step.repeat, "chain_length": chain_length, "rw": step.job.rw, "bs": step.job.bs,
-            "iodepth": step.job.iodepth, "numjobs": step.job.numjobs, "wall_s": fio_run.wall_s,
-            "fio": tidy, "counters_before": counters_before, "counters_after": counters_after,
-            "counters_delta": delta, "recorded_utc": provenance.utc_now(), **(extra or {}),
-        }
-        write_json(fio_run.directory / "measurement.json", record)
-        rel = fio_run.directory.relative_to(self.staging)
+        rel = str(fio_run.directory.relative_to(self.staging))
+        coords = {"variant": self.variant, "index": index, "phase": step.phase, "job": step.job.name,
+                  "rw": step.job.rw, "repeat": step.repeat, "chain_length": chain_length}
+        record = {**coords, "label": step.label, "bs": step.job.bs, "iodepth": step.job.iodepth,
+                  "numjobs": step.job.numjobs, "wall_s": fio_run.wall_s, "fio": tidy,
+                  "counters": {n: c.to_json() for n, c in counted.items()}, "extra": extra or {},
+                  "recorded_utc": provenance.utc_now()}
+        write_json(fio_run.directory / MEASUREMENT, record)
+        self._paths.append(rel)
         for row in tidy:
-            self.rows.append({
-                "variant": self.variant, "index": index, "phase": step.phase, "job": step.job.name,
-                "rw": step.job.rw, "repeat": step.repeat, "chain_length": chain_length, **row,
-                **{f"host_{k}": v for k, v in sorted(delta.items())}, "path": str(rel),
-            })
+            self._rows.append({**coords, **{k: row[k] for k in FIO_COLUMNS}, "path": rel})
+        for c in counted.values():
+            self._counter_rows.append({"variant": self.variant, "index": index, "counter": c.name, "kind": c.kind,
+                                       "unit": c.unit, "before": c.before, "after": c.after,
+                                       "delta": "" if c.delta is None else c.delta})
+        self.progress.advance(step.label, fio_run.wall_s)
 
     # -------------------------------------------------------------- publishing
-    def _devices(self) -> list:
-        return [self.rig.device(n) for n in self.devices_used] if self.devices_used else list(self.rig.devices)
-
     def _measured_devices(self) -> list:
-        named = self.parameters.get("devices") or ([self.parameters["device"]] if self.parameters.get("device") else [])
-        found = [d for d in self.rig.devices if d.name in named]
+        found = [d for d in self.rig.devices if d.name in self.devices_used]
         return found or list(self.rig.devices)
 
-    def _publish(self) -> None:
+    def publish(self, final: Path) -> Path:
+        """Write results.csv, counters.csv and the manifest, then move the staging directory to `final`."""
         manifest = {
-            "study": self.study, "run_id": self.run_id, "profile": self.profile, "rig": self.rig.name,
-            "rig_kind": self.rig.kind, "rig_file": self.rig.source,
-            # labelled by the devices the run measured (parameters["devices"] or ["device"]), else by the rig's
+            "format": RECORD_FORMAT, "format_version": RECORD_VERSION,
+            "study": self.study, "run_id": self.run_id, "profile": asdict(self.profile),
+            "rig": self.rig.name, "rig_kind": self.rig.kind, "rig_file": str(self.rig.source),
             "emulated": any(d.emulated for d in self._measured_devices()),
             "devices": [devices.identity(self.rig, d) for d in self.rig.devices],
+            "measured_devices": [d.name for d in self._measured_devices()],
             "parameters": self.parameters, "variants": self.variants, "events": self.events,
             "provenance": provenance.collect(), "started_utc": self.started_utc,
-            "finished_utc": provenance.utc_now(), "measurements": len({r["path"] for r in self.rows}),
+            "finished_utc": provenance.utc_now(), "measurements": len(self._paths),
+            "planned_points": self.planned_points, "planned_seconds": self.planned_seconds,
         }
-        if self.rows:
-            columns: list[str] = []
-            for row in self.rows:
-                columns += [c for c in row if c not in columns]
-            tmp = self.staging / f".{RESULTS}.tmp"
-            with open(tmp, "w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=columns)
-                writer.writeheader()
-                writer.writerows(self.rows)
-            os.replace(tmp, self.staging / RESULTS)
+        self.staging.mkdir(parents=True, exist_ok=True)
+        _write_csv(self.staging / RESULTS, [*KEYS, *FIO_COLUMNS, "path"], self._rows)
+        _write_csv(self.staging / COUNTERS, ["variant", "index", "counter", "kind", "unit", "before", "after",
+                                             "delta"], self._counter_rows)
         write_json(self.staging / MANIFEST, manifest)
-        final = paths.study_dir(self.rig.name, self.study) / self.run_id
         final.parent.mkdir(parents=True, exist_ok=True)
         incoming = final.parent / f".incoming-{self.run_id}"
         shutil.rmtree(incoming, ignore_errors=True)
@@ -190,6 +207,266 @@ class RunSession:
             shutil.copytree(self.staging, incoming)
         os.rename(incoming, final)
         self.published = final
+        self.progress.done(final)
+        return final
+
+
+class RunSession(RunWriter):
+    """One measured study run on one rig: holds the machine-wide measurement lock, stages in the rig's work
+    directory, publishes into data/<rig>/<study>/<run-id>/ on success and discards everything on failure.
+
+    planned_points / planned_seconds (from the study's StudyPlan) drive the progress line and its ETA.
+    """
+
+    def __init__(self, rig: Rig, study: str, profile: Profile, parameters: dict[str, Any], *,
+                 devices_used: tuple[str, ...] = (), planned_points: int = 0, planned_seconds: float = 0.0) -> None:
+        run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{_slug(profile.name)}"
+        super().__init__(rig, study, profile, parameters, rig.rig_work_dir / "staging" / study / run_id,
+                         devices_used, planned_points, planned_seconds, run_id)
+
+    def __enter__(self) -> "RunSession":
+        # Runs hold the machine-wide measurement lock, so any staging directory found now belongs to a run
+        # that was killed without a chance to clean up.
+        self._lock = measurement_lock(waiting=self.progress.say)
+        self._lock.__enter__()
+        try:
+            if self.staging.parent.exists():
+                for stale in self.staging.parent.iterdir():
+                    shutil.rmtree(stale, ignore_errors=True)
+            from .backends import detach_stale_loops  # under the lock: no other run can own them
+            detach_stale_loops(self.rig.work_dir)
+            self.staging.mkdir(parents=True)
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        self.progress.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None:
+                self.publish(paths.study_dir(self.rig.name, self.study) / self.run_id)
+        finally:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            self._lock.__exit__(None, None, None)
+
+
+# ====================================================================== reading
+
+@dataclass(frozen=True)
+class Manifest:
+    """manifest.json of a run, typed. parameters: the study's own (JSON), read by that study's analysis."""
+
+    format_version: int
+    study: str
+    run_id: str
+    profile: Profile
+    rig: str
+    rig_kind: str
+    rig_file: str
+    emulated: bool
+    devices: tuple[dict, ...]
+    measured_devices: tuple[str, ...]
+    parameters: dict[str, Any]
+    variants: dict[str, dict]
+    events: tuple[dict, ...]
+    provenance: dict[str, Any]
+    started_utc: str
+    finished_utc: str
+    measurements: int
+    planned_points: int
+    planned_seconds: float
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], where: Path) -> "Manifest":
+        if d.get("format") != RECORD_FORMAT or d.get("format_version") != RECORD_VERSION:
+            raise RecordError(f"{where}: run record format {d.get('format')!r} version {d.get('format_version')!r} "
+                              f"is not {RECORD_FORMAT} {RECORD_VERSION} (this snaptax reads only that)")
+        try:
+            prof = Profile(**d["profile"])
+            return cls(d["format_version"], d["study"], d["run_id"], prof, d["rig"], d["rig_kind"], d["rig_file"],
+                       bool(d["emulated"]), tuple(d["devices"]), tuple(d["measured_devices"]), d["parameters"],
+                       d["variants"], tuple(d["events"]), d["provenance"], d["started_utc"], d["finished_utc"],
+                       int(d["measurements"]), int(d.get("planned_points", 0)),
+                       float(d.get("planned_seconds", 0.0)))
+        except (KeyError, TypeError) as exc:
+            raise RecordError(f"{where}: manifest field missing or malformed: {exc}") from None
+
+    def measured_device_entries(self) -> list[dict]:
+        named = [d for d in self.devices if d["name"] in self.measured_devices]
+        return named or list(self.devices)
+
+    def device_label(self) -> str:
+        return ", ".join(f"{d['name']} ({d['medium']}{', EMULATED' if d['emulated'] else ''})"
+                         for d in self.measured_device_entries())
+
+    def tool(self, name: str) -> str:
+        return self.provenance.get("tools", {}).get(name) or "?"
+
+    @property
+    def commit(self) -> str:
+        return (self.provenance.get("git", {}).get("commit") or "unknown")[:10]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """measurement.json of one fio run, typed."""
+
+    variant: str
+    index: int
+    label: str
+    phase: str
+    job: str
+    rw: str
+    repeat: int
+    chain_length: int
+    bs: int
+    iodepth: int
+    numjobs: int
+    wall_s: float
+    fio: tuple[dict, ...]
+    counters: dict[str, countermod.CounterValue]
+    extra: dict[str, Any]
+    directory: Path
+
+    def delta(self, name: str) -> float:
+        """A counter's difference over the measurement (KeyError if absent; ValueError for a gauge)."""
+        c = self.counters[name]
+        if c.delta is None:
+            raise ValueError(f"{name} is a gauge: it has no difference, read .after")
+        return c.delta
+
+    def ios(self, direction: str) -> int:
+        return sum(int(r["ios"]) for r in self.fio if r["direction"] == direction)
+
+    def iops(self, direction: str | None = None) -> float:
+        return sum(float(r["iops"]) for r in self.fio if direction in (None, r["direction"]))
+
+    @classmethod
+    def load(cls, directory: Path) -> "Measurement":
+        d = json.loads((directory / MEASUREMENT).read_text())
+        counted = {n: countermod.CounterValue(n, c["kind"], c["unit"], float(c["before"]), float(c["after"]))
+                   for n, c in d["counters"].items()}
+        names = {f.name for f in fields(cls)} - {"fio", "counters", "directory", "extra"}
+        return cls(**{k: d[k] for k in names}, fio=tuple(d["fio"]), counters=counted, extra=d.get("extra", {}),
+                   directory=directory)
+
+    @property
+    def emulator_lateness_s(self) -> float:
+        """Mean lateness of the emulator's releases against its own schedule (nan when not emulated)."""
+        try:
+            released = self.delta("emulator.released")
+            late = self.delta("emulator.release_late_s_sum")
+        except KeyError:
+            return math.nan
+        return late / released if released else math.nan
+
+    @property
+    def service_time_s(self) -> float:
+        """Mean time a member drive was busy per request it served (nan without member counters)."""
+        busy = sum(c.delta or 0.0 for n, c in self.counters.items() if n.endswith(".busy_s"))
+        served = sum(self.counters[n].delta or 0.0 for n in ("host.member_reads", "host.member_writes")
+                     if n in self.counters)
+        return busy / served if served and busy else math.nan
+
+    @property
+    def lateness_fraction(self) -> float:
+        late, service = self.emulator_lateness_s, self.service_time_s
+        return late / service if math.isfinite(late) and math.isfinite(service) and service > 0 else math.nan
+
+    @property
+    def flagged(self) -> bool:
+        f = self.lateness_fraction
+        return math.isfinite(f) and f > LATENESS_LIMIT
+
+
+class RunRecord:
+    """A published run, read through the one typed reader. RunRecord.load(path) validates the format version."""
+
+    def __init__(self, path: Path, manifest: Manifest) -> None:
+        self.path = path
+        self.manifest = manifest
+
+    @classmethod
+    def load(cls, path: Path | str) -> "RunRecord":
+        path = Path(path)
+        try:
+            d = json.loads((path / MANIFEST).read_text())
+        except FileNotFoundError:
+            raise RecordError(f"{path}: not a complete run (no {MANIFEST})") from None
+        except ValueError as exc:
+            raise RecordError(f"{path / MANIFEST}: not JSON ({exc})") from None
+        return cls(path, Manifest.from_json(d, path / MANIFEST))
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+    @cached_property
+    def measurements(self) -> tuple[Measurement, ...]:
+        dirs = sorted({self.path / p for p in self.results()["path"]}, key=lambda p: p.name)
+        out = [Measurement.load(d) for d in dirs]
+        return tuple(sorted(out, key=lambda m: (m.variant, m.index)))
+
+    def results(self) -> "pd.DataFrame":
+        """results.csv: one row per measurement and direction."""
+        import pandas as pd
+
+        return pd.read_csv(self.path / RESULTS)
+
+    def counters(self) -> "pd.DataFrame":
+        """counters.csv: one row per measurement and counter (long form)."""
+        import pandas as pd
+
+        return pd.read_csv(self.path / COUNTERS)
+
+    def per_measurement(self, counters: tuple[str, ...] = ()) -> "pd.DataFrame":
+        """One row per fio run: KEYS, iops, read_iops, write_iops, read_ios, write_ios, clat_mean_us, and the
+        difference of each named counter (a column named like the counter; gauges give their `after` value)."""
+        import pandas as pd
+
+        df = self.results()
+        pivot = df.pivot_table(index=list(KEYS), columns="direction", values=["iops", "ios", "clat_mean_us"],
+                               aggfunc="sum", fill_value=0)
+        pivot.columns = [f"{d}_{v}" for v, d in pivot.columns]
+        out = pivot.reset_index()
+        for col in ("read_iops", "write_iops", "read_ios", "write_ios", "read_clat_mean_us", "write_clat_mean_us"):
+            if col not in out:
+                out[col] = 0.0
+        out["iops"] = out["read_iops"] + out["write_iops"]
+        if counters:
+            c = self.counters()
+            c = c[c.counter.isin(counters)].copy()
+            c["value"] = c["delta"].where(c["kind"] == "counter", c["after"]).astype(float)
+            wide = c.pivot_table(index=["variant", "index"], columns="counter", values="value", aggfunc="first")
+            wide = wide.reindex(columns=list(counters)).reset_index()
+            wide.columns.name = None
+            out = out.merge(wide, on=["variant", "index"], how="left")
+        return out.sort_values(["variant", "index"]).reset_index(drop=True) if len(out) else pd.DataFrame(out)
+
+    def lateness(self) -> "pd.DataFrame":
+        """Emulated measurements: mean emulator lateness, mean service time, their ratio and the flag."""
+        import pandas as pd
+
+        rows = [{"variant": m.variant, "index": m.index, "label": m.label,
+                 "lateness_us": m.emulator_lateness_s * 1e6, "service_ms": m.service_time_s * 1e3,
+                 "lateness_fraction": m.lateness_fraction, "flagged": m.flagged}
+                for m in self.measurements if math.isfinite(m.emulator_lateness_s)]
+        return pd.DataFrame(rows, columns=["variant", "index", "label", "lateness_us", "service_ms",
+                                           "lateness_fraction", "flagged"])
+
+    def validity_line(self) -> str:
+        """The last line a run prints: how many of its emulated measurements are flagged for lateness."""
+        late = self.lateness()
+        if late.empty:
+            return f"{self.run_id}: no emulated measurements (no emulator lateness to check)"
+        worst = float(late.lateness_fraction.max()) * 100
+        bad = int(late.flagged.sum())
+        if bad:
+            return (f"{self.run_id}: WARNING {bad} of {len(late)} emulated measurements flagged: emulator lateness "
+                    f"above {LATENESS_LIMIT:.0%} of the service time (worst {worst:.1f} %); the machine was busy")
+        return f"{self.run_id}: emulator lateness within {LATENESS_LIMIT:.0%} of the service time " \
+               f"(worst {worst:.2f} %) in all {len(late)} emulated measurements"
 
 
 def published_runs(rig: str, study: str, profile: str | None = None) -> list[Path]:
@@ -199,5 +476,5 @@ def published_runs(rig: str, study: str, profile: str | None = None) -> list[Pat
         return []
     runs = [d for d in sorted(root.iterdir()) if not d.name.startswith(".") and (d / MANIFEST).is_file()]
     if profile is not None:
-        runs = [d for d in runs if json.loads((d / MANIFEST).read_text()).get("profile") == profile]
+        runs = [d for d in runs if json.loads((d / MANIFEST).read_text()).get("profile", {}).get("name") == profile]
     return runs

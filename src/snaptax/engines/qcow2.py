@@ -73,6 +73,29 @@ class Qcow2Config:
         return opts
 
 
+L2_SLICE = 4096  # bytes per L2 cache entry: fine-grained so "1/8 of the tables" is meaningful on small disks
+
+
+def metadata_configs(disk_size: int) -> tuple[Qcow2Config, Qcow2Config]:
+    """The two redo-log presets that differ only in where the metadata lives (seed 001's stand-ins):
+      on-disk-metadata    an L2 cache holding 1/8 of the image's L2 tables: most lookups read metadata from disk,
+                          as SEsparse (VMFS) does;
+      in-memory-metadata  an L2 cache covering the whole image: lookups never leave memory, as vSANsparse's
+                          in-memory metadata cache.
+    Both use 64 KiB clusters with extended L2 (2 KiB subclusters), so a first 4 KiB write does not copy backing
+    data (SEsparse's grain is 4 KiB)."""
+    probe = Qcow2Config("probe", extended_l2=True)
+    l2_total = probe.l2_bytes_for(disk_size)
+    small = max(2 * L2_SLICE, (l2_total // 8) // L2_SLICE * L2_SLICE)
+    covering = l2_total + probe.cluster_size
+    return (
+        Qcow2Config("on-disk-metadata", extended_l2=True, l2_cache_size=small, l2_cache_entry_size=L2_SLICE,
+                    analogue="SEsparse (VMFS)"),
+        Qcow2Config("in-memory-metadata", extended_l2=True, l2_cache_size=covering,
+                    l2_cache_entry_size=L2_SLICE, analogue="vSANsparse (vSAN)"),
+    )
+
+
 @dataclass
 class _Layer:
     name: str          # qcow2 node name (the base layer is the raw region node)
@@ -196,16 +219,16 @@ class Qcow2ChainEngine(SnapshotEngine):
 
     def counters(self) -> dict[str, float]:
         """Host-level I/O of the rig device (what the 'disk' received, below the whole qcow2 chain), and
-        qcow2_active_allocated_bytes: the space the newest overlay takes (0 without snapshots)."""
+        engine.snapshot_allocated_bytes: the space all overlays take (0 without snapshots)."""
         out = self._host_counters()
-        out["qcow2_active_allocated_bytes"] = 0.0
+        out["engine.snapshot_allocated_bytes"] = 0.0
         if self.chain_length and self.daemon and self.daemon.qmp:
             # qcow2 allocates clusters (data, L2 tables, refcount blocks) by appending to its file, so the highest
-            # offset ever written in the overlay's region is the image's allocated size, metadata included.
-            node = self.layers[-1].region.node
+            # offset ever written in an overlay's region is that image's allocated size, metadata included.
+            nodes = {layer.region.node for layer in self.layers[1:]}
             for s in self.daemon.execute("query-blockstats", **{"query-nodes": True}):
-                if s.get("node-name") == node:
-                    out["qcow2_active_allocated_bytes"] = float(s["stats"]["wr_highest_offset"])
+                if s.get("node-name") in nodes:
+                    out["engine.snapshot_allocated_bytes"] += float(s["stats"]["wr_highest_offset"])
         return out
 
     def describe(self) -> dict[str, Any]:

@@ -1,21 +1,102 @@
-"""Studies: one module per reproduced measurement. Each has run(rig, profile) → published run directory,
-describe_plan(profile) → text, and render(run_dir, ...) → claim outcomes (registered in snaptax.render)."""
+"""The registry of studies, and what every study is: four small modules with one direction.
+
+    studies/<id>/__init__.py   STUDY: the Study entry below (nothing else)
+    studies/<id>/plan.py       build_plan(profile) -> StudyPlan; describe(profile) -> str        pure
+    studies/<id>/measure.py    run(rig, profile, device=None) -> Path (the published run)       needs root
+    studies/<id>/analyse.py    analyse(record: RunRecord) -> an Analysis (tables, fits, values)   pure
+    studies/<id>/present.py    charts(analysis) and write(analysis, figure_dir, generated_dir)    pure
+
+One spelling per study everywhere: the id is the CLI's study argument, the package, the notebook
+(notebooks/NN_<id>.ipynb), the directory data/<rig>/<id>/, and the first part of its paper value keys.
+"""
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from importlib import import_module
+from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from .. import profiles
+from ..errors import ConfigError, SnaptaxError
 
-STUDIES = {
-    "chain-length": "chain_length",
-    "calibration": "calibration",
-    "engines": "engines",
-}
+if TYPE_CHECKING:
+    from ..analysis import Analysis
+    from ..record import RunRecord
 
 
-def get(name: str) -> ModuleType:
-    module = STUDIES.get(name) or STUDIES.get(name.replace("_", "-"))
-    if module is None:
-        raise ConfigError("study", "STUDY", f"unknown study {name!r} (one of: {', '.join(STUDIES)})")
-    return import_module(f"{__name__}.{module}")
+class NeedsRoot(SnaptaxError):
+    """Measuring attaches loop devices and opens block devices."""
+
+
+class NoPublishedRun(SnaptaxError):
+    pass
+
+
+@dataclass(frozen=True)
+class Study:
+    id: str
+    title: str            # as the paper's section and the notebook title
+    notebook: str         # file name under notebooks/
+    reproduces: str       # which seed(s), in words
+
+    def module(self, part: str) -> ModuleType:
+        return import_module(f"{__name__}.{self.id}.{part}")
+
+    def describe_plan(self, profile: profiles.Profile) -> str:
+        return self.module("plan").describe(profile)
+
+    def run(self, rig: str, profile: str, device: str | None = None) -> Path:
+        """Measure (needs root); returns the published run directory."""
+        prof = profiles.get(profile)
+        if os.geteuid() != 0:
+            raise NeedsRoot(f"measuring needs root (loop devices and block devices); run `sudo make paper` or "
+                            f"explore the published runs without measuring (measure=False)")
+        return self.module("measure").run(rig, prof.name, device=device)
+
+    def analyse(self, record: "RunRecord") -> "Analysis":
+        return self.module("analyse").analyse(record)
+
+    def newest_run(self, rig: str, profile: str) -> Path:
+        from ..record import published_runs
+
+        runs = published_runs(rig, self.id, profile)
+        if not runs:
+            raise NoPublishedRun(f"no published run of study {self.id!r} at profile {profile!r} for rig {rig!r} "
+                                 f"(measure one: python -m snaptax run {self.id} --rig {rig} --profile {profile})")
+        return runs[-1]
+
+    def open(self, rig: str, profile: str, run_dir: str | Path | None = None, measure: bool = False) -> "RunRecord":
+        """The run a notebook explores: measured now (measure=True), the given run_dir, or the newest published
+        run of the study for the rig and profile."""
+        from ..record import RunRecord
+
+        if measure:
+            path = self.run(rig, profile)
+        elif run_dir:
+            path = Path(run_dir)
+        else:
+            path = self.newest_run(rig, profile)
+        return RunRecord.load(path)
+
+
+REGISTRY: tuple[Study, ...] = (
+    Study("chain_length", "Seed 001: snapshot chain length", "01_chain_length.ipynb",
+          "seed 001 (VMware vSphere snapshots): fio vs chain length, create then delete"),
+    Study("calibration", "Rigs and calibration", "02_calibration.ipynb",
+          "the emulated spindles; seed 000's reads double"),
+    Study("engines", "Engine comparison", "03_engines.ipynb",
+          "copy-on-write grain of qcow2, LVM thin and 8 KiB copy-on-first-write"),
+)
+
+
+def ids() -> list[str]:
+    return [s.id for s in REGISTRY]
+
+
+def get(study_id: str) -> Study:
+    for s in REGISTRY:
+        if s.id == study_id:
+            return s
+    raise ConfigError("study", "STUDY", f"unknown study {study_id!r} (one of: {', '.join(ids())})")

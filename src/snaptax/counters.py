@@ -1,0 +1,123 @@
+"""The catalogue of counters a measurement records: every name, its source, whether it differences, its unit.
+
+A counter's name is `<source>.<name>`; the source says who counted:
+  host      the rig device below every engine: what the "disk" received (loop device /sys/block stat, or the
+            emulated spindle's array; `host.member<i>.*` are an emulated array's member drives)
+  emulator  the emulated spindle's own timing (how late it released requests against its schedule)
+  engine    the snapshot engine's internals (copies, metadata operations, pool usage)
+  guest     block devices inside a TCG guest (the LV fio ran against)
+A `counter` is cumulative and is differenced over a measurement; a `gauge` is a level (space used, a percentage)
+and is recorded before and after, never differenced. Constants (page size, chunk size) are not counters: they
+belong in the engine's describe().
+
+Every engine reports the space its snapshots take as the gauge `engine.snapshot_allocated_bytes`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["counter", "gauge"]
+SOURCES = ("host", "emulator", "engine", "guest")
+
+
+@dataclass(frozen=True)
+class CounterSpec:
+    pattern: str        # full-match regular expression over the dotted name
+    kind: Kind
+    unit: str
+    doc: str
+
+
+CATALOGUE: tuple[CounterSpec, ...] = (
+    # host: the rig device
+    CounterSpec(r"host\.(reads|writes)", "counter", "requests", "requests the rig device completed"),
+    CounterSpec(r"host\.sectors_(read|written)", "counter", "512-byte sectors", "sectors the rig device moved"),
+    CounterSpec(r"host\.bytes_(read|written)", "counter", "bytes", "bytes the rig device moved"),
+    CounterSpec(r"host\.io_ms", "counter", "ms", "time the rig device had I/O in flight"),
+    CounterSpec(r"host\.(rmw_rows|full_stripe_rows)", "counter", "stripe rows",
+                "RAID5 rows written by read-modify-write / by full-stripe write"),
+    CounterSpec(r"host\.(promotions|demotions|tier_cycles)", "counter", "events", "tiered pool migrations"),
+    CounterSpec(r"host\.migrated_bytes", "counter", "bytes", "bytes a tiered pool migrated"),
+    CounterSpec(r"host\.member_(reads|writes)", "counter", "requests", "requests summed over an array's members"),
+    CounterSpec(r"host\.member\d+\.(reads|writes|cache_hits)", "counter", "requests",
+                "one member drive's requests"),
+    CounterSpec(r"host\.member\d+\.bytes_(read|written)", "counter", "bytes", "one member drive's bytes"),
+    CounterSpec(r"host\.member\d+\.busy_s", "counter", "s", "time one member drive was busy"),
+    # emulator: the spindle emulator's timing
+    CounterSpec(r"emulator\.(released|idle_arrivals|self_timed)", "counter", "requests",
+                "requests the emulator released / that found it idle / it timed itself"),
+    CounterSpec(r"emulator\.(release_late_s_sum|idle_gap_s_sum)", "counter", "s",
+                "summed lateness of releases against the schedule / summed idle gaps"),
+    # engine: snapshot engine internals
+    CounterSpec(r"engine\.snapshot_allocated_bytes", "gauge", "bytes", "space all snapshots of the volume take"),
+    CounterSpec(r"engine\.(pages_copied|cow_faults|cow_requests|metadata_ops|bitmap_marks|snap_pages_read|"
+                r"recovery_punched_pages|snapshots_created|snapshots_deleted|syncs)", "counter", "events",
+                "copy-on-first-write engine operations"),
+    CounterSpec(r"engine\.bytes_copied", "counter", "bytes", "bytes copied into snapshots"),
+    CounterSpec(r"engine\.(pool_data_percent|pool_metadata_percent)", "gauge", "%", "thin pool usage"),
+    CounterSpec(r"engine\.(pool_data_total_chunks|pool_data_used_chunks|chunks_broken)", "gauge", "chunks",
+                "thin pool data chunks (total, used, used beyond the origin's at snapshot time)"),
+    CounterSpec(r"engine\.(pool_meta_total_blocks|pool_meta_used_blocks)", "gauge", "blocks",
+                "thin pool metadata blocks"),
+    CounterSpec(r"engine\.pool_transaction_id", "gauge", "", "thin pool metadata transaction id"),
+    CounterSpec(r"engine\.live_mapped_sectors", "gauge", "512-byte sectors", "sectors mapped in the live LV"),
+    # guest: inside a TCG guest
+    CounterSpec(r"guest\.(reads|writes)", "counter", "requests", "requests the guest's LV completed"),
+    CounterSpec(r"guest\.sectors_(read|written)", "counter", "512-byte sectors", "sectors the guest's LV moved"),
+    CounterSpec(r"guest\.io_ms", "counter", "ms", "time the guest's LV had I/O in flight"),
+)
+_COMPILED = tuple((re.compile(s.pattern), s) for s in CATALOGUE)
+
+
+class UnknownCounter(ValueError):
+    """A counter name that is not in the catalogue (a programming error: add it to CATALOGUE)."""
+
+
+def spec(name: str) -> CounterSpec:
+    for rx, s in _COMPILED:
+        if rx.fullmatch(name):
+            return s
+    raise UnknownCounter(f"counter {name!r} is not in snaptax.counters.CATALOGUE")
+
+
+def kind(name: str) -> Kind:
+    return spec(name).kind
+
+
+@dataclass(frozen=True)
+class CounterValue:
+    """One counter over one measurement. delta is after − before for a counter, None for a gauge."""
+
+    name: str
+    kind: Kind
+    unit: str
+    before: float
+    after: float
+
+    @property
+    def delta(self) -> float | None:
+        return self.after - self.before if self.kind == "counter" else None
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "unit": self.unit, "before": self.before, "after": self.after,
+                "delta": self.delta}
+
+
+def over_measurement(before: dict[str, float], after: dict[str, float]) -> dict[str, CounterValue]:
+    """Pair readings taken before and after a measurement; every name must be in the catalogue."""
+    out: dict[str, CounterValue] = {}
+    for name in sorted(set(before) | set(after)):
+        s = spec(name)
+        b = float(before.get(name, 0.0))
+        a = float(after.get(name, b))
+        out[name] = CounterValue(name, s.kind, s.unit, b, a)
+    return out
+
+
+def prefixed(source: str, readings: dict[str, float]) -> dict[str, float]:
+    """{'reads': 3} → {'host.reads': 3}: name readings by their source."""
+    if source not in SOURCES:
+        raise ValueError(f"unknown counter source {source!r}")
+    return {f"{source}.{k}": float(v) for k, v in readings.items()}

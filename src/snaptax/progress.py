@@ -1,0 +1,66 @@
+"""What a user sees while a study measures: which point of how many, and an ETA from the plan.
+
+Lines go to stderr. When SNAPTAX_PROGRESS_FILE is set (by `python -m snaptax notebook`, whose kernel's output
+the terminal does not see), they are also appended to that file, and the notebook runner prints them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+PROGRESS_FILE_ENV = "SNAPTAX_PROGRESS_FILE"
+
+
+def say(line: str) -> None:
+    """One status line to the user (stderr, and the progress file when a notebook runner listens)."""
+    print(line, file=sys.stderr, flush=True)
+    target = os.environ.get(PROGRESS_FILE_ENV)
+    if target:
+        try:
+            with open(target, "a") as f:
+                f.write(line + "\n")
+        except OSError:
+            pass
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+class Progress:
+    """Counts measurements against the plan. The ETA scales the plan's remaining fio time by how the run has
+    kept to the plan so far (snapshot, commit and daemon start-up time are not in the plan's fio time)."""
+
+    def __init__(self, study: str, points: int, planned_seconds: float) -> None:
+        self.study, self.points, self.planned = study, points, planned_seconds
+        self.done_points = 0
+        self.done_planned = 0.0
+        self.t0 = time.monotonic()
+
+    def say(self, line: str) -> None:
+        say(f"[{self.study}] {line}")
+
+    def start(self) -> None:
+        self.t0 = time.monotonic()
+        if self.points:
+            self.say(f"measuring {self.points} points, plan's fio time {_minutes(self.planned)}")
+
+    def advance(self, label: str, fio_seconds: float) -> None:
+        self.done_points += 1
+        per_point = self.planned / self.points if self.points else 0.0
+        self.done_planned += per_point
+        elapsed = time.monotonic() - self.t0
+        if self.points:
+            pace = elapsed / self.done_planned if self.done_planned else 1.0
+            eta = max(0.0, (self.planned - self.done_planned) * pace)
+            bar_n = int(20 * min(self.done_points, self.points) / self.points)
+            bar = "#" * bar_n + "." * (20 - bar_n)
+            self.say(f"[{bar}] {self.done_points}/{self.points} {label} ({fio_seconds:.1f} s), "
+                     f"elapsed {_minutes(elapsed)}, ETA {_minutes(eta)}")
+        else:
+            self.say(f"{self.done_points} {label} ({fio_seconds:.1f} s), elapsed {_minutes(elapsed)}")
+
+    def done(self, published: Path) -> None:
+        self.say(f"published {published} after {_minutes(time.monotonic() - self.t0)}")

@@ -1,0 +1,185 @@
+"""Values: every number the paper or a notebook quotes, with its unit, interval and the run it came from.
+
+A study's analysis returns Values; they are written as `results.json` beside the run they came from, and the
+paper reads them through one lookup, `\\val{key}` (the number) and `\\valci{key}` (number and 95 % interval), in
+the spirit of showyourwork's `\\variable`. Keys are dotted and start with the study id
+(`chain_length.loss.on_disk_metadata.randrw`). A key the paper asks for and the data lack fails the build with one
+line naming it (MissingValue), before LaTeX runs.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .errors import SnaptaxError
+from .stats import Interval
+
+RESULTS_JSON = "results.json"
+RESULTS_FORMAT = "snaptax-results"
+RESULTS_VERSION = 1
+_KEY_RE = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_+-]+)+$")
+_USE_RE = re.compile(r"\\val(?:ci)?\{([^}]*)\}")
+
+
+class MissingValue(SnaptaxError):
+    """The paper asks for a value the data do not have."""
+
+
+class ResultsFormatError(SnaptaxError):
+    """A results.json of an unknown format or version."""
+
+
+@dataclass(frozen=True)
+class Value:
+    """One quoted value. Numbers carry low/high (95 % interval; nan when there is none) and n (repeats);
+    text values (a run id, a device label, a tool version) carry text instead."""
+
+    key: str
+    value: float = math.nan
+    unit: str = ""
+    low: float = math.nan
+    high: float = math.nan
+    n: int = 0
+    digits: int = 0          # decimals the paper prints
+    text: str | None = None
+    method: str = ""         # how the interval was obtained ('' for a single number)
+
+    def __post_init__(self) -> None:
+        if not _KEY_RE.match(self.key):
+            raise ValueError(f"bad value key {self.key!r} (dotted, starting with the study id)")
+
+    @classmethod
+    def of(cls, key: str, iv: Interval, unit: str, digits: int = 0) -> "Value":
+        return cls(key, iv.estimate, unit, iv.low, iv.high, iv.n, digits, None, iv.method)
+
+    @property
+    def has_interval(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    def formatted(self) -> str:
+        if self.text is not None:
+            return self.text
+        return format_number(self.value, self.digits)
+
+    def formatted_ci(self) -> str:
+        if not self.has_interval:
+            return self.formatted()
+        return (f"{self.formatted()} [{format_number(self.low, self.digits)}, "
+                f"{format_number(self.high, self.digits)}]")
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("value", "low", "high"):
+            if isinstance(d[k], float) and not math.isfinite(d[k]):
+                d[k] = None
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Value":
+        d = dict(d)
+        for k in ("value", "low", "high"):
+            d[k] = math.nan if d.get(k) is None else float(d[k])
+        return cls(**d)
+
+
+def format_number(x: float, digits: int = 0) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    if digits == 0:
+        return f"{round(x):,}".replace(",", "\u2009")
+    return f"{x:.{digits}f}"
+
+
+@dataclass
+class Results:
+    """results.json: the values of one run, and the verdicts on the claims it tests."""
+
+    study: str
+    run_id: str
+    rig: str
+    profile: str
+    values: dict[str, Value] = field(default_factory=dict)
+    claims: list[dict[str, Any]] = field(default_factory=list)   # claims.Outcome.to_json() rows
+
+    def add(self, values: Iterable[Value]) -> None:
+        for v in values:
+            if v.key in self.values:
+                raise ValueError(f"value {v.key!r} given twice")
+            self.values[v.key] = v
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": RESULTS_FORMAT, "format_version": RESULTS_VERSION, "study": self.study,
+                "run_id": self.run_id, "rig": self.rig, "profile": self.profile,
+                "values": {k: v.to_json() for k, v in sorted(self.values.items())}, "claims": self.claims}
+
+    def write(self, run_dir: Path) -> Path:
+        from .record import write_atomic
+
+        path = Path(run_dir) / RESULTS_JSON
+        write_atomic(path, json.dumps(self.to_json(), indent=1, sort_keys=True, allow_nan=False) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, run_dir: Path) -> "Results":
+        path = Path(run_dir) / RESULTS_JSON
+        try:
+            d = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ResultsFormatError(f"{path}: no results.json (run 'python -m snaptax render' to analyse)") from None
+        if d.get("format") != RESULTS_FORMAT or d.get("format_version") != RESULTS_VERSION:
+            raise ResultsFormatError(f"{path}: results format {d.get('format')!r} version "
+                                     f"{d.get('format_version')!r} is not {RESULTS_FORMAT} {RESULTS_VERSION}")
+        r = cls(d["study"], d["run_id"], d["rig"], d["profile"])
+        r.values = {k: Value.from_json(v) for k, v in d["values"].items()}
+        r.claims = list(d.get("claims", []))
+        return r
+
+
+# ------------------------------------------------------------------ TeX
+
+def _tex_escape(text: str) -> str:
+    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\u2009": r"\,"}
+    return "".join(repl.get(c, c) for c in str(text))
+
+
+TEX_PREAMBLE = r"""% generated by snaptax from data/ (results.json of each run); do not edit
+\makeatletter
+\newcommand{\val}[1]{\ifcsname snaptax@v@#1\endcsname\csname snaptax@v@#1\endcsname\else
+  \PackageError{snaptax}{no value #1 in the data}{}\fi}
+\newcommand{\valci}[1]{\ifcsname snaptax@ci@#1\endcsname\csname snaptax@ci@#1\endcsname\else
+  \PackageError{snaptax}{no value #1 in the data}{}\fi}
+\makeatother
+"""
+
+
+def render_tex(values: Iterable[Value]) -> str:
+    lines = [TEX_PREAMBLE.rstrip("\n")]
+    for v in sorted(values, key=lambda v: v.key):
+        lines.append(f"\\expandafter\\def\\csname snaptax@v@{v.key}\\endcsname{{{_tex_escape(v.formatted())}}}")
+        lines.append(f"\\expandafter\\def\\csname snaptax@ci@{v.key}\\endcsname{{{_tex_escape(v.formatted_ci())}}}")
+    return "\n".join(lines) + "\n"
+
+
+def keys_used(tex_files: Iterable[Path]) -> dict[str, Path]:
+    """Every key a \\val or \\valci in these files asks for → the first file that asks."""
+    used: dict[str, Path] = {}
+    for path in tex_files:
+        for line in Path(path).read_text().splitlines():
+            line = line.split("%", 1)[0] if not line.lstrip().startswith("\\newcommand") else ""
+            for key in _USE_RE.findall(line):
+                used.setdefault(key, path)
+    return used
+
+
+def check_available(used: dict[str, Path], available: Iterable[str]) -> None:
+    have = set(available)
+    missing = sorted(k for k in used if k not in have)
+    if missing:
+        first = missing[0]
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise MissingValue(f"{used[first].name}: asks for value '{first}', which no published run provides{more}")
