@@ -34,6 +34,16 @@ def test_job_file_has_target_in_global_and_workload_in_job_section():
     assert "rw=readwrite" in section and "size=1G" in section and "numjobs=4" in section
 
 
+def test_verify_jobs_never_save_verify_state():
+    """fio would write <engine>-<job>-<n>-verify.state into its working directory (once, into the checkout)."""
+    plain = dict(fio.FioJob("w", "write", time_based=False, runtime_s=None).options())
+    assert "verify_state_save" not in plain
+    verify = dict(fio.FioJob("v", "randwrite", time_based=False, runtime_s=None, verify="crc32c").options())
+    assert verify["verify_state_save"] == "0"
+    only = fio.FioJob("r", "read", time_based=False, runtime_s=None, extra=(("verify_only", "1"),))
+    assert dict(only.options())["verify_state_save"] == "0"
+
+
 @pytest.mark.parametrize("text,expected", [("4K", 4096), ("50G", 50 << 30), ("512KiB", 512 << 10), (7, 7)])
 def test_parse_size(text, expected):
     assert fio.parse_size(text) == expected

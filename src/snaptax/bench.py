@@ -1,6 +1,9 @@
 """`make bench`: speed and size of the harness and engines, stated as measured figures.
 
-Writes a flat JSON object (name → number) to bench/latest.json and prints it as a table. Groups:
+Writes a flat JSON object (name → number) to bench/latest.json and prints it as a table, with the machine and
+revision that measured it as flat `meta_*` keys beside the figures (commit, whether the tree was dirty, UTC date,
+kernel, CPU count and model, the groups that run measured; with `--only`, the other groups' figures are kept from
+the earlier run). Groups:
   harness  fio through the measurement path (NBD → qemu-storage-daemon, raw, no snapshot) versus fio with
            libaio direct=1 on the very device qsd reads, alternating rounds; median ratio of IOPS.
   spindle  emulator accuracy and overhead (snaptax.bench_spindle), when present
@@ -17,8 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from . import fio, paths, rig as rigmod
+from . import fio, paths, provenance, rig as rigmod
 from .backends import open_device
+from .errors import ConfigError
 from .lock import measurement_lock
 from .procs import ProcessGroup
 from .qsd import RegionStore, StorageDaemon
@@ -108,19 +112,45 @@ def groups() -> dict[str, Callable[[], dict[str, float]]]:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def main(only: list[str] | None = None) -> dict[str, float]:
+Figure = float | int | str | bool | None
+
+
+def meta(groups_run: list[str]) -> dict[str, Figure]:
+    """Where and when the figures were measured, as flat keys (bench/latest.json stays one flat object)."""
+    git, host = provenance.git_state(), provenance.host()
+    return {
+        "meta_commit": git["commit"],
+        "meta_commit_dirty": git["dirty"],
+        "meta_date_utc": provenance.utc_now(),
+        "meta_kernel": host["kernel"],
+        "meta_cpus": host["cpus"],
+        "meta_cpu_model": host["cpu"],
+        "meta_groups": ",".join(groups_run),
+    }
+
+
+def _show(value: Figure) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def main(only: list[str] | None = None) -> dict[str, Figure]:
     available = groups()
     selected = only or list(available)
+    unknown = [name for name in selected if name not in available]
+    if unknown:  # before anything is measured
+        raise ConfigError("snaptax bench", "--only", f"unknown benchmark group(s) {', '.join(map(repr, unknown))} "
+                          f"(have: {', '.join(available)})")
     path = paths.BENCH_DIR / "latest.json"
-    results: dict[str, float] = json.loads(path.read_text()) if path.exists() and only else {}
+    results: dict[str, Figure] = json.loads(path.read_text()) if path.exists() and only else {}
+    done: list[str] = []
     for name in selected:
-        if name not in available:
-            raise SystemExit(f"snaptax: unknown benchmark group {name!r} (have: {', '.join(available)})")
         print(f"bench {name} ...", flush=True)
         results.update(available[name]())
+        done.append(name)
+        results.update(meta(done))
         write_atomic(path, json.dumps(results, indent=1, sort_keys=True) + "\n")
     width = max(len(k) for k in results)
     for key in sorted(results):
-        print(f"  {key:<{width}}  {results[key]:.4g}")
+        print(f"  {key:<{width}}  {_show(results[key])}")
     print(f"wrote {path}")
     return results

@@ -55,38 +55,73 @@ def cmd_rig_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_rig_and_profile(args: argparse.Namespace) -> None:
+    """Every command that takes --rig/--profile validates both before doing anything (one line, exit 2)."""
+    from . import rig as rigmod
+
+    if getattr(args, "profile", None) is not None:
+        profiles.get(args.profile)
+    if getattr(args, "rig", None) is not None:
+        rigmod.load(args.rig)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from . import studies
-    profiles.get(args.profile)
-    study = studies.get(args.study)
-    out = study.run(args.rig, args.profile)
+    from .record import RunRecord
+
+    _check_rig_and_profile(args)
+    out = studies.get(args.study).run(args.rig, args.profile, device=args.device)
     print(out)
+    print(RunRecord.load(out).validity_line())
     return 0
 
 
 def cmd_render(args: argparse.Namespace) -> int:
     from . import render
-    out = Path(args.paper_dir) if args.paper_dir else None
-    used = render.render_all(args.rig, args.profile, figure_dir=out / "figures" if out else None,
-                             generated_dir=out / "generated" if out else None)
-    for study, run in used.items():
-        print(f"{study}: {run if run else 'no published run; section marked as not measured'}")
+
+    _check_rig_and_profile(args)
+    rendered = render.render_all(args.rig, args.profile, paper_dir=Path(args.paper_dir) if args.paper_dir else None)
+    for r in rendered:
+        print(f"{r.study}: {r.run}")
     return 0
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from . import studies
+
     profile = profiles.get(args.profile)
     print(studies.get(args.study).describe_plan(profile))
     return 0
 
 
 def cmd_notebook(args: argparse.Namespace) -> int:
-    from . import notebooks, rig as rigmod
-    profiles.get(args.profile)
-    rigmod.load(args.rig)
-    print(f"papermill {args.notebook} (rig={args.rig}, profile={args.profile})", flush=True)
-    notebooks.execute(Path(args.notebook), Path(args.output), {"rig": args.rig, "profile": args.profile})
+    from . import notebooks
+
+    _check_rig_and_profile(args)
+    what = "measuring" if args.measure else "on the published run"
+    print(f"papermill {args.notebook} (rig={args.rig}, profile={args.profile}, {what})", flush=True)
+    notebooks.execute(Path(args.notebook), Path(args.output),
+                      {"rig": args.rig, "profile": args.profile, "measure": bool(args.measure)})
+    return 0
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    from . import claims, studies
+    from .values import Results
+
+    _check_rig_and_profile(args)
+    rows = []
+    for study in studies.REGISTRY:
+        run = study.newest_run(args.rig, args.profile)
+        results = Results.load(run)
+        for row in results.claims:
+            o = claims.from_json(row)
+            rows.append((o.claim.statement, f"{o.claim.cite}, {o.claim.where}", claims.published_str(o.claim),
+                         claims.ours_str(o), o.verdict, run.name))
+    header = ("claim", "source", "published", "ours [95 % CI]", "verdict", "run")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
     return 0
 
 
@@ -107,6 +142,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("study")
     run.add_argument("--rig", default="local")
     run.add_argument("--profile", default=profiles.DEFAULT)
+    run.add_argument("--device", default=None, help="rig device to measure (default: the study's choice)")
     run.set_defaults(func=cmd_run)
     plan = sub.add_parser("plan", help="print a study's plan without measuring")
     plan.add_argument("study")
@@ -115,14 +151,21 @@ def parser() -> argparse.ArgumentParser:
     ren = sub.add_parser("render", help="figures, macros and tables for the paper from data/ alone")
     ren.add_argument("--rig", default="local")
     ren.add_argument("--profile", default=profiles.DEFAULT)
-    ren.add_argument("--paper-dir", default=None, help="write figures/ and generated/ here instead of paper/")
+    ren.add_argument("--paper-dir", default=None,
+                     help="a copy of paper/: its .tex files are checked, figures/ and generated/ written there")
     ren.set_defaults(func=cmd_render)
     nb = sub.add_parser("notebook", help="execute a study notebook with papermill (Ctrl-C stops its measurement)")
     nb.add_argument("notebook")
     nb.add_argument("output")
     nb.add_argument("--rig", default="local")
     nb.add_argument("--profile", default=profiles.DEFAULT)
+    nb.add_argument("--measure", action="store_true", help="measure a new run (needs root) instead of opening "
+                    "the newest published one")
     nb.set_defaults(func=cmd_notebook)
+    cl = sub.add_parser("claims", help="the claims table (published, ours with 95 % CI, verdict) from data/ alone")
+    cl.add_argument("--rig", default="local")
+    cl.add_argument("--profile", default=profiles.DEFAULT)
+    cl.set_defaults(func=cmd_claims)
     b = sub.add_parser("bench", help="harness and engine benchmarks -> bench/latest.json")
     b.add_argument("--only", nargs="*", default=None, help="run only these benchmark groups")
     b.set_defaults(func=cmd_bench)

@@ -120,6 +120,11 @@ class FioJob:
         if self.verify:
             opts += [("verify", self.verify), ("do_verify", "1")]
         opts += list(self.extra)
+        if any(k == "verify" or k.startswith("verify_") for k, _ in opts) and \
+                not any(k == "verify_state_save" for k, _ in opts):
+            # fio would otherwise save its verify state as <engine>-<job>-<n>-verify.state in its working
+            # directory (a checkout, if a caller runs fio from there); nothing here reloads that state.
+            opts.append(("verify_state_save", "0"))
         return opts
 
     def job_file(self, target: FioTarget, log_prefix: str | None = None) -> str:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from .errors import SnaptaxError
+from .progress import PROGRESS_FILE_ENV
 
 KERNEL = "snaptax"
 GRACE_S = 120
@@ -49,6 +51,21 @@ def _signal_kernels(sig: int) -> None:
             pass
 
 
+def _echo_new_lines(path: Path, shown: int) -> int:
+    """Print the progress lines the kernel appended since the last call; returns the bytes consumed."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(shown)
+            chunk = f.read()
+    except OSError:
+        return shown
+    complete = chunk.rfind(b"\n") + 1
+    if complete:
+        sys.stderr.write(chunk[:complete].decode(errors="replace"))
+        sys.stderr.flush()
+    return shown + complete
+
+
 def execute(notebook: Path, output: Path, parameters: dict[str, Any], kernel: str = KERNEL) -> Path:
     """Run `notebook` with `parameters` injected by papermill; the executed copy goes to `output`."""
     import papermill
@@ -63,11 +80,19 @@ def execute(notebook: Path, output: Path, parameters: dict[str, Any], kernel: st
         except BaseException as exc:  # reported to the main thread
             outcome["error"] = exc
 
+    # The kernel's output goes into the notebook, not to the terminal: its progress lines come through a file.
+    progress_file = output.parent / f".{output.name}.progress"
+    progress_file.write_text("")
+    previous = os.environ.get(PROGRESS_FILE_ENV)
+    os.environ[PROGRESS_FILE_ENV] = str(progress_file)
     worker = threading.Thread(target=work, name="papermill", daemon=True)
     worker.start()
+    shown = 0
     try:
         while worker.is_alive():
-            worker.join(0.2)
+            worker.join(0.5)
+            shown = _echo_new_lines(progress_file, shown)
+        _echo_new_lines(progress_file, shown)
     except (KeyboardInterrupt, SystemExit):
         _signal_kernels(signal.SIGINT)
         worker.join(GRACE_S)
@@ -75,6 +100,12 @@ def execute(notebook: Path, output: Path, parameters: dict[str, Any], kernel: st
             _signal_kernels(signal.SIGKILL)
             worker.join(10)
         raise
+    finally:
+        progress_file.unlink(missing_ok=True)
+        if previous is None:
+            os.environ.pop(PROGRESS_FILE_ENV, None)
+        else:
+            os.environ[PROGRESS_FILE_ENV] = previous
     if "error" in outcome:
         exc = outcome["error"]
         first = str(exc).strip().splitlines()

@@ -1,7 +1,7 @@
 """What a user sees while a study measures: which point of how many, and an ETA from the plan.
 
-Lines go to stderr. When SNAPTAX_PROGRESS_FILE is set (by `python -m snaptax notebook`, whose kernel's output
-the terminal does not see), they are also appended to that file, and the notebook runner prints them.
+Lines go to stderr; when SNAPTAX_PROGRESS_FILE is set (by `python -m snaptax notebook`, whose kernel's output
+the terminal does not see) they go to that file instead, and the notebook runner prints them.
 """
 from __future__ import annotations
 
@@ -14,15 +14,17 @@ PROGRESS_FILE_ENV = "SNAPTAX_PROGRESS_FILE"
 
 
 def say(line: str) -> None:
-    """One status line to the user (stderr, and the progress file when a notebook runner listens)."""
-    print(line, file=sys.stderr, flush=True)
+    """One status line to the user: to the progress file when a notebook runner listens (the notebook itself
+    stays free of progress noise), else to stderr."""
     target = os.environ.get(PROGRESS_FILE_ENV)
     if target:
         try:
             with open(target, "a") as f:
                 f.write(line + "\n")
+            return
         except OSError:
             pass
+    print(line, file=sys.stderr, flush=True)
 
 
 def _minutes(seconds: float) -> str:
@@ -33,14 +35,15 @@ class Progress:
     """Counts measurements against the plan. The ETA scales the plan's remaining fio time by how the run has
     kept to the plan so far (snapshot, commit and daemon start-up time are not in the plan's fio time)."""
 
-    def __init__(self, study: str, points: int, planned_seconds: float) -> None:
-        self.study, self.points, self.planned = study, points, planned_seconds
+    def __init__(self, study: str, points: int, planned_seconds: float, quiet: bool = False) -> None:
+        self.study, self.points, self.planned, self.quiet = study, points, planned_seconds, quiet
         self.done_points = 0
         self.done_planned = 0.0
         self.t0 = time.monotonic()
 
     def say(self, line: str) -> None:
-        say(f"[{self.study}] {line}")
+        if not self.quiet:
+            say(f"[{self.study}] {line}")
 
     def start(self) -> None:
         self.t0 = time.monotonic()

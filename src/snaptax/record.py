@@ -128,7 +128,8 @@ class RunWriter:
         self._rows: list[dict] = []
         self._counter_rows: list[dict] = []
         self._paths: list[str] = []
-        self.progress = progress.Progress(self.study, self.planned_points, self.planned_seconds)
+        # a writer on its own (tests, tools) is quiet; a measuring RunSession reports progress
+        self.progress = progress.Progress(self.study, self.planned_points, self.planned_seconds, quiet=True)
 
     @contextlib.contextmanager
     def in_variant(self, name: str, description: dict[str, Any]) -> Iterator[None]:
@@ -223,6 +224,7 @@ class RunSession(RunWriter):
         run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{_slug(profile.name)}"
         super().__init__(rig, study, profile, parameters, rig.rig_work_dir / "staging" / study / run_id,
                          devices_used, planned_points, planned_seconds, run_id)
+        self.progress.quiet = False
 
     def __enter__(self) -> "RunSession":
         # Runs hold the machine-wide measurement lock, so any staging directory found now belongs to a run

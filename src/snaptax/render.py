@@ -1,60 +1,111 @@
-"""Paper assets from data/ alone: every study's figures, macros and tables, and the combined claims table.
-
-Each study contributes a renderer (run directory → claim outcomes). Studies with no published run for the
-chosen rig and profile are listed in a generated macro so the paper says so instead of failing.
+"""Paper assets from data/ alone: each study's newest run of the profile is analysed; its values go to
+results.json beside the run and to paper/generated/values.tex; its figures and tables to paper/figures and
+paper/generated; the claims of all studies to one table. A value the paper asks for that no run provides stops the
+build with one line naming it (before LaTeX runs).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from . import claims, macros, paths
-from .record import published_runs
+from . import claims as claimsmod
+from . import macros, paths, profiles, studies
+from . import rig as rigmod
+from .analysis import Analysis
+from .record import RunRecord, write_atomic
+from .values import Value, check_available, keys_used, render_tex
 
 
 @dataclass(frozen=True)
-class StudyRenderer:
-    study: str                                        # directory name under data/<rig>/
-    title: str
-    render: Callable[..., list[claims.Outcome]]       # (run_dir, figure_dir, generated_dir) → outcomes
+class Rendered:
+    study: str
+    run: Path
+    analysis: Analysis
 
 
-def renderers() -> list[StudyRenderer]:
-    from .studies import calibration, chain_length, engines
-    found = [StudyRenderer(chain_length.STUDY, "Seed 001: snapshot chain length", chain_length.render),
-             StudyRenderer(calibration.STUDY, "Rigs and calibration", calibration.render),
-             StudyRenderer(engines.STUDY, "Engine comparison", engines.render)]
-    return found
+def analyse_newest(rig: str, profile: str) -> list[Rendered]:
+    """Analyse the newest published run of every registered study for the rig and profile, and write each
+    run's results.json. Raises (one line) for an unknown profile or rig, or a study without a run."""
+    profiles.get(profile)
+    rigmod.load(rig)
+    out = []
+    for study in studies.REGISTRY:
+        run = study.newest_run(rig, profile)
+        analysis = study.analyse(RunRecord.load(run))
+        analysis.results().write(run)
+        out.append(Rendered(study.id, run, analysis))
+    return out
 
 
-def choose_run(rig: str, study: str, profile: str | None) -> Path | None:
-    """The newest complete run of the profile; without a run of that profile, the newest of any profile."""
-    runs = published_runs(rig, study, profile) or (published_runs(rig, study) if profile else [])
-    return runs[-1] if runs else None
-
-
-def render_all(rig: str = "local", profile: str | None = "quick", figure_dir: Path | None = None,
-               generated_dir: Path | None = None) -> dict[str, Path | None]:
-    generated_dir = generated_dir or paths.GENERATED_DIR
-    used: dict[str, Path | None] = {}
-    outcomes: list[claims.Outcome] = []
-    for r in renderers():
-        run = choose_run(rig, r.study, profile)
-        used[r.study] = run
-        if run is not None:
-            outcomes += r.render(run, figure_dir, generated_dir)
-    macros.write_table("claims", claims.render_table(outcomes), generated_dir)
-    m = {"VerdictRule": macros.tex_escape(claims.VERDICT_RULE), "RenderRig": macros.tex_escape(rig),
-         "ClaimsAgree": str(sum(o.verdict == "agrees" for o in outcomes)),
-         "ClaimsTotal": str(len(outcomes))}
+def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value]:
+    outcomes = [o for r in rendered for o in r.analysis.outcomes]
+    lateness = [v.value for r in rendered for v in r.analysis.results().values.values()
+                if v.key.endswith(".run.worst_lateness_pct") and math.isfinite(v.value)]
+    vals = [Value("paper.rig", text=rig), Value("paper.profile", text=profile),
+            Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE),
+            Value("paper.claims.total", float(len(outcomes)), "claims")]
+    for verdict in claimsmod.VERDICTS:
+        vals.append(Value(f"paper.claims.{verdict.replace(' ', '_')}",
+                          float(sum(o.verdict == verdict for o in outcomes)), "claims"))
     for o in outcomes:
-        m[macros.macro_name("Pub", o.claim.id)] = (macros.tex_escape(o.claim.published_text) if o.claim.published_text
-                                                   else macros.fmt(o.claim.published))
-        m[macros.macro_name("Ours", o.claim.id)] = macros.fmt(o.ours)
-        m[macros.macro_name("Verdict", o.claim.id)] = o.verdict
-    for study, run in used.items():
-        m[macros.macro_name("Have", study)] = "1" if run else "0"
-        m[macros.macro_name("Run", study)] = macros.tex_escape(run.name if run else "none")
-    macros.write_macros("render", m, generated_dir)
-    return used
+        c = o.claim
+        vals.append(Value(f"claim.{c.id}.published", c.published, c.unit, text=c.published_text or None))
+        vals.append(Value(f"claim.{c.id}.where", text=c.where))
+        vals.append(Value(f"claim.{c.id}.verdict", text=o.verdict))
+    vals.append(Value("paper.worst_lateness_pct", max(lateness) if lateness else math.nan, "%", digits=2))
+    return vals
+
+
+def claims_tex(outcomes: list[claimsmod.Outcome]) -> str:
+    rows = []
+    for o in outcomes:
+        c = o.claim
+        rows.append([f"{macros.tex_escape(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
+                     macros.tex_escape(claimsmod.published_str(c)), macros.tex_escape(claimsmod.ours_str(o)),
+                     f"$\\pm${macros.tex_escape(f'{c.tolerance:g} {c.unit}'.strip())}",
+                     macros.tex_escape(c.stand_in), o.verdict])
+    return macros.render_table(["Claim (source)", "Published", "Ours [95\\,\\% CI]", "Tolerance", "Our stand-in",
+                                "Verdict"], rows, align="p{0.3\\linewidth}rrrp{0.14\\linewidth}l")
+
+
+def tolerance_bases_tex(outcomes: list[claimsmod.Outcome]) -> str:
+    seen: dict[str, list[str]] = {}
+    for o in outcomes:
+        text = f"$\\pm${o.claim.tolerance:g}\\,{macros.tex_escape(o.claim.unit)}: {macros.tex_escape(o.claim.tolerance_basis)}"
+        seen.setdefault(text, []).append(o.claim.id)
+    items = [f"\\item {text} ({len(ids)} claim{'s' if len(ids) > 1 else ''})" for text, ids in seen.items()]
+    return "% generated by snaptax from data/; do not edit\n\\begin{itemize}\n" + "\n".join(items) + \
+        "\n\\end{itemize}\n"
+
+
+def runs_tex(rendered: list[Rendered]) -> str:
+    rows = []
+    for r in rendered:
+        m = r.analysis.record.manifest
+        late = r.analysis.record.lateness()
+        worst = f"{late.lateness_fraction.max() * 100:.2f}\\,\\%" if not late.empty else "--"
+        rows.append([macros.tex_escape(r.study), f"\\texttt{{{macros.tex_escape(m.run_id)}}}",
+                     macros.tex_escape(m.commit), str(m.measurements), worst,
+                     "emulated" if m.emulated else "real"])
+    return macros.render_table(["study", "run", "commit", "fio runs", "worst lateness", "devices"], rows,
+                               align="llrrrl")
+
+
+def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: Path | None = None) -> list[Rendered]:
+    paper_dir = paper_dir or paths.PAPER_DIR
+    figure_dir, generated_dir = paper_dir / "figures", paper_dir / "generated"
+    rendered = analyse_newest(rig, profile)
+    values: list[Value] = []
+    for r in rendered:
+        studies.get(r.study).module("present").write(r.analysis, figure_dir, generated_dir)
+        values += list(r.analysis.results().values.values())
+    values += paper_values(rig, profile, rendered)
+    outcomes = [o for r in rendered for o in r.analysis.outcomes]
+    check_available(keys_used(sorted(paper_dir.glob("*.tex")) + sorted((paper_dir / "sections").glob("*.tex"))),
+                    (v.key for v in values))
+    macros.write_table("claims", claims_tex(outcomes), generated_dir)
+    write_atomic(generated_dir / "claims-tolerances.tex", tolerance_bases_tex(outcomes))
+    macros.write_table("runs", runs_tex(rendered), generated_dir)
+    write_atomic(generated_dir / "values.tex", render_tex(values))
+    return rendered

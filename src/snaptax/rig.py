@@ -152,8 +152,10 @@ def load(name_or_path: str | Path) -> Rig:
     """Load and validate a rig file given by name (rigs/NAME.yaml) or path."""
     path = paths.rig_file(name_or_path)
     source = str(path)
+    if path.is_dir():
+        raise ConfigError(source, "(file)", "is a directory, not a rig file")
     if not path.is_file():
-        raise ConfigError(source, "(file)", "no such rig file")
+        raise ConfigError(source, "(file)", f"no such rig file (rigs: {', '.join(sorted(p.stem for p in paths.RIGS_DIR.glob('*.yaml')))})")
     try:
         import yaml
     except ImportError as exc:  # pragma: no cover - the venv always has it

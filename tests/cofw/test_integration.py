@@ -13,7 +13,7 @@ import pytest
 
 from snaptax import fio
 from snaptax.cofw.validate import fetch, replay, validate_against_qemu, write_sequence
-from snaptax.engines.cofw import CofwEngineConfig, CofwServer
+from snaptax.cofw.launch import CofwEngineConfig, CofwServer
 from snaptax.procs import ProcessGroup
 
 pytestmark = pytest.mark.integration

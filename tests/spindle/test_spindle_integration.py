@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from snaptax import fio
 from snaptax.errors import ConfigError
 from snaptax.lock import measurement_lock
 from snaptax.procs import ProcessGroup
@@ -34,13 +35,13 @@ def test_raid1_data_integrity_counters_and_cleanup(work_dir):
     with measurement_lock(), ProcessGroup() as group:
         with serve(group, dev) as s:
             assert s.uri.startswith("nbd+unix:///?socket=")
-            # fio writes a verifiable pattern and reads it back through the emulator
-            cp = subprocess.run(["fio", "--name=v", "--ioengine=nbd", f"--uri={s.uri}", "--rw=randwrite",
-                                 "--bs=4k", "--size=1m", "--iodepth=8", "--verify=crc32c", "--do_verify=1",
-                                 "--output-format=json"], capture_output=True, text=True, timeout=120)
-            assert cp.returncode == 0, cp.stderr[-500:]
-            res = json.loads(cp.stdout[cp.stdout.find("{"):])
+            # fio writes a verifiable pattern and reads it back through the emulator (snaptax.fio runs fio in
+            # its own directory under work_dir, so nothing, not even a verify state file, lands in the cwd)
+            job = fio.FioJob("v", "randwrite", bs=4096, iodepth=8, size=1 << 20, time_based=False,
+                             runtime_s=None, verify="crc32c", log_avg_msec=None)
+            res = fio.run(job, fio.FioTarget("nbd", uri=s.uri), work_dir / "fio-verify").result
             assert res["jobs"][0]["error"] == 0
+            assert not list(work_dir.rglob("*-verify.state"))
             # bytes written through NBD are in the backing file at their logical offsets
             script = ("h.pwrite(b'snaptax!' * 512, 1 << 20)\n"
                       "assert h.pread(4096, 1 << 20) == b'snaptax!' * 512\n")

@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..lock import measurement_lock
 from ..paths import work_dir
 from ..procs import ProcessGroup
+from .launch import CofwEngineConfig, CofwServer
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,6 @@ def _prefill(path: Path, size: int) -> None:
 
 
 def cofw_engine_over_raw(workdir: Path | None = None, config: BenchConfig = BenchConfig()) -> BenchResult:
-    from ..engines.cofw import CofwEngineConfig, CofwServer
     from ..qsd import StorageDaemon, protocol_for
 
     base = Path(workdir) if workdir else work_dir()

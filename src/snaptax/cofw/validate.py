@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..procs import ProcessGroup, run
 from .core import allocated_ranges
+from .launch import CofwEngineConfig, CofwServer
 
 NBDIO = Path(__file__).resolve().parent / "nbdio.py"
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -77,7 +78,6 @@ def allocated(path: Path) -> int:
 
 def validate_against_qemu(workdir: Path, *, size: int = 32 << 20, writes: int = 300, seed: int = 4) -> ValidationResult:
     """Run the same write sequence through QEMU copy-before-write and the engine (64 KiB pages) and compare."""
-    from ..engines.cofw import CofwEngineConfig, CofwServer
     from ..qsd import StorageDaemon
 
     workdir = Path(workdir)

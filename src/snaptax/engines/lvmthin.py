@@ -17,11 +17,20 @@ Semantics of the plan's steps:
   DeleteSnapshot removes the newest/oldest frozen volume (`lvremove`); thin volumes share chunks by reference
   counting, so a delete never copies data and never changes the other volumes' contents.
 
-Counters (per Measure, before/after): the PVs' /sys/block/*/stat as seen by the I/O issuer (`disk_*`, what the
-rig device received: under TCG the emulation's own overhead hides the snapshot cost on a fast backend, these do
-not), the live thin device's stat (`lv_*`), the pool's `dmsetup status` (`pool_*`: allocated chunks, metadata
-blocks, transaction id), `lvs` data/metadata percent, the live volume's mapped sectors, and `chunks_broken`:
-pool chunks allocated while the live volume's mapping did not grow, i.e. chunks whose sharing a write broke.
+Counters (per Measure, before/after; names in snaptax.counters.CATALOGUE):
+  host.*    the PVs' /sys/block/*/stat as seen by the I/O issuer (the guest, or the host natively), summed: what
+            the rig device received (the PV is a region of it, served 1:1). Under TCG the emulation's own overhead
+            hides the snapshot cost on a fast backend; these do not.
+  guest.*   the live thin device's stat (reads, writes, sectors, io_ms): what fio's volume completed.
+  engine.pool_*  the pool's `dmsetup status` (data and metadata blocks, transaction id) and `lvs` percentages
+            (gauges).
+  engine.live_mapped_sectors   sectors mapped in the live volume (gauge).
+  engine.chunks_broken   pool data chunks the live volume does not map (gauge): the chunks only snapshots hold,
+            i.e. shared chunks whose sharing a write broke (a write to a shared chunk allocates a pool chunk while
+            the live mapping stays the same size). Its change over a measurement is the chunks that measurement
+            broke; writes to unprovisioned chunks grow pool and mapping alike and do not count.
+  engine.snapshot_allocated_bytes   engine.chunks_broken × chunk size: the space the snapshots take.
+The chunk size is a constant, in describe().
 """
 from __future__ import annotations
 
@@ -263,8 +272,8 @@ _KEEP = ("reads", "writes", "sectors_read", "sectors_written", "io_ms")
 
 
 def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
-    """The lines written by the script's `counters` function -> flat numeric counters."""
-    out: dict[str, float] = {f"disk_{k}": 0.0 for k in _KEEP}
+    """The lines written by the script's `counters` function -> counters named as in snaptax.counters."""
+    out: dict[str, float] = {f"host.{k}": 0.0 for k in _KEEP}
     for line in text.splitlines():
         parts = line.split()
         if not parts:
@@ -273,11 +282,11 @@ def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
         if kind == "pv":  # pv SERIAL f1 ... f17: summed over PVs, as "what the device received"
             for k, v in zip(_STAT, parts[2:]):
                 if k in _KEEP:
-                    out[f"disk_{k}"] += float(v)
+                    out[f"host.{k}"] += float(v)
         elif kind == "lv":
             for k, v in zip(_STAT, parts[2:]):
                 if k in _KEEP:
-                    out[f"lv_{k}"] = float(v)
+                    out[f"guest.{k}"] = float(v)
         elif kind == "pool":
             # pool NAME: 0 LEN thin-pool TID USED_META/TOTAL_META USED_DATA/TOTAL_DATA ...
             f = parts[1:]
@@ -286,29 +295,33 @@ def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
             i = f.index("thin-pool")
             meta_used, meta_total = f[i + 2].split("/")
             data_used, data_total = f[i + 3].split("/")
-            out.update(pool_transaction_id=float(f[i + 1]), pool_meta_used_blocks=float(meta_used),
-                       pool_meta_total_blocks=float(meta_total), pool_data_used_chunks=float(data_used),
-                       pool_data_total_chunks=float(data_total))
+            out.update({"engine.pool_transaction_id": float(f[i + 1]),
+                        "engine.pool_meta_used_blocks": float(meta_used),
+                        "engine.pool_meta_total_blocks": float(meta_total),
+                        "engine.pool_data_used_chunks": float(data_used),
+                        "engine.pool_data_total_chunks": float(data_total)})
         elif kind == "thin":  # thin LV NAME: 0 LEN thin MAPPED_SECTORS HIGHEST|-
             f = parts[2:]
             i = f.index("thin")
-            out["live_mapped_sectors"] = float(f[i + 1])
+            out["engine.live_mapped_sectors"] = float(f[i + 1])
         elif kind == "lvs" and len(parts) >= 4 and parts[1] == POOL:
-            out["pool_data_percent"] = float(parts[2])
-            out["pool_metadata_percent"] = float(parts[3])
-    out["chunk_sectors"] = float(chunk_size // 512)
+            out["engine.pool_data_percent"] = float(parts[2])
+            out["engine.pool_metadata_percent"] = float(parts[3])
+    if "engine.pool_data_used_chunks" in out and "engine.live_mapped_sectors" in out:
+        held = out["engine.pool_data_used_chunks"] - out["engine.live_mapped_sectors"] / (chunk_size // 512)
+        out["engine.chunks_broken"] = held
+        out["engine.snapshot_allocated_bytes"] = held * chunk_size
     return out
 
 
-def chunks_broken(before: dict[str, float], after: dict[str, float]) -> tuple[float, float]:
+def chunks_broken(before: dict[str, float], after: dict[str, float], chunk_size: int) -> tuple[float, float]:
     """(chunks whose sharing was broken, chunks newly provisioned) during one Measure of the live volume.
 
     A write to an unmapped chunk grows both the pool and the live volume's mapping; a write to a shared chunk
     allocates a pool chunk while the live mapping stays the same size (the chunk is remapped, not added).
     """
-    new = (after["live_mapped_sectors"] - before["live_mapped_sectors"]) / after["chunk_sectors"]
-    allocated = after["pool_data_used_chunks"] - before["pool_data_used_chunks"]
-    return allocated - new, new
+    new = (after["engine.live_mapped_sectors"] - before["engine.live_mapped_sectors"]) / (chunk_size // 512)
+    return after["engine.chunks_broken"] - before["engine.chunks_broken"], new
 
 
 # ---------------------------------------------------------------- engine
@@ -331,7 +344,6 @@ class LvmThinEngine(SnapshotEngine):
         self.group = ProcessGroup()
         self.native = self._choose_native()
         self._chain = 0
-        self._shares_broken = 0.0
         self.last_run: dict[str, Any] = {}
 
     def _choose_native(self) -> bool:
@@ -504,11 +516,7 @@ class LvmThinEngine(SnapshotEngine):
                 raise MeasurementError(f"fio job(s) {bad} reported I/O errors in measurement {index}")
             before = parse_counters((src / "counters_before.txt").read_text(), self.config.chunk_size)
             after = parse_counters((src / "counters_after.txt").read_text(), self.config.chunk_size)
-            broken, provisioned = chunks_broken(before, after)
-            # Cumulative so that the recorded delta (a results.csv column) is this measurement's count.
-            before["chunks_broken"] = self._shares_broken
-            self._shares_broken += broken
-            after["chunks_broken"] = self._shares_broken
+            _, provisioned = chunks_broken(before, after, self.config.chunk_size)
             self._chain = chain
             session.record_measurement(index, step, chain_length=chain,
                                        fio_run=FioRun(directory, result, _span(steps, f"{index:03d}-fio")),

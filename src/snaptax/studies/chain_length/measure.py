@@ -1,0 +1,33 @@
+"""Measure the chain-length study on a rig (needs root: loop devices)."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from ... import profiles
+from ... import rig as rigmod
+from ...engines.qcow2 import Qcow2ChainEngine
+from ...record import RunSession
+from . import plan as planmod
+
+STUDY = "chain_length"
+
+
+def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
+    """Measure the study on a rig; returns the published run directory under data/."""
+    profile = profiles.get(profile_name)
+    rig = rigmod.load(rig_name)
+    dev = rig.device(device)
+    study = planmod.build_plan(profile)
+    configs = {c.name: c for c in planmod.configs(profile)}
+    parameters = {"device": dev.name, "workloads": list(planmod.WORKLOADS),
+                  "max_chain": study.variants[0].plan.max_chain_length,
+                  "configs": {name: asdict(c) for name, c in configs.items()}}
+    with RunSession(rig, STUDY, profile, parameters, devices_used=(dev.name,), planned_points=study.points(),
+                    planned_seconds=study.fio_seconds()) as session:
+        for vp in study.variants:
+            with Qcow2ChainEngine(rig, dev, configs[vp.variant], profile.disk_size) as engine:
+                with session.in_variant(vp.variant, engine.describe()):
+                    engine.execute(vp.plan, session)
+    assert session.published is not None
+    return session.published

@@ -1,0 +1,64 @@
+"""Charts and TeX tables of the chain-length study, from its analysis."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+
+from ... import figures, macros
+from .analyse import JOB_WORDS, ChainAnalysis
+
+JOB_TITLES = {"randrw": "random 4 KiB (randrw)", "readwrite": "sequential 4 KiB (readwrite)"}
+
+
+def chain_chart(a: ChainAnalysis, job: str, phase: str = "create") -> alt.LayerChart:
+    """IOPS versus chain length per configuration: mean line, 95 % interval as a band (seed 001, figures 1/2)."""
+    data = a.summary[(a.summary.job == job) & (a.summary.phase == phase)]
+    base = alt.Chart(data).encode(
+        x=alt.X("chain_length:Q", title="snapshots in chain", axis=alt.Axis(tickMinStep=1, format="d")),
+        color=alt.Color("variant:N", title="qcow2 configuration"))
+    band = base.mark_area(opacity=0.2).encode(y="iops_low:Q", y2="iops_high:Q")
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("iops:Q", title="IOPS (read + write)"),
+        tooltip=["variant", "chain_length", alt.Tooltip("iops:Q", format=".0f"),
+                 alt.Tooltip("ratio:Q", format=".2f", title="÷ no snapshot"), "n"])
+    return (band + line).properties(title=JOB_TITLES.get(job, job), width=300, height=200)
+
+
+def chains_chart(a: ChainAnalysis) -> alt.HConcatChart:
+    return chain_chart(a, "randrw") | chain_chart(a, "readwrite")
+
+
+def mirror_chart(a: ChainAnalysis, job: str) -> alt.FacetChart:
+    """Create versus delete (seed 001, figures 5/6): ratio to no snapshot at each chain length, 95 % interval."""
+    data = a.summary[(a.summary.job == job) & a.summary.phase.isin(["create", "delete"])]
+    base = alt.Chart(data).encode(
+        x=alt.X("chain_length:Q", title="snapshots in chain", axis=alt.Axis(tickMinStep=1, format="d")),
+        color=alt.Color("phase:N", title="phase", sort=["create", "delete"]))
+    band = base.mark_area(opacity=0.2).encode(y="ratio_low:Q", y2="ratio_high:Q")
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("ratio:Q", title="IOPS ÷ no snapshot"),
+        tooltip=["variant", "phase", "chain_length", alt.Tooltip("ratio:Q", format=".2f")])
+    return (band + line).properties(width=220, height=180).facet(
+        column=alt.Column("variant:N", title=None)).properties(
+        title=f"{JOB_TITLES.get(job, job)}: creating, then deleting snapshots")
+
+
+def fit_tex(a: ChainAnalysis) -> str:
+    rows = []
+    for (variant, job), f in sorted(a.fits.items()):
+        rows.append([macros.tex_escape(variant), JOB_WORDS[job],
+                     *[f"{macros.fmt(getattr(f, p), 1)} [{macros.fmt(lo, 1)}, {macros.fmt(hi, 1)}]"
+                       for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95)],
+                     macros.fmt(f.r2, 2)])
+    return macros.render_table(
+        ["configuration", "workload", "$\\tau_0$ ($\\mu$s)", "$\\tau_1$ ($\\mu$s)", "$\\tau_L$ ($\\mu$s)", "$R^2$"],
+        rows, align="llrrrr")
+
+
+def write(a: ChainAnalysis, figure_dir: Path | None = None, generated_dir: Path | None = None) -> None:
+    """The figures and tables the paper's section inputs."""
+    for job, stem in (("randrw", "chain_length-random"), ("readwrite", "chain_length-sequential")):
+        figures.save(chain_chart(a, job), stem, figure_dir)
+        figures.save(mirror_chart(a, job), f"{stem}-mirror", figure_dir)
+    macros.write_table("chain_length-fit", fit_tex(a), generated_dir)

@@ -1,0 +1,311 @@
+"""Analysis of an engine-comparison run: per measurement the host-level bytes and the grains broken, per variant
+the IOPS ratios with a snapshot to without (95 % intervals over cycles), the bytes and time per first write and
+the snapshot's space, the copy-on-write amplification model fitted per engine family, and the verdicts on seed
+001's vVOL claim. Pure: a run in, tables, fits and values out.
+
+Host-level bytes per guest write come from the engines' counters (snaptax.counters): host.sectors_read /
+host.sectors_written of the device below the engine (for LVM thin the guest's PV, the rig device's region), plus
+engine.bytes_copied for the copy-on-first-write engine, whose copies go to the snapshot's sparse file outside the
+counted device. Grains broken in a measurement: engine.pages_copied (cofw), the change of the gauge
+engine.chunks_broken (LVM thin), and for qcow2, which counts none, the model's expectation for k uniformly placed
+writes (snaptax.models.cow.expected_grains_hit). Snapshot space: the gauge engine.snapshot_allocated_bytes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ...analysis import Analysis
+from ...claims import Claim, outcome
+from ...models import cow
+from ...record import RunRecord
+from ...stats import Interval, mean_interval, paired_ratio_interval
+from ...values import Value
+from .plan import CLAIM_VARIANT, FAMILIES, IO_SIZE, MODE, READ_PHASES, STUDY, WRITE_PHASES
+
+KiB, MiB = 1 << 10, 1 << 20
+HOST_READ, HOST_WRITTEN = "host.sectors_read", "host.sectors_written"
+BYTES_COPIED, PAGES_COPIED = "engine.bytes_copied", "engine.pages_copied"
+CHUNKS_BROKEN, SNAPSHOT_BYTES = "engine.chunks_broken", "engine.snapshot_allocated_bytes"
+COUNTERS = (HOST_READ, HOST_WRITTEN, BYTES_COPIED, PAGES_COPIED, SNAPSHOT_BYTES)
+
+# Seed 001, Table 1, vVOL column: 'No impact' with one snapshot (FIO random I/O), read as 0 % loss.
+LOSS_TOLERANCE_PP = 15.0
+LOSS_BASIS = ("a judgment, not derived from data: Table 1 states 'No impact' in words for a product we only stand "
+              "in for, and its other entries come in steps of 5 %; ±15 pp separates 'no impact' from 'a third'")
+CLAIM_PHASES = {"first": "grains being broken", "steady": "all grains broken"}
+
+# Per-variant metrics: (unit, digits, how the interval is made). Ratios are paired by cycle (log scale);
+# everything else is a mean over cycles with a t interval.
+RATIOS = {"first_ratio": ("first-write", "base-write", "write_iops"),
+          "steady_ratio": ("steady-write", "base-write", "write_iops"),
+          "snap_read_ratio": ("snap-read", "base-read", "read_iops"),
+          "steady_read_ratio": ("steady-read", "base-read", "read_iops")}
+MEANS = {"base_write_iops": ("IOPS", 0), "first_fraction": ("", 2), "first_over_expected": ("", 3),
+         "bytes_per_write_kib_base": ("KiB", 1), "bytes_per_write_kib_first": ("KiB", 1),
+         "bytes_per_write_kib_steady": ("KiB", 1), "bytes_per_first_write_kib": ("KiB", 1),
+         "extra_us_per_first_write": ("µs", 0), "space_first_mib": ("MiB", 1), "space_steady_mib": ("MiB", 1)}
+LOSSES = {"first_loss": "first_ratio", "steady_loss": "steady_ratio"}
+
+
+# ------------------------------------------------------------------ tables
+
+def variant_table(record: RunRecord) -> pd.DataFrame:
+    """One row per variant: family, mode, grain, copy grain (bytes), analogue, from the run's manifest."""
+    rows = [{"variant": name, **v["study"]} for name, v in record.manifest.variants.items()]
+    return pd.DataFrame(rows, columns=["variant", "family", "grain", "copy_grain", "mode", "analogue"])
+
+
+def _gauge_changes(record: RunRecord, name: str) -> pd.DataFrame:
+    """after − before of a gauge over each measurement that has it (variant, index, change)."""
+    rows = [{"variant": m.variant, "index": m.index, "change": m.counters[name].after - m.counters[name].before}
+            for m in record.measurements if name in m.counters]
+    return pd.DataFrame(rows, columns=["variant", "index", "change"])
+
+
+def measurements(record: RunRecord) -> pd.DataFrame:
+    """One row per fio run with host-level bytes, grains broken and snapshot space.
+
+    Columns beyond RunRecord.per_measurement: family, mode, grain, copy_grain (bytes); host_read_bytes,
+    host_write_bytes (bytes the engine's device received, plus cofw's copies into the sparse file);
+    first_writes (grains broken: measured by cofw and LVM thin, expected from the model for qcow2);
+    first_writes_expected (the model's expectation in the first-write phase, 0 elsewhere); first_source
+    ('measured' | 'expected'); snapshot_bytes (engine.snapshot_allocated_bytes after the measurement).
+    """
+    disk = int(record.manifest.parameters["scale"]["disk_size"])
+    meas = record.per_measurement(counters=COUNTERS).merge(variant_table(record), on="variant", how="left")
+    if meas.family.isna().any():
+        missing = sorted(set(meas.variant[meas.family.isna()]))
+        raise ValueError(f"{record.path}: variants {missing} are not described in the manifest")
+    broken = _gauge_changes(record, CHUNKS_BROKEN).rename(columns={"change": "chunks_broken"})
+    meas = meas.merge(broken, on=["variant", "index"], how="left")
+    meas["host_read_bytes"] = 512.0 * meas[HOST_READ].fillna(0.0)
+    meas["host_write_bytes"] = 512.0 * meas[HOST_WRITTEN].fillna(0.0) + meas[BYTES_COPIED].fillna(0.0)
+    measured = pd.Series(np.nan, index=meas.index)
+    measured = measured.where(meas.family != "cofw", meas[PAGES_COPIED])
+    measured = measured.where(meas.family != "lvmthin", meas["chunks_broken"])
+    expected = pd.Series(0.0, index=meas.index)
+    fw = meas.phase == "first-write"
+    expected[fw] = [float(cow.expected_grains_hit(k, disk, g, IO_SIZE, replacement=True))
+                    for k, g in zip(meas.write_ios[fw], meas.copy_grain[fw])]
+    meas["first_writes_expected"] = expected
+    meas["first_writes"] = measured.fillna(expected)
+    meas["first_source"] = np.where(measured.notna(), "measured", "expected")
+    meas["snapshot_bytes"] = meas[SNAPSHOT_BYTES]
+    return meas
+
+
+def write_points(meas: pd.DataFrame) -> pd.DataFrame:
+    """Write measurements with bytes per guest write (y), first-write fraction (f) and the model's y."""
+    w = meas[meas.phase.isin(WRITE_PHASES)].copy()
+    w["f"] = w.first_writes / w.write_ios
+    w["bytes_per_write"] = (w.host_read_bytes + w.host_write_bytes) / w.write_ios
+    w["read_bytes_per_write"] = w.host_read_bytes / w.write_ios
+    # Excess over the same volume's base-write of the same cycle: cancels what every measurement window carries
+    # besides the writes (LVM thin's counter snapshot runs lvs, which reads 256 KiB of LVM metadata).
+    base = w[w.phase == "base-write"].set_index(["variant", "repeat"]).bytes_per_write
+    w["excess_bytes_per_write"] = w.bytes_per_write - base.reindex(list(zip(w.variant, w.repeat))).to_numpy()
+    w["model_bytes_per_write"] = [float(cow.bytes_per_write(f, g, IO_SIZE, mode))
+                                  for f, g, mode in zip(w.f, w.copy_grain, w["mode"])]
+    return w.reset_index(drop=True)
+
+
+def fit_families(points: pd.DataFrame) -> dict[str, cow.CowFit]:
+    """The amplification model fitted per engine family to its write measurements (all grains, all phases):
+    y = B + excess bytes per guest write over the same cycle's base-write (so base-write points sit at y = B).
+    A family whose fit cannot be made raises: the paper quotes every one."""
+    out = {}
+    for fam in [f for f in FAMILIES if f in set(points.family)]:
+        g = points[points.family == fam]
+        try:
+            out[fam] = cow.fit(g.f, g.copy_grain, IO_SIZE, IO_SIZE + g.excess_bytes_per_write, MODE[fam])
+        except (ValueError, RuntimeError) as exc:
+            raise ValueError(f"engines: the copy-on-write model cannot be fitted to {fam}: {exc}") from exc
+    return out
+
+
+def cycles(meas: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant and cycle (repeat): the IOPS of every phase, grains broken, bytes per write and the
+    per-cycle derived quantities (bytes and extra µs per first write, snapshot space)."""
+    rows = []
+    for variant, g in meas.groupby("variant", sort=False):
+        by = g.set_index(["phase", "repeat"])
+        y = points[points.variant == variant].set_index(["phase", "repeat"]).bytes_per_write
+        info = g.iloc[0]
+        for rep in sorted(g[g.phase == "first-write"].repeat.unique()):
+            def at(phase: str, col: str) -> float:
+                return float(by.at[(phase, rep), col]) if (phase, rep) in by.index else math.nan
+
+            def yv(phase: str) -> float:
+                return float(y.at[(phase, rep)]) if (phase, rep) in y.index else math.nan
+
+            k, n_first = at("first-write", "write_ios"), at("first-write", "first_writes")
+            expected = at("first-write", "first_writes_expected")
+            b_w, f_w = at("base-write", "write_iops"), at("first-write", "write_iops")
+            measured = by.at[("first-write", rep), "first_source"] == "measured"
+            rows.append({
+                "variant": variant, "family": info.family, "repeat": int(rep),
+                **{f"{p}_write_iops": at(p, "write_iops") for p in WRITE_PHASES},
+                **{f"{p}_read_iops": at(p, "read_iops") for p in READ_PHASES},
+                "base_write_iops": b_w, "write_ios": k, "first_writes": n_first,
+                "first_fraction": n_first / k if k > 0 else math.nan,
+                "first_over_expected": (n_first / expected if measured and expected > 0
+                                        else math.nan),
+                "bytes_per_write_kib_base": yv("base-write") / KiB,
+                "bytes_per_write_kib_first": yv("first-write") / KiB,
+                "bytes_per_write_kib_steady": yv("steady-write") / KiB,
+                "bytes_per_first_write_kib": (((yv("first-write") - yv("base-write")) * k / n_first + IO_SIZE) / KiB
+                                              if n_first > 0 else math.nan),
+                "extra_us_per_first_write": ((k / f_w - k / b_w) * 1e6 / n_first if n_first > 0 else math.nan),
+                "space_first_mib": at("first-write", "snapshot_bytes") / MiB,
+                "space_steady_mib": at("overwrite", "snapshot_bytes") / MiB,
+            })
+    return pd.DataFrame(rows)
+
+
+def interval_of(cyc: pd.DataFrame, metric: str) -> Interval:
+    """The 95 % interval of one per-variant metric over the cycles in `cyc` (one variant's rows)."""
+    if metric in RATIOS:
+        num, den, col = RATIOS[metric]
+        return paired_ratio_interval(cyc[f"{num}_{col}"].to_numpy(), cyc[f"{den}_{col}"].to_numpy())
+    if metric in LOSSES:
+        return interval_of(cyc, LOSSES[metric]).scaled(-100.0, 100.0)
+    return mean_interval(cyc[metric].to_numpy())
+
+
+def summarize(meas: pd.DataFrame, cyc: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant, in family and grain order: each metric's estimate with its 95 % interval
+    (<metric>, <metric>_low, <metric>_high) over cycles, the number of cycles, and the mechanism's bytes per first
+    write (no metadata)."""
+    info = meas.drop_duplicates("variant").set_index("variant")
+    rows = []
+    for variant, c in cyc.groupby("variant", sort=False):
+        r = info.loc[variant]
+        row = {"variant": variant, "family": r.family, "mode": r["mode"], "grain_kib": r.grain / KiB,
+               "copy_grain_kib": r.copy_grain / KiB, "cycles": len(c)}
+        for metric in (*RATIOS, *LOSSES, *MEANS):
+            iv = interval_of(c, metric)
+            row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = iv.estimate, iv.low, iv.high
+        row["model_bytes_per_first_write_kib"] = float(cow.first_write_bytes(r.copy_grain, IO_SIZE, r["mode"])) / KiB
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    order = out.family.map({f: i for i, f in enumerate(FAMILIES)})
+    return out.assign(_o=order).sort_values(["_o", "grain_kib"]).drop(columns="_o").reset_index(drop=True)
+
+
+def first_writes_check(meas: pd.DataFrame) -> pd.DataFrame:
+    """Grains broken in the first-write phase: counted by the engine (cofw, LVM thin) beside the model's
+    expectation for k uniformly placed writes (snaptax.models.cow.expected_grains_hit)."""
+    fw = meas[(meas.phase == "first-write") & (meas.first_source == "measured")]
+    out = fw[["variant", "repeat", "write_ios", "first_writes", "first_writes_expected"]].copy()
+    out["measured_over_expected"] = (out.first_writes / out.first_writes_expected).round(3)
+    out["first_writes_expected"] = out.first_writes_expected.round(1)
+    return out.reset_index(drop=True)
+
+
+# ------------------------------------------------------------------ the analysis
+
+def _ci(lo: float, hi: float, digits: int) -> str:
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]" if math.isfinite(lo) and math.isfinite(hi) else "n/a"
+
+
+@dataclass
+class EnginesAnalysis(Analysis):
+    meas: pd.DataFrame = field(default_factory=pd.DataFrame)        # one row per fio run
+    points: pd.DataFrame = field(default_factory=pd.DataFrame)      # write measurements with y and f
+    cycles: pd.DataFrame = field(default_factory=pd.DataFrame)      # one row per variant and cycle
+    summary: pd.DataFrame = field(default_factory=pd.DataFrame)     # one row per variant, 95 % intervals
+    fits: dict[str, cow.CowFit] = field(default_factory=dict)       # per engine family
+    first_writes: pd.DataFrame = field(default_factory=pd.DataFrame)  # grains broken: counted vs expected
+
+    def summary_table(self) -> pd.DataFrame:
+        """The per-variant summary rounded for reading (means over cycles; ratios with their 95 % interval)."""
+        s = self.summary
+        out = pd.DataFrame({"variant": s.variant, "grain_kib": s.grain_kib, "cycles": s.cycles,
+                            "f": s.first_fraction.round(3)})
+        for m in ("first_ratio", "steady_ratio", "snap_read_ratio"):
+            out[m] = s[m].round(3)
+            out[f"{m}_ci95"] = [_ci(lo, hi, 3) for lo, hi in zip(s[f"{m}_low"], s[f"{m}_high"])]
+        for m in ("bytes_per_first_write_kib", "model_bytes_per_first_write_kib", "extra_us_per_first_write",
+                  "space_first_mib", "space_steady_mib"):
+            out[m] = s[m].round(1)
+        return out
+
+    def fits_table(self) -> pd.DataFrame:
+        """The amplification model's parameters per family with 95 % intervals (c dimensionless, M in bytes)."""
+        rows = []
+        for fam, f in self.fits.items():
+            (clo, chi), (mlo, mhi) = f.ci95
+            rows.append({"family": fam, "mode": f.mode, "c": round(f.copy_factor, 3),
+                         "c_ci95": "fixed at 1" if f.copy_factor_fixed else _ci(clo, chi, 3),
+                         "M_bytes": round(f.metadata_bytes), "M_ci95": _ci(mlo, mhi, 0),
+                         "r2": round(f.r2, 4), "points": f.points})
+        return pd.DataFrame(rows, columns=["family", "mode", "c", "c_ci95", "M_bytes", "M_ci95", "r2", "points"])
+
+
+def _values(record: RunRecord, summary: pd.DataFrame, fits: dict[str, cow.CowFit]) -> list[Value]:
+    k = STUDY
+    scale = record.manifest.parameters["scale"]
+    out = [Value(f"{k}.disk_mib", scale["disk_size"] / MiB, "MiB"),
+           Value(f"{k}.writes", float(scale["writes"]), "I/Os"),
+           Value(f"{k}.reads", float(scale["reads"]), "I/Os"),
+           Value(f"{k}.io_kib", IO_SIZE / KiB, "KiB"),
+           Value(f"{k}.variants", float(len(summary)), "variants"),
+           Value(f"{k}.cycles", float(summary.cycles.max()) if len(summary) else 0.0, "cycles")]
+    units = {**{m: ("", 2) for m in RATIOS}, **{m: ("%", 0) for m in LOSSES}, **MEANS}
+    for _, row in summary.iterrows():
+        v = row.variant
+        for metric, (unit, digits) in units.items():
+            if metric == "first_over_expected" and not math.isfinite(row[metric]):
+                continue   # qcow2: nothing counted, nothing to compare
+            method = ("paired log-ratio t" if metric in RATIOS or metric in LOSSES else "t") if row.cycles > 1 else ""
+            out.append(Value(f"{k}.{metric}.{v}", float(row[metric]), unit, float(row[f"{metric}_low"]),
+                             float(row[f"{metric}_high"]), int(row.cycles), digits, None, method))
+        out.append(Value(f"{k}.model_bytes_per_first_write_kib.{v}", float(row.model_bytes_per_first_write_kib),
+                         "KiB", digits=1))
+    for fam, f in fits.items():
+        (clo, chi), (mlo, mhi) = f.ci95
+        if f.copy_factor_fixed:
+            out.append(Value(f"{k}.fit.{fam}.c", 1.0, "", n=f.points, digits=2, method="fixed"))
+        else:
+            out.append(Value(f"{k}.fit.{fam}.c", f.copy_factor, "", clo, chi, f.points, 2, None,
+                             "least squares, t"))
+        out.append(Value(f"{k}.fit.{fam}.m_kib", f.metadata_bytes / KiB, "KiB", mlo / KiB, mhi / KiB, f.points, 1,
+                         None, "least squares, t"))
+        out.append(Value(f"{k}.fit.{fam}.r2", f.r2, "", digits=3))
+        out.append(Value(f"{k}.fit.{fam}.points", float(f.points), "points"))
+    return out
+
+
+def claims(summary: pd.DataFrame) -> list[Claim]:
+    """Seed 001, Table 1, vVOL column ('No impact' with one snapshot, FIO random I/O) against LVM thin with its
+    default 64 KiB chunks: the write loss while grains are being broken and once all are broken."""
+    sel = summary[summary.variant == CLAIM_VARIANT]
+    if sel.empty:
+        return []
+    grain = int(sel.iloc[0].grain_kib)
+    return [Claim(f"{STUDY}.vvol_loss.{phase}", "setty2021", "Table 1",
+                  f"vVOL, FIO random I/O: loss with 1 snapshot ({words})", 0.0, "%", 0.0, LOSS_TOLERANCE_PP,
+                  LOSS_BASIS, f"{STUDY}.{phase}_loss.{CLAIM_VARIANT}",
+                  f"LVM thin, {grain} KiB chunks, QD1 writes (TCG guest)", "No impact")
+            for phase, words in CLAIM_PHASES.items()]
+
+
+def analyse(record: RunRecord) -> EnginesAnalysis:
+    meas = measurements(record)
+    points = write_points(meas)
+    cyc = cycles(meas, points)
+    summary = summarize(meas, cyc)
+    fits = fit_families(points)
+    values = _values(record, summary, fits)
+    by_key = {v.key: v for v in values}
+    outcomes = [outcome(c, by_key) for c in claims(summary)]
+    values += [Value(f"{STUDY}.verdict.{o.claim.id.split('.', 1)[1]}", text=o.verdict) for o in outcomes]
+    return EnginesAnalysis(record, values, outcomes, meas, points, cyc, summary, fits, first_writes_check(meas))
+
+
+__all__ = ["EnginesAnalysis", "analyse", "measurements", "write_points", "fit_families", "cycles", "summarize",
+           "first_writes_check", "claims", "COUNTERS"]

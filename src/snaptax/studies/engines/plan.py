@@ -1,0 +1,222 @@
+"""What the engine comparison measures.
+
+The three families the seeds contrast, each at several grains:
+  qcow2     redo-log overlay (redirect-on-write, copy merged into the write): cluster 4 KiB … 2 MiB, with and
+            without extended L2 (32 subclusters per cluster, ≥ 16 KiB clusters);
+  lvmthin   LVM thin snapshot (array-native block sharing, seed 001's vVOL): chunk 64 KiB … 1 MiB, in a TCG guest
+            on this kernel (no device-mapper);
+  cofw      sparse-file copy-on-first-write (SQL Server database snapshots, seed 004): page 8 … 64 KiB.
+
+Every engine/grain is one variant of the StudyPlan, measured on its own fresh volume with the same plan:
+  prefill (sequential write of the whole volume), then `repeats` cycles of
+    base-write   k random 4 KiB writes, no snapshot         base-read   k random 4 KiB reads, no snapshot
+    snapshot
+    first-write  k random 4 KiB writes: the first write into each grain breaks its sharing
+    snap-read    k random 4 KiB reads with the snapshot present (most grains still shared)
+    overwrite    a full sequential overwrite: every grain broken
+    steady-write k random 4 KiB writes, all grains broken  steady-read k random 4 KiB reads
+    delete the snapshot.
+Writes and reads run at queue depth 1 with a fixed number of I/Os (fio number_ios; each at a random block chosen
+uniformly, norandommap, so the fraction of first writes follows snaptax.models.cow.first_write_fraction). QD1
+because the cofw engine's Python plugin saturates near 10k IOPS at depth (its GIL), which would flatten every
+difference into the plugin's ceiling; at QD1 it adds a constant ~20 µs per request, so ratios within an engine
+stay honest. The random jobs are counted, not timed, so the plan's fio time (StudyPlan.fio_seconds) is 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ... import profiles
+from ...engines.cofw import CofwEngineConfig
+from ...engines.lvmthin import LvmThinConfig
+from ...engines.qcow2 import Qcow2Config
+from ...errors import ConfigError
+from ...fio import FioJob
+from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
+
+STUDY = "engines"
+KiB, MiB = 1 << 10, 1 << 20
+IO_SIZE = 4096
+SUBCLUSTERS = 32          # qcow2 extended L2: 32 subclusters per cluster
+WRITE_PHASES = ("base-write", "first-write", "steady-write")
+READ_PHASES = ("base-read", "snap-read", "steady-read")
+FAMILIES = ("qcow2", "qcow2-ext", "cofw", "lvmthin")   # model families: one fit each
+MODE = {"qcow2": "redirect-merge", "qcow2-ext": "redirect-merge", "cofw": "copy-out", "lvmthin": "redirect-copy"}
+ANALOGUE = {"qcow2": "redo log (SEsparse-like), whole clusters", "qcow2-ext": "redo log with subclusters",
+            "cofw": "SQL Server database snapshot (seed 004)", "lvmthin": "array-native snapshot, vVOL (seed 001)"}
+# The variant that stands for seed 001's vVOL: LVM's default thin-pool chunk, measured at every profile.
+CLAIM_VARIANT = "lvmthin-c64k"
+
+
+@dataclass(frozen=True)
+class EngineScale:
+    """How much the engine comparison measures at one profile. Sizes in bytes.
+
+    disk_size: the volume under test (smaller than the profile's: every grain gets a fresh, prefilled volume,
+        and the overwrite phase copies all of it); writes/reads: 4 KiB I/Os per write/read measurement (k);
+    *_grains: grains measured per engine (qcow2 clusters without / with extended L2, cofw pages, LVM chunks).
+    """
+
+    disk_size: int
+    writes: int
+    reads: int
+    qcow2_clusters: tuple[int, ...]
+    qcow2_ext_clusters: tuple[int, ...]
+    cofw_pages: tuple[int, ...]
+    lvm_chunks: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        src = "engine scale"
+        if self.disk_size % MiB or self.disk_size <= 0:
+            raise ConfigError(src, "disk_size", f"{self.disk_size} is not a positive multiple of 1 MiB")
+        if not 0 < self.writes <= self.disk_size // IO_SIZE:
+            raise ConfigError(src, "writes", f"{self.writes} not in 1…{self.disk_size // IO_SIZE} (one fio pass)")
+        if not 0 < self.reads <= self.disk_size // IO_SIZE:
+            raise ConfigError(src, "reads", f"{self.reads} not in 1…{self.disk_size // IO_SIZE}")
+        if any(c < 16 * KiB for c in self.qcow2_ext_clusters):
+            raise ConfigError(src, "qcow2_ext_clusters", "extended L2 needs clusters ≥ 16 KiB")
+        for name in ("qcow2_clusters", "qcow2_ext_clusters", "cofw_pages", "lvm_chunks"):
+            if any(self.disk_size % g for g in getattr(self, name)):
+                raise ConfigError(src, name, "every grain must divide disk_size")
+
+
+SCALES: dict[str, EngineScale] = {
+    "smoke": EngineScale(64 * MiB, writes=2000, reads=2000, qcow2_clusters=(4 * KiB, 64 * KiB, 2 * MiB),
+                         qcow2_ext_clusters=(64 * KiB, 2 * MiB), cofw_pages=(8 * KiB, 64 * KiB),
+                         lvm_chunks=(64 * KiB,)),
+    "quick": EngineScale(256 * MiB, writes=4000, reads=2000,
+                         qcow2_clusters=(4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 2 * MiB),
+                         qcow2_ext_clusters=(16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 2 * MiB),
+                         cofw_pages=(8 * KiB, 16 * KiB, 32 * KiB, 64 * KiB),
+                         lvm_chunks=(64 * KiB, 128 * KiB, 256 * KiB, 512 * KiB, 1 * MiB)),
+    "full": EngineScale(1024 * MiB, writes=16000, reads=8000,
+                        qcow2_clusters=(4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 2 * MiB),
+                        qcow2_ext_clusters=(16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 2 * MiB),
+                        cofw_pages=(8 * KiB, 16 * KiB, 32 * KiB, 64 * KiB),
+                        lvm_chunks=(64 * KiB, 128 * KiB, 256 * KiB, 512 * KiB, 1 * MiB)),
+}
+
+
+def scale(profile: profiles.Profile) -> EngineScale:
+    try:
+        return SCALES[profile.name]
+    except KeyError:
+        raise ConfigError("engines study", "profile", f"no engine scale for profile {profile.name!r} "
+                          f"(one of: {', '.join(SCALES)})") from None
+
+
+def size_label(n: int) -> str:
+    """Bytes → '64k', '2m' (as variant names spell grains)."""
+    return f"{n // MiB}m" if n >= MiB else f"{n // KiB}k"
+
+
+EngineConfig = Union[Qcow2Config, CofwEngineConfig, LvmThinConfig]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One engine at one grain. grain: the allocation/sharing unit; copy_grain: the unit a first write copies
+    (a qcow2 subcluster with extended L2, else the grain)."""
+
+    name: str
+    family: str          # model family, one of FAMILIES
+    grain: int
+    config: EngineConfig = field(compare=False)
+
+    @property
+    def copy_grain(self) -> int:
+        return self.grain // SUBCLUSTERS if self.family == "qcow2-ext" else self.grain
+
+    @property
+    def mode(self) -> str:
+        return MODE[self.family]
+
+    def describe(self) -> dict[str, Any]:
+        """What the analysis reads back from the manifest (manifest.variants[name]['study'])."""
+        return {"family": self.family, "grain": self.grain, "copy_grain": self.copy_grain, "mode": self.mode,
+                "analogue": ANALOGUE[self.family]}
+
+
+def variants(profile: profiles.Profile) -> list[Variant]:
+    s = scale(profile)
+    out = [Variant(f"qcow2-c{size_label(c)}", "qcow2", c, Qcow2Config(f"c{size_label(c)}", cluster_size=c))
+           for c in s.qcow2_clusters]
+    out += [Variant(f"qcow2-c{size_label(c)}-ext", "qcow2-ext", c,
+                    Qcow2Config(f"c{size_label(c)}-ext", cluster_size=c, extended_l2=True))
+            for c in s.qcow2_ext_clusters]
+    # durability 'sync': the copy is stable before the source is overwritten, as SQL Server must; direct I/O as
+    # the other engines' cache.direct=on.
+    out += [Variant(f"cofw-p{size_label(p)}", "cofw", p, CofwEngineConfig(f"p{size_label(p)}", page_size=p))
+            for p in s.cofw_pages]
+    out += [Variant(f"lvmthin-c{size_label(c)}", "lvmthin", c, LvmThinConfig(f"c{size_label(c)}", chunk_size=c))
+            for c in s.lvm_chunks]
+    return out
+
+
+def sequential_job(name: str, disk_size: int) -> FioJob:
+    """Write the whole volume once, 1 MiB sequential: the prefill, and later the overwrite breaking every grain."""
+    return FioJob(name, "write", bs=MiB, iodepth=8, numjobs=1, size=disk_size, time_based=False,
+                  runtime_s=None, log_avg_msec=1000)
+
+
+def random_job(name: str, rw: str, ios: int, disk_size: int) -> FioJob:
+    """k random 4 KiB I/Os at queue depth 1 over the whole volume (number_ios), uniformly placed."""
+    # Reads draw other offsets than the writes (their own seed): reading back exactly the blocks just written
+    # would only ever hit broken grains.
+    seed = (("randseed", "20261121"),) if "read" in rw else ()
+    # norandommap: uniform offsets (with replacement). With fio's random map a collision is resolved to the next
+    # free block, usually in the same grain, which makes grains break measurably (2-3 %) less often than any
+    # simple sampling model predicts.
+    return FioJob(name, rw, bs=IO_SIZE, iodepth=1, numjobs=1, size=disk_size, time_based=False, runtime_s=None,
+                  log_avg_msec=None, extra=(("number_ios", str(ios)), ("norandommap", "1"), *seed))
+
+
+def variant_plan(profile: profiles.Profile) -> Plan:
+    """The plan every variant executes on its own fresh volume."""
+    s = scale(profile)
+    write = random_job("randwrite", "randwrite", s.writes, s.disk_size)
+    read = random_job("randread", "randread", s.reads, s.disk_size)
+    steps: list = [Measure(sequential_job("prefill", s.disk_size), "prefill")]
+    for r in range(profile.repeats):
+        steps += [Measure(write, "base-write", r), Measure(read, "base-read", r), TakeSnapshot(),
+                  Measure(write, "first-write", r), Measure(read, "snap-read", r),
+                  Measure(sequential_job("overwrite", s.disk_size), "overwrite", r),
+                  Measure(write, "steady-write", r), Measure(read, "steady-read", r), DeleteSnapshot("newest")]
+    return Plan(tuple(steps))
+
+
+def build_plan(profile: profiles.Profile) -> StudyPlan:
+    """One VariantPlan per engine/grain variant, in the order of variants(profile)."""
+    plan = variant_plan(profile)
+    return StudyPlan(tuple(VariantPlan(v.name, plan) for v in variants(profile)))
+
+
+def describe(profile: profiles.Profile) -> str:
+    """What a run measures, in words and counts from the plan (deterministic: shown in the notebook and checked
+    by nbval)."""
+    s = scale(profile)
+    study = build_plan(profile)
+    vs = variants(profile)
+    per_variant = study.variants[0].plan
+    guests = sum(v.family == "lvmthin" for v in vs)
+    lines = [f"profile {profile.name}: volume {s.disk_size // MiB} MiB per variant, {profile.repeats} cycle(s) of "
+             f"snapshot / measure / delete",
+             f"per measurement: {s.writes} random 4 KiB writes or {s.reads} random 4 KiB reads at QD1",
+             f"{study.points()} fio runs in {len(study.variants)} engine/grain variants "
+             f"({len(per_variant.steps)} plan steps each; {guests} TCG guest boot(s)): "
+             + ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()),
+             f"timed fio time {study.fio_seconds():.0f} s (every job is a fixed number of I/Os, not a duration)"]
+    for fam in FAMILIES:
+        grains = [v for v in vs if v.family == fam]
+        if grains:
+            lines.append(f"  {fam:9s} {MODE[fam]:14s} grains " + ", ".join(size_label(v.grain) for v in grains)
+                         + (f" (copy unit = grain/{SUBCLUSTERS})" if fam == "qcow2-ext" else ""))
+    job = random_job("randwrite", "randwrite", s.writes, s.disk_size)
+    lines.append("write job: " + " ".join(f"{k}={v}" for k, v in job.options()))
+    return "\n".join(lines)
+
+
+__all__ = ["STUDY", "SCALES", "EngineScale", "Variant", "variants", "scale", "variant_plan", "build_plan",
+           "describe", "sequential_job", "random_job", "CLAIM_VARIANT", "FAMILIES", "MODE", "WRITE_PHASES",
+           "READ_PHASES", "IO_SIZE"]

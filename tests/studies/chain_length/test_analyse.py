@@ -1,0 +1,79 @@
+"""The chain-length analysis on synthetic runs with known answers: losses, intervals, fits, verdicts."""
+import math
+from dataclasses import asdict
+
+import pytest
+
+from snaptax import profiles
+from snaptax.record import RunRecord
+from snaptax.studies.chain_length import analyse as an
+from snaptax.studies.chain_length import plan as planmod
+from tests.synthetic import fio_result, write_run
+
+LOSS = {"on-disk-metadata": 0.6, "in-memory-metadata": 0.3}   # loss with one snapshot
+
+
+def make_run(tmp_path, profile="quick", noise=0.0):
+    p = profiles.get(profile)
+    study = planmod.build_plan(p)
+    points = [(v.variant, i, m, n) for v in study.variants for i, m, n in v.plan.measurements()]
+
+    def measured(variant, index, step, n):
+        base = 1000.0 if variant == "on-disk-metadata" else 2000.0
+        iops = base if n == 0 else base * (1 - LOSS[variant]) / (1 + 0.1 * (n - 1))
+        iops *= 1 + noise * (1 if (step.repeat + n) % 2 else -1)  # not shared by a pair: widens the interval
+        reads = int(round(iops / 2))
+        return (fio_result(step.job.name, iops / 2, iops / 2), {"host.reads": 0},
+                {"host.reads": reads * (2 if n else 1)}, {})
+
+    configs = {c.name: asdict(c) for c in planmod.configs(p)}
+    run = write_run(tmp_path, "chain_length", profile, {"device": "ssd", "max_chain": p.max_chain,
+                                                        "configs": configs}, points, measured)
+    return an.analyse(RunRecord.load(run))
+
+
+def test_loss_and_host_reads_come_from_the_data(tmp_path):
+    a = make_run(tmp_path)
+    loss = a.value("chain_length.loss.on-disk-metadata.randrw")
+    assert loss.value == pytest.approx(60, abs=0.1)
+    assert a.value("chain_length.loss.in-memory-metadata.randrw").value == pytest.approx(30, abs=0.1)
+    assert a.value("chain_length.host_reads_per_vm_read.on-disk-metadata.snapshot").value == pytest.approx(2, abs=0.01)
+    assert a.value("chain_length.host_reads_per_vm_read.on-disk-metadata.none").value == pytest.approx(1, abs=0.01)
+    assert a.value("chain_length.recovery.on-disk-metadata.randrw").value == pytest.approx(100, abs=0.1)
+
+
+def test_fit_recovers_the_per_layer_cost(tmp_path):
+    a = make_run(tmp_path)
+    f = a.fits[("on-disk-metadata", "randrw")]
+    # τ(n) = 1e6/IOPS: base 1000 µs, first snapshot 1e6/400 − 1000 = 1500 µs, each layer 0.1 × 2500 = 250 µs
+    assert f.tau0_us == pytest.approx(1000, rel=1e-6)
+    assert f.tau1_us == pytest.approx(1500, rel=1e-6)
+    assert f.tau_layer_us == pytest.approx(250, rel=1e-6)
+
+
+def test_verdicts_on_intervals(tmp_path):
+    a = make_run(tmp_path, noise=0.002)
+    v = {o.claim.id: o.verdict for o in a.outcomes}
+    assert v["chain_length.loss.on-disk-metadata.randrw"] == "agrees"             # 60 [..] vs 65 ± 15
+    assert v["chain_length.loss.in-memory-metadata.randrw"] == "agrees"           # 30 vs 35 ± 15
+    assert v["chain_length.loss.in-memory-metadata.readwrite"] == "differs"       # 30 vs no impact ± 15
+    assert v["chain_length.recovery.on-disk-metadata.randrw"] == "agrees"         # 100 vs 100 ± 10
+    loss = a.value("chain_length.loss.on-disk-metadata.randrw")
+    assert loss.low < loss.value < loss.high and loss.n == 2
+
+
+def test_one_repeat_is_inconclusive(tmp_path):
+    a = make_run(tmp_path, profile="smoke")
+    assert {o.verdict for o in a.outcomes} == {"inconclusive"}
+    assert math.isnan(a.value("chain_length.loss.on-disk-metadata.randrw").low)
+
+
+def test_results_json_round_trip(tmp_path):
+    from snaptax.values import Results
+
+    a = make_run(tmp_path)
+    path = a.results().write(a.record.path)
+    back = Results.load(path.parent)
+    assert back.values["chain_length.loss.on-disk-metadata.randrw"].value == pytest.approx(60, abs=0.1)
+    assert back.values["chain_length.run.id"].text == a.record.run_id
+    assert {c["verdict"] for c in back.claims} <= {"agrees", "differs", "same direction", "inconclusive"}

@@ -1,0 +1,45 @@
+"""Synthetic published runs in the real record format (through snaptax.record.RunWriter): no daemon, no fio."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from snaptax import fio, profiles
+from snaptax.plan import Measure
+from snaptax.record import RunWriter
+from snaptax.rig import Device, Rig
+
+
+def fio_result(job: str, read_iops: float = 0.0, write_iops: float = 0.0, runtime_s: float = 1.0,
+               clat_us: float = 100.0) -> dict:
+    """A minimal fio JSON result: one job group with the given read and write IOPS."""
+    def side(iops: float) -> dict:
+        return {"iops": iops, "bw": iops * 4, "total_ios": int(round(iops * runtime_s)), "runtime": runtime_s * 1000,
+                "clat_ns": {"mean": clat_us * 1e3, "percentile": {"50.000000": clat_us * 1e3}},
+                "lat_ns": {"mean": clat_us * 1e3}}
+    return {"jobs": [{"jobname": job, "error": 0, "read": side(read_iops) if read_iops else {},
+                      "write": side(write_iops) if write_iops else {}}]}
+
+
+def rig(tmp: Path) -> Rig:
+    return Rig(name="t", kind="embedded", description="synthetic", engines=("qcow2",), work_dir=tmp / "work",
+               devices=(Device(name="ssd", type="file", medium="ssd", capacity=1 << 30),))
+
+
+# (variant, index, Measure, chain length) -> (fio result, counters before, counters after, extra)
+Measured = Callable[[str, int, Measure, int], tuple[dict, dict, dict, dict]]
+
+
+def write_run(tmp: Path, study: str, profile: str, parameters: dict,
+              points: list[tuple[str, int, Measure, int]], measured: Measured,
+              variants: dict[str, dict] | None = None) -> Path:
+    """Publish a run of `study` into tmp/data/t/<study>/<run> holding one measurement per point."""
+    w = RunWriter(rig(tmp), study, profiles.get(profile), parameters, tmp / "staging" / study,
+                  run_id=f"20260101T000000Z-{profile}")
+    for variant, index, step, chain in points:
+        with w.in_variant(variant, (variants or {}).get(variant, {})):
+            d = w.measurement_dir(index, step)
+            result, before, after, extra = measured(variant, index, step, chain)
+            w.record_measurement(index, step, chain_length=chain, fio_run=fio.FioRun(d, result, 1.0),
+                                 counters_before=before, counters_after=after, extra=extra)
+    return w.publish(tmp / "data" / "t" / study / w.run_id)

@@ -1,0 +1,30 @@
+"""bench.main without measuring: a fake group, a private bench/ directory."""
+import json
+
+import pytest
+
+from snaptax import bench, paths
+from snaptax.errors import ConfigError
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "BENCH_DIR", tmp_path)
+    monkeypatch.setattr(bench, "groups", lambda: {"fake": lambda: {"fake_ratio": 0.5, "fake_rounds": 3}})
+    return tmp_path / "latest.json"
+
+
+def test_latest_json_is_flat_and_says_where_and_when(fake):
+    bench.main()
+    out = json.loads(fake.read_text())
+    assert out["fake_ratio"] == 0.5 and out["fake_rounds"] == 3
+    assert all(not isinstance(v, (dict, list)) for v in out.values())
+    assert out["meta_date_utc"].endswith("Z") and out["meta_groups"] == "fake"
+    assert out["meta_kernel"] and out["meta_cpus"] >= 1
+    assert {"meta_commit", "meta_commit_dirty", "meta_cpu_model"} <= set(out)
+
+
+def test_unknown_group_is_a_config_error_before_anything_runs(fake):
+    with pytest.raises(ConfigError, match="unknown benchmark group.*'nosuch'.*have: fake"):
+        bench.main(["nosuch"])
+    assert not fake.exists()

@@ -1,0 +1,50 @@
+"""The verdict rule: effects against their no-effect value, judged on intervals."""
+import math
+
+import pytest
+
+from snaptax.claims import VERDICT_RULE, Claim, verdict
+from snaptax.values import Value
+
+
+def claim(published, no_effect=0.0, tolerance=15.0, unit="%"):
+    return Claim("t.c", "key", "Table 1", "x", published, unit, no_effect, tolerance, "test", "t.v", "stand-in")
+
+
+def ours(value, low, high, n=3):
+    return Value("t.v", value, "%", low, high, n)
+
+
+def test_agrees_when_the_interval_meets_the_band():
+    assert verdict(claim(65), ours(58, 52, 64)) == "agrees"
+
+
+def test_a_small_clear_effect_is_same_direction_not_differs():
+    # 13 % [8, 18] against a published 35 % ± 15: a real loss, smaller than published
+    assert verdict(claim(35), ours(13, 8, 18)) == "same direction"
+
+
+def test_ratio_claims_are_judged_against_their_no_effect_value():
+    doubling = claim(2.0, no_effect=1.0, tolerance=0.5, unit="×")
+    assert verdict(doubling, ours(1.0, 0.98, 1.02)) == "differs"          # no doubling at all
+    assert verdict(doubling, ours(1.3, 1.25, 1.35)) == "same direction"   # more reads, not twice
+    assert verdict(doubling, ours(1.9, 1.85, 1.95)) == "agrees"
+    recovery = claim(100.0, no_effect=100.0, tolerance=10.0)
+    assert verdict(recovery, ours(79, 78, 81)) == "differs"               # 'full recovery' is itself no effect
+
+
+def test_no_effect_claims():
+    none = claim(0.0, tolerance=15.0)
+    assert verdict(none, ours(2, -2, 5)) == "agrees"
+    assert verdict(none, ours(-23, -38, -20)) == "differs"
+
+
+def test_too_wide_or_too_few_is_inconclusive():
+    assert verdict(claim(65), ours(60, 30, 90)) == "inconclusive"
+    assert verdict(claim(65), Value("t.v", 60, "%", math.nan, math.nan, 1)) == "inconclusive"
+    assert verdict(claim(65), ours(60, 50, 70, n=1)) == "inconclusive"
+
+
+@pytest.mark.parametrize("word", ["inconclusive", "agrees", "same direction", "differs", "no-effect"])
+def test_the_rule_says_what_it_does(word):
+    assert word in VERDICT_RULE

@@ -1,0 +1,63 @@
+"""Intervals against known distributions: coverage, pairing, sample-size planning."""
+import math
+
+import numpy as np
+import pytest
+
+from snaptax import stats
+
+
+def test_t_interval_covers_the_true_mean_about_95_percent():
+    rng = np.random.default_rng(1)
+    hits = sum(stats.mean_interval(rng.normal(10.0, 2.0, 5)).low <= 10.0 <= stats.mean_interval(
+        rng.normal(10.0, 2.0, 5)).high for _ in range(1))  # smoke of the API
+    assert hits in (0, 1)
+    covered = 0
+    trials = 4000
+    for _ in range(trials):
+        iv = stats.mean_interval(rng.normal(10.0, 2.0, 4))
+        covered += iv.low <= 10.0 <= iv.high
+    assert 0.93 < covered / trials < 0.97
+
+
+def test_t_interval_matches_the_textbook_value():
+    iv = stats.mean_interval([1.0, 2.0, 3.0])
+    # mean 2, s = 1, t(2, 0.975) = 4.302653
+    assert iv.estimate == 2.0
+    assert iv.half_width == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)
+
+
+def test_one_sample_has_no_interval():
+    iv = stats.mean_interval([5.0])
+    assert iv.estimate == 5.0 and iv.n == 1 and not iv.defined
+
+
+def test_pairing_cancels_shared_drift():
+    drift = np.array([1.0, 1.3, 0.8, 1.1])          # the disk's speed, shared by both members of a pair
+    a, b = 0.5 * 1000 * drift, 1000 * drift
+    iv = stats.paired_ratio_interval(a, b)
+    assert iv.estimate == pytest.approx(0.5) and iv.half_width == pytest.approx(0.0, abs=1e-12)
+    unpaired = stats.ratio_of_means_interval(a, b)
+    assert unpaired.half_width > 0.05
+
+
+def test_paired_ratio_coverage_on_lognormal_noise():
+    rng = np.random.default_rng(2)
+    covered, trials = 0, 3000
+    for _ in range(trials):
+        b = 1000 * np.exp(rng.normal(0, 0.05, 5))
+        a = 0.7 * b * np.exp(rng.normal(0, 0.05, 5))
+        iv = stats.paired_ratio_interval(a, b)
+        covered += iv.low <= 0.7 <= iv.high
+    assert 0.93 < covered / trials < 0.97
+
+
+def test_scaled_interval_turns_a_ratio_into_a_loss():
+    iv = stats.Interval(0.4, 0.35, 0.5, 3, "t").scaled(-100, 100)
+    assert (iv.estimate, iv.low, iv.high) == pytest.approx((60, 50, 65))
+
+
+def test_repeats_for_a_target_width():
+    n = stats.repeats_for(cv=0.05, half_width=0.05)
+    assert n >= 3
+    assert stats.repeats_for(cv=0.05, half_width=0.01) > n

@@ -1,0 +1,45 @@
+"""Values, results.json and the \\val lookup: a value the paper asks for and the data lack fails in one line."""
+import math
+
+import pytest
+
+from snaptax.values import MissingValue, Results, ResultsFormatError, Value, check_available, keys_used, render_tex
+
+
+def test_keys_are_dotted_and_start_with_a_study():
+    Value("chain_length.loss.on-disk-metadata.randrw", 1.0)
+    with pytest.raises(ValueError):
+        Value("NoDots", 1.0)
+
+
+def test_formatting_with_interval_and_text():
+    v = Value("s.x", 12.345, "%", 10.0, 14.5, 3, digits=1)
+    assert v.formatted() == "12.3" and v.formatted_ci() == "12.3 [10.0, 14.5]"
+    assert Value("s.t", text="run-1").formatted() == "run-1"
+    assert Value("s.n", math.nan).formatted() == "n/a"
+
+
+def test_results_round_trip_and_version_check(tmp_path):
+    r = Results("s", "run", "local", "quick")
+    r.add([Value("s.x", 1.5, "%", 1.0, 2.0, 3, 1), Value("s.t", text="a_b")])
+    r.write(tmp_path)
+    back = Results.load(tmp_path)
+    assert back.values["s.x"] == r.values["s.x"] and back.values["s.t"].text == "a_b"
+    (tmp_path / "results.json").write_text('{"format": "snaptax-results", "format_version": 99}')
+    with pytest.raises(ResultsFormatError, match="version 99"):
+        Results.load(tmp_path)
+
+
+def test_tex_defines_every_value_and_escapes_text():
+    tex = render_tex([Value("s.t", text="50%_x")])
+    assert "\\csname snaptax@v@s.t\\endcsname{50\\%\\_x}" in tex
+
+
+def test_missing_value_names_the_key_and_the_file(tmp_path):
+    paper = tmp_path / "p.tex"
+    paper.write_text("Loss \\valci{s.loss}\\,\\% and \\val{s.there}. % \\val{s.commented}\n")
+    used = keys_used([paper])
+    assert set(used) == {"s.loss", "s.there"}
+    check_available(used, ["s.loss", "s.there"])
+    with pytest.raises(MissingValue, match="p.tex: asks for value 's.loss'"):
+        check_available(used, ["s.there"])
