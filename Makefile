@@ -1,28 +1,59 @@
 # snaptax — the two commands a new user needs:  make paper   and   make test
-# Variables: RIG (a file in rigs/, default local), PROFILE (smoke | quick | full, default quick).
+# Variables: RIG (a file in rigs/, default local), PROFILE (smoke | quick | full, default quick),
+#            STUDY (one study id, e.g. chain_length: `notebooks` and `notebooks-commit` run only its notebook).
 RIG      ?= local
 PROFILE  ?= quick
+STUDY    ?=
 PY       := .venv/bin/python
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+# The notebooks a target runs: all of them, or with STUDY=<id> the one named notebooks/NN_<id>.ipynb.
+SELECTED := $(if $(STUDY),$(sort $(wildcard notebooks/*_$(STUDY).ipynb)),$(NOTEBOOKS))
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup paper pdf notebooks render test unit nbval lab bench clean help
+# A STUDY that names no notebook stops the targets that run notebooks, in one line, before anything starts.
+ifneq ($(filter paper notebooks notebooks-commit,$(MAKECMDGOALS)),)
+ifeq ($(strip $(SELECTED)),)
+$(error STUDY=$(STUDY): no notebook notebooks/*_$(STUDY).ipynb (studies: $(shell ls notebooks/*.ipynb | \
+  sed 's|^notebooks/[0-9]*_||; s|\.ipynb$$||' | paste -sd' ')))
+endif
+endif
+
+.PHONY: help setup paper pdf notebooks notebooks-commit render claims compare test unit nbval lab bench clean
 
 help:
-	@echo "make paper [RIG=local] [PROFILE=quick]  measure every study, then build paper/snaptax.pdf"
-	@echo "make pdf                                rebuild the PDF from data/ alone (no measuring)"
-	@echo "make test                               unit + integration tests, nbval on every notebook (smoke)"
-	@echo "make lab                                JupyterLab on the notebooks"
-	@echo "make bench                              harness and engine benchmarks -> bench/latest.json"
+	@echo "make paper [RIG=local] [PROFILE=quick] [STUDY=<id>]"
+	@echo "                          measure every study (or only STUDY) through its notebook, then build paper/snaptax.pdf"
+	@echo "make pdf                  rebuild the PDF from data/ alone (no measuring)"
+	@echo "make claims               print the claims table (published, ours with 95 % CI, verdict) from data/ alone"
+	@echo "make compare              compare the newest run of each study with the committed one (after a rerun)"
+	@echo "make test                 unit + integration tests, nbval on the committed notebooks, paper from smoke data"
+	@echo "make unit                 pytest on tests/ (unit and integration tests; no notebooks, no paper)"
+	@echo "make nbval                check the committed notebooks' outputs against the committed data/"
+	@echo "make notebooks            execute the notebooks, measuring (needs root), into build/notebooks/ [STUDY=<id>]"
+	@echo "make notebooks-commit     re-execute the notebooks in place against the committed data/, no measuring [STUDY=<id>]"
+	@echo "make render               figures and values for the paper from data/ (what make pdf runs first)"
+	@echo "make lab                  JupyterLab on notebooks/ (opens the published runs; no root needed)"
+	@echo "make bench                harness and engine benchmarks -> bench/latest.json"
+	@echo "make setup                install what is missing: Debian packages, .venv with the exact pins"
+	@echo "make clean                remove build/, the generated paper inputs, LaTeX by-products and the PDF"
 
 setup:
 	@bash tools/setup.sh
 
-# Each notebook is executed by papermill with the rig and profile injected; the executed copies go to build/.
+# Each notebook is executed by papermill with the rig and profile injected and measure=True (it measures a new
+# run and publishes it under data/); the executed copies go to build/notebooks/.
 notebooks: setup
 	@mkdir -p build/notebooks
-	@set -e; for nb in $(NOTEBOOKS); do \
-	  $(PY) -m snaptax notebook "$$nb" "build/notebooks/$$(basename $$nb)" --rig $(RIG) --profile $(PROFILE); \
+	@set -e; for nb in $(SELECTED); do \
+	  $(PY) -m snaptax notebook "$$nb" "build/notebooks/$$(basename $$nb)" --rig $(RIG) --profile $(PROFILE) \
+	    --measure; \
+	done
+
+# The committed notebooks are executed against the committed data/ (the newest published run of each study):
+# their stored outputs are what `make nbval` checks.
+notebooks-commit: setup
+	@set -e; for nb in $(SELECTED); do \
+	  $(PY) -m snaptax notebook $$nb $$nb --rig $(RIG) --profile $(PROFILE); \
 	done
 
 render: setup
@@ -36,11 +67,26 @@ pdf: render
 paper: notebooks
 	@$(MAKE) --no-print-directory pdf RIG=$(RIG) PROFILE=$(PROFILE)
 
+claims: setup
+	@$(PY) -m snaptax claims --rig $(RIG) --profile $(PROFILE)
+
+compare: setup
+	@$(PY) -m snaptax compare --rig $(RIG) --profile $(PROFILE)
+
 test: setup
 	@bash tools/test.sh
 
+# Tests write only into temporary directories; a private data directory makes sure of it for data/.
+unit: setup
+	@d="$$(mktemp -d /var/tmp/snaptax-unit.XXXXXX)"; trap 'rm -rf "$$d"' EXIT; \
+	  SNAPTAX_DATA_DIR="$$d/data" $(PY) -m pytest -q -p no:cacheprovider tests/
+
+nbval: setup
+	@$(PY) -m pytest -q -p no:cacheprovider --nbval --nbval-current-env notebooks/
+
+# Jupyter refuses to run as root unless told: add --allow-root only for root.
 lab: setup
-	@.venv/bin/jupyter lab notebooks/
+	@.venv/bin/jupyter lab $$([ "$$(id -u)" -eq 0 ] && echo --allow-root) notebooks/
 
 bench: setup
 	@$(PY) -m snaptax bench

@@ -15,8 +15,10 @@ def ours(value, low, high, n=3):
     return Value("t.v", value, "%", low, high, n)
 
 
-def test_agrees_when_the_interval_meets_the_band():
+def test_agrees_when_the_estimate_is_in_the_band():
     assert verdict(claim(65), ours(58, 52, 64)) == "agrees"
+    # an interval that only touches the band is not agreement: 91 [77, 97] against 65 ± 15
+    assert verdict(claim(65), ours(91, 77, 97)) == "same direction"
 
 
 def test_a_small_clear_effect_is_same_direction_not_differs():

@@ -26,8 +26,13 @@ def test_rig_check_refuses_the_disabled_example_without_failing():
 
 @pytest.mark.parametrize("args,needle", [
     (("rig", "check", "missing-rig"), "missing-rig.yaml: field '(file)'"),
-    (("run", "chain-length", "--profile", "enormous"), "field 'PROFILE'"),
+    (("run", "chain_length", "--profile", "enormous"), "field 'PROFILE'"),
     (("run", "no-such-study", "--profile", "smoke"), "field 'STUDY'"),
+    (("render", "--profile", "huge"), "field 'PROFILE'"),
+    (("render", "--rig", "nosuchrig"), "nosuchrig.yaml: field '(file)'"),
+    (("claims", "--profile", "huge"), "field 'PROFILE'"),
+    (("notebook", "notebooks/01_chain_length.ipynb", "/tmp/x.ipynb", "--rig", "nosuchrig"), "field '(file)'"),
+    (("rig", "check", "rigs/"), "is a directory"),
 ])
 def test_bad_input_gives_one_line(args, needle, data_dir):
     out = snaptax(*args)
@@ -53,3 +58,23 @@ def test_missing_tool_names_the_package(monkeypatch):
         procs.require("qemu-storage-daemon")
     assert str(err.value) == ("'qemu-storage-daemon' not found: install the Debian package 'qemu-system-common' "
                               "(or run 'make setup')")
+
+
+def test_measuring_without_root_says_so_in_one_line(data_dir):
+    if __import__("os").geteuid() == 0:
+        out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                              "snaptax", "run", "chain_length", "--profile", "smoke"], capture_output=True, text=True,
+                             cwd=paths.REPO_ROOT, timeout=120, env={"PATH": "/usr/bin:/bin",
+                                                                     "PYTHONPATH": str(paths.REPO_ROOT / "src")})
+    else:
+        out = snaptax("run", "chain_length", "--profile", "smoke")
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs root" in lines[0], out.stderr
+
+
+def test_claims_prints_the_table_from_the_committed_data():
+    out = snaptax("claims", "--rig", "local", "--profile", "quick")
+    assert out.returncode == 0, out.stderr
+    assert "verdict" in out.stdout.splitlines()[0]
+    assert "loss with 1 snapshot" in out.stdout

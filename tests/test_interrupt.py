@@ -22,7 +22,7 @@ def ours(work_dir):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_during_fio_cleans_up(sig, data_dir, work_dir):
     env = dict(os.environ, SNAPTAX_DATA_DIR=str(data_dir), SNAPTAX_WORK_DIR=str(work_dir))
-    proc = subprocess.Popen([sys.executable, "-m", "snaptax", "run", "chain-length", "--profile", "smoke"],
+    proc = subprocess.Popen([sys.executable, "-m", "snaptax", "run", "chain_length", "--profile", "smoke"],
                             cwd=paths.REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     deadline = time.monotonic() + 300

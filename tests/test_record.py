@@ -1,54 +1,119 @@
-"""Run records are published whole or not at all."""
+"""Run records: published whole or not at all, in a versioned format, read back through one typed reader."""
 import json
 
 import pytest
 
-from snaptax import fio, rig as rigmod
+from snaptax import fio, profiles
+from snaptax import rig as rigmod
+from snaptax.counters import UnknownCounter
 from snaptax.plan import Measure
-from snaptax.record import RunSession, published_runs
+from snaptax.record import RECORD_VERSION, RecordError, RunRecord, RunSession, published_runs
+from tests.synthetic import fio_result, write_run
 
 JOB = fio.FioJob("randrw", "randrw", runtime_s=1)
 
 
 def fake_run(directory, iops=100.0):
     directory.mkdir(parents=True, exist_ok=True)
-    result = {"jobs": [{"jobname": "randrw", "error": 0,
-                        "read": {"iops": iops, "bw": 1, "total_ios": 10, "runtime": 1000, "clat_ns": {}, "lat_ns": {}},
-                        "write": {"iops": iops, "bw": 1, "total_ios": 10, "runtime": 1000, "clat_ns": {}, "lat_ns": {}}}]}
+    result = fio_result("randrw", iops, iops)
     (directory / "fio.json").write_text(json.dumps(result))
     return fio.FioRun(directory, result, 1.0)
 
 
-def session(work_dir):
-    return RunSession(rigmod.load("local"), "unit", "smoke", {"p": 1})
+def session():
+    return RunSession(rigmod.load("local"), "unit", profiles.get("smoke"), {"p": 1})
 
 
-def test_published_run_has_manifest_results_and_measurements(data_dir, work_dir):
-    with session(work_dir) as s:
+def test_published_run_has_manifest_results_counters_and_measurements(data_dir, work_dir):
+    with session() as s:
         with s.in_variant("v1", {"engine": "x"}):
             step = Measure(JOB, "create")
             d = s.measurement_dir(0, step)
             s.record_measurement(0, step, chain_length=0, fio_run=fake_run(d),
-                                 counters_before={"disk_reads": 5}, counters_after={"disk_reads": 25})
+                                 counters_before={"host.reads": 5, "engine.snapshot_allocated_bytes": 10},
+                                 counters_after={"host.reads": 25, "engine.snapshot_allocated_bytes": 30})
     run = s.published
     assert run is not None and run.parent == data_dir / "local" / "unit"
     manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["format_version"] == RECORD_VERSION and manifest["profile"]["name"] == "smoke"
     assert manifest["variants"] == {"v1": {"engine": "x"}}
-    assert manifest["provenance"]["tools"]["python"]
-    assert manifest["devices"][0]["name"] == "ssd"
-    m = json.loads((run / "measurements/v1/000-create-randrw-r0/measurement.json").read_text())
-    assert m["counters_delta"] == {"disk_reads": 20}
-    assert "host_disk_reads" in (run / "results.csv").read_text().splitlines()[0]
+    rec = RunRecord.load(run)
+    (m,) = rec.measurements
+    assert m.delta("host.reads") == 20
+    with pytest.raises(ValueError, match="gauge"):
+        m.delta("engine.snapshot_allocated_bytes")
+    assert m.counters["engine.snapshot_allocated_bytes"].after == 30
+    header = (run / "results.csv").read_text().splitlines()[0].split(",")
+    assert header[-1] == "path" and not any(c.startswith("host") for c in header)
+    wide = rec.per_measurement(counters=("host.reads", "engine.snapshot_allocated_bytes"))
+    assert wide.loc[0, "host.reads"] == 20 and wide.loc[0, "engine.snapshot_allocated_bytes"] == 30
+    assert wide.loc[0, "iops"] == 200
     assert published_runs("local", "unit") == [run]
     assert not s.staging.exists()
 
 
+def test_unknown_counter_is_refused(tmp_path):
+    step = Measure(JOB, "create")
+    with pytest.raises(UnknownCounter, match="host_host_reads"):
+        write_run(tmp_path, "unit", "smoke", {}, [("v", 0, step, 0)],
+                  lambda *a: (fio_result("randrw", 1, 1), {"host_host_reads": 0}, {"host_host_reads": 1}, {}))
+
+
+def test_an_unknown_format_version_is_refused_in_one_line(tmp_path):
+    step = Measure(JOB, "create")
+    run = write_run(tmp_path, "unit", "smoke", {}, [("v", 0, step, 0)],
+                    lambda *a: (fio_result("randrw", 1, 1), {}, {}, {}))
+    man = json.loads((run / "manifest.json").read_text())
+    man["format_version"] = 7
+    (run / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(RecordError, match="version 7"):
+        RunRecord.load(run)
+    with pytest.raises(RecordError, match="not a complete run"):
+        RunRecord.load(tmp_path)
+
+
+def test_emulator_lateness_flags_a_measurement(tmp_path):
+    step = Measure(JOB, "qd")
+
+    def measured(variant, index, step, chain):
+        late = 0.001 if index == 1 else 0.00001        # s per request, against a 5 ms service time
+        before = {"emulator.released": 0, "emulator.release_late_s_sum": 0, "host.member0.busy_s": 0,
+                  "host.member_reads": 0}
+        after = {"emulator.released": 100, "emulator.release_late_s_sum": 100 * late, "host.member0.busy_s": 0.5,
+                 "host.member_reads": 100}
+        return fio_result("randrw", 100, 0), before, after, {}
+
+    run = write_run(tmp_path, "unit", "smoke", {}, [("v", 0, step, 0), ("v", 1, step, 0)], measured)
+    rec = RunRecord.load(run)
+    late = rec.lateness()
+    assert list(late.flagged) == [False, True]
+    assert late.lateness_fraction.iloc[1] == pytest.approx(0.2)
+    assert "WARNING 1 of 2" in rec.validity_line()
+
+
 def test_failed_run_leaves_nothing(data_dir, work_dir):
     with pytest.raises(RuntimeError):
-        with session(work_dir) as s:
+        with session() as s:
             step = Measure(JOB, "create")
             s.record_measurement(0, step, chain_length=0, fio_run=fake_run(s.measurement_dir(0, step)),
                                  counters_before={}, counters_after={})
             raise RuntimeError("disk on fire")
     assert not (data_dir / "local" / "unit").exists() or not any((data_dir / "local" / "unit").iterdir())
     assert not s.staging.exists()
+
+
+def test_committed_runs_load_and_their_results_json_is_current(monkeypatch):
+    """Every committed run reads back; its results.json is what the analysis makes of it now (an analysis change
+    must be followed by `make pdf`, which rewrites results.json, and a commit)."""
+    from snaptax import studies
+    from snaptax.paths import data_dir
+    from snaptax.values import Results
+
+    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)   # the checkout's data/, even inside make test
+    for study in studies.REGISTRY:
+        for run in published_runs("local", study.id):
+            rec = RunRecord.load(run)
+            assert len(rec.measurements) == rec.manifest.measurements
+            fresh = study.analyse(rec).results().to_json()
+            assert Results.load(run).to_json() == fresh, f"{run}: results.json is stale (run make pdf)"
+    assert data_dir().exists()

@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
-# make test: pytest (unit + integration), nbval on every notebook at the smoke profile, and the paper built
-# from the smoke runs those notebooks published. Test data goes to a temporary data directory and the paper
-# is built in a temporary copy: nothing in the checkout's data/ or paper/ is touched.
+# make test: static checks, pytest (unit + integration), nbval on the committed notebooks against the committed
+# data/, every notebook once more with papermill measuring at the smoke profile, and the paper built from those
+# smoke runs. Measured test data goes to a temporary data directory and the paper is built in a temporary copy:
+# nothing in the checkout's data/, notebooks/ or paper/ is touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch="$(mktemp -d /var/tmp/snaptax-test.XXXXXX)"
 trap 'rm -rf "$scratch"' EXIT
-export SNAPTAX_DATA_DIR="$scratch/data"
+t0=$SECONDS
+stamp() { echo "   ($((SECONDS - t0)) s so far)"; }
 
+if [ -x .venv/bin/ruff ]; then
+  echo "== ruff"; .venv/bin/ruff check src tests; stamp
+fi
+if [ -x .venv/bin/mypy ]; then
+  echo "== mypy"; .venv/bin/mypy; stamp
+fi
+
+echo "== nbval: committed notebooks against the committed data (checked cells must print what they print now)"
+.venv/bin/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env notebooks/
+stamp
+
+export SNAPTAX_DATA_DIR="$scratch/data"
 echo "== pytest"
 .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"
+stamp
 
-echo "== nbval (every notebook at its committed parameters: profile smoke)"
-# Cells marked NBVAL_CHECK_OUTPUT must reproduce their stored output exactly; the others must run.
-.venv/bin/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env notebooks/
+echo "== every notebook measuring at the smoke profile (papermill, measure=True)"
+for nb in notebooks/*.ipynb; do
+  .venv/bin/python -m snaptax notebook "$nb" "$scratch/executed/$(basename "$nb")" --profile smoke --measure
+done
+stamp
 
 echo "== paper from the smoke runs"
 cp -r paper "$scratch/paper"
@@ -26,3 +43,4 @@ if grep -q "undefined" "$scratch/paper/snaptax.log"; then
   grep "undefined" "$scratch/paper/snaptax.log" >&2; echo "paper: undefined references or macros" >&2; exit 1
 fi
 echo "paper: ok ($(pdfinfo "$scratch/paper/snaptax.pdf" 2>/dev/null | awk '/^Pages/{print $2}') pages)"
+stamp

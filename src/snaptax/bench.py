@@ -6,7 +6,7 @@ kernel, CPU count and model, the groups that run measured; with `--only`, the ot
 the earlier run). Groups:
   harness  fio through the measurement path (NBD → qemu-storage-daemon, raw, no snapshot) versus fio with
            libaio direct=1 on the very device qsd reads, alternating rounds; median ratio of IOPS.
-  spindle  emulator accuracy and overhead (snaptax.bench_spindle), when present
+  spindle  emulator accuracy and overhead (snaptax.spindle.bench), when present
   guest    TCG guest boot time (snaptax.guest.bench), when present
   cofw     copy-on-first-write engine versus the raw NBD path (snaptax.cofw.bench), when present
 """
@@ -17,8 +17,8 @@ import json
 import os
 import statistics
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from . import fio, paths, provenance, rig as rigmod
 from .backends import open_device
@@ -69,7 +69,7 @@ def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUN
                     qsd_busy.append((_cpu_seconds(qsd_pid) - cpu0) / run.wall_s)
                 (nbd if name == "nbd" else direct).append(fio.total_iops(run.result))
         daemon.qmp.close() if daemon.qmp else None
-    ratios = [a / b for a, b in zip(nbd, direct)]
+    ratios = [a / b for a, b in zip(nbd, direct, strict=True)]
     return {
         "harness_nbd_over_direct": statistics.median(ratios),
         "harness_nbd_over_direct_min": min(ratios),
@@ -105,7 +105,7 @@ def _optional(module: str, function: str) -> Callable[[], dict[str, float]] | No
 def groups() -> dict[str, Callable[[], dict[str, float]]]:
     found: dict[str, Callable[[], dict[str, float]] | None] = {
         "harness": harness,
-        "spindle": _optional("bench_spindle", "run"),
+        "spindle": _optional("spindle.bench", "run"),
         "guest": _optional("guest.bench", "bench"),
         "cofw": _optional("cofw.bench", "bench"),
     }

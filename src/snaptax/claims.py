@@ -21,9 +21,9 @@ VERDICT_RULE = (
     "and is judged on the 95 % confidence interval of our value from its repeats, against a tolerance band "
     "(published value ± tolerance, whose basis each claim states). "
     "inconclusive: fewer than two repeats, or the interval is wider than the band (half-width > tolerance); "
-    "agrees: the interval overlaps the band; "
+    "agrees: our estimate lies within the band; "
     "same direction: the published value is an effect (outside the tolerance of no effect) and our interval "
-    "lies wholly on the same side of the no-effect value, but misses the band; "
+    "lies wholly on the same side of the no-effect value, but our estimate is outside the band; "
     "differs: otherwise.")
 
 
@@ -70,7 +70,7 @@ def verdict(claim: Claim, ours: Value) -> Verdict:
     tol, p, zero = claim.tolerance, claim.published, claim.no_effect
     if (hi - lo) / 2 > tol:
         return "inconclusive"
-    if hi >= p - tol and lo <= p + tol:
+    if p - tol <= ours.value <= p + tol:
         return "agrees"
     published_effect = p - zero
     if abs(published_effect) > tol:

@@ -125,6 +125,49 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
+def _committed_runs(rig: str, study: str) -> list[Path]:
+    """Runs of a study that git tracks at HEAD (the published ones), oldest first."""
+    import subprocess
+
+    from . import paths
+
+    root = paths.study_dir(rig, study)
+    out = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "ls-files", "--", str(root)], capture_output=True,
+                         text=True, check=False)
+    names = {Path(line).relative_to(root.relative_to(paths.REPO_ROOT)).parts[0] for line in out.stdout.splitlines()
+             if line.strip()} if root.is_relative_to(paths.REPO_ROOT) else set()
+    return sorted(root / n for n in names if (root / n / "manifest.json").is_file())
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from . import compare, studies
+    from .errors import ConfigError
+
+    pairs: list[tuple[Path, Path]] = []
+    if args.runs:
+        if len(args.runs) != 2:
+            raise ConfigError("compare", "RUNS", "give two run directories, or none (with --rig/--profile)")
+        pairs.append((Path(args.runs[0]), Path(args.runs[1])))
+    else:
+        _check_rig_and_profile(args)
+        for study in studies.REGISTRY:
+            newest = study.newest_run(args.rig, args.profile)
+            committed = [r for r in _committed_runs(args.rig, study.id) if r != newest]
+            if not committed:
+                print(f"{study.id}: no rerun to compare (the newest run {newest.name} is the committed one)")
+                continue
+            pairs.append((committed[-1], newest))
+    differs = False
+    for a, b in pairs:
+        c = compare.compare_runs(a, b)
+        print("\n".join(compare.report(c, all_values=args.all)))
+        differs |= not c.reproduced
+    if differs:
+        print("snaptax: some verdicts differ between the runs", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench
     bench.main(args.only)
@@ -166,6 +209,13 @@ def parser() -> argparse.ArgumentParser:
     cl.add_argument("--rig", default="local")
     cl.add_argument("--profile", default=profiles.DEFAULT)
     cl.set_defaults(func=cmd_claims)
+    cmp = sub.add_parser("compare", help="compare two runs' values and verdicts (exit 1 if a verdict differs); "
+                         "without runs: each study's newest run against its committed one")
+    cmp.add_argument("runs", nargs="*", help="two run directories")
+    cmp.add_argument("--rig", default="local")
+    cmp.add_argument("--profile", default=profiles.DEFAULT)
+    cmp.add_argument("--all", action="store_true", help="list every value, not only the inconsistent ones")
+    cmp.set_defaults(func=cmd_compare)
     b = sub.add_parser("bench", help="harness and engine benchmarks -> bench/latest.json")
     b.add_argument("--only", nargs="*", default=None, help="run only these benchmark groups")
     b.set_defaults(func=cmd_bench)

@@ -138,7 +138,7 @@ class FioJob:
         lines += [f"{k}={v}" for k, v in self.options()]
         return "\n".join(lines) + "\n"
 
-    def replace(self, **changes) -> "FioJob":
+    def replace(self, **changes) -> FioJob:
         return dataclasses.replace(self, **changes)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from snaptax import fio
+from snaptax import counters, fio
 from snaptax.cofw.validate import fetch
 from snaptax.engines.base import SnapshotEngine
 from snaptax.engines.cofw import CofwEngine, CofwEngineConfig
@@ -47,24 +47,43 @@ def test_engine_lifecycle(rig):
         assert target.ioengine == "nbd" and "live" in target.uri
         fio.run(job, target, rig.work_dir / "m0")
         before = engine.counters()
-        assert before["cofw_pages_copied"] == 0
+        assert before["engine.pages_copied"] == 0 and before["engine.snapshot_allocated_bytes"] == 0
+        for name in before:                                   # every name is in the counter catalogue
+            counters.spec(name)
+        assert not any("page_size" in name for name in before)  # a constant: in describe(), not a counter
         assert engine.take_snapshot() == "snap1" and engine.chain_length == 1
         view1 = fetch(engine.snapshot_uri("snap1"), rig.work_dir / "v1.out")
         fio.run(job, target, rig.work_dir / "m1")
         after = engine.counters()
-        copied = after["cofw_pages_copied"] - before["cofw_pages_copied"]
-        assert copied > 0 and after["cofw_bytes_copied"] == copied * 8192
-        assert after["cofw_metadata_ops"] > before["cofw_metadata_ops"]
+        copied = after["engine.pages_copied"] - before["engine.pages_copied"]
+        assert copied > 0 and after["engine.bytes_copied"] == copied * 8192
+        assert after["engine.metadata_ops"] > before["engine.metadata_ops"]
+        # the snapshot's sparse file holds the copied pages (and no more than a few blocks of file-system metadata)
+        assert copied * 8192 <= after["engine.snapshot_allocated_bytes"] <= copied * 8192 + (1 << 20)
         assert fetch(engine.snapshot_uri("snap1"), rig.work_dir / "v1b.out") == view1
         engine.take_snapshot()
         assert engine.delete_snapshot("oldest") == "snap1"
         assert engine.delete_snapshot("newest") == "snap2" and engine.chain_length == 0
         with pytest.raises(EngineError, match="no snapshot"):
             engine.delete_snapshot()
+        assert engine.counters()["engine.snapshot_allocated_bytes"] == 0   # deleting discards the sparse files
         d = engine.describe()
-        assert d["engine"] == "cofw" and d["config"]["page_size"] == 8192
+        assert d["engine"] == "cofw" and d["config"]["page_size"] == d["page_size"] == 8192
         run_dir = rig.rig_work_dir / "run" / "cofw-cofw8k"
         assert run_dir.exists()
     for child in children:
         assert child.proc.poll() is not None
     assert not run_dir.exists(), "the engine must remove its files"
+
+
+def test_counter_names_are_in_the_catalogue():
+    from dataclasses import fields
+
+    from snaptax.cofw.core import Counters
+    from snaptax.engines.cofw import ENGINE_COUNTERS
+
+    assert set(ENGINE_COUNTERS) == {f.name for f in fields(Counters)}    # every counter the plugin keeps
+    for name in (*ENGINE_COUNTERS, "snapshot_allocated_bytes"):
+        counters.spec(f"engine.{name}")
+    assert counters.kind("engine.snapshot_allocated_bytes") == "gauge"
+    assert counters.kind("engine.pages_copied") == "counter"

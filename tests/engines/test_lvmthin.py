@@ -2,18 +2,18 @@
 chain of three snapshots created, measured and deleted (marked guest)."""
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
 
+from snaptax import counters, profiles
 from snaptax.engines.base import SnapshotEngine
 from snaptax.engines.lvmthin import (LvmThinConfig, LvmThinEngine, chunks_broken, compile_plan,
                                      host_has_device_mapper, parse_counters, read_integrity)
 from snaptax.errors import ConfigError, EngineError
 from snaptax.fio import FioJob
 from snaptax.plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
-from snaptax.record import RunSession
+from snaptax.record import RunRecord, RunSession
 
 MiB = 1 << 20
 
@@ -114,25 +114,35 @@ def test_compile_rejects_bad_plans():
 
 COUNTERS = """pv pv0 153 0 10408 103 4193 17 51961 1702 0 904 1820 0 0 0 0 35 13
 lv origin 10 0 80 1 20 0 160 2 0 3 3 0 0 0 0 0 0
-pool 0 524288 thin-pool 2 112/1024 {used}/4096 - rw discard_passdown queue_if_no_space - 256
-thin origin 0 204800 thin {mapped} 204799
+pool 0 524288 thin-pool 2 112/1024 {used}/8192 - rw discard_passdown queue_if_no_space - 256
+thin origin 0 524288 thin {mapped} 524287
 lvs origin 12.50
 lvs pool 9.38 10.94
 """
 
 
 def test_parse_counters_and_broken_chunks():
-    before = parse_counters(COUNTERS.format(used=256, mapped=32768), 64 << 10)
-    assert before["disk_writes"] == 4193 and before["disk_sectors_written"] == 51961 and before["disk_io_ms"] == 904
-    assert before["lv_writes"] == 20 and before["pool_data_used_chunks"] == 256
-    assert before["pool_meta_used_blocks"] == 112 and before["pool_data_total_chunks"] == 4096
-    assert before["pool_data_percent"] == 9.38 and before["pool_metadata_percent"] == 10.94
-    assert before["live_mapped_sectors"] == 32768 and before["chunk_sectors"] == 128
+    chunk = 64 << 10
+    before = parse_counters(COUNTERS.format(used=4096, mapped=524288), chunk)
+    assert before["host.writes"] == 4193 and before["host.sectors_written"] == 51961 and before["host.io_ms"] == 904
+    assert before["guest.writes"] == 20 and before["guest.sectors_written"] == 160
+    assert before["engine.pool_data_used_chunks"] == 4096 and before["engine.pool_transaction_id"] == 2
+    assert before["engine.pool_meta_used_blocks"] == 112 and before["engine.pool_data_total_chunks"] == 8192
+    assert before["engine.pool_data_percent"] == 9.38 and before["engine.pool_metadata_percent"] == 10.94
+    assert before["engine.live_mapped_sectors"] == 524288
+    # the prefilled origin maps every pool chunk: nothing is held by snapshots alone
+    assert before["engine.chunks_broken"] == 0 and before["engine.snapshot_allocated_bytes"] == 0
+    assert not any(k.endswith("chunk_sectors") for k in before)          # a constant: in describe(), not here
     # 60 new pool chunks, 10 of them new mappings (10 * 128 sectors): 50 shared chunks were broken
-    after = parse_counters(COUNTERS.format(used=316, mapped=32768 + 1280), 64 << 10)
-    assert chunks_broken(before, after) == (50, 10)
-    empty = parse_counters("thin origin 0 204800 thin 0 -\npool 0 1 thin-pool 0 1/2 0/3 - rw\n", 64 << 10)
-    assert empty["live_mapped_sectors"] == 0 and empty["disk_writes"] == 0
+    after = parse_counters(COUNTERS.format(used=4156, mapped=524288 + 1280), chunk)
+    assert chunks_broken(before, after, chunk) == (50, 10)
+    assert after["engine.chunks_broken"] == 50 and after["engine.snapshot_allocated_bytes"] == 50 * chunk
+    for name in after:                                                    # every name is in the catalogue
+        counters.spec(name)
+    assert {n for n in after if counters.kind(n) == "gauge"} == {n for n in after if n.startswith("engine.")}
+    empty = parse_counters("thin origin 0 204800 thin 0 -\npool 0 1 thin-pool 0 1/2 0/3 - rw\n", chunk)
+    assert empty["engine.live_mapped_sectors"] == 0 and empty["host.writes"] == 0
+    assert empty["engine.chunks_broken"] == 0
 
 
 # ---------------------------------------------------------------- in the guest
@@ -163,7 +173,7 @@ def test_integrity_chain_of_three(rig, tmp_path, monkeypatch, chain, chunk, zero
     config = LvmThinConfig(name=f"t-{chain}", chain=chain, chunk_size=chunk, zeroing=zeroing,
                            pool_factor=pool_factor, integrity=True)
     engine = LvmThinEngine(rig, rig.device(), config, disk_size=size)
-    with RunSession(rig, "lvmthin-integrity", "test", {}) as session:
+    with RunSession(rig, "lvmthin-integrity", profiles.get("smoke"), {}) as session:
         with engine:
             engine.execute(chain_plan(size), session)
             rows = read_integrity(engine.run_dir / "results")
@@ -182,20 +192,28 @@ def test_integrity_chain_of_three(rig, tmp_path, monkeypatch, chain, chunk, zero
 
     published = session.published
     assert published is not None
-    results = list(csv.DictReader(open(published / "results.csv")))
-    writes = {int(r["index"]): r for r in results if r["direction"] == "write"}
+    record = RunRecord.load(published)
+    writes = {m.index: m for m in record.measurements if m.ios("write")}
     assert sorted(writes) == [0, 2, 4, 6, 8, 11]
-    assert [int(writes[i]["chain_length"]) for i in (0, 2, 4, 6, 8, 11)] == [0, 1, 2, 3, 2, 0]
+    assert [writes[i].chain_length for i in (0, 2, 4, 6, 8, 11)] == [0, 1, 2, 3, 2, 0]
+
+    def broken(i: int) -> float:   # a gauge: its change over the measurement is the chunks it broke
+        c = writes[i].counters["engine.chunks_broken"]
+        return c.after - c.before
+
     chunk_sectors = chunk // 512
     for i in (2, 4, 6):  # the first scatter after each snapshot breaks shared chunks and copies them out
-        broken = float(writes[i]["host_chunks_broken"])
-        assert 0 < broken <= 64
-        assert float(writes[i]["host_disk_sectors_written"]) >= broken * chunk_sectors
-        assert int(writes[i]["ios"]) == 64
+        assert 0 < broken(i) <= 64
+        assert writes[i].delta("host.sectors_written") >= broken(i) * chunk_sectors
+        assert writes[i].ios("write") == 64
+        c = writes[i].counters
+        assert c["engine.snapshot_allocated_bytes"].after == c["engine.chunks_broken"].after * chunk > 0
+        assert c["guest.writes"].delta == 64
     # Same offsets again with no snapshot taken in between: nothing left to break.
-    assert float(writes[8]["host_chunks_broken"]) == 0 and float(writes[11]["host_chunks_broken"]) == 0
-    for i in writes:
-        assert (published / writes[i]["path"] / "fio.json").exists()
-        assert (published / writes[i]["path"] / "job.fio").read_text().count(f"snaptax-{live}") or i < 6
+    assert broken(8) == 0 and broken(11) == 0
+    assert writes[0].counters["engine.snapshot_allocated_bytes"].after == 0
+    for i, m in writes.items():
+        assert (m.directory / "fio.json").exists()
+        assert (m.directory / "job.fio").read_text().count(f"snaptax-{live}") or i < 6
     assert not _our_processes(str(rig.work_dir)), "qemu / qemu-storage-daemon left running"
     assert not (rig.rig_work_dir / "run" / f"lvmthin-{config.name}").exists()

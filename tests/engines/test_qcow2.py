@@ -83,7 +83,7 @@ def test_snapshot_under_a_running_writer(work_dir, tmp_path):
         t.join()
         assert fio.total_iops(results["run"].result) > 0
         counters = e.counters()
-        assert counters["disk_writes"] > 0
+        assert counters["host.writes"] > 0
         e.delete_snapshot("newest")
         e.delete_snapshot("newest")
 

@@ -1,6 +1,7 @@
 """The spindle on the rig path: rig validation of `spindle:` mappings, flat host counters, completion times."""
 import pytest
 
+from snaptax import counters
 from snaptax import rig as rigmod
 from snaptax.errors import ConfigError
 from snaptax.spindle.arrays import Simulator
@@ -37,18 +38,33 @@ def test_spindle_medium_must_be_mechanical():
         rigmod.parse_rig(_rig({"device": "raid1_10k"}, medium="ssd"), "rig.yaml")
 
 
-def test_flat_counters_are_cumulative_numbers():
+def test_flat_counters_are_cumulative_numbers_named_by_the_catalogue():
     sim = Simulator(parse_device({"device": "raid1_10k"}, "t"), 1 << 30)
     sim.submit(1, "write", 0, 4096, 0.0)
     sim.submit(2, "read", 1 << 20, 4096, 0.0)
     sim.advance(1.0)
     raw = sim.counters()
-    raw["emulator"] = {"released": 2, "release_late_s_sum": 1e-5, "idle_phase_hist": [0, 1]}
+    raw["emulator"] = {"released": 2, "release_late_s_sum": 1e-5, "idle_phase_hist": [0, 1],
+                       "release_late_us_mean": 5.0}
     flat = flat_counters(raw)
-    assert flat["host_reads"] == 1 and flat["host_writes"] == 1
-    assert flat["member0_writes"] == flat["member1_writes"] == 1
-    assert flat["member_reads"] == 1 and flat["emulator_released"] == 2
-    assert all(isinstance(v, (int, float)) for v in flat.values())
+    assert flat["host.reads"] == 1 and flat["host.writes"] == 1
+    assert flat["host.member0.writes"] == flat["host.member1.writes"] == 1
+    assert flat["host.member_reads"] == 1 and flat["emulator.released"] == 2
+    assert all(isinstance(v, float) for v in flat.values())
+    # every name is in the catalogue, and every one of them is a counter (differenced over a measurement)
+    assert {counters.kind(n) for n in flat} == {"counter"}
+    assert "emulator.release_late_us_mean" not in flat and "emulator.idle_phase_hist" not in flat
+
+
+@pytest.mark.parametrize("device", ["raid5_15k_6", "tier_pool"])
+def test_flat_counters_of_arrays_are_in_the_catalogue(device):
+    sim = Simulator(parse_device({"device": device}, "t"), 1 << 30)
+    sim.submit(1, "write", 0, 4096, 0.0)
+    sim.advance(1.0)
+    flat = flat_counters(sim.counters())
+    assert {counters.kind(n) for n in flat} == {"counter"}
+    assert "host.rmw_rows" in flat   # the tier's HDD tier is a RAID5 too
+    assert ("host.promotions" in flat) == (device == "tier_pool")
 
 
 def test_completion_time_is_known_at_dispatch_and_kept():

@@ -25,11 +25,11 @@ Counters (per Measure, before/after; names in snaptax.counters.CATALOGUE):
   engine.pool_*  the pool's `dmsetup status` (data and metadata blocks, transaction id) and `lvs` percentages
             (gauges).
   engine.live_mapped_sectors   sectors mapped in the live volume (gauge).
-  engine.chunks_broken   pool data chunks the live volume does not map (gauge): the chunks only snapshots hold,
-            i.e. shared chunks whose sharing a write broke (a write to a shared chunk allocates a pool chunk while
-            the live mapping stays the same size). Its change over a measurement is the chunks that measurement
-            broke; writes to unprovisioned chunks grow pool and mapping alike and do not count.
-  engine.snapshot_allocated_bytes   engine.chunks_broken × chunk size: the space the snapshots take.
+  engine.chunks_broken   (counter, kept by the engine across the plan) shared chunks whose sharing a write broke:
+            a write to a shared chunk allocates a pool chunk while the live mapping stays the same size, a write to
+            an unprovisioned chunk grows pool and mapping alike (chunks_broken()).
+  engine.snapshot_allocated_bytes   (gauge) the pool data chunks the live volume does not map — those only
+            snapshots hold — times the chunk size: the space the snapshots take.
 The chunk size is a constant, in describe().
 """
 from __future__ import annotations
@@ -308,10 +308,14 @@ def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
             out["engine.pool_data_percent"] = float(parts[2])
             out["engine.pool_metadata_percent"] = float(parts[3])
     if "engine.pool_data_used_chunks" in out and "engine.live_mapped_sectors" in out:
-        held = out["engine.pool_data_used_chunks"] - out["engine.live_mapped_sectors"] / (chunk_size // 512)
-        out["engine.chunks_broken"] = held
-        out["engine.snapshot_allocated_bytes"] = held * chunk_size
+        out["engine.snapshot_allocated_bytes"] = _held_chunks(out, chunk_size) * chunk_size
     return out
+
+
+def _held_chunks(c: dict[str, float], chunk_size: int) -> float:
+    """Pool data chunks the live volume does not map: in a fan of snapshots of the live volume (or a stack whose
+    newest layer is live) the chunks only snapshots hold."""
+    return c["engine.pool_data_used_chunks"] - c["engine.live_mapped_sectors"] / (chunk_size // 512)
 
 
 def chunks_broken(before: dict[str, float], after: dict[str, float], chunk_size: int) -> tuple[float, float]:
@@ -321,7 +325,7 @@ def chunks_broken(before: dict[str, float], after: dict[str, float], chunk_size:
     allocates a pool chunk while the live mapping stays the same size (the chunk is remapped, not added).
     """
     new = (after["engine.live_mapped_sectors"] - before["engine.live_mapped_sectors"]) / (chunk_size // 512)
-    return after["engine.chunks_broken"] - before["engine.chunks_broken"], new
+    return _held_chunks(after, chunk_size) - _held_chunks(before, chunk_size), new
 
 
 # ---------------------------------------------------------------- engine
@@ -344,6 +348,7 @@ class LvmThinEngine(SnapshotEngine):
         self.group = ProcessGroup()
         self.native = self._choose_native()
         self._chain = 0
+        self._shares_broken = 0.0
         self.last_run: dict[str, Any] = {}
 
     def _choose_native(self) -> bool:
@@ -516,7 +521,11 @@ class LvmThinEngine(SnapshotEngine):
                 raise MeasurementError(f"fio job(s) {bad} reported I/O errors in measurement {index}")
             before = parse_counters((src / "counters_before.txt").read_text(), self.config.chunk_size)
             after = parse_counters((src / "counters_after.txt").read_text(), self.config.chunk_size)
-            _, provisioned = chunks_broken(before, after, self.config.chunk_size)
+            broken, provisioned = chunks_broken(before, after, self.config.chunk_size)
+            # A counter kept across the plan, so that its difference over a measurement is that measurement's count.
+            before["engine.chunks_broken"] = self._shares_broken
+            self._shares_broken += broken
+            after["engine.chunks_broken"] = self._shares_broken
             self._chain = chain
             session.record_measurement(index, step, chain_length=chain,
                                        fio_run=FioRun(directory, result, _span(steps, f"{index:03d}-fio")),

@@ -6,7 +6,7 @@
                                  trip, QD1 mean completion latency) ÷ the sas10k model's mean QD1 service time.
                                  Goal: < 5 %.
   seek_fit_max_rel_error         largest relative error of the read-seek figures (track-to-track, average, full
-                                 stroke) recovered by the calibration's per-request fit (fit_seek_requests) from a
+                                 stroke) recovered by the calibration's per-request fit (models.seek) from a
                                  QD1 span sweep measured through fio (per-request offset/latency logs), against the
                                  profile's configured figures. Goal: < 5 %.
 
@@ -19,12 +19,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import paths
-from .lock import measurement_lock
-from .procs import ProcessGroup
-from .spindle.rigfiles import disk, load_profile
-from .spindle.serve import SpindleDevice, serve
-from .studies import calibration as cal
+from .. import paths
+from ..lock import measurement_lock
+from ..models import seek
+from ..procs import ProcessGroup
+from . import measure as sm
+from .profiles import DriveProfile
+from .rigfiles import disk, load_profile
+from .serve import SpindleDevice, fresh_counters, serve
 
 PROFILE = "sas10k"
 CAPACITY = 1 << 30
@@ -37,8 +39,6 @@ def _workdir(workdir: Path | None) -> Path:
 
 
 def emulator_accuracy(workdir: Path | None = None, *, runtime_s: float = 20.0) -> dict[str, float]:
-    from .spindle.serve import fresh_counters
-
     wd = _workdir(workdir)
     try:
         out: dict[str, float] = {}
@@ -46,7 +46,7 @@ def emulator_accuracy(workdir: Path | None = None, *, runtime_s: float = 20.0) -
                 serve(group, SpindleDevice(disk(PROFILE), CAPACITY, wd, PROFILE)) as s:
             for qd in (1, 32):
                 before = fresh_counters(s.counters)
-                pt = cal.measure(s.uri, CAPACITY, rw="randread", iodepth=qd, span=1.0, runtime_s=runtime_s,
+                pt = sm.measure(s.uri, CAPACITY, rw="randread", iodepth=qd, span=1.0, runtime_s=runtime_s,
                                  directory=wd / f"fio-qd{qd}", profile=PROFILE)
                 after = fresh_counters(s.counters)
                 e0, e1 = before.get("emulator", {}), after.get("emulator", {})
@@ -54,7 +54,7 @@ def emulator_accuracy(workdir: Path | None = None, *, runtime_s: float = 20.0) -
                 if n:
                     late = (e1.get("release_late_s_sum", 0) - e0.get("release_late_s_sum", 0)) / n
                     out[f"emulator_release_late_us_qd{qd}"] = round(late * 1e6, 2)
-                predicted = cal.predicted_iops(PROFILE, rw="randread", iodepth=qd, capacity=CAPACITY, ios=20000)
+                predicted = sm.predicted_iops(PROFILE, rw="randread", iodepth=qd, capacity=CAPACITY, ios=20000)
                 out[f"emulator_accuracy_qd{qd}"] = round(pt.iops / predicted, 4)
                 out[f"emulator_iops_qd{qd}_achieved"] = round(pt.iops, 2)
                 out[f"emulator_iops_qd{qd}_predicted"] = round(predicted, 2)
@@ -67,8 +67,8 @@ def emulator_overhead(workdir: Path | None = None, *, runtime_s: float = 10.0) -
     wd = _workdir(workdir)
     try:
         with measurement_lock():
-            zero = cal.harness_round_trip(wd, runtime_s=runtime_s)
-        service = 1.0 / cal.predicted_iops(PROFILE, rw="randread", iodepth=1, capacity=CAPACITY, ios=20000)
+            zero = sm.harness_round_trip(wd, runtime_s=runtime_s)
+        service = 1.0 / sm.predicted_iops(PROFILE, rw="randread", iodepth=1, capacity=CAPACITY, ios=20000)
         return {"emulator_overhead": round(zero.clat_mean_s / service, 4),
                 "emulator_round_trip_us": round(zero.clat_mean_s * 1e6, 2),
                 "sas10k_mean_service_ms": round(service * 1e3, 4)}
@@ -80,8 +80,7 @@ SPANS = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
 def seek_fit(workdir: Path | None = None, *, runtime_s: float = 10.0) -> dict[str, float]:
-    from . import fio
-    from .spindle.serve import fresh_counters
+    from .. import fio
 
     wd = _workdir(workdir)
     try:
@@ -90,20 +89,19 @@ def seek_fit(workdir: Path | None = None, *, runtime_s: float = 10.0) -> dict[st
                 serve(group, SpindleDevice(disk(PROFILE), CAPACITY, wd, PROFILE)) as s:
             for span in SPANS:
                 before = fresh_counters(s.counters)
-                run = fio.run(cal.span_job(span, runtime_s), fio.FioTarget("nbd", uri=s.uri), wd / f"span{span:g}")
+                run = fio.run(sm.span_job(span, runtime_s, CAPACITY), fio.FioTarget("nbd", uri=s.uri), wd / f"span{span:g}")
                 after = fresh_counters(s.counters)
-                off, lat = cal.read_clat_log(next(run.directory.glob("req_clat*.log")))
-                traces.append(cal.Trace(off, lat, cal.phase_from_counters(before, after), 0.0, span))
+                off, lat = sm.read_clat_log(sm.clat_log(run.directory))
+                traces.append(seek.Trace(off, lat, sm.phase_from_counters(before, after), 0.0, span))
         p = load_profile(PROFILE)
-        fit = cal.fit_seek_requests(traces, p, CAPACITY)
+        assert isinstance(p, DriveProfile)
+        fit = seek.fit_seek_requests(traces, p, CAPACITY)
         errs = fit.rel_errors(p.seek_read)
         out = {"seek_fit_max_rel_error": round(max(errs.values()), 4), "seek_fit_requests": fit.points,
                "seek_fit_jitter_us": round(fit.residual_rms_s * 1e6, 2)}
         out.update({f"seek_fit_rel_error_{k.removesuffix('_ms')}": round(v, 4) for k, v in errs.items()})
-        out.update({f"seek_fit_{k}": round(getattr(fit, k), 4)
-                    for k in ("track_to_track_ms", "average_ms", "full_stroke_ms")})
-        out.update({f"seek_fit_ci95_{k.removesuffix('_ms')}": round(ci, 4)
-                    for k, ci in zip(("track_to_track_ms", "average_ms", "full_stroke_ms"), fit.ci95_ms)})
+        out.update({f"seek_fit_{k}": round(getattr(fit, k), 4) for k in seek.FIGURES})
+        out.update({f"seek_fit_ci95_{k.removesuffix('_ms')}": round(ci, 4) for k, ci in zip(seek.FIGURES, fit.ci95_ms)})
         return out
     finally:
         shutil.rmtree(wd, ignore_errors=True)

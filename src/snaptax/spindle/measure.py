@@ -13,6 +13,7 @@ devices go through snaptax.engines, which serve the device themselves).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,13 +98,19 @@ def phase_from_counters(before: dict, after: dict) -> float:
 def predicted_iops(spec: DeviceSpec | str, *, rw: str, iodepth: int, capacity: int = CAPACITY, span: float = 1.0,
                    ios: int = 6000) -> float:
     """The model's IOPS for the same workload as qd_job: a closed loop of `iodepth` random 4 KiB commands run in
-    simulated time (no harness), over `ios` completions. `spec`: a device spec or a drive profile's name."""
-    from .predict import closed_loop
+    simulated time (no harness), over `ios` completions. `spec`: a device spec or a drive profile's name.
+    Deterministic (a seeded simulator), so results are cached."""
     from .rigfiles import disk
 
-    if isinstance(spec, str):
-        spec = disk(spec)
-    return closed_loop(spec, capacity, qd=iodepth, write=rw.endswith("write"), span=span, ios=ios).iops
+    return _closed_loop_iops(disk(spec) if isinstance(spec, str) else spec, rw.endswith("write"), iodepth, capacity,
+                             span, ios)
+
+
+@functools.lru_cache(maxsize=1024)
+def _closed_loop_iops(spec: DeviceSpec, write: bool, iodepth: int, capacity: int, span: float, ios: int) -> float:
+    from .predict import closed_loop
+
+    return closed_loop(spec, capacity, qd=iodepth, write=write, span=span, ios=ios).iops
 
 
 # ------------------------------------------------------------------ one-off measurements (benchmarks)
@@ -152,15 +159,15 @@ def harness_round_trip(workdir: Path, *, runtime_s: float = 5.0) -> Point:
 
 def record_served(session: "RunWriter", index: int, step: Measure, served: "Served") -> None:
     """One fio run against a served spindle, recorded into `session` with the host and emulator counters
-    (catalogue names, snaptax.spindle.serve.flat_counters) before and after, and in Measurement.extra the
-    client's turnaround `phase_s` (s; for the per-request seek fit) and the device label."""
+    (catalogue names, snaptax.spindle.serve.flat_counters) before and after, and in Measurement.extra["spindle"]
+    the client's turnaround `phase_s` (s; for the per-request seek fit) and the device's `label`."""
     from .serve import flat_counters, fresh_counters
 
     directory = session.measurement_dir(index, step)
     raw_before = fresh_counters(served.counters)
     run = fio.run(step.job, fio.FioTarget("nbd", uri=served.uri), directory)
     raw_after = fresh_counters(served.counters)
-    extra = {"phase_s": phase_from_counters(raw_before, raw_after), "device": served.label}
+    extra = {"spindle": {"phase_s": phase_from_counters(raw_before, raw_after), "label": served.label}}
     session.record_measurement(index, step, chain_length=0, fio_run=run, counters_before=flat_counters(raw_before),
                                counters_after=flat_counters(raw_after), extra=extra)
 

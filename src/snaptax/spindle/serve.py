@@ -124,7 +124,7 @@ RIG_COUNTERS_INTERVAL_S = 0.2
 @dataclass(frozen=True)
 class RigSpindle:
     """An emulated rig device as snaptax.backends wants it: an NBD socket (default export) and a zero-argument
-    callable returning flat, cumulative host-level counters."""
+    callable returning cumulative host-level and emulator counters (catalogue names, see flat_counters)."""
 
     served: Served
     spec: object
@@ -157,38 +157,36 @@ def fresh_counters(path: Path, timeout_s: float = 5.0) -> dict:
 
 
 _ARRAY_KEYS = ("reads", "writes", "bytes_read", "bytes_written")
-_MEMBER_KEYS = ("reads", "writes", "bytes_read", "bytes_written", "busy_s", "cache_hits", "queue_depth_max")
+_ARRAY_EXTRAS = ("rmw_rows", "full_stripe_rows", "promotions", "demotions", "migrated_bytes", "tier_cycles")
+_MEMBER_KEYS = ("reads", "writes", "bytes_read", "bytes_written", "busy_s", "cache_hits")
 _EMULATOR_KEYS = ("released", "release_late_s_sum", "idle_arrivals", "idle_gap_s_sum", "self_timed")
 
 
 def flat_counters(raw: dict) -> dict[str, float]:
-    """Counters JSON (arrays.Simulator.counters + the plugin's "emulator" block) → flat name → number, all
-    cumulative so that a before/after difference is the work of one measurement:
-      host_reads, host_writes, host_bytes_read, host_bytes_written   commands the array received (host level)
-      host_<extra>                                                  array extras (rmw_rows, promotions, …)
-      member<i>_reads … _busy_s, _cache_hits                        what each member drive did
-      member_reads, member_writes                                   summed over members
-      emulator_released, emulator_release_late_s_sum, …             the emulator's own timing
-    Gauges (queue depths, means) are left out: they do not difference."""
+    """Counters JSON (arrays.Simulator.counters + the plugin's "emulator" block) → catalogue name → number
+    (snaptax.counters), all cumulative so that a before/after difference is the work of one measurement:
+      host.reads, host.writes, host.bytes_read, host.bytes_written   commands the array received (host level)
+      host.rmw_rows, host.full_stripe_rows, host.promotions, …       array extras (RAID5 rows, tier migrations)
+      host.member<i>.reads … .busy_s, .cache_hits                    what each member drive did
+      host.member_reads, host.member_writes                          summed over members
+      emulator.released, emulator.release_late_s_sum, …              the emulator's own timing
+    Levels (queue depths, means, extents on SSD) are left out: they are not counters."""
     out: dict[str, float] = {}
     arr = raw.get("array", {})
-    for k in _ARRAY_KEYS:
+    for k in (*_ARRAY_KEYS, *_ARRAY_EXTRAS):
         if k in arr:
-            out[f"host_{k}"] = arr[k]
-    for k, v in arr.items():
-        if k in ("rmw_rows", "full_stripe_rows", "promotions", "demotions", "migrated_bytes", "tier_cycles"):
-            out[f"host_{k}"] = v
-    for i, m in enumerate(raw.get("members", [])):
-        for k in _MEMBER_KEYS:
-            if k in m and k != "queue_depth_max":
-                out[f"member{i}_{k}"] = m[k]
+            out[f"host.{k}"] = float(arr[k])
     members = raw.get("members", [])
-    out["member_reads"] = sum(m.get("reads", 0) for m in members)
-    out["member_writes"] = sum(m.get("writes", 0) for m in members)
+    for i, m in enumerate(members):
+        for k in _MEMBER_KEYS:
+            if k in m:
+                out[f"host.member{i}.{k}"] = float(m[k])
+    out["host.member_reads"] = float(sum(m.get("reads", 0) for m in members))
+    out["host.member_writes"] = float(sum(m.get("writes", 0) for m in members))
     emu = raw.get("emulator", {})
     for k in _EMULATOR_KEYS:
         if k in emu:
-            out[f"emulator_{k}"] = emu[k]
+            out[f"emulator.{k}"] = float(emu[k])
     return out
 
 

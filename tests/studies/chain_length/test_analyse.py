@@ -13,7 +13,7 @@ from tests.synthetic import fio_result, write_run
 LOSS = {"on-disk-metadata": 0.6, "in-memory-metadata": 0.3}   # loss with one snapshot
 
 
-def make_run(tmp_path, profile="quick", noise=0.0):
+def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
     p = profiles.get(profile)
     study = planmod.build_plan(p)
     points = [(v.variant, i, m, n) for v in study.variants for i, m, n in v.plan.measurements()]
@@ -22,13 +22,14 @@ def make_run(tmp_path, profile="quick", noise=0.0):
         base = 1000.0 if variant == "on-disk-metadata" else 2000.0
         iops = base if n == 0 else base * (1 - LOSS[variant]) / (1 + 0.1 * (n - 1))
         iops *= 1 + noise * (1 if (step.repeat + n) % 2 else -1)  # not shared by a pair: widens the interval
+        iops *= 1 + drift * index / len(points)                    # slow drift of the disk over the run
         reads = int(round(iops / 2))
         return (fio_result(step.job.name, iops / 2, iops / 2), {"host.reads": 0},
                 {"host.reads": reads * (2 if n else 1)}, {})
 
     configs = {c.name: asdict(c) for c in planmod.configs(p)}
-    run = write_run(tmp_path, "chain_length", profile, {"device": "ssd", "max_chain": p.max_chain,
-                                                        "configs": configs}, points, measured)
+    run = write_run(tmp_path, "chain_length", profile, {"device": "ssd", "max_chain": p.max_chain}, points,
+                    measured, variants={name: {"config": c} for name, c in configs.items()})
     return an.analyse(RunRecord.load(run))
 
 
@@ -59,13 +60,21 @@ def test_verdicts_on_intervals(tmp_path):
     assert v["chain_length.loss.in-memory-metadata.readwrite"] == "differs"       # 30 vs no impact ± 15
     assert v["chain_length.recovery.on-disk-metadata.randrw"] == "agrees"         # 100 vs 100 ± 10
     loss = a.value("chain_length.loss.on-disk-metadata.randrw")
-    assert loss.low < loss.value < loss.high and loss.n == 2
+    assert loss.low < loss.value < loss.high and loss.n == planmod.PAIRS["quick"]
 
 
 def test_one_repeat_is_inconclusive(tmp_path):
-    a = make_run(tmp_path, profile="smoke")
-    assert {o.verdict for o in a.outcomes} == {"inconclusive"}
-    assert math.isnan(a.value("chain_length.loss.on-disk-metadata.randrw").low)
+    a = make_run(tmp_path, profile="smoke")          # one run at each end of the sweep
+    recovery = [o for o in a.outcomes if ".recovery." in o.claim.id]
+    assert recovery and {o.verdict for o in recovery} == {"inconclusive"}
+    assert math.isnan(a.value("chain_length.recovery.on-disk-metadata.randrw").low)
+
+
+def test_pairs_cancel_drift_shared_by_neighbours(tmp_path):
+    """A slow drift over the run (here 30 %) moves every IOPS but not the ratio of neighbours."""
+    a = make_run(tmp_path, drift=0.3)
+    loss = a.value("chain_length.loss.on-disk-metadata.randrw")
+    assert loss.value == pytest.approx(60, abs=0.5) and loss.high - loss.low < 2
 
 
 def test_results_json_round_trip(tmp_path):

@@ -12,13 +12,24 @@ def test_plan_builds_up_and_tears_down_the_chain():
     assert [v.variant for v in study.variants] == ["on-disk-metadata", "in-memory-metadata"]
     plan = study.variants[0].plan
     assert plan.max_chain_length == p.max_chain
-    chains = [n for _, m, n in plan.measurements() if m.phase != "prefill"]
-    assert chains[0] == 0 and chains[-1] == 0
-    per_point = p.repeats * len(planmod.WORKLOADS)
-    assert len(chains) == per_point * (2 * p.max_chain + 1)
+    sweep = [(m.phase, n) for _, m, n in plan.measurements() if m.phase in ("create", "delete")]
+    assert sweep[0] == ("create", 0) and sweep[-1] == ("delete", 0)
+    assert max(n for _, n in sweep) == p.max_chain
+    jobs = len(planmod.WORKLOADS)
+    assert len(sweep) == jobs * (2 * p.repeats + 2 * p.max_chain - 1)
     assert {m.job.rw for _, m, _ in plan.measurements() if m.phase == "create"} == {"randrw", "readwrite"}
-    assert sum(isinstance(s, TakeSnapshot) for s in plan.steps) == p.max_chain
-    assert study.points() == 2 * (len(chains) + 1)
+    assert sum(isinstance(s, TakeSnapshot) for s in plan.steps) == p.max_chain + planmod.PAIRS[p.name]
+
+
+def test_pairs_are_neighbours_in_time():
+    """Each no-snapshot run of a pair is followed directly by the snapshot and its one-snapshot twin."""
+    plan = planmod.variant_plan(profiles.get("quick"))
+    seq = [(m.phase, m.repeat, m.job.name, n) for _, m, n in plan.measurements() if m.phase == "pair"]
+    k = planmod.PAIRS["quick"]
+    assert len(seq) == 2 * 2 * k
+    for i in range(k):
+        block = seq[4 * i:4 * i + 4]
+        assert [n for *_, n in block] == [0, 0, 1, 1] and {r for _, r, _, _ in block} == {i}
 
 
 @pytest.mark.parametrize("name", list(profiles.PROFILES))

@@ -1,5 +1,6 @@
-"""Analysis of a chain-length run: IOPS and ratios to no snapshot with 95 % intervals, the chain model fit, host
-reads per guest read, and the verdicts on seed 001's Table 1 and its recovery claim. Pure: a run in, tables out."""
+"""Analysis of a chain-length run: loss with one snapshot from neighbouring pairs, the chain sweep with ratios and
+95 % intervals, recovery after deleting, the chain model fit, host reads per guest read, and the verdicts on seed
+001's Table 1 and its recovery claim. Pure: a run in, tables and values out."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import chain as chain_model
 from ...record import RunRecord
-from ...stats import mean_interval, paired_ratio_interval
+from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval
 from ...values import Value
 
 STUDY = "chain_length"
@@ -31,16 +32,20 @@ RECOVERY_TOLERANCE_PP = 10.0
 RECOVERY_BASIS = ("a judgment: the seed reports recovery in words ('similar to what it was', figure 6) without "
                   "numbers; ±10 pp is the smallest step its bar chart would make visible")
 
+Key = tuple[str, str]   # (variant, job)
+
 
 @dataclass
 class ChainAnalysis(Analysis):
-    meas: pd.DataFrame = field(default_factory=pd.DataFrame)       # one row per fio run (create/delete phases)
-    summary: pd.DataFrame = field(default_factory=pd.DataFrame)    # one row per point, ratios with 95 % CI
-    fits: dict[tuple[str, str], chain_model.ChainFit] = field(default_factory=dict)
+    meas: pd.DataFrame = field(default_factory=pd.DataFrame)       # one row per fio run (pair/create/delete)
+    summary: pd.DataFrame = field(default_factory=pd.DataFrame)    # one row per sweep point, ratios with 95 % CI
+    pairs: dict[Key, Interval] = field(default_factory=dict)       # one snapshot ÷ none, neighbouring pairs
+    recovery: dict[Key, Interval] = field(default_factory=dict)    # after all deletes ÷ before the sweep
+    fits: dict[Key, chain_model.ChainFit] = field(default_factory=dict)
 
     def loss_table(self) -> pd.DataFrame:
         """Loss with one snapshot (%), 95 % interval, per configuration and job."""
-        return loss_table(self.summary)
+        return loss_table(self.pairs)
 
     def fits_table(self) -> pd.DataFrame:
         """The chain model's parameters (µs per I/O, aggregate) with 95 % confidence intervals."""
@@ -62,71 +67,83 @@ class ChainAnalysis(Analysis):
 
 def per_measurement(record: RunRecord) -> pd.DataFrame:
     meas = record.per_measurement(counters=(HOST_READS,))
-    meas = meas[meas.phase.isin(["create", "delete"])].copy()
+    meas = meas[meas.phase.isin(["pair", "create", "delete"])].copy()
     meas["host_reads_per_vm_read"] = meas[HOST_READS] / meas["read_ios"].where(meas["read_ios"] > 0)
     return meas.reset_index(drop=True)
 
 
 def summarize(meas: pd.DataFrame) -> pd.DataFrame:
-    """Per point (variant, job, phase, chain length): mean IOPS with its interval, and the ratio to no snapshot
-    (create phase, chain length 0, same variant and job) paired by repeat, with its interval."""
+    """Per point of the chain sweep (variant, job, phase create/delete, chain length): mean IOPS with its
+    interval, and the ratio to the sweep's no-snapshot runs (create, n = 0) with its interval (ratio of means)."""
     rows = []
-    base = meas[(meas.phase == "create") & (meas.chain_length == 0)]
-    for (variant, job, phase, n), g in meas.groupby(["variant", "job", "phase", "chain_length"]):
-        b = base[(base.variant == variant) & (base.job == job)].set_index("repeat")["iops"]
-        g = g.set_index("repeat")["iops"]
-        common = g.index.intersection(b.index)
-        iops = mean_interval(g.to_numpy())
-        ratio = paired_ratio_interval(g.loc[common].to_numpy(), b.loc[common].to_numpy())
+    sweep = meas[meas.phase.isin(["create", "delete"])]
+    base = sweep[(sweep.phase == "create") & (sweep.chain_length == 0)]
+    for (variant, job, phase, n), g in sweep.groupby(["variant", "job", "phase", "chain_length"]):
+        b = base[(base.variant == variant) & (base.job == job)]["iops"].to_numpy()
+        iops = mean_interval(g["iops"].to_numpy())
+        ratio = ratio_of_means_interval(g["iops"].to_numpy(), b)
         rows.append({"variant": variant, "job": job, "phase": phase, "chain_length": int(n), "n": iops.n,
                      "iops": iops.estimate, "iops_low": iops.low, "iops_high": iops.high,
                      "ratio": ratio.estimate, "ratio_low": ratio.low, "ratio_high": ratio.high})
     return pd.DataFrame(rows)
 
 
-def loss_table(summary: pd.DataFrame, chain_length: int = 1) -> pd.DataFrame:
-    sel = summary[(summary.phase == "create") & (summary.chain_length == chain_length)].copy()
-    sel["loss_pct"] = 100 * (1 - sel["ratio"])
-    sel["loss_pct_low"] = 100 * (1 - sel["ratio_high"])
-    sel["loss_pct_high"] = 100 * (1 - sel["ratio_low"])
-    return sel[["variant", "job", "loss_pct", "loss_pct_low", "loss_pct_high", "n"]].reset_index(drop=True)
+def pair_ratios(meas: pd.DataFrame) -> dict[Key, Interval]:
+    """One snapshot ÷ none, from the neighbouring pairs (phase 'pair', matched by repeat), per variant and job."""
+    out = {}
+    for (variant, job), g in meas[meas.phase == "pair"].groupby(["variant", "job"]):
+        none = g[g.chain_length == 0].set_index("repeat")["iops"]
+        one = g[g.chain_length == 1].set_index("repeat")["iops"]
+        common = none.index.intersection(one.index)
+        out[(variant, job)] = paired_ratio_interval(one.loc[common].to_numpy(), none.loc[common].to_numpy())
+    return out
 
 
-def fit_all(meas: pd.DataFrame) -> dict[tuple[str, str], chain_model.ChainFit]:
-    """The chain service-time model fitted per configuration and job to the create phase (raises if a fit
-    cannot be made: the paper quotes every one)."""
+def recovery_ratios(meas: pd.DataFrame) -> dict[Key, Interval]:
+    """After all snapshots are deleted ÷ before the sweep: the runs at n = 0 at its end against its start."""
+    out = {}
+    for (variant, job), g in meas[meas.chain_length == 0].groupby(["variant", "job"]):
+        end, start = g[g.phase == "delete"]["iops"], g[g.phase == "create"]["iops"]
+        if len(end) and len(start):
+            out[(variant, job)] = ratio_of_means_interval(end.to_numpy(), start.to_numpy())
+    return out
+
+
+def loss_table(pairs: dict[Key, Interval]) -> pd.DataFrame:
+    """Loss with one snapshot (%) and its 95 % interval, per configuration and job, from the pairs."""
+    rows = []
+    for (variant, job), iv in sorted(pairs.items()):
+        loss = iv.scaled(-100, 100)
+        rows.append({"variant": variant, "job": job, "loss_pct": round(loss.estimate, 1),
+                     "loss_pct_low": round(loss.low, 1), "loss_pct_high": round(loss.high, 1), "pairs": iv.n})
+    return pd.DataFrame(rows, columns=["variant", "job", "loss_pct", "loss_pct_low", "loss_pct_high", "pairs"])
+
+
+def fit_all(meas: pd.DataFrame) -> dict[Key, chain_model.ChainFit]:
+    """The chain service-time model fitted per configuration and job to the sweep's create phase (raises if a
+    fit cannot be made: the paper quotes every one)."""
     return {(variant, job): chain_model.fit(g.chain_length.to_numpy(), g.iops.to_numpy())
             for (variant, job), g in meas[meas.phase == "create"].groupby(["variant", "job"])}
 
 
-def _point(summary: pd.DataFrame, variant: str, job: str, phase: str, n: int) -> pd.Series:
-    sel = summary[(summary.variant == variant) & (summary.job == job) & (summary.phase == phase)
-                  & (summary.chain_length == n)]
-    if sel.empty:
-        raise KeyError(f"no point {variant}/{job}/{phase}/n={n} in the run")
-    return sel.iloc[0]
-
-
-def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
-            fits: dict[tuple[str, str], chain_model.ChainFit]) -> list[Value]:
+def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs: dict[Key, Interval],
+            recovery: dict[Key, Interval], fits: dict[Key, chain_model.ChainFit]) -> list[Value]:
     k = STUDY
-    params = record.manifest.parameters
-    out = [Value(f"{k}.max_chain", float(params["max_chain"]), "snapshots")]
-    for name, cfg in params["configs"].items():
-        out.append(Value(f"{k}.l2_cache_kib.{name}", cfg["l2_cache_size"] / 1024, "KiB"))
+    out = [Value(f"{k}.max_chain", float(record.manifest.parameters["max_chain"]), "snapshots")]
+    for name, described in record.manifest.variants.items():   # the engine's describe(): its qcow2 config
+        out.append(Value(f"{k}.l2_cache_kib.{name}", described["config"]["l2_cache_size"] / 1024, "KiB"))
     for _, row in summary.iterrows():
         key = f"{row.variant}.{row.job}.{row.phase}.n{row.chain_length}"
         out.append(Value(f"{k}.iops.{key}", row.iops, "IOPS", row.iops_low, row.iops_high, int(row.n), 0, None,
                          "t" if row.n > 1 else ""))
         out.append(Value(f"{k}.ratio.{key}", row.ratio, "", row.ratio_low, row.ratio_high, int(row.n), 2, None,
-                         "paired log-ratio t" if row.n > 1 else ""))
-    for _, row in loss_table(summary).iterrows():
-        out.append(Value(f"{k}.loss.{row.variant}.{row.job}", row.loss_pct, "%", row.loss_pct_low,
-                         row.loss_pct_high, int(row.n), 0, None, "paired log-ratio t" if row.n > 1 else ""))
-    for _, row in summary[(summary.phase == "delete") & (summary.chain_length == 0)].iterrows():
-        out.append(Value(f"{k}.recovery.{row.variant}.{row.job}", 100 * row.ratio, "%", 100 * row.ratio_low,
-                         100 * row.ratio_high, int(row.n), 0, None, "paired log-ratio t" if row.n > 1 else ""))
-    for (variant, job), f in fits.items():
+                         "ratio of means" if row.n > 1 else ""))
+    for (variant, job), iv in sorted(pairs.items()):
+        out.append(Value.of(f"{k}.loss.{variant}.{job}", iv.scaled(-100, 100), "%"))
+        out.append(Value(f"{k}.pairs.{variant}.{job}", float(iv.n), "pairs"))
+    for (variant, job), iv in sorted(recovery.items()):
+        out.append(Value.of(f"{k}.recovery.{variant}.{job}", iv.scaled(100), "%"))
+    for (variant, job), f in sorted(fits.items()):
         for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95):
             out.append(Value(f"{k}.fit.{variant}.{job}.{p}", getattr(f, p), "µs", lo, hi, f.points, 1, None,
                              "least squares, t"))
@@ -139,19 +156,17 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
     return out
 
 
-def _claims(summary: pd.DataFrame) -> list[Claim]:
+def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval]) -> list[Claim]:
     claims = []
-    have = set(zip(summary.variant, summary.job))
     for (variant, job), published in PUBLISHED_LOSS.items():
-        if (variant, job) not in have:
+        if (variant, job) not in pairs:
             continue
         datastore = STAND_IN[variant].split()[0]
         claims.append(Claim(f"{STUDY}.loss.{variant}.{job}", "setty2021", "Table 1",
                             f"{datastore}, FIO {JOB_WORDS[job]}: loss with 1 snapshot", published, "%", 0.0,
                             LOSS_TOLERANCE_PP, LOSS_BASIS, f"{STUDY}.loss.{variant}.{job}", f"qcow2 {variant}",
                             "No impact" if published == 0 else ""))
-    recovered = summary[(summary.phase == "delete") & (summary.chain_length == 0)]
-    for variant, job in zip(recovered.variant, recovered.job):
+    for variant, job in sorted(recovery):
         datastore = STAND_IN[variant].split()[0]
         claims.append(Claim(f"{STUDY}.recovery.{variant}.{job}", "setty2021", "Figure 6 and Summary",
                             f"{datastore}, FIO {JOB_WORDS[job]}: performance after all snapshots are deleted "
@@ -163,11 +178,9 @@ def _claims(summary: pd.DataFrame) -> list[Claim]:
 def analyse(record: RunRecord) -> ChainAnalysis:
     meas = per_measurement(record)
     summary = summarize(meas)
+    pairs, recovery = pair_ratios(meas), recovery_ratios(meas)
     fits = fit_all(meas)
-    values = _values(record, meas, summary, fits)
+    values = _values(record, meas, summary, pairs, recovery, fits)
     by_key = {v.key: v for v in values}
-    outcomes = [outcome(c, by_key) for c in _claims(summary)]
-    return ChainAnalysis(record, values, outcomes, meas, summary, fits)
-
-
-__all__ = ["ChainAnalysis", "analyse", "summarize", "loss_table", "fit_all"]
+    outcomes = [outcome(c, by_key) for c in _claims(pairs, recovery)]
+    return ChainAnalysis(record, values, outcomes, meas, summary, pairs, recovery, fits)

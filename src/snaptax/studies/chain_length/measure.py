@@ -1,7 +1,6 @@
 """Measure the chain-length study on a rig (needs root: loop devices)."""
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from ... import profiles
@@ -21,8 +20,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     study = planmod.build_plan(profile)
     configs = {c.name: c for c in planmod.configs(profile)}
     parameters = {"device": dev.name, "workloads": list(planmod.WORKLOADS),
-                  "max_chain": study.variants[0].plan.max_chain_length,
-                  "configs": {name: asdict(c) for name, c in configs.items()}}
+                  "max_chain": study.variants[0].plan.max_chain_length}
     with RunSession(rig, STUDY, profile, parameters, devices_used=(dev.name,), planned_points=study.points(),
                     planned_seconds=study.fio_seconds()) as session:
         for vp in study.variants:

@@ -1,9 +1,16 @@
-"""What the chain-length study measures.
+"""What the chain-length study measures, in an order that cancels the host disk's drift.
 
-Fill the base disk, then for n = 0 … max_chain take the n-th snapshot and run seed 001's two fio jobs (randrw and
-readwrite, 4 KiB, iodepth 32, numjobs 4, direct); then delete the newest snapshot one at a time and run the same
-jobs after each delete (the study's figures 5/6). Each fio run writes into the active layer, so every layer holds
-the data written while it was active, as the study's VMs did.
+Per configuration: fill the base disk; one untimed warm-up of each job (the first run of a session is cold);
+then
+  pairs   the claim of seed 001's Table 1 — loss with one snapshot — measured as K neighbouring pairs: no snapshot,
+          take a snapshot, one snapshot, delete it (active commit), … so each ratio is formed from measurements
+          seconds apart and drift cancels in the ratio (the K pairs give its 95 % interval);
+  create  the chain sweep (figures 1/2): R runs at n = 0, then take the n-th snapshot and run once at each
+          n = 1 … max_chain;
+  delete  the mirror (figures 5/6): delete the newest snapshot one at a time and run once after each, R runs at
+          n = 0 at the end (recovery: the end's R runs against the sweep's first R).
+Every run is seed 001's two fio jobs (randrw and readwrite, 4 KiB, iodepth 32, numjobs 4, direct). Each fio run
+writes into the active layer, so every layer holds the data written while it was active, as the study's VMs did.
 
 It runs for the two qcow2 presets of snaptax.engines.qcow2.metadata_configs, which differ only in where the redo
 log's metadata lives (on disk, as SEsparse on VMFS; in memory, as vSANsparse on vSAN).
@@ -16,6 +23,12 @@ from ...fio import prefill_job, seed001_job
 from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
 
 WORKLOADS = ("randrw", "readwrite")
+# Neighbouring no-snapshot/one-snapshot pairs per profile, and why that many: the 95 % interval of a loss is
+# t(K−1)·s/√K on the log ratio, s the pair-to-pair spread. PAIRS_BASIS states where s came from.
+PAIRS = {"smoke": 2, "quick": 5, "full": 8}
+PAIRS_BASIS = ("pairs of 5 s runs seconds apart differed by s ≈ 0.03–0.05 in log ratio on this rig's shared disk "
+               "(pilot on 2026-11-23), so K = 5 gives a loss half-width of about 4–6 pp at ratio 1, under the 15 pp "
+               "tolerance; smoke's 2 pairs only exercise the code")
 
 
 def configs(profile: profiles.Profile) -> tuple[Qcow2Config, Qcow2Config]:
@@ -23,19 +36,20 @@ def configs(profile: profiles.Profile) -> tuple[Qcow2Config, Qcow2Config]:
 
 
 def variant_plan(profile: profiles.Profile) -> Plan:
-    def measure_all(phase: str) -> list[Measure]:
+    def both(phase: str, repeat: int = 0) -> list[Measure]:
         return [Measure(seed001_job(kind, size=profile.disk_size, runtime_s=profile.runtime_s,
-                                    ramp_time_s=profile.ramp_time_s), phase, repeat)
-                for repeat in range(profile.repeats) for kind in WORKLOADS]
+                                    ramp_time_s=profile.ramp_time_s), phase, repeat) for kind in WORKLOADS]
 
-    steps: list = [Measure(prefill_job(profile.disk_size), "prefill")]
-    steps += measure_all("create")
+    steps: list = [Measure(prefill_job(profile.disk_size), "prefill"), *both("warmup")]
+    for k in range(PAIRS[profile.name]):
+        steps += [*both("pair", k), TakeSnapshot(), *both("pair", k), DeleteSnapshot("newest")]
+    for r in range(profile.repeats):
+        steps += both("create", r)
     for _ in range(profile.max_chain):
-        steps.append(TakeSnapshot())
-        steps += measure_all("create")
-    for _ in range(profile.max_chain):
+        steps += [TakeSnapshot(), *both("create")]
+    for n in range(profile.max_chain):
         steps.append(DeleteSnapshot("newest"))
-        steps += measure_all("delete")
+        steps += [m for r in range(profile.repeats if n == profile.max_chain - 1 else 1) for m in both("delete", r)]
     return Plan(tuple(steps))
 
 
@@ -49,7 +63,9 @@ def describe(profile: profiles.Profile) -> str:
     study = build_plan(profile)
     plan = study.variants[0].plan
     lines = [f"profile {profile.name}: disk {profile.disk_size >> 20} MiB, chain 0..{plan.max_chain_length}, "
-             f"{profile.repeats} repeat(s) of {profile.runtime_s:g} s per point",
+             f"runs of {profile.runtime_s:g} s (+{profile.ramp_time_s:g} s ramp)",
+             f"loss with one snapshot: {PAIRS[profile.name]} neighbouring pairs per job ({PAIRS_BASIS})",
+             f"chain sweep: {profile.repeats} runs at n = 0 before and after, one at each other length",
              f"{study.points()} fio runs in {len(study.variants)} configurations: "
              + ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()),
              f"fio time >= {study.fio_seconds():.0f} s"]

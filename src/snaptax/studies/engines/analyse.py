@@ -200,6 +200,7 @@ def first_writes_check(meas: pd.DataFrame) -> pd.DataFrame:
     """Grains broken in the first-write phase: counted by the engine (cofw, LVM thin) beside the model's
     expectation for k uniformly placed writes (snaptax.models.cow.expected_grains_hit)."""
     fw = meas[(meas.phase == "first-write") & (meas.first_source == "measured")]
+    fw = fw.assign(_o=fw.family.map({f: i for i, f in enumerate(FAMILIES)})).sort_values(["_o", "grain", "repeat"])
     out = fw[["variant", "repeat", "write_ios", "first_writes", "first_writes_expected"]].copy()
     out["measured_over_expected"] = (out.first_writes / out.first_writes_expected).round(3)
     out["first_writes_expected"] = out.first_writes_expected.round(1)
@@ -208,8 +209,13 @@ def first_writes_check(meas: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ the analysis
 
+def _num(x: float, digits: int) -> str:
+    text = f"{x:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text     # no "-0"
+
+
 def _ci(lo: float, hi: float, digits: int) -> str:
-    return f"[{lo:.{digits}f}, {hi:.{digits}f}]" if math.isfinite(lo) and math.isfinite(hi) else "n/a"
+    return f"[{_num(lo, digits)}, {_num(hi, digits)}]" if math.isfinite(lo) and math.isfinite(hi) else "n/a"
 
 
 @dataclass
@@ -303,7 +309,6 @@ def analyse(record: RunRecord) -> EnginesAnalysis:
     values = _values(record, summary, fits)
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in claims(summary)]
-    values += [Value(f"{STUDY}.verdict.{o.claim.id.split('.', 1)[1]}", text=o.verdict) for o in outcomes]
     return EnginesAnalysis(record, values, outcomes, meas, points, cyc, summary, fits, first_writes_check(meas))
 
 

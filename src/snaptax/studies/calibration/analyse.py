@@ -1,0 +1,299 @@
+"""Analysis of a calibration run: IOPS versus queue depth against the model, the read-seek figures recovered per
+request with 95 % intervals, QD1 IOPS against the datasheet's arithmetic, and seed 000's host reads per VM read
+behind a snapshot with its verdict. Pure: a run in, tables, fits and values out.
+
+Everything about a drive comes from the run itself (the variant's recorded spec), not from rigs/spindles/ as it
+is today, so an old run is analysed with the profiles it was measured with.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ...analysis import Analysis
+from ...claims import Claim, outcome
+from ...models import seek
+from ...record import Measurement, RunRecord
+from ...spindle.measure import clat_log, predicted_iops, read_clat_log, span_of
+from ...spindle.profiles import DeviceSpec, DiskSpec, DriveProfile, spec_from_json
+from ...stats import Interval, mean_interval, paired_ratio_interval
+from ...values import Value
+from .plan import QD_RWS, READS_DOUBLE, STUDY, ZERO
+
+HOST_READS = "host.reads"
+PREDICTION_IOS = 3000      # completions per closed-loop prediction (deterministic: seeded simulator)
+FIGURE_WORDS = {"track_to_track_ms": "track_to_track", "average_ms": "average", "full_stroke_ms": "full_stroke"}
+
+# Seed 000 (Zandboer), Table 2 note ** and the conclusion: "the simple fact of having a snapshot to a VM means that
+# all ROPS of this VM grow with a factor 2 (!)" -- host-level reads per VM-level read, 10K SAS RAID1.
+SEED000_FACTOR = 2.0
+SEED000_TOLERANCE = 0.5
+SEED000_BASIS = ("the source states a count, read off perfmon graphs ('host-level ROPS are twice as high'): one "
+                 "extra read of the block map per VM read; ±0.5 is half the step to the neighbouring counts, 1 (no "
+                 "extra read) and 3 (two extra reads)")
+CLAIM_ID = f"{STUDY}.reads_double"
+CLAIM_VALUE = f"{STUDY}.reads_double.host_reads_per_vm_read.snapshot"
+
+
+@dataclass
+class CalibrationAnalysis(Analysis):
+    harness_s: float = math.nan                                   # fio + NBD + emulator round trip (s)
+    qd: pd.DataFrame = field(default_factory=pd.DataFrame)       # IOPS per drive, rw and depth, 95 % CI, model
+    span: pd.DataFrame = field(default_factory=pd.DataFrame)     # QD1 service time per drive and span, models
+    fits: dict[str, seek.SeekFit] = field(default_factory=dict)  # per drive: read-seek figures recovered
+    qd1: pd.DataFrame = field(default_factory=pd.DataFrame)      # QD1 reads: measured, model, datasheet
+    reads_double: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per read run of seed 000's test
+    drives: dict[str, DriveProfile] = field(default_factory=dict)     # the drive profiles as measured
+
+    def fit_table(self) -> pd.DataFrame:
+        """Recovered read-seek figures with 95 % intervals beside the configured (datasheet) ones."""
+        return fit_table(self.fits, self.drives)
+
+    def datasheet_table(self) -> pd.DataFrame:
+        """Each drive's datasheet figures and the QD1 IOPS its own arithmetic gives (no measurement)."""
+        return pd.DataFrame([{"drive": name, "rpm": p.rpm, "avg_seek_ms": p.seek_read.average_ms,
+                              "half_rev_ms": round(p.t_rev_s / 2 * 1e3, 3), "overhead_ms": p.overhead_ms,
+                              "qd1_iops": round(seek.datasheet_qd1_iops(p), 1)} for name, p in self.drives.items()])
+
+    def reads_double_summary(self) -> pd.DataFrame:
+        """Host reads per VM read and VM IOPS, mean over the repeats with 95 % intervals, without/with the
+        snapshot."""
+        return reads_double_summary(self.reads_double)
+
+
+# ------------------------------------------------------------------ what the run recorded
+
+def variant_spec(record: RunRecord, variant: str) -> DeviceSpec:
+    """The device a spindle variant served, as the run recorded it (its `spec`; runs migrated from format 1 carry
+    the drive profile alone)."""
+    d = record.manifest.variants[variant]
+    if "spec" in d:
+        return spec_from_json(d["spec"], f"{record.path.name}: variant {variant}")
+    return spec_from_json({"kind": "disk", "profile": {**d["profile"], "type": "DriveProfile"}},
+                          f"{record.path.name}: variant {variant}")
+
+
+def drive_profiles(record: RunRecord) -> dict[str, DriveProfile]:
+    out = {}
+    for name in record.manifest.parameters["drive_profiles"]:
+        spec = variant_spec(record, name)
+        if not (isinstance(spec, DiskSpec) and isinstance(spec.profile, DriveProfile)):
+            raise ValueError(f"{record.path.name}: variant {name} is not a single drive")
+        out[name] = spec.profile
+    return out
+
+
+def _measurements(record: RunRecord, variant: str | None = None, phase: str | None = None) -> list[Measurement]:
+    return [m for m in record.measurements if variant in (None, m.variant) and phase in (None, m.phase)]
+
+
+def _read_clat_mean_us(m: Measurement) -> float:
+    rows = [r for r in m.fio if r["direction"] == "read"]
+    if not rows:
+        raise ValueError(f"{m.directory}: no reads in a read measurement")
+    return float(rows[0]["clat_mean_us"])
+
+
+def harness_s(record: RunRecord) -> float:
+    """Mean fio-visible QD1 completion latency on the zero-latency device (s): the harness round trip."""
+    runs = _measurements(record, ZERO, "harness")
+    if not runs:
+        raise ValueError(f"{record.path.name}: no harness measurement (variant {ZERO})")
+    return float(sum(_read_clat_mean_us(m) for m in runs) / len(runs) / 1e6)
+
+
+# ------------------------------------------------------------------ tables
+
+def qd_table(record: RunRecord, drives: dict[str, DriveProfile]) -> pd.DataFrame:
+    """IOPS per drive, direction and queue depth: mean over the repeats with its 95 % interval, the model's
+    prediction (closed loop in simulated time, no harness) and measured ÷ model with its interval."""
+    capacity = int(record.manifest.parameters["capacity"])
+    depth = {(m.variant, m.index): m.iodepth for m in record.measurements}
+    meas = record.per_measurement()
+    meas = meas[(meas.phase == "qd") & meas.variant.isin(list(drives))].copy()
+    meas["iodepth"] = [depth[(v, i)] for v, i in zip(meas.variant, meas["index"])]
+    rows = []
+    for (name, rw, qd), g in meas.groupby(["variant", "rw", "iodepth"]):
+        iv = mean_interval(g.iops.to_numpy())
+        model = predicted_iops(DiskSpec(drives[name]), rw=rw, iodepth=int(qd), capacity=capacity, ios=PREDICTION_IOS)
+        ratio = iv.scaled(1 / model)
+        rows.append({"drive": name, "rw": rw, "iodepth": int(qd), "n": iv.n, "iops": iv.estimate,
+                     "iops_low": iv.low, "iops_high": iv.high, "model_iops": model, "ratio": ratio.estimate,
+                     "ratio_low": ratio.low, "ratio_high": ratio.high})
+    return pd.DataFrame(rows, columns=["drive", "rw", "iodepth", "n", "iops", "iops_low", "iops_high", "model_iops",
+                                       "ratio", "ratio_low", "ratio_high"])
+
+
+def traces(record: RunRecord, drive: str) -> list[seek.Trace]:
+    """The per-request QD1 span traces of one drive, as fio logged them, with the client's turnaround the
+    emulator measured (Measurement.extra['spindle']['phase_s'])."""
+    out = []
+    for m in _measurements(record, drive, "span"):
+        off, lat = read_clat_log(clat_log(m.directory))
+        out.append(seek.Trace(off, lat, float(m.extra["spindle"]["phase_s"]), 0.0, span_of(m.job)))
+    return out
+
+
+def fit_all(record: RunRecord, drives: dict[str, DriveProfile]) -> dict[str, seek.SeekFit]:
+    """The read-seek figures of every drive, recovered per request (raises if a fit fails: the paper quotes
+    every one)."""
+    capacity = int(record.manifest.parameters["capacity"])
+    return {name: seek.fit_seek_requests(traces(record, name), p, capacity) for name, p in drives.items()}
+
+
+def span_table(record: RunRecord, drives: dict[str, DriveProfile], fits: dict[str, seek.SeekFit],
+               harness: float) -> pd.DataFrame:
+    """QD1 mean service time per drive and span: measured (fio's mean latency − the harness round trip) and the
+    seek-span model S(span) with the datasheet's and with the fitted figures (ms)."""
+    capacity = int(record.manifest.parameters["capacity"])
+    rows = []
+    for name, p in drives.items():
+        for m in _measurements(record, name, "span"):
+            s = span_of(m.job)
+            rows.append({"drive": name, "span": s, "measured_ms": _read_clat_mean_us(m) / 1e3 - harness * 1e3,
+                         "ios": m.ios("read"),
+                         "model_datasheet_ms": seek.mean_service_s(s, p.seek_read, p, capacity) * 1e3,
+                         "model_fitted_ms": seek.mean_service_s(s, fits[name].as_spec(), p, capacity) * 1e3})
+    return pd.DataFrame(rows, columns=["drive", "span", "measured_ms", "ios", "model_datasheet_ms",
+                                       "model_fitted_ms"])
+
+
+def qd1_table(qd: pd.DataFrame, drives: dict[str, DriveProfile]) -> pd.DataFrame:
+    """QD1 random-read IOPS over the whole device: measured (95 % CI), the model's prediction and the datasheet's
+    arithmetic (1 / (overhead + average seek + half a revolution + transfer)), and measured ÷ datasheet."""
+    q = qd[(qd.rw == "randread") & (qd.iodepth == 1)].copy()
+    q["datasheet_iops"] = [seek.datasheet_qd1_iops(drives[d]) for d in q.drive]
+    for col in ("", "_low", "_high"):
+        q[f"vs_datasheet{col}"] = q[f"iops{col}"] / q.datasheet_iops
+    return q[["drive", "n", "iops", "iops_low", "iops_high", "model_iops", "datasheet_iops", "vs_datasheet",
+              "vs_datasheet_low", "vs_datasheet_high"]].reset_index(drop=True)
+
+
+def fit_table(fits: dict[str, seek.SeekFit], drives: dict[str, DriveProfile]) -> pd.DataFrame:
+    rows = []
+    for name, f in fits.items():
+        truth = drives[name].seek_read
+        errs = f.rel_errors(truth)
+        for k, ci in zip(seek.FIGURES, f.ci95_ms):
+            rows.append({"drive": name, "figure": FIGURE_WORDS[k], "datasheet_ms": getattr(truth, k),
+                         "fitted_ms": round(getattr(f, k), 4), "ci95_ms": round(ci, 4),
+                         "rel_error": round(errs[k], 4), "requests": f.points})
+    return pd.DataFrame(rows, columns=["drive", "figure", "datasheet_ms", "fitted_ms", "ci95_ms", "rel_error",
+                                       "requests"])
+
+
+def reads_double_table(record: RunRecord) -> pd.DataFrame:
+    """Seed 000's test: per read run without ('none') and with ('snapshot') the snapshot, the VM's reads (fio),
+    the host's (the emulated array's counter) and their ratio."""
+    meas = record.per_measurement(counters=(HOST_READS,))
+    m = meas[(meas.variant == READS_DOUBLE) & meas.phase.isin(["none", "snapshot"])].copy()
+    m["host_reads_per_vm_read"] = m[HOST_READS] / m["read_ios"].where(m["read_ios"] > 0)
+    return m[["phase", "repeat", "read_ios", HOST_READS, "host_reads_per_vm_read", "iops"]].reset_index(drop=True)
+
+
+def _interval(t: pd.DataFrame, phase: str, column: str) -> Interval:
+    return mean_interval(t[t.phase == phase][column].dropna().to_numpy())
+
+
+def reads_double_summary(t: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for phase in ("none", "snapshot"):
+        r, i = _interval(t, phase, "host_reads_per_vm_read"), _interval(t, phase, "iops")
+        rows.append({"phase": phase, "n": r.n, "host_reads_per_vm_read": r.estimate, "low": r.low, "high": r.high,
+                     "iops": i.estimate, "iops_low": i.low, "iops_high": i.high})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ values and the claim
+
+def _v(key: str, iv: Interval, unit: str, digits: int) -> Value:
+    return Value.of(f"{STUDY}.{key}", iv, unit, digits) if iv.n > 1 else \
+        Value(f"{STUDY}.{key}", iv.estimate, unit, n=iv.n, digits=digits)
+
+
+def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
+    k = STUDY
+    params = record.manifest.parameters
+    out = [Value(f"{k}.drive_profiles", float(len(a.drives)), "profiles"),
+           Value(f"{k}.drive_profile_names", text=", ".join(a.drives)),
+           Value(f"{k}.capacity_mib", params["capacity"] / 2**20, "MiB"),
+           Value(f"{k}.span_runtime_s", float(params["span_runtime_s"]), "s"),
+           Value(f"{k}.depths", text=", ".join(str(d) for d in params["depths"])),
+           Value(f"{k}.span_min_pct", 100 * min(params["spans"]), "%", digits=1),
+           Value(f"{k}.harness_us", a.harness_s * 1e6, "µs", n=len(_measurements(record, ZERO, "harness")))]
+    for _, r in a.qd.iterrows():
+        key = f"qd.{r.drive}.{r.rw}.qd{r.iodepth}"
+        out.append(_v(f"{key}.iops", Interval(r.iops, r.iops_low, r.iops_high, int(r.n), "t"), "IOPS", 0))
+        out.append(Value(f"{k}.{key}.model_iops", r.model_iops, "IOPS"))
+        out.append(_v(f"{key}.ratio", Interval(r.ratio, r.ratio_low, r.ratio_high, int(r.n), "t"), "", 2))
+    for _, r in a.qd1.iterrows():
+        out.append(Value(f"{k}.qd1.{r.drive}.datasheet_iops", r.datasheet_iops, "IOPS"))
+        out.append(_v(f"qd1.{r.drive}.vs_datasheet",
+                      Interval(r.vs_datasheet, r.vs_datasheet_low, r.vs_datasheet_high, int(r.n), "t"), "", 2))
+    worst = 0.0
+    for name, f in a.fits.items():
+        truth = a.drives[name].seek_read
+        for fig, ci in zip(seek.FIGURES, f.ci95_ms):
+            est = getattr(f, fig)
+            out.append(Value(f"{k}.fit.{name}.{FIGURE_WORDS[fig]}", est, "ms", est - ci, est + ci, f.points, 3,
+                             None, "maximum likelihood, observed information"))
+            out.append(Value(f"{k}.datasheet.{name}.{FIGURE_WORDS[fig]}", getattr(truth, fig), "ms", digits=2))
+        errs = f.rel_errors(truth)
+        out += [Value(f"{k}.fit.{name}.max_err_pct", 100 * max(errs.values()), "%", digits=1),
+                Value(f"{k}.fit.{name}.requests", float(f.points), "requests"),
+                Value(f"{k}.fit.{name}.jitter_us", f.residual_rms_s * 1e6, "µs")]
+        worst = max(worst, max(errs.values()))
+    if a.fits:
+        out.append(Value(f"{k}.fit.worst_err_pct", 100 * worst, "%", digits=1))
+
+    rd = record.manifest.variants.get(READS_DOUBLE, {})
+    cfg = rd.get("config", {})
+    disk_size = int(rd.get("disk_size", record.manifest.profile.disk_size))
+    out += [Value(f"{k}.reads_double.device", text=str(params["device"])),
+            Value(f"{k}.reads_double.config", text=str(params["reads_double_config"])),
+            Value(f"{k}.reads_double.iodepth", float(params["reads_double_iodepth"]), ""),
+            Value(f"{k}.reads_double.disk_mib", disk_size / 2**20, "MiB")]
+    if cfg.get("l2_cache_size"):
+        tables = -(-disk_size // int(cfg["cluster_size"])) * (16 if cfg.get("extended_l2") else 8)
+        out += [Value(f"{k}.reads_double.l2_cache_kib", cfg["l2_cache_size"] / 1024, "KiB"),
+                Value(f"{k}.reads_double.l2_tables_kib", tables / 1024, "KiB")]
+    t = a.reads_double
+    for phase in ("none", "snapshot"):
+        out.append(_v(f"reads_double.host_reads_per_vm_read.{phase}", _interval(t, phase, "host_reads_per_vm_read"),
+                      "×", 2))
+        out.append(_v(f"reads_double.iops.{phase}", _interval(t, phase, "iops"), "IOPS", 0))
+    none = t[t.phase == "none"].set_index("repeat").iops
+    snap = t[t.phase == "snapshot"].set_index("repeat").iops
+    common = none.index.intersection(snap.index)
+    out.append(_v("reads_double.iops_ratio", paired_ratio_interval(snap.loc[common].to_numpy(),
+                                                                   none.loc[common].to_numpy()), "", 2))
+    return out
+
+
+def _claims(record: RunRecord) -> list[Claim]:
+    m = record.manifest
+    rd = m.variants.get(READS_DOUBLE, {})
+    return [Claim(CLAIM_ID, "zandboer", "Table 2 note ** and the conclusions ('all ROPS of this VM grow with a "
+                  "factor 2')", "10K SAS RAID1, VM with a snapshot: host-level reads per VM-level read",
+                  SEED000_FACTOR, "×", 1.0, SEED000_TOLERANCE, SEED000_BASIS, CLAIM_VALUE,
+                  f"qcow2 {m.parameters['reads_double_config']} overlay on the emulated "
+                  f"{rd.get('device', m.parameters['device'])}")]
+
+
+def analyse(record: RunRecord) -> CalibrationAnalysis:
+    drives = drive_profiles(record)
+    h = harness_s(record)
+    qd = qd_table(record, drives)
+    fits = fit_all(record, drives)
+    a = CalibrationAnalysis(record, harness_s=h, qd=qd, span=span_table(record, drives, fits, h), fits=fits,
+                            qd1=qd1_table(qd, drives), reads_double=reads_double_table(record), drives=drives)
+    a.values = _values(record, a)
+    by_key = {v.key: v for v in a.values}
+    a.outcomes = [outcome(c, by_key) for c in _claims(record)]
+    return a
+
+
+__all__ = ["CalibrationAnalysis", "analyse", "qd_table", "span_table", "qd1_table", "fit_table", "reads_double_table",
+           "traces", "fit_all"]

@@ -1,0 +1,58 @@
+"""Measure the calibration on a rig (needs root for the reads-double variant: qcow2 on a rig device)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ... import profiles
+from ... import rig as rigmod
+from ...engines.qcow2 import Qcow2ChainEngine
+from ...errors import ConfigError
+from ...record import RunSession
+from ...spindle.measure import CAPACITY, ServedSpindle
+from ...spindle.profiles import DeviceSpec, DiskSpec, ZeroProfile
+from ...spindle.rigfiles import disk
+from . import plan as planmod
+
+STUDY = planmod.STUDY
+
+
+def reads_double_device(rig: rigmod.Rig, device: str | None = None) -> rigmod.Device:
+    """The rig device for seed 000's reads-double experiment: `device`, else the rig's emulated 10K RAID1, else
+    its first hdd."""
+    if device:
+        return rig.device(device)
+    for d in rig.devices:
+        if d.emulated and d.spindle.get("device") == planmod.READS_DOUBLE_DEVICE:
+            return d
+    hdd = [d for d in rig.devices if d.medium == "hdd"]
+    if not hdd:
+        raise ConfigError(rig.source, "devices", "no hdd device for seed 000's reads-double experiment")
+    return hdd[0]
+
+
+def spindle_spec(variant: str) -> DeviceSpec:
+    """The device a spindle variant serves: the zero-latency device, or one drive of the named profile."""
+    return DiskSpec(ZeroProfile()) if variant == planmod.ZERO else disk(variant)
+
+
+def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
+    """Measure the study on a rig; returns the published run directory under data/. `device` names the rig
+    device for the reads-double variant (default: the rig's emulated raid1_10k)."""
+    profile = profiles.get(profile_name)
+    rig = rigmod.load(rig_name)
+    dev = reads_double_device(rig, device)
+    study = planmod.build_plan(profile)
+    workdir = rig.rig_work_dir / STUDY
+    with RunSession(rig, STUDY, profile, planmod.parameters(profile, study, dev.name), devices_used=(dev.name,),
+                    planned_points=study.points(), planned_seconds=study.fio_seconds()) as session:
+        for vp in study.variants:
+            if vp.variant == planmod.READS_DOUBLE:
+                with Qcow2ChainEngine(rig, dev, planmod.reads_double_config(profile), profile.disk_size) as engine:
+                    with session.in_variant(vp.variant, engine.describe()):
+                        engine.execute(vp.plan, session)
+            else:
+                with ServedSpindle(spindle_spec(vp.variant), CAPACITY, workdir, vp.variant) as served:
+                    with session.in_variant(vp.variant, served.describe()):
+                        served.execute(vp.plan, session)
+    assert session.published is not None
+    return session.published

@@ -1,0 +1,161 @@
+"""What the calibration measures: the emulated spindles as one would calibrate a real drive, and seed 000's
+"reads double".
+
+Variants, executed in this order in one session:
+  zero           the harness round trip: QD1 random reads on the zero-latency device (fio + NBD + emulator)
+  <drive>        one per drive profile in rigs/spindles/, served scaled to CAPACITY over its full stroke:
+                 random 4 KiB read and write IOPS versus queue depth (with repeats), then QD1 random reads versus
+                 span (a fraction of the device from LBA 0) with fio's per-request latency log, to which the
+                 seek curve is fitted (snaptax.models.seek.fit_seek_requests)
+  reads-double   seed 000: a qcow2 overlay with the on-disk-metadata preset (snaptax.engines.qcow2) on the rig's
+                 emulated 10K RAID1: fill the disk, random reads; snapshot; rewrite the disk (IOmeter re-created
+                 its test file after the snapshot, so the data lives in the redo log); random reads again
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ... import profiles
+from ...engines.qcow2 import Qcow2Config, metadata_configs
+from ...fio import FioJob, prefill_job
+from ...plan import Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
+from ...spindle.measure import CAPACITY, qd_job, span_job
+
+STUDY = "calibration"
+ZERO = "zero"
+READS_DOUBLE = "reads-double"
+QD_RWS = ("randread", "randwrite")
+HARNESS_RUNTIME_FACTOR = 2     # the harness run is twice a queue-depth point
+READS_DOUBLE_DEVICE = "raid1_10k"   # the rig device seed 000's experiment runs on (rigs/spindles/devices.yaml)
+
+
+@dataclass(frozen=True)
+class Points:
+    """How many points each drive profile measures (scaled with the run profile; times from Profile.runtime_s)."""
+
+    depths: tuple[int, ...]
+    spans: tuple[float, ...]
+    span_runtime_factor: float   # QD1 span runs are longer: the per-request fit wants requests
+    reads_double_iodepth: int = 4
+
+
+POINTS = {
+    "smoke": Points(depths=(1, 4, 32), spans=(0.01, 0.1, 1.0), span_runtime_factor=2),
+    "quick": Points(depths=(1, 2, 4, 8, 16, 32), spans=(0.003, 0.01, 0.03, 0.1, 0.3, 1.0), span_runtime_factor=3),
+    "full": Points(depths=(1, 2, 4, 8, 16, 32), spans=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
+                   span_runtime_factor=2),
+}
+
+
+def points_for(profile: profiles.Profile) -> Points:
+    return POINTS.get(profile.name, POINTS["quick"])
+
+
+def drive_profiles() -> list[str]:
+    """Every drive profile in rigs/spindles/ (SSD and zero-latency profiles are not drives)."""
+    from ...spindle.profiles import DriveProfile
+    from ...spindle.rigfiles import load_profile, profile_names
+
+    return [n for n in profile_names() if isinstance(load_profile(n), DriveProfile)]
+
+
+def span_runtime_s(profile: profiles.Profile) -> float:
+    return profile.runtime_s * points_for(profile).span_runtime_factor
+
+
+def zero_plan(profile: profiles.Profile) -> Plan:
+    """The harness round trip: QD1 random reads over the whole zero-latency device."""
+    return Plan((Measure(span_job(1.0, profile.runtime_s * HARNESS_RUNTIME_FACTOR), "harness"),))
+
+
+def drive_plan(profile: profiles.Profile) -> Plan:
+    """One drive profile: IOPS versus queue depth (each point `repeats` times), then QD1 reads versus span."""
+    pts = points_for(profile)
+    steps: list[Measure] = [Measure(qd_job(rw, qd, profile.runtime_s), "qd", r)
+                            for rw in QD_RWS for qd in pts.depths for r in range(profile.repeats)]
+    steps += [Measure(span_job(span, span_runtime_s(profile)), "span") for span in pts.spans]
+    return Plan(tuple(steps))
+
+
+def reads_double_config(profile: profiles.Profile) -> Qcow2Config:
+    """Seed 000's redo log stood in for by qcow2 with the on-disk-metadata preset (an L2 cache of 1/8 of the
+    tables, as SEsparse keeps its block map on disk)."""
+    return metadata_configs(profile.disk_size)[0]
+
+
+def reads_double_read_job(profile: profiles.Profile) -> FioJob:
+    return FioJob("randread", "randread", bs=4096, iodepth=points_for(profile).reads_double_iodepth,
+                  size=profile.disk_size, runtime_s=profile.runtime_s, log_avg_msec=None)
+
+
+def reads_double_plan(profile: profiles.Profile) -> Plan:
+    """Fill the base, random reads; snapshot; rewrite the disk; random reads again."""
+    read = reads_double_read_job(profile)
+    steps: list = [Measure(prefill_job(profile.disk_size), "prefill")]
+    steps += [Measure(read, "none", r) for r in range(profile.repeats)]
+    steps += [TakeSnapshot(), Measure(prefill_job(profile.disk_size, name="rewrite"), "rewrite")]
+    steps += [Measure(read, "snapshot", r) for r in range(profile.repeats)]
+    return Plan(tuple(steps))
+
+
+def build_plan(profile: profiles.Profile, drives: Sequence[str] | None = None) -> StudyPlan:
+    """zero, one variant per drive profile (default: every one in rigs/spindles/), reads-double."""
+    names = list(drive_profiles() if drives is None else drives)
+    drive = drive_plan(profile)
+    return StudyPlan((VariantPlan(ZERO, zero_plan(profile)), *(VariantPlan(n, drive) for n in names),
+                      VariantPlan(READS_DOUBLE, reads_double_plan(profile))))
+
+
+def drive_variants(study: StudyPlan) -> list[str]:
+    return [v.variant for v in study.variants if v.variant not in (ZERO, READS_DOUBLE)]
+
+
+def parameters(profile: profiles.Profile, study: StudyPlan, device: str) -> dict[str, Any]:
+    """The study's parameters as the run's manifest records them (read back only by analyse)."""
+    pts = points_for(profile)
+    return {"device": device, "drive_profiles": drive_variants(study), "capacity": CAPACITY,
+            "depths": list(pts.depths), "spans": list(pts.spans), "span_runtime_s": span_runtime_s(profile),
+            "reads_double_config": reads_double_config(profile).name,
+            "reads_double_iodepth": pts.reads_double_iodepth}
+
+
+def _runs(n: int) -> str:
+    return f"{n} fio run{'s' if n != 1 else ''}"
+
+
+def describe(profile: profiles.Profile) -> str:
+    """What a run measures, in words and counts from the plan (deterministic: checked by nbval)."""
+    study = build_plan(profile)
+    drives = drive_variants(study)
+    phases = study.phase_counts()
+
+    def one(variant: str, phase: str) -> tuple[int, list[Measure]]:
+        steps = [m for _, m, _ in study.variant(variant).plan.measurements() if m.phase == phase]
+        return len(steps), steps
+
+    n_zero, zero = one(ZERO, "harness")
+    lines = [f"profile {profile.name}: {study.points()} fio runs in {len(study.variants)} variants, "
+             f"fio time >= {study.fio_seconds():.0f} s",
+             "  " + ", ".join(f"{phase} {n}" for phase, n in phases.items()),
+             f"{ZERO}: harness round trip, QD1 random reads on the zero-latency device: {_runs(n_zero)} of "
+             f"{zero[0].job.runtime_s:g} s"]
+    if drives:
+        n_qd, qd = one(drives[0], "qd")
+        n_span, span = one(drives[0], "span")
+        depths = sorted({m.job.iodepth for m in qd})
+        lines += [f"{len(drives)} drive profiles ({', '.join(drives)}), each served scaled to {CAPACITY >> 20} MiB "
+                  f"over its full stroke, {study.variant(drives[0]).plan.fio_seconds():.0f} s each:",
+                  f"  random 4 KiB {' and '.join(QD_RWS)} vs queue depth {', '.join(map(str, depths))}: "
+                  f"{_runs(n_qd)} of {qd[0].job.runtime_s:g} s ({profile.repeats} repeat(s) per point)",
+                  f"  QD1 random reads vs span {', '.join(m.job.name.removeprefix('span') for m in span)} of the "
+                  f"device: {_runs(n_span)} of {span[0].job.runtime_s:g} s with per-request latency logs"]
+    cfg = reads_double_config(profile)
+    n_none, none = one(READS_DOUBLE, "none")
+    n_snap, _ = one(READS_DOUBLE, "snapshot")
+    lines.append(f"{READS_DOUBLE} (seed 000): qcow2 {cfg.name} (L2 cache {(cfg.l2_cache_size or 0) >> 10} KiB of "
+                 f"{cfg.l2_bytes_for(profile.disk_size) >> 10} KiB tables) on a {profile.disk_size >> 20} MiB disk "
+                 f"of the rig's emulated {READS_DOUBLE_DEVICE}: prefill, random 4 KiB reads at QD"
+                 f"{none[0].job.iodepth} {n_none} x {none[0].job.runtime_s:g} s, snapshot, rewrite, "
+                 f"{n_snap} x {none[0].job.runtime_s:g} s again")
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""The calibration analysis on synthetic runs with known answers: IOPS against the model, the seek fit, QD1 against
+the datasheet, host reads per VM read and the verdict on seed 000's factor 2."""
+import math
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from snaptax import fio, profiles
+from snaptax.engines.qcow2 import metadata_configs
+from snaptax.models import seek
+from snaptax.record import RunRecord, RunWriter
+from snaptax.spindle.measure import CAPACITY, ServedSpindle, predicted_iops, span_of
+from snaptax.spindle.predict import qd1_trace
+from snaptax.spindle.profiles import DiskSpec, ZeroProfile
+from snaptax.spindle.rigfiles import disk, load_profile
+from snaptax.stats import mean_interval
+from snaptax.studies.calibration import analyse as an
+from snaptax.studies.calibration import plan as planmod
+from tests.synthetic import fio_result, rig
+
+DRIVE = "sas10k"
+HARNESS_US = 120.0
+GAP_S = 200e-6                # the client's turnaround the emulator reports
+QD_FACTORS = (0.96, 0.98)     # measured ÷ model, by repeat
+NONE_RATIO = 1.0
+
+
+def make_run(tmp, profile="quick", snapshot_ratios=(2.02, 1.98), requests=800):
+    """A published calibration run of one drive (sas10k) with known answers, through RunWriter."""
+    p = profiles.get(profile)
+    study = planmod.build_plan(p, drives=[DRIVE])
+    spec = disk(DRIVE)
+    cfg = metadata_configs(p.disk_size)[0]
+    w = RunWriter(rig(tmp), "calibration", p, planmod.parameters(p, study, "raid1_10k"), tmp / "staging",
+                  run_id=f"20260101T000000Z-{profile}")
+    descriptions = {
+        "zero": ServedSpindle(DiskSpec(ZeroProfile()), CAPACITY, tmp, "zero").describe(),
+        DRIVE: ServedSpindle(spec, CAPACITY, tmp, DRIVE).describe(),
+        "reads-double": {"engine": "qcow2", "config": asdict(cfg), "disk_size": p.disk_size, "device": "raid1_10k",
+                         "export": "vd"}}
+    rng = np.random.default_rng(1)
+    for vp in study.variants:
+        with w.in_variant(vp.variant, descriptions[vp.variant]):
+            for index, step, chain in vp.plan.measurements():
+                d = w.measurement_dir(index, step)
+                job, before, after, extra = step.job, {}, {}, {}
+                if step.phase == "harness":
+                    result = fio_result(job.name, read_iops=1e6 / HARNESS_US, clat_us=HARNESS_US)
+                elif step.phase == "qd":
+                    model = predicted_iops(spec, rw=job.rw, iodepth=job.iodepth, ios=an.PREDICTION_IOS)
+                    iops = model * QD_FACTORS[step.repeat % 2]
+                    result = fio_result(job.name, **{("read_iops" if job.rw == "randread" else "write_iops"): iops})
+                elif step.phase == "span":
+                    span = span_of(job.name)
+                    off, svc = qd1_trace(spec, CAPACITY, n=requests, span=span, gap_s=GAP_S, jitter_s=10e-6,
+                                         seed=index)
+                    lat = np.array(svc) + HARNESS_US * 1e-6 + rng.normal(0, 5e-6, len(svc))
+                    (d / "req_clat.1.log").write_text("".join(
+                        f"{i}, {int(t * 1e9)}, 0, 4096, {o}, 0\n" for i, (o, t) in enumerate(zip(off, lat))))
+                    result = fio_result(job.name, read_iops=1 / float(np.mean(lat)),
+                                        clat_us=float(np.mean(lat)) * 1e6)
+                    extra = {"spindle": {"phase_s": GAP_S, "label": DRIVE}}
+                elif step.phase in ("none", "snapshot"):
+                    iops = 400.0 if step.phase == "none" else 150.0 + 10 * step.repeat
+                    result = fio_result(job.name, read_iops=iops, runtime_s=5)
+                    ratio = NONE_RATIO if step.phase == "none" else snapshot_ratios[step.repeat]
+                    before = {"host.reads": 1000.0}
+                    after = {"host.reads": 1000.0 + ratio * round(iops * 5)}
+                else:   # prefill, rewrite
+                    result = fio_result(job.name, write_iops=100.0)
+                w.record_measurement(index, step, chain_length=chain, fio_run=fio.FioRun(d, result, 1.0),
+                                     counters_before=before, counters_after=after, extra=extra)
+    return RunRecord.load(w.publish(tmp / "data" / "t" / "calibration" / w.run_id))
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    return an.analyse(make_run(tmp_path_factory.mktemp("quick")))
+
+
+def test_harness_and_qd_against_the_model(quick):
+    assert quick.harness_s == pytest.approx(HARNESS_US * 1e-6)
+    assert quick.value("calibration.harness_us").value == pytest.approx(HARNESS_US)
+    assert len(quick.qd) == len(planmod.QD_RWS) * len(planmod.points_for(profiles.get("quick")).depths)
+    known = mean_interval(QD_FACTORS)
+    for _, r in quick.qd.iterrows():
+        assert r.n == 2
+        assert r.ratio == pytest.approx(known.estimate, rel=1e-3)
+        assert (r.ratio_low, r.ratio_high) == pytest.approx((known.low, known.high), rel=1e-3)
+    v = quick.value("calibration.qd.sas10k.randread.qd32.ratio")
+    assert v.value == pytest.approx(0.97, rel=1e-3) and v.n == 2 and v.low < 0.97 < v.high
+    model = quick.value("calibration.qd.sas10k.randread.qd1.model_iops").value
+    assert quick.value("calibration.qd.sas10k.randread.qd1.iops").value == pytest.approx(0.97 * model, rel=1e-3)
+
+
+def test_qd1_against_the_datasheet(quick):
+    p = load_profile(DRIVE)
+    sheet = seek.datasheet_qd1_iops(p)
+    row = quick.qd1.iloc[0]
+    assert row.drive == DRIVE and row.datasheet_iops == pytest.approx(sheet)
+    assert row.vs_datasheet == pytest.approx(row.iops / sheet)
+    assert quick.value("calibration.qd1.sas10k.vs_datasheet").value == pytest.approx(row.iops / sheet)
+    assert quick.value("calibration.qd1.sas10k.datasheet_iops").value == pytest.approx(sheet)
+
+
+def test_seek_fit_recovers_the_configured_figures(quick):
+    p = load_profile(DRIVE)
+    f = quick.fits[DRIVE]
+    assert max(f.rel_errors(p.seek_read).values()) < 0.05
+    for fig, word in an.FIGURE_WORDS.items():
+        v = quick.value(f"calibration.fit.sas10k.{word}")
+        assert abs(v.value - getattr(p.seek_read, fig)) < 3 * (v.high - v.value) and v.unit == "ms"
+        assert quick.value(f"calibration.datasheet.sas10k.{word}").value == getattr(p.seek_read, fig)
+    assert quick.value("calibration.fit.worst_err_pct").value == pytest.approx(
+        100 * max(f.rel_errors(p.seek_read).values()))
+    table = quick.fit_table()
+    assert list(table.figure) == ["track_to_track", "average", "full_stroke"]
+
+
+def test_span_table_subtracts_the_harness(quick):
+    t = quick.span
+    assert list(t.span) == list(planmod.points_for(profiles.get("quick")).spans)
+    # the synthetic latencies are the model's service times plus the harness: what is left is the model
+    assert np.allclose(t.measured_ms, t.model_datasheet_ms, rtol=0.08)
+    assert t.measured_ms.is_monotonic_increasing
+
+
+def test_reads_double_and_the_verdict(quick):
+    v = quick.value("calibration.reads_double.host_reads_per_vm_read.snapshot")
+    known = mean_interval([2.02, 1.98])
+    assert v.value == pytest.approx(2.0, abs=1e-3) and (v.low, v.high) == pytest.approx((known.low, known.high),
+                                                                                         abs=1e-3)
+    assert v.unit == "×" and v.n == 2
+    none = quick.value("calibration.reads_double.host_reads_per_vm_read.none")
+    assert none.value == pytest.approx(1.0)
+    ratio = quick.value("calibration.reads_double.iops_ratio")   # snapshot 150, 160 vs 400
+    assert ratio.value == pytest.approx(math.sqrt(150 * 160) / 400, rel=1e-6)
+    (o,) = quick.outcomes
+    assert o.claim.cite == "zandboer" and o.claim.published == 2.0 and o.claim.no_effect == 1.0
+    assert o.claim.value_key == v.key and o.claim.tolerance_basis
+    assert o.verdict == "agrees"
+    assert quick.value("calibration.reads_double.l2_cache_kib").value < \
+        quick.value("calibration.reads_double.l2_tables_kib").value
+
+
+@pytest.mark.parametrize("ratios, verdict", [((3.0, 3.02), "same direction"),   # 3.01 [2.88, 3.14]: an effect, too big
+                                             ((1.0, 1.01), "differs")])           # no doubling at all
+def test_verdict_is_judged_against_no_effect_1(tmp_path, ratios, verdict):
+    a = an.analyse(make_run(tmp_path, snapshot_ratios=ratios, requests=300))
+    assert a.outcomes[0].verdict == verdict
+
+
+def test_one_repeat_is_inconclusive_and_has_no_interval(tmp_path):
+    a = an.analyse(make_run(tmp_path, profile="smoke", snapshot_ratios=(2.0,)))
+    assert a.outcomes[0].verdict == "inconclusive"
+    v = a.value("calibration.qd.sas10k.randread.qd1.iops")
+    assert v.n == 1 and math.isnan(v.low) and not v.has_interval
+
+
+def test_keys_are_the_study_s_and_results_round_trip(quick, tmp_path):
+    from snaptax.values import Results
+
+    keys = [v.key for v in quick.values]
+    assert len(keys) == len(set(keys)) and all(k.startswith("calibration.") for k in keys)
+    loaded = Results.load(quick.results().write(tmp_path).parent)
+    assert loaded.values["calibration.run.id"].text == quick.record.run_id
+    assert loaded.values["calibration.depths"].text == "1, 2, 4, 8, 16, 32"
+    assert loaded.claims[0]["id"] == an.CLAIM_ID and loaded.claims[0]["verdict"] == "agrees"
+
+
+def test_a_failed_fit_raises(tmp_path):
+    record = make_run(tmp_path, profile="smoke", requests=10)
+    with pytest.raises(seek.FitError, match="usable requests"):
+        an.analyse(record)

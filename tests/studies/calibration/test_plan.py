@@ -1,0 +1,77 @@
+"""The calibration plan: zero device, one variant per drive profile, seed 000's reads double; counts from the plan."""
+import pytest
+
+from snaptax import profiles, studies
+from snaptax.plan import TakeSnapshot
+from snaptax.spindle.measure import span_of
+from snaptax.studies.calibration import plan as planmod
+
+
+def test_registered():
+    s = studies.get("calibration")
+    assert s.notebook == "02_calibration.ipynb"
+    assert s.describe_plan(profiles.get("smoke")) == planmod.describe(profiles.get("smoke"))
+
+
+def test_drive_profiles_are_the_mechanical_ones():
+    assert planmod.drive_profiles() == ["nlsas7k2", "sas10k", "sas15k"]
+
+
+@pytest.mark.parametrize("name", list(profiles.PROFILES))
+def test_variants_and_points(name):
+    p = profiles.get(name)
+    pts = planmod.points_for(p)
+    study = planmod.build_plan(p)
+    assert [v.variant for v in study.variants] == ["zero", "nlsas7k2", "sas10k", "sas15k", "reads-double"]
+    assert planmod.drive_variants(study) == planmod.drive_profiles()
+    drive = study.variant("sas10k").plan
+    qd = [m for _, m, _ in drive.measurements() if m.phase == "qd"]
+    span = [m for _, m, _ in drive.measurements() if m.phase == "span"]
+    assert len(qd) == len(planmod.QD_RWS) * len(pts.depths) * p.repeats
+    assert {m.repeat for m in qd} == set(range(p.repeats))
+    assert sorted({m.job.iodepth for m in qd}) == sorted(pts.depths)
+    assert [span_of(m.job.name) for m in span] == list(pts.spans)
+    assert all(m.job.iodepth == 1 and ("log_offset", "1") in m.job.options() for m in span)
+    assert {m.job.runtime_s for m in span} == {p.runtime_s * pts.span_runtime_factor}
+    # the plan's own counts, not arithmetic done again
+    counts = study.phase_counts()
+    assert counts["qd"] == 3 * len(qd) and counts["span"] == 3 * len(span) and counts["harness"] == 1
+    assert counts["none"] == counts["snapshot"] == p.repeats
+    assert study.points() == sum(counts.values())
+
+
+def test_reads_double_snapshots_then_rewrites():
+    p = profiles.get("quick")
+    plan = planmod.build_plan(p).variant("reads-double").plan
+    phases = ["TAKE" if isinstance(s, TakeSnapshot) else s.phase for s in plan.steps]
+    assert phases == ["prefill", "none", "none", "TAKE", "rewrite", "snapshot", "snapshot"]
+    chains = {m.phase: n for _, m, n in plan.measurements()}
+    assert chains == {"prefill": 0, "none": 0, "rewrite": 1, "snapshot": 1}
+    cfg = planmod.reads_double_config(p)
+    assert cfg.name == "on-disk-metadata" and cfg.l2_cache_size < cfg.l2_bytes_for(p.disk_size)
+    read = [m for _, m, _ in plan.measurements() if m.phase == "none"][0].job
+    assert (read.rw, read.iodepth, read.size) == ("randread", planmod.points_for(p).reads_double_iodepth,
+                                                  p.disk_size)
+
+
+def test_a_subset_of_drives():
+    study = planmod.build_plan(profiles.get("smoke"), drives=["sas10k"])
+    assert [v.variant for v in study.variants] == ["zero", "sas10k", "reads-double"]
+    assert planmod.parameters(profiles.get("smoke"), study, "raid1_10k")["drive_profiles"] == ["sas10k"]
+
+
+@pytest.mark.parametrize("name", list(profiles.PROFILES))
+def test_describe_counts_come_from_the_plan(name):
+    p = profiles.get(name)
+    text = planmod.describe(p)
+    study = planmod.build_plan(p)
+    assert f"{study.points()} fio runs in {len(study.variants)} variants" in text
+    assert f"fio time >= {study.fio_seconds():.0f} s" in text
+    assert ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()) in text
+    assert "sas10k" in text and "reads-double (seed 000)" in text
+    assert text == planmod.describe(p)
+
+
+def test_quick_plan_time_is_the_sum_of_its_jobs():
+    # smoke: 3 drives × (6 × 2 s + 3 × 4 s) + harness 4 s + reads double 2 × 2 s (prefills are not time-based)
+    assert planmod.build_plan(profiles.get("smoke")).fio_seconds() == 3 * (6 * 2 + 3 * 4) + 4 + 2 * 2

@@ -1,0 +1,57 @@
+"""compare: values side by side with intervals, verdicts reproduced or not."""
+import math
+import subprocess
+import sys
+
+from snaptax import compare, paths
+from snaptax.claims import Claim, Outcome
+from snaptax.values import Results, Value
+
+CLAIM = Claim("s.loss", "key", "Table 1", "loss", 65.0, "%", 0.0, 15.0, "test", "s.loss", "x")
+
+
+def results(run_id: str, loss: Value) -> Results:
+    r = Results("s", run_id, "local", "quick")
+    r.add([loss, Value("s.run.id", text=run_id), Value("s.label", text="x")])
+    r.claims = [Outcome(CLAIM, loss).to_json()]
+    return r
+
+
+def test_consistent_runs_reproduce():
+    c = compare.compare_results(results("a", Value("s.loss", 60, "%", 55, 65, 4)),
+                                results("b", Value("s.loss", 62, "%", 57, 67, 4)))
+    (v,) = [v for v in c.values if v.key == "s.loss"]
+    assert v.consistent and v.distance == 2 / math.hypot(5, 5)
+    assert c.reproduced and c.verdicts_reproduced == 1 and not c.inconsistent
+    assert all(".run." not in v.key for v in c.values)
+
+
+def test_inconsistent_values_are_reported_even_if_the_verdict_holds():
+    c = compare.compare_results(results("a", Value("s.loss", 55, "%", 53, 57, 4)),
+                                results("b", Value("s.loss", 70, "%", 68, 72, 4)))
+    assert c.reproduced                                   # both 'agrees'
+    assert [v.key for v in c.inconsistent] == ["s.loss"]
+    assert "intervals apart" in "\n".join(compare.report(c))
+
+
+def test_a_verdict_flip_is_not_reproduced():
+    c = compare.compare_results(results("a", Value("s.loss", 60, "%", 55, 65, 4)),
+                                results("b", Value("s.loss", 20, "%", 15, 25, 4)))
+    assert not c.reproduced
+    assert "DIFFERENT" in "\n".join(compare.report(c))
+
+
+def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for d, loss in ((a, Value("s.loss", 60, "%", 55, 65, 4)), (b, Value("s.loss", 61, "%", 56, 66, 4)),
+                    (c, Value("s.loss", 20, "%", 15, 25, 4))):
+        d.mkdir()
+        results(d.name, loss).write(d)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "snaptax", "compare", *map(str, args)], capture_output=True,
+                              text=True, cwd=paths.REPO_ROOT, timeout=60)
+    assert run(a, b).returncode == 0
+    flip = run(a, c)
+    assert flip.returncode == 1 and "DIFFERENT" in flip.stdout
+    assert run(a).returncode == 2
