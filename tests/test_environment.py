@@ -45,3 +45,21 @@ def test_conda_and_pip_pins_agree():
 
 def test_every_direct_dependency_is_in_both():
     assert DESIGN_CARD | {"vl-convert-python", "pytest", "pyyaml", "pandas"} <= set(pip_pins())
+
+
+def test_declared_dependencies_are_pinned_within_their_ranges():
+    """pyproject.toml's ranges (what snaptax needs) admit requirements.txt's exact pins (what it is tested with)."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((paths.REPO_ROOT / "pyproject.toml").read_text())["project"]
+    pins = pip_pins()
+    declared = [Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]]
+    outside = {}
+    for req in declared:
+        name = re.sub(r"[-_.]+", "-", req.name.lower())
+        if name not in pins or not req.specifier.contains(pins[name]):
+            outside[req.name] = (str(req.specifier), pins.get(name))
+    assert not outside, f"pyproject.toml range vs requirements.txt pin: {outside}"
+    assert {"ruff", "mypy"} <= set(pins), "the static checks must be pinned"

@@ -43,7 +43,9 @@ def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUN
     rig = rigmod.load("local")
     device = rig.device()
     job = harness_job(size, runtime_s)
-    nbd, direct, qsd_busy = [], [], []
+    nbd: list[float] = []
+    direct: list[float] = []
+    qsd_busy: list[float] = []
     with measurement_lock(), ProcessGroup() as group, tempfile.TemporaryDirectory() as tmp:
         backend = open_device(rig, device, group, tag="bench")
         daemon = StorageDaemon(group, rig.rig_work_dir / "run" / "bench").start()

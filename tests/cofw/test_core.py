@@ -294,9 +294,9 @@ def test_plugin_side_is_stdlib_only():
     import subprocess
     import sys
     src = Path(__file__).resolve().parents[2] / "src"
-    code = ("import sys; sys.path.insert(0, %r); import snaptax.cofw.core, snaptax.cofw.control; "
+    code = (f"import sys; sys.path.insert(0, {str(src)!r}); import snaptax.cofw.core, snaptax.cofw.control; "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names "
-            "and m.split('.')[0] not in ('snaptax', '__main__', '_distutils_hack', 'sitecustomize')); print(bad)" % str(src))
+            "and m.split('.')[0] not in ('snaptax', '__main__', '_distutils_hack', 'sitecustomize')); print(bad)")
     python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
     out = subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", out

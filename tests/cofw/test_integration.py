@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 import random
 import signal
-from pathlib import Path
 
 import pytest
 
 from snaptax import fio
-from snaptax.cofw.validate import fetch, replay, validate_against_qemu, write_sequence
 from snaptax.cofw.launch import CofwEngineConfig, CofwServer
+from snaptax.cofw.validate import fetch, replay, validate_against_qemu, write_sequence
 from snaptax.procs import ProcessGroup
 
 pytestmark = pytest.mark.integration

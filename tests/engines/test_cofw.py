@@ -1,7 +1,6 @@
 """The cofw engine through the SnapshotEngine interface (same as qcow2): start, fio, snapshots, counters, delete."""
 from __future__ import annotations
 
-
 import pytest
 
 from snaptax import counters, fio

@@ -5,7 +5,7 @@ import pytest
 
 from snaptax import fio, rig as rigmod
 from snaptax.engines.qcow2 import Qcow2ChainEngine, Qcow2Config
-from snaptax.errors import ConfigError
+from snaptax.errors import ConfigError, MeasurementError
 from tests.conftest import requires_qsd, requires_root
 
 pytestmark = [pytest.mark.integration, requires_qsd, requires_root]
@@ -51,7 +51,7 @@ def test_chain_views_and_commits_keep_every_byte(work_dir, tmp_path):
         # Point-in-time views: the base still holds generation 0, layer 1 generation 1 in the second half.
         check(a0, e.view_target(0), tmp_path / "v0")
         check(b1, e.view_target(1), tmp_path / "v1")
-        with pytest.raises(Exception):
+        with pytest.raises(MeasurementError):
             check(a2, e.view_target(1), tmp_path / "v1-wrong")
         e.close_views()
         # Live volume: newest data everywhere, before and after each kind of delete.

@@ -119,5 +119,6 @@ if __name__ == "__main__":   # python -m snaptax.cofw.bench [size_MiB runtime_s 
     import json
     import sys
     args = [int(a) for a in sys.argv[1:]]
-    cfg = BenchConfig(**dict(zip(("size", "runtime_s", "rounds"), [args[0] << 20, *args[1:]]))) if args else BenchConfig()
+    values = [args[0] << 20, *args[1:]] if args else []
+    cfg = BenchConfig(**dict(zip(("size", "runtime_s", "rounds")[:len(values)], values, strict=True)))
     print(json.dumps(cofw_engine_over_raw(config=cfg).as_dict(), indent=1))

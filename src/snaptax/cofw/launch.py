@@ -75,7 +75,8 @@ class CofwServer:
 
     def __init__(self, group: ProcessGroup, run_dir: Path, source: Path, snapshot_dir: Path,
                  config: CofwEngineConfig, size: int | None = None) -> None:
-        self.group, self.run_dir, self.source, self.snapshot_dir = group, Path(run_dir), Path(source), Path(snapshot_dir)
+        self.group, self.run_dir = group, Path(run_dir)
+        self.source, self.snapshot_dir = Path(source), Path(snapshot_dir)
         self.config, self.size = config, size
         self.control: ControlClient | None = None
 
@@ -90,7 +91,7 @@ class CofwServer:
     def uri(self, export: str = "live") -> str:
         return f"nbd+unix:///{export}?socket={self.nbd_socket}"
 
-    def start(self) -> "CofwServer":
+    def start(self) -> CofwServer:
         plugin_available()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.snapshot_dir.mkdir(parents=True, exist_ok=True)

@@ -53,7 +53,7 @@ class CofwEngine(SnapshotEngine):
         self._serial = 0
         self.server: CofwServer | None = None
 
-    def __enter__(self) -> "CofwEngine":
+    def __enter__(self) -> CofwEngine:
         from ..backends import open_device
         try:
             tag = f"cofw-{self.config.name}"
@@ -61,6 +61,8 @@ class CofwEngine(SnapshotEngine):
             self._host_counters = backend.host_counters
             run_dir = self.group.own(self.rig.rig_work_dir / "run" / tag)
             snap_dir = self._snapshot_dir or run_dir / "snapshots"
+            if backend.path is None:     # open_device gives file and block devices a path (spindles are refused)
+                raise EngineError(f"cofw: rig device {self.device.name!r} has no file or block node")
             self.server = CofwServer(self.group, run_dir, backend.path, snap_dir, self.config,
                                      size=self.disk_size).start()
         except BaseException:

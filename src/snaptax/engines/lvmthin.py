@@ -280,11 +280,11 @@ def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
             continue
         kind = parts[0]
         if kind == "pv":  # pv SERIAL f1 ... f17: summed over PVs, as "what the device received"
-            for k, v in zip(_STAT, parts[2:]):
+            for k, v in zip(_STAT, parts[2:], strict=False):   # newer kernels append fields
                 if k in _KEEP:
                     out[f"host.{k}"] += float(v)
         elif kind == "lv":
-            for k, v in zip(_STAT, parts[2:]):
+            for k, v in zip(_STAT, parts[2:], strict=False):
                 if k in _KEEP:
                     out[f"guest.{k}"] = float(v)
         elif kind == "pool":
@@ -359,7 +359,7 @@ class LvmThinEngine(SnapshotEngine):
         return self.config.mode == "native" or (self.config.mode == "auto" and has_dm)
 
     # ------------------------------------------------------------ lifecycle
-    def __enter__(self) -> "LvmThinEngine":
+    def __enter__(self) -> LvmThinEngine:
         from ..backends import open_device
         from ..qsd import RegionStore, StorageDaemon
         try:

@@ -40,6 +40,14 @@ FIGURES = ("track_to_track_ms", "average_ms", "full_stroke_ms")
 GRID = 600      # LBA grid points per span for the E[seek] double integral (600² pairs)
 OUTLIER = 0.01  # mixture weight of requests the model cannot explain (a descheduled emulator thread, …)
 MIN_REQUESTS = 50
+# Lower bound of σ, the spread of u (s). The client's turnaround through fio, NBD and the emulator varies by tens of
+# µs from request to request (the quick run's fits give σ ≈ 40 µs) and the emulator reports it only in 2 µs bins;
+# a σ below 10 µs would claim a precision the harness does not have, and with few requests near their intervals'
+# edges the censored likelihood would otherwise grow without bound as σ → 0.
+SIGMA_FLOOR_S = 10e-6
+# relative steps tried in turn for the observed information: the likelihood is a sum of steep sigmoids, rugged at
+# the scale of single requests; a larger step averages over that ruggedness
+HESSIAN_STEPS = (2e-3, 1e-2, 3e-2)
 
 
 class FitError(ValueError):
@@ -249,18 +257,23 @@ def request_model(traces: Sequence[Trace], p: DriveProfile, capacity: int, bs: i
     return RequestModel(cat["d"], cat["lo"], cat["hi"], cat["ph"], cat["span"], used, excluded)
 
 
+def sigma_of(log_excess: float) -> float:
+    """σ (s) from the fitted parameter: σ = SIGMA_FLOOR_S + exp(log_excess)."""
+    return SIGMA_FLOOR_S + math.exp(log_excess)
+
+
 def negative_log_likelihood(params: np.ndarray, rm: RequestModel, p: DriveProfile) -> float:
-    """−log L of params = (track_to_track ms, average ms, full_stroke ms, log σ[s]):
+    """−log L of params = (track_to_track ms, average ms, full_stroke ms, s), σ = SIGMA_FLOOR_S + exp(s) seconds:
     u_i ~ Normal(μ_i, σ) censored to (lo_i, hi_i], μ_i = phase_i + overhead + seek(d_i), mixed with an outlier
     floor: L_i = (1 − OUTLIER)·[Φ((hi_i − μ_i)/σ) − Φ((lo_i − μ_i)/σ)] + OUTLIER·0.1. Infeasible figures
     (not increasing, or no increasing curve through them) score 10¹²."""
     from scipy.special import ndtr
 
-    t1, ta, tf, log_sigma = params
+    t1, ta, tf, log_excess = params
     curve = _curve_or_none(t1, ta, tf, p)
     if curve is None:
         return 1e12
-    sigma = math.exp(log_sigma)
+    sigma = sigma_of(log_excess)
     mu = rm.phase_s + p.overhead_ms / 1e3 + seek_ms(rm.d_cyl, curve) / 1e3
     prob = ndtr((rm.hi_s - mu) / sigma) - ndtr((rm.lo_s - mu) / sigma)
     lik = (1 - OUTLIER) * prob + OUTLIER * 0.1
@@ -291,9 +304,10 @@ def fit_seek_requests(traces: Sequence[Trace], p: DriveProfile, capacity: int, b
     QD1 data (see request_model and negative_log_likelihood). Overhead, rpm, zoned rates and the capacity
     scaling are the profile's (known); the start point is generic (p0_ms), not the profile's figures. The search
     runs Nelder–Mead at a fixed wide σ (1 ms, then 0.2 ms: a wide σ smooths the censored likelihood), then frees
-    σ. 95 % half-widths: 1.96·√diag(H⁻¹), H the observed information (numeric Hessian of −log L).
+    σ (≥ SIGMA_FLOOR_S). 95 % half-widths: 1.96·√diag(H⁻¹), H the observed information (numeric Hessian of
+    −log L, with the first of HESSIAN_STEPS that gives a positive-definite H). residual_rms_s is the fitted σ.
     Raises FitError with fewer than MIN_REQUESTS usable requests, when the optimizer does not converge, or when
-    the information matrix is not positive definite (no interval)."""
+    no step gives a positive-definite information matrix (no interval)."""
     from scipy.optimize import minimize
 
     rm = request_model(traces, p, capacity, bs)
@@ -305,22 +319,26 @@ def fit_seek_requests(traces: Sequence[Trace], p: DriveProfile, capacity: int, b
 
     x3 = np.asarray(p0_ms, float)
     for sigma0 in (1e-3, 2e-4):
-        ls = math.log(sigma0)
-        r = minimize(lambda v, ls=ls: nll(np.array([*v, ls])), x3, method="Nelder-Mead",
+        le = math.log(sigma0 - SIGMA_FLOOR_S)
+        r = minimize(lambda v, le=le: nll(np.array([*v, le])), x3, method="Nelder-Mead",
                      options={"xatol": 1e-4, "fatol": 1e-3, "maxiter": 4000})
         x3 = r.x
-    r = minimize(nll, np.array([*x3, math.log(2e-4)]), method="Nelder-Mead",
+    r = minimize(nll, np.array([*x3, math.log(2e-4 - SIGMA_FLOOR_S)]), method="Nelder-Mead",
                  options={"xatol": 1e-5, "fatol": 1e-4, "maxiter": 8000})
     if not r.success or not np.all(np.isfinite(r.x)) or r.fun >= 1e12:
         raise FitError(f"seek fit of {p.name} did not converge: {r.message}")
     x = r.x
-    try:
-        cov = np.linalg.inv(hessian(nll, x))
-    except np.linalg.LinAlgError as exc:
-        raise FitError(f"seek fit of {p.name}: singular information matrix at the optimum ({exc})") from exc
-    var = np.diag(cov)[:3]
-    if not np.all(np.isfinite(var)) or np.any(var <= 0):
-        raise FitError(f"seek fit of {p.name}: the information matrix is not positive definite at the optimum "
-                       f"(variances {var.tolist()}): no interval")
-    half = tuple(float(1.96 * math.sqrt(v)) for v in var)
-    return SeekFit(float(x[0]), float(x[1]), float(x[2]), half, float(math.exp(x[3])), rm.used)  # type: ignore[arg-type]
+    tried = []
+    for rel in HESSIAN_STEPS:
+        try:
+            var = np.diag(np.linalg.inv(hessian(nll, x, rel)))[:3]
+        except np.linalg.LinAlgError:
+            tried.append(f"step {rel:g}: singular")
+            continue
+        if np.all(np.isfinite(var)) and np.all(var > 0):
+            half = tuple(float(1.96 * math.sqrt(v)) for v in var)
+            return SeekFit(float(x[0]), float(x[1]), float(x[2]), half, sigma_of(float(x[3])),  # type: ignore[arg-type]
+                           rm.used)
+        tried.append(f"step {rel:g}: variances {np.round(var, 6).tolist()}")
+    raise FitError(f"seek fit of {p.name} ({rm.used} requests): the information matrix is not positive definite at "
+                   f"the optimum ({'; '.join(tried)}): no interval; measure longer")

@@ -11,8 +11,7 @@ from scipy import stats as sps
 from snaptax import profiles, values
 from snaptax.models import cow
 from snaptax.record import RunRecord
-from snaptax.studies.engines import analyse as an
-from snaptax.studies.engines import plan as planmod
+from snaptax.studies.engines import analyse as an, plan as planmod
 from tests.synthetic import fio_result, write_run
 
 KiB, MiB = 1024, 1 << 20
@@ -40,13 +39,13 @@ def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_co
     def measured(variant, index, step, chain):
         v = by_name[variant]
         c = state.setdefault(variant, {"host.sectors_read": 0.0, "host.sectors_written": 0.0})
-        if chain == 0:            # the snapshot was deleted: no snapshot space, nothing broken
+        if chain == 0:            # the snapshot was deleted: no snapshot space
             c["engine.snapshot_allocated_bytes"] = 0.0
-            if v.family == "lvmthin":
-                c["engine.chunks_broken"] = 0.0
         if v.family == "cofw":
             c.setdefault("engine.pages_copied", 0.0)
             c.setdefault("engine.bytes_copied", 0.0)
+        if v.family == "lvmthin":
+            c.setdefault("engine.chunks_broken", 0.0)
         before = dict(c)
         writing = step.job.rw in ("write", "randwrite")
         ios = step.job.size // step.job.bs if step.phase in ("prefill", "overwrite") else (
@@ -64,7 +63,7 @@ def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_co
                 c["host.sectors_read"] += broken * v.grain / 512
                 c["host.sectors_written"] += broken * v.grain / 512
                 c["engine.chunks_broken"] += broken
-                c["engine.snapshot_allocated_bytes"] = c["engine.chunks_broken"] * v.grain
+                c["engine.snapshot_allocated_bytes"] = broken * v.grain
             else:                              # qcow2: the model's own prediction for k writes
                 hit = float(cow.expected_grains_hit(s.writes, s.disk_size, v.copy_grain, 4096, True))
                 r, w = cow.copy_bytes(v.copy_grain, 4096, "redirect-merge")
@@ -74,7 +73,7 @@ def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_co
         elif step.phase == "overwrite":        # every grain broken: the snapshot holds the whole volume
             c["engine.snapshot_allocated_bytes"] = float(s.disk_size)
             if v.family == "lvmthin":
-                c["engine.chunks_broken"] = s.disk_size / v.grain
+                c["engine.chunks_broken"] += s.disk_size / v.grain - broken_grains(p, v)
         iops = IOPS[step.phase]
         if step.phase == "first-write":
             iops *= 1 + noise * (1 if step.repeat % 2 else -1)

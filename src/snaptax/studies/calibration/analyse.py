@@ -275,8 +275,8 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
 def _claims(record: RunRecord) -> list[Claim]:
     m = record.manifest
     rd = m.variants.get(READS_DOUBLE, {})
-    return [Claim(CLAIM_ID, "zandboer", "Table 2 note ** and the conclusions ('all ROPS of this VM grow with a "
-                  "factor 2')", "10K SAS RAID1, VM with a snapshot: host-level reads per VM-level read",
+    return [Claim(CLAIM_ID, "zandboer", "Table 2, note ** (sample 36), and its conclusions",
+                  "10K SAS RAID1, VM with a snapshot: host-level reads per VM-level read",
                   SEED000_FACTOR, "×", 1.0, SEED000_TOLERANCE, SEED000_BASIS, CLAIM_VALUE,
                   f"qcow2 {m.parameters['reads_double_config']} overlay on the emulated "
                   f"{rd.get('device', m.parameters['device'])}")]

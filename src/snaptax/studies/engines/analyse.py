@@ -6,9 +6,9 @@ the snapshot's space, the copy-on-write amplification model fitted per engine fa
 Host-level bytes per guest write come from the engines' counters (snaptax.counters): host.sectors_read /
 host.sectors_written of the device below the engine (for LVM thin the guest's PV, the rig device's region), plus
 engine.bytes_copied for the copy-on-first-write engine, whose copies go to the snapshot's sparse file outside the
-counted device. Grains broken in a measurement: engine.pages_copied (cofw), the change of the gauge
-engine.chunks_broken (LVM thin), and for qcow2, which counts none, the model's expectation for k uniformly placed
-writes (snaptax.models.cow.expected_grains_hit). Snapshot space: the gauge engine.snapshot_allocated_bytes.
+counted device. Grains broken in a measurement: engine.pages_copied (cofw), engine.chunks_broken (LVM thin), and
+for qcow2, which counts none, the model's expectation for k uniformly placed writes
+(snaptax.models.cow.expected_grains_hit). Snapshot space: the gauge engine.snapshot_allocated_bytes.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ KiB, MiB = 1 << 10, 1 << 20
 HOST_READ, HOST_WRITTEN = "host.sectors_read", "host.sectors_written"
 BYTES_COPIED, PAGES_COPIED = "engine.bytes_copied", "engine.pages_copied"
 CHUNKS_BROKEN, SNAPSHOT_BYTES = "engine.chunks_broken", "engine.snapshot_allocated_bytes"
-COUNTERS = (HOST_READ, HOST_WRITTEN, BYTES_COPIED, PAGES_COPIED, SNAPSHOT_BYTES)
+COUNTERS = (HOST_READ, HOST_WRITTEN, BYTES_COPIED, PAGES_COPIED, CHUNKS_BROKEN, SNAPSHOT_BYTES)
 
 # Seed 001, Table 1, vVOL column: 'No impact' with one snapshot (FIO random I/O), read as 0 % loss.
 LOSS_TOLERANCE_PP = 15.0
@@ -59,13 +59,6 @@ def variant_table(record: RunRecord) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["variant", "family", "grain", "copy_grain", "mode", "analogue"])
 
 
-def _gauge_changes(record: RunRecord, name: str) -> pd.DataFrame:
-    """after − before of a gauge over each measurement that has it (variant, index, change)."""
-    rows = [{"variant": m.variant, "index": m.index, "change": m.counters[name].after - m.counters[name].before}
-            for m in record.measurements if name in m.counters]
-    return pd.DataFrame(rows, columns=["variant", "index", "change"])
-
-
 def measurements(record: RunRecord) -> pd.DataFrame:
     """One row per fio run with host-level bytes, grains broken and snapshot space.
 
@@ -80,17 +73,15 @@ def measurements(record: RunRecord) -> pd.DataFrame:
     if meas.family.isna().any():
         missing = sorted(set(meas.variant[meas.family.isna()]))
         raise ValueError(f"{record.path}: variants {missing} are not described in the manifest")
-    broken = _gauge_changes(record, CHUNKS_BROKEN).rename(columns={"change": "chunks_broken"})
-    meas = meas.merge(broken, on=["variant", "index"], how="left")
     meas["host_read_bytes"] = 512.0 * meas[HOST_READ].fillna(0.0)
     meas["host_write_bytes"] = 512.0 * meas[HOST_WRITTEN].fillna(0.0) + meas[BYTES_COPIED].fillna(0.0)
     measured = pd.Series(np.nan, index=meas.index)
     measured = measured.where(meas.family != "cofw", meas[PAGES_COPIED])
-    measured = measured.where(meas.family != "lvmthin", meas["chunks_broken"])
+    measured = measured.where(meas.family != "lvmthin", meas[CHUNKS_BROKEN])
     expected = pd.Series(0.0, index=meas.index)
     fw = meas.phase == "first-write"
     expected[fw] = [float(cow.expected_grains_hit(k, disk, g, IO_SIZE, replacement=True))
-                    for k, g in zip(meas.write_ios[fw], meas.copy_grain[fw])]
+                    for k, g in zip(meas.write_ios[fw], meas.copy_grain[fw], strict=True)]
     meas["first_writes_expected"] = expected
     meas["first_writes"] = measured.fillna(expected)
     meas["first_source"] = np.where(measured.notna(), "measured", "expected")
@@ -107,9 +98,10 @@ def write_points(meas: pd.DataFrame) -> pd.DataFrame:
     # Excess over the same volume's base-write of the same cycle: cancels what every measurement window carries
     # besides the writes (LVM thin's counter snapshot runs lvs, which reads 256 KiB of LVM metadata).
     base = w[w.phase == "base-write"].set_index(["variant", "repeat"]).bytes_per_write
-    w["excess_bytes_per_write"] = w.bytes_per_write - base.reindex(list(zip(w.variant, w.repeat))).to_numpy()
+    same_cycle = list(zip(w.variant, w.repeat, strict=True))
+    w["excess_bytes_per_write"] = w.bytes_per_write - base.reindex(same_cycle).to_numpy()
     w["model_bytes_per_write"] = [float(cow.bytes_per_write(f, g, IO_SIZE, mode))
-                                  for f, g, mode in zip(w.f, w.copy_grain, w["mode"])]
+                                  for f, g, mode in zip(w.f, w.copy_grain, w["mode"], strict=True)]
     return w.reset_index(drop=True)
 
 
@@ -127,6 +119,35 @@ def fit_families(points: pd.DataFrame) -> dict[str, cow.CowFit]:
     return out
 
 
+def _cycle(by: pd.DataFrame, y: pd.Series, rep: int) -> dict[str, float]:
+    """One cycle of one variant: `by` its measurements and `y` its bytes per write, indexed by (phase, repeat)."""
+    def at(phase: str, col: str) -> float:
+        return float(by.at[(phase, rep), col]) if (phase, rep) in by.index else math.nan
+
+    def yv(phase: str) -> float:
+        return float(y.at[(phase, rep)]) if (phase, rep) in y.index else math.nan
+
+    k, n_first = at("first-write", "write_ios"), at("first-write", "first_writes")
+    expected = at("first-write", "first_writes_expected")
+    measured = by.at[("first-write", rep), "first_source"] == "measured"
+    b_w, f_w = at("base-write", "write_iops"), at("first-write", "write_iops")
+    return {
+        **{f"{p}_write_iops": at(p, "write_iops") for p in WRITE_PHASES},
+        **{f"{p}_read_iops": at(p, "read_iops") for p in READ_PHASES},
+        "base_write_iops": b_w, "write_ios": k, "first_writes": n_first,
+        "first_fraction": n_first / k if k > 0 else math.nan,
+        "first_over_expected": n_first / expected if measured and expected > 0 else math.nan,
+        "bytes_per_write_kib_base": yv("base-write") / KiB,
+        "bytes_per_write_kib_first": yv("first-write") / KiB,
+        "bytes_per_write_kib_steady": yv("steady-write") / KiB,
+        "bytes_per_first_write_kib": (((yv("first-write") - yv("base-write")) * k / n_first + IO_SIZE) / KiB
+                                      if n_first > 0 else math.nan),
+        "extra_us_per_first_write": (k / f_w - k / b_w) * 1e6 / n_first if n_first > 0 else math.nan,
+        "space_first_mib": at("first-write", "snapshot_bytes") / MiB,
+        "space_steady_mib": at("overwrite", "snapshot_bytes") / MiB,
+    }
+
+
 def cycles(meas: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
     """One row per variant and cycle (repeat): the IOPS of every phase, grains broken, bytes per write and the
     per-cycle derived quantities (bytes and extra µs per first write, snapshot space)."""
@@ -134,35 +155,9 @@ def cycles(meas: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
     for variant, g in meas.groupby("variant", sort=False):
         by = g.set_index(["phase", "repeat"])
         y = points[points.variant == variant].set_index(["phase", "repeat"]).bytes_per_write
-        info = g.iloc[0]
         for rep in sorted(g[g.phase == "first-write"].repeat.unique()):
-            def at(phase: str, col: str) -> float:
-                return float(by.at[(phase, rep), col]) if (phase, rep) in by.index else math.nan
-
-            def yv(phase: str) -> float:
-                return float(y.at[(phase, rep)]) if (phase, rep) in y.index else math.nan
-
-            k, n_first = at("first-write", "write_ios"), at("first-write", "first_writes")
-            expected = at("first-write", "first_writes_expected")
-            b_w, f_w = at("base-write", "write_iops"), at("first-write", "write_iops")
-            measured = by.at[("first-write", rep), "first_source"] == "measured"
-            rows.append({
-                "variant": variant, "family": info.family, "repeat": int(rep),
-                **{f"{p}_write_iops": at(p, "write_iops") for p in WRITE_PHASES},
-                **{f"{p}_read_iops": at(p, "read_iops") for p in READ_PHASES},
-                "base_write_iops": b_w, "write_ios": k, "first_writes": n_first,
-                "first_fraction": n_first / k if k > 0 else math.nan,
-                "first_over_expected": (n_first / expected if measured and expected > 0
-                                        else math.nan),
-                "bytes_per_write_kib_base": yv("base-write") / KiB,
-                "bytes_per_write_kib_first": yv("first-write") / KiB,
-                "bytes_per_write_kib_steady": yv("steady-write") / KiB,
-                "bytes_per_first_write_kib": (((yv("first-write") - yv("base-write")) * k / n_first + IO_SIZE) / KiB
-                                              if n_first > 0 else math.nan),
-                "extra_us_per_first_write": ((k / f_w - k / b_w) * 1e6 / n_first if n_first > 0 else math.nan),
-                "space_first_mib": at("first-write", "snapshot_bytes") / MiB,
-                "space_steady_mib": at("overwrite", "snapshot_bytes") / MiB,
-            })
+            rows.append({"variant": variant, "family": g.family.iloc[0], "repeat": int(rep),
+                         **_cycle(by, y, int(rep))})
     return pd.DataFrame(rows)
 
 
@@ -234,7 +229,7 @@ class EnginesAnalysis(Analysis):
                             "f": s.first_fraction.round(3)})
         for m in ("first_ratio", "steady_ratio", "snap_read_ratio"):
             out[m] = s[m].round(3)
-            out[f"{m}_ci95"] = [_ci(lo, hi, 3) for lo, hi in zip(s[f"{m}_low"], s[f"{m}_high"])]
+            out[f"{m}_ci95"] = [_ci(lo, hi, 3) for lo, hi in zip(s[f"{m}_low"], s[f"{m}_high"], strict=True)]
         for m in ("bytes_per_first_write_kib", "model_bytes_per_first_write_kib", "extra_us_per_first_write",
                   "space_first_mib", "space_steady_mib"):
             out[m] = s[m].round(1)

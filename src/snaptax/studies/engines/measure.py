@@ -4,8 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from ... import profiles
-from ... import rig as rigmod
+from ... import profiles, rig as rigmod
 from ...engines.base import SnapshotEngine
 from ...engines.cofw import CofwEngine
 from ...engines.lvmthin import LvmThinEngine

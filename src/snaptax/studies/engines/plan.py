@@ -25,14 +25,14 @@ stay honest. The random jobs are counted, not timed, so the plan's fio time (Stu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from ... import profiles
 from ...engines.cofw import CofwEngineConfig
 from ...engines.lvmthin import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config
 from ...errors import ConfigError
-from ...fio import FioJob
+from ...fio import RW, FioJob
 from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
 
 STUDY = "engines"
@@ -111,7 +111,7 @@ def size_label(n: int) -> str:
     return f"{n // MiB}m" if n >= MiB else f"{n // KiB}k"
 
 
-EngineConfig = Union[Qcow2Config, CofwEngineConfig, LvmThinConfig]
+EngineConfig = Qcow2Config | CofwEngineConfig | LvmThinConfig
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def sequential_job(name: str, disk_size: int) -> FioJob:
                   runtime_s=None, log_avg_msec=1000)
 
 
-def random_job(name: str, rw: str, ios: int, disk_size: int) -> FioJob:
+def random_job(name: str, rw: RW, ios: int, disk_size: int) -> FioJob:
     """k random 4 KiB I/Os at queue depth 1 over the whole volume (number_ios), uniformly placed."""
     # Reads draw other offsets than the writes (their own seed): reading back exactly the blocks just written
     # would only ever hit broken grains.
