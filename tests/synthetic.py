@@ -1,8 +1,8 @@
 """Synthetic published runs in the real record format (through snaptax.record.RunWriter): no daemon, no fio."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from snaptax import fio, profiles
 from snaptax.plan import Measure

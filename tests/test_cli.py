@@ -47,7 +47,8 @@ def test_malformed_rig_file_names_the_field(tmp_path):
     bad.write_text("name: bad\nkind: embedded\ndevices:\n  d: {type: file, medium: floppy, capacity: 1G}\n")
     out = snaptax("rig", "check", str(bad))
     assert out.returncode == 2
-    assert out.stderr.strip() == f"snaptax: {bad}: field 'devices.d.medium': 'floppy' is not one of ssd, hdd, nvme, tiered"
+    assert out.stderr.strip() == (f"snaptax: {bad}: field 'devices.d.medium': 'floppy' is not one of ssd, hdd, "
+                                  "nvme, tiered")
 
 
 def test_missing_tool_names_the_package(monkeypatch):

@@ -3,8 +3,7 @@ import json
 
 import pytest
 
-from snaptax import fio, profiles
-from snaptax import rig as rigmod
+from snaptax import fio, profiles, rig as rigmod
 from snaptax.counters import UnknownCounter
 from snaptax.plan import Measure
 from snaptax.record import RECORD_VERSION, RecordError, RunRecord, RunSession, published_runs

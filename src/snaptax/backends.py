@@ -8,11 +8,11 @@
 """
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
-
-import json
+from typing import Any
 
 from . import devices, procs, qsd
 from .procs import ProcessGroup

@@ -26,8 +26,10 @@ def _engine_support(rig) -> list[str]:
             else:
                 lines.append("lvmthin: missing qemu-system-x86_64 (qemu-system-x86) for the TCG guest")
         elif engine == "cofw":
-            ok = shutil.which("nbdkit") and Path("/usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-python-plugin.so").exists()
-            lines.append(f"cofw: {'available' if ok else 'missing nbdkit-plugin-python'} (8 KiB copy-on-first-write over nbdkit)")
+            plugin = Path("/usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-python-plugin.so")
+            have = bool(shutil.which("nbdkit")) and plugin.exists()
+            lines.append(f"cofw: {'available' if have else 'missing nbdkit-plugin-python'} "
+                         "(8 KiB copy-on-first-write over nbdkit)")
     return lines
 
 
@@ -49,7 +51,8 @@ def cmd_rig_check(args: argparse.Namespace) -> int:
             except DeviceRefused as exc:
                 line += f" -> refused: {exc}"
         print(line)
-    print("  results are labelled " + ("EMULATED (" + ", ".join(emulated) + ")" if emulated else "not emulated (real devices)"))
+    label = "EMULATED (" + ", ".join(emulated) + ")" if emulated else "not emulated (real devices)"
+    print("  results are labelled " + label)
     for line in _engine_support(rig):
         print("  engine " + line)
     return 0
@@ -121,7 +124,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     header = ("claim", "source", "published", "ours [95 % CI]", "verdict", "run")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip())
     return 0
 
 

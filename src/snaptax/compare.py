@@ -99,9 +99,9 @@ def report(c: RunComparison, all_values: bool = False) -> list[str]:
     """The comparison as text lines: verdicts, then the values that are inconsistent (or all, with all_values)."""
     lines = [f"{c.study}: {c.run_a} vs {c.run_b}: {c.verdicts_reproduced} of {len(c.verdicts)} verdicts the same, "
              f"{len(c.inconsistent)} of {sum(v.comparable for v in c.values)} values with intervals inconsistent"]
-    for v in c.verdicts:
-        mark = "same" if v.same else "DIFFERENT"
-        lines.append(f"  claim {v.claim}: {v.a} | {v.b}  {mark}")
+    for vc in c.verdicts:
+        mark = "same" if vc.same else "DIFFERENT"
+        lines.append(f"  claim {vc.claim}: {vc.a} | {vc.b}  {mark}")
     shown = c.values if all_values else tuple(c.inconsistent)
     for v in shown:
         d = v.distance

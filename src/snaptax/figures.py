@@ -6,6 +6,7 @@ import base64
 from pathlib import Path
 
 import altair as alt
+
 from . import paths
 
 alt.data_transformers.disable_max_rows()

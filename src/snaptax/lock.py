@@ -11,7 +11,7 @@ import contextlib
 import fcntl
 import os
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from . import paths
 

@@ -3,8 +3,8 @@ snaptax.values and \\val{key}; nothing is typed into the .tex by hand)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from . import paths
 from .record import write_atomic

@@ -6,8 +6,9 @@ TCG guest — and lets tests inspect a plan without running it.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal, Union
+from typing import Literal
 
 from .fio import FioJob
 
@@ -42,7 +43,7 @@ class Measure:
         return f"{self.phase}-{self.job.name}-r{self.repeat}"
 
 
-Step = Union[TakeSnapshot, DeleteSnapshot, Measure]
+Step = TakeSnapshot | DeleteSnapshot | Measure
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from .errors import EngineError, MissingTool
 
@@ -124,7 +124,7 @@ class ProcessGroup:
     callbacks: list[Callable[[], None]] = field(default_factory=list)
     _closed: bool = False
 
-    def __enter__(self) -> "ProcessGroup":
+    def __enter__(self) -> ProcessGroup:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -9,8 +9,9 @@ import json
 import socket
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import EngineError
 
@@ -29,7 +30,7 @@ class QMPClient:
         self._sock: socket.socket | None = None
         self._buf = b""
 
-    def connect(self) -> "QMPClient":
+    def connect(self) -> QMPClient:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         sock.connect(str(self.path))
@@ -45,7 +46,7 @@ class QMPClient:
             self._sock.close()
             self._sock = None
 
-    def __enter__(self) -> "QMPClient":
+    def __enter__(self) -> QMPClient:
         return self.connect()
 
     def __exit__(self, *exc) -> None:
@@ -92,7 +93,7 @@ class QMPClient:
             self._sock.settimeout(remaining)
             try:
                 self.events.append(self._read_message())
-            except socket.timeout as exc:
+            except TimeoutError as exc:
                 raise EngineError("QMP: timed out waiting for an event") from exc
             finally:
                 self._sock.settimeout(self.timeout)

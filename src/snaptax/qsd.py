@@ -37,7 +37,7 @@ class StorageDaemon:
     def nbd_socket(self) -> Path:
         return self.run_dir / "nbd.sock"
 
-    def start(self) -> "StorageDaemon":
+    def start(self) -> StorageDaemon:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.group.own(self.run_dir)
         for sock in (self.qmp_socket, self.nbd_socket):

@@ -25,13 +25,13 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
-from . import counters as countermod
-from . import devices, paths, progress, provenance
+from . import counters as countermod, devices, paths, progress, provenance
 from .errors import SnaptaxError
 from .lock import measurement_lock
 from .plan import Measure
@@ -150,7 +150,7 @@ class RunWriter:
     def log_event(self, kind: str, **data: Any) -> None:
         self.events.append({"utc": provenance.utc_now(), "variant": self.variant, "event": kind, **data})
 
-    def record_measurement(self, index: int, step: Measure, *, chain_length: int, fio_run: "fio.FioRun",
+    def record_measurement(self, index: int, step: Measure, *, chain_length: int, fio_run: fio.FioRun,
                            counters_before: dict[str, float], counters_after: dict[str, float],
                            extra: dict[str, Any] | None = None) -> None:
         """Record one fio run. Counter names must be in snaptax.counters.CATALOGUE (source.name)."""
@@ -226,7 +226,7 @@ class RunSession(RunWriter):
                          devices_used, planned_points, planned_seconds, run_id)
         self.progress.quiet = False
 
-    def __enter__(self) -> "RunSession":
+    def __enter__(self) -> RunSession:
         # Runs hold the machine-wide measurement lock, so any staging directory found now belongs to a run
         # that was killed without a chance to clean up.
         self._lock = measurement_lock(waiting=self.progress.say)
@@ -280,7 +280,7 @@ class Manifest:
     planned_seconds: float
 
     @classmethod
-    def from_json(cls, d: dict[str, Any], where: Path) -> "Manifest":
+    def from_json(cls, d: dict[str, Any], where: Path) -> Manifest:
         if d.get("format") != RECORD_FORMAT or d.get("format_version") != RECORD_VERSION:
             raise RecordError(f"{where}: run record format {d.get('format')!r} version {d.get('format_version')!r} "
                               f"is not {RECORD_FORMAT} {RECORD_VERSION} (this snaptax reads only that)")
@@ -345,7 +345,7 @@ class Measurement:
         return sum(float(r["iops"]) for r in self.fio if direction in (None, r["direction"]))
 
     @classmethod
-    def load(cls, directory: Path) -> "Measurement":
+    def load(cls, directory: Path) -> Measurement:
         d = json.loads((directory / MEASUREMENT).read_text())
         counted = {n: countermod.CounterValue(n, c["kind"], c["unit"], float(c["before"]), float(c["after"]))
                    for n, c in d["counters"].items()}
@@ -390,7 +390,7 @@ class RunRecord:
         self.manifest = manifest
 
     @classmethod
-    def load(cls, path: Path | str) -> "RunRecord":
+    def load(cls, path: Path | str) -> RunRecord:
         path = Path(path)
         try:
             d = json.loads((path / MANIFEST).read_text())
@@ -410,19 +410,19 @@ class RunRecord:
         out = [Measurement.load(d) for d in dirs]
         return tuple(sorted(out, key=lambda m: (m.variant, m.index)))
 
-    def results(self) -> "pd.DataFrame":
+    def results(self) -> pd.DataFrame:
         """results.csv: one row per measurement and direction."""
         import pandas as pd
 
         return pd.read_csv(self.path / RESULTS)
 
-    def counters(self) -> "pd.DataFrame":
+    def counters(self) -> pd.DataFrame:
         """counters.csv: one row per measurement and counter (long form)."""
         import pandas as pd
 
         return pd.read_csv(self.path / COUNTERS)
 
-    def per_measurement(self, counters: tuple[str, ...] = ()) -> "pd.DataFrame":
+    def per_measurement(self, counters: tuple[str, ...] = ()) -> pd.DataFrame:
         """One row per fio run: KEYS, iops, read_iops, write_iops, read_ios, write_ios, clat_mean_us, and the
         difference of each named counter (a column named like the counter; gauges give their `after` value)."""
         import pandas as pd
@@ -446,7 +446,7 @@ class RunRecord:
             out = out.merge(wide, on=["variant", "index"], how="left")
         return out.sort_values(["variant", "index"]).reset_index(drop=True) if len(out) else pd.DataFrame(out)
 
-    def lateness(self) -> "pd.DataFrame":
+    def lateness(self) -> pd.DataFrame:
         """Emulated measurements: mean emulator lateness, mean service time, their ratio and the flag."""
         import pandas as pd
 

@@ -155,7 +155,8 @@ def load(name_or_path: str | Path) -> Rig:
     if path.is_dir():
         raise ConfigError(source, "(file)", "is a directory, not a rig file")
     if not path.is_file():
-        raise ConfigError(source, "(file)", f"no such rig file (rigs: {', '.join(sorted(p.stem for p in paths.RIGS_DIR.glob('*.yaml')))})")
+        known = ", ".join(sorted(p.stem for p in paths.RIGS_DIR.glob("*.yaml")))
+        raise ConfigError(source, "(file)", f"no such rig file (rigs: {known})")
     try:
         import yaml
     except ImportError as exc:  # pragma: no cover - the venv always has it

@@ -7,8 +7,8 @@ repeats. With fewer than two repeats there is no interval (low = high = nan) and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats as sps
@@ -34,7 +34,7 @@ class Interval:
     def defined(self) -> bool:
         return self.n >= 2 and math.isfinite(self.low) and math.isfinite(self.high)
 
-    def scaled(self, factor: float, offset: float = 0.0) -> "Interval":
+    def scaled(self, factor: float, offset: float = 0.0) -> Interval:
         """The interval of factor·x + offset (a negative factor swaps the ends)."""
         lo, hi = sorted((factor * self.low + offset, factor * self.high + offset))
         return Interval(factor * self.estimate + offset, lo, hi, self.n, self.method)

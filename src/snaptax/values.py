@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import SnaptaxError
 from .stats import Interval
@@ -53,7 +54,7 @@ class Value:
             raise ValueError(f"bad value key {self.key!r} (dotted, starting with the study id)")
 
     @classmethod
-    def of(cls, key: str, iv: Interval, unit: str, digits: int = 0) -> "Value":
+    def of(cls, key: str, iv: Interval, unit: str, digits: int = 0) -> Value:
         return cls(key, iv.estimate, unit, iv.low, iv.high, iv.n, digits, None, iv.method)
 
     @property
@@ -79,7 +80,7 @@ class Value:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Value":
+    def from_json(cls, d: dict[str, Any]) -> Value:
         d = dict(d)
         for k in ("value", "low", "high"):
             d[k] = math.nan if d.get(k) is None else float(d[k])
@@ -124,7 +125,7 @@ class Results:
         return path
 
     @classmethod
-    def load(cls, run_dir: Path) -> "Results":
+    def load(cls, run_dir: Path) -> Results:
         path = Path(run_dir) / RESULTS_JSON
         try:
             d = json.loads(path.read_text())

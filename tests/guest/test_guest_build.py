@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from snaptax.errors import EngineError, MissingTool
-from snaptax.guest import image as gimage
-from snaptax.guest import kernel as gkernel
+from snaptax.guest import image as gimage, kernel as gkernel
 from snaptax.guest.image import GuestImage, image_key, ldd_closure
 from snaptax.guest.kernel import KERNEL_PACKAGE_RE, KernelDeb, tool
 from snaptax.guest.vm import GuestConfig, GuestDisk, GuestError, NbdUri, qemu_argv

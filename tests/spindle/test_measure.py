@@ -4,7 +4,7 @@ import shutil
 import numpy as np
 import pytest
 
-from snaptax import bench, fio, profiles
+from snaptax import bench, profiles
 from snaptax.plan import Measure, Plan, TakeSnapshot
 from snaptax.spindle import measure as sm
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from snaptax.errors import ConfigError
-from snaptax.spindle.arrays import Raid1, Raid5, Simulator, Tier
+from snaptax.spindle.arrays import Raid5, Simulator, Tier
 from snaptax.spindle.model import Disk, Geometry, Op, fit_seek_curve
 from snaptax.spindle.predict import closed_loop
 from snaptax.spindle.profiles import DiskSpec, Raid1Spec, Raid5Spec, SeekSpec, TierSpec, spec_from_json, to_json

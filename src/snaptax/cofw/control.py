@@ -14,8 +14,9 @@ import json
 import os
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import EngineError
 
@@ -108,7 +109,7 @@ class ControlClient:
         finally:
             self._sock.close()
 
-    def __enter__(self) -> "ControlClient":
+    def __enter__(self) -> ControlClient:
         return self
 
     def __exit__(self, *exc) -> None:

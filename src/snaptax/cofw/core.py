@@ -46,9 +46,9 @@ import mmap
 import os
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..errors import ConfigError, EngineError
 

@@ -11,7 +11,7 @@ import sys
 
 
 def main(argv):
-    import nbd   # python3-libnbd
+    import nbd  # python3-libnbd
     uri, ops_path, data_path = argv[1:4]
     with open(ops_path) as f:
         ops = json.load(f)

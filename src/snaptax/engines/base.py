@@ -22,7 +22,7 @@ class SnapshotEngine(abc.ABC):
     kind: str = ""
 
     @abc.abstractmethod
-    def __enter__(self) -> "SnapshotEngine": ...
+    def __enter__(self) -> SnapshotEngine: ...
 
     @abc.abstractmethod
     def __exit__(self, *exc) -> None: ...
@@ -52,7 +52,7 @@ class SnapshotEngine(abc.ABC):
     def describe(self) -> dict[str, Any]:
         """Engine parameters and versions for the provenance manifest."""
 
-    def execute(self, plan: Plan, session: "RunSession") -> None:
+    def execute(self, plan: Plan, session: RunSession) -> None:
         """Run every step of `plan` in order, recording each Measure into `session`.
 
         Host-side engines use this as is; an engine that runs fio elsewhere (a guest) overrides it.

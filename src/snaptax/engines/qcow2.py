@@ -122,7 +122,7 @@ class Qcow2ChainEngine(SnapshotEngine):
         self.store: RegionStore | None = None
 
     # ------------------------------------------------------------ lifecycle
-    def __enter__(self) -> "Qcow2ChainEngine":
+    def __enter__(self) -> Qcow2ChainEngine:
         try:
             tag = f"qcow2-{self.config.name}"
             backend = open_device(self.rig, self.device, self.group, tag=tag)

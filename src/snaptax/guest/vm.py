@@ -37,7 +37,7 @@ class NbdUri:
     export: str = ""
 
     @classmethod
-    def parse(cls, uri: str) -> "NbdUri":
+    def parse(cls, uri: str) -> NbdUri:
         u = urllib.parse.urlsplit(uri)
         if u.scheme != "nbd+unix":
             raise GuestError(f"NBD URI '{uri}': only nbd+unix:///EXPORT?socket=PATH is supported")

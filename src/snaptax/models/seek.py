@@ -26,8 +26,8 @@ A failed fit raises FitError; it is never swallowed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Callable, Hashable
 
 from .model import Counters, Disk, Member, Op, Ssd, ZeroDevice
-from .profiles import DeviceSpec, DiskSpec, DriveProfile, Raid1Spec, Raid5Spec, SsdProfile, TierSpec, ZeroProfile
+from .profiles import DeviceSpec, DiskSpec, DriveProfile, Raid1Spec, Raid5Spec, SsdProfile, TierSpec
 
 Done = Callable[[float], None]
 Eta = Callable[[float], None] | None   # told a command's completion time once it is fixed (single-part commands)

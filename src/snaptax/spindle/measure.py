@@ -157,7 +157,7 @@ def harness_round_trip(workdir: Path, *, runtime_s: float = 5.0) -> Point:
 
 # ------------------------------------------------------------------ the Plan executor
 
-def record_served(session: "RunWriter", index: int, step: Measure, served: "Served") -> None:
+def record_served(session: RunWriter, index: int, step: Measure, served: Served) -> None:
     """One fio run against a served spindle, recorded into `session` with the host and emulator counters
     (catalogue names, snaptax.spindle.serve.flat_counters) before and after, and in Measurement.extra["spindle"]
     the client's turnaround `phase_s` (s; for the per-request seek fit) and the device's `label`."""
@@ -187,11 +187,11 @@ class ServedSpindle:
 
     def __init__(self, spec: DeviceSpec, capacity: int, workdir: Path, name: str) -> None:
         self.spec, self.capacity, self.workdir, self.name = spec, capacity, Path(workdir), name
-        self.served: "Served | None" = None
-        self._group: "ProcessGroup | None" = None
+        self.served: Served | None = None
+        self._group: ProcessGroup | None = None
         self._serving: Any = None
 
-    def __enter__(self) -> "ServedSpindle":
+    def __enter__(self) -> ServedSpindle:
         from ..procs import ProcessGroup
         from .serve import SpindleDevice, serve
 
@@ -218,7 +218,7 @@ class ServedSpindle:
         read back by the analysis with snaptax.spindle.profiles.spec_from_json)."""
         return {"device": describe(self.spec), "capacity": self.capacity, "spec": to_json(self.spec)}
 
-    def execute(self, plan: Plan, session: "RunWriter") -> None:
+    def execute(self, plan: Plan, session: RunWriter) -> None:
         """Run every Measure of `plan` in order against the served device, recording each into `session`
         (measurement index = the step's index in the plan)."""
         check_measure_only(plan)

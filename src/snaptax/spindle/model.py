@@ -32,12 +32,11 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..errors import ConfigError
 from .profiles import DriveProfile, SeekSpec, SsdProfile
-
 
 # ------------------------------------------------------------------ seek curve
 

@@ -44,7 +44,7 @@ SPIN_S = 300e-6   # the pump busy-waits (GIL released each turn) for the last 30
 SELF_SPIN_S = 1e-3
 
 _params: dict[str, str] = {}
-_state: "_Emulator | None" = None
+_state: _Emulator | None = None
 
 
 class _Req:

@@ -129,8 +129,8 @@ class TierSpec:
     demotes cold SSD ones (at most `max_migrations_per_cycle`), copying `migration_chunk_bytes` at a time
     through the members. New extents are allocated on `new_allocation` (Easy Tier: the HDD tier)."""
 
-    ssd: "DeviceSpec"
-    hdd: "DeviceSpec"
+    ssd: DeviceSpec
+    hdd: DeviceSpec
     extent_bytes: int = 16 << 20
     ssd_fraction: float = 0.1
     cycle_s: float = 60.0

@@ -19,8 +19,20 @@ from typing import Any
 from .. import paths
 from ..errors import ConfigError, MissingTool
 from ..fio import parse_size
-from .profiles import (DeviceSpec, DiskSpec, DriveProfile, Profile, Raid1Spec, Raid5Spec, SeekSpec, SsdProfile,
-                       TierSpec, ZeroProfile, validate_profile, validate_spec)
+from .profiles import (
+    DeviceSpec,
+    DiskSpec,
+    DriveProfile,
+    Profile,
+    Raid1Spec,
+    Raid5Spec,
+    SeekSpec,
+    SsdProfile,
+    TierSpec,
+    ZeroProfile,
+    validate_profile,
+    validate_spec,
+)
 
 SPINDLES_DIR = paths.RIGS_DIR / "spindles"
 _DRIVE_FIELDS = {"name", "type", "model", "rpm", "capacity", "heads", "outer_mb_s", "inner_mb_s", "overhead_ms",

@@ -18,9 +18,9 @@ import contextlib
 import json
 import os
 import signal
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from .. import procs
 from ..errors import ConfigError, EngineError

@@ -51,11 +51,11 @@ class Study:
         """Measure (needs root); returns the published run directory."""
         prof = profiles.get(profile)
         if os.geteuid() != 0:
-            raise NeedsRoot(f"measuring needs root (loop devices and block devices); run `sudo make paper` or "
-                            f"explore the published runs without measuring (measure=False)")
+            raise NeedsRoot("measuring needs root (loop devices and block devices); run `sudo make paper` or "
+                            "explore the published runs without measuring (measure=False)")
         return self.module("measure").run(rig, prof.name, device=device)
 
-    def analyse(self, record: "RunRecord") -> "Analysis":
+    def analyse(self, record: RunRecord) -> Analysis:
         return self.module("analyse").analyse(record)
 
     def newest_run(self, rig: str, profile: str) -> Path:
@@ -67,7 +67,7 @@ class Study:
                                  f"(measure one: python -m snaptax run {self.id} --rig {rig} --profile {profile})")
         return runs[-1]
 
-    def open(self, rig: str, profile: str, run_dir: str | Path | None = None, measure: bool = False) -> "RunRecord":
+    def open(self, rig: str, profile: str, run_dir: str | Path | None = None, measure: bool = False) -> RunRecord:
         """The run a notebook explores: measured now (measure=True), the given run_dir, or the newest published
         run of the study for the rig and profile."""
         from ..record import RunRecord

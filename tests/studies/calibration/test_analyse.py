@@ -15,8 +15,7 @@ from snaptax.spindle.predict import qd1_trace
 from snaptax.spindle.profiles import DiskSpec, ZeroProfile
 from snaptax.spindle.rigfiles import disk, load_profile
 from snaptax.stats import mean_interval
-from snaptax.studies.calibration import analyse as an
-from snaptax.studies.calibration import plan as planmod
+from snaptax.studies.calibration import analyse as an, plan as planmod
 from tests.synthetic import fio_result, rig
 
 DRIVE = "sas10k"

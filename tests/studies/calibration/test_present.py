@@ -1,6 +1,5 @@
 """The calibration's charts and TeX table, from a synthetic run (written into temporary directories only)."""
-from snaptax.studies.calibration import analyse as an
-from snaptax.studies.calibration import present
+from snaptax.studies.calibration import analyse as an, present
 
 from .test_analyse import make_run
 

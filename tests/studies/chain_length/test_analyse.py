@@ -6,8 +6,7 @@ import pytest
 
 from snaptax import profiles
 from snaptax.record import RunRecord
-from snaptax.studies.chain_length import analyse as an
-from snaptax.studies.chain_length import plan as planmod
+from snaptax.studies.chain_length import analyse as an, plan as planmod
 from tests.synthetic import fio_result, write_run
 
 LOSS = {"on-disk-metadata": 0.6, "in-memory-metadata": 0.3}   # loss with one snapshot

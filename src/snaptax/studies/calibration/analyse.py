@@ -20,7 +20,7 @@ from ...spindle.measure import clat_log, predicted_iops, read_clat_log, span_of
 from ...spindle.profiles import DeviceSpec, DiskSpec, DriveProfile, spec_from_json
 from ...stats import Interval, mean_interval, paired_ratio_interval
 from ...values import Value
-from .plan import QD_RWS, READS_DOUBLE, STUDY, ZERO
+from .plan import READS_DOUBLE, STUDY, ZERO
 
 HOST_READS = "host.reads"
 PREDICTION_IOS = 3000      # completions per closed-loop prediction (deterministic: seeded simulator)

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import profiles
-from ... import rig as rigmod
+from ... import profiles, rig as rigmod
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...record import RunSession

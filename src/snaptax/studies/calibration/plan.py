@@ -13,8 +13,9 @@ Variants, executed in this order in one session:
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ... import profiles
 from ...engines.qcow2 import Qcow2Config, metadata_configs

@@ -52,7 +52,7 @@ class ChainAnalysis(Analysis):
         rows = []
         for (variant, job), f in sorted(self.fits.items()):
             row: dict = {"variant": variant, "job": job, "r2": round(f.r2, 3), "points": f.points}
-            for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95):
+            for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95, strict=False):
                 row[p] = round(getattr(f, p), 2)
                 row[f"{p}_ci95"] = f"[{lo:.2f}, {hi:.2f}]"
             rows.append(row)
@@ -144,7 +144,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     for (variant, job), iv in sorted(recovery.items()):
         out.append(Value.of(f"{k}.recovery.{variant}.{job}", iv.scaled(100), "%"))
     for (variant, job), f in sorted(fits.items()):
-        for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95):
+        for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95, strict=False):
             out.append(Value(f"{k}.fit.{variant}.{job}.{p}", getattr(f, p), "µs", lo, hi, f.points, 1, None,
                              "least squares, t"))
         out.append(Value(f"{k}.fit.{variant}.{job}.r2", f.r2, "", digits=2))

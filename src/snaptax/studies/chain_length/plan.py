@@ -17,12 +17,14 @@ log's metadata lives (on disk, as SEsparse on VMFS; in memory, as vSANsparse on 
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from ... import profiles
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...fio import prefill_job, seed001_job
 from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
 
-WORKLOADS = ("randrw", "readwrite")
+WORKLOADS: tuple[Literal["randrw", "readwrite"], ...] = ("randrw", "readwrite")
 # Neighbouring no-snapshot/one-snapshot pairs per profile, and why that many: the 95 % interval of a loss is
 # t(K−1)·s/√K on the log ratio, s the pair-to-pair spread. PAIRS_BASIS states where s came from.
 PAIRS = {"smoke": 2, "quick": 5, "full": 8}

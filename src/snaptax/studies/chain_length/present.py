@@ -25,7 +25,7 @@ def chain_chart(a: ChainAnalysis, job: str, phase: str = "create") -> alt.LayerC
     return (band + line).properties(title=JOB_TITLES.get(job, job), width=300, height=200)
 
 
-def chains_chart(a: ChainAnalysis) -> alt.HConcatChart:
+def chains_chart(a: ChainAnalysis) -> alt.HConcatChart | alt.ConcatChart:
     return chain_chart(a, "randrw") | chain_chart(a, "readwrite")
 
 
@@ -49,7 +49,7 @@ def fit_tex(a: ChainAnalysis) -> str:
     for (variant, job), f in sorted(a.fits.items()):
         rows.append([macros.tex_escape(variant), JOB_WORDS[job],
                      *[f"{macros.fmt(getattr(f, p), 1)} [{macros.fmt(lo, 1)}, {macros.fmt(hi, 1)}]"
-                       for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95)],
+                       for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95, strict=False)],
                      macros.fmt(f.r2, 2)])
     return macros.render_table(
         ["configuration", "workload", "$\\tau_0$ ($\\mu$s)", "$\\tau_1$ ($\\mu$s)", "$\\tau_L$ ($\\mu$s)", "$R^2$"],

@@ -38,8 +38,9 @@ LOSS_BASIS = ("a judgment, not derived from data: Table 1 states 'No impact' in 
               "in for, and its other entries come in steps of 5 %; ±15 pp separates 'no impact' from 'a third'")
 CLAIM_PHASES = {"first": "grains being broken", "steady": "all grains broken"}
 
-# Per-variant metrics: (unit, digits, how the interval is made). Ratios are paired by cycle (log scale);
-# everything else is a mean over cycles with a t interval.
+# Per-variant metrics over the cycles of a run. RATIOS (numerator phase, denominator phase, IOPS column) are
+# paired by cycle, with a t interval on the log scale; LOSSES are 100·(1 − ratio); MEANS (unit, digits) are means
+# over cycles with a t interval.
 RATIOS = {"first_ratio": ("first-write", "base-write", "write_iops"),
           "steady_ratio": ("steady-write", "base-write", "write_iops"),
           "snap_read_ratio": ("snap-read", "base-read", "read_iops"),
