@@ -48,16 +48,18 @@ class Progress:
     def start(self) -> None:
         self.t0 = time.monotonic()
         if self.points:
-            self.say(f"measuring {self.points} points, plan's fio time {_minutes(self.planned)}")
+            planned = f", plan's fio time {_minutes(self.planned)}" if self.planned > 0 else ""
+            self.say(f"measuring {self.points} points{planned}")
 
     def advance(self, label: str, fio_seconds: float) -> None:
         self.done_points += 1
-        per_point = self.planned / self.points if self.points else 0.0
-        self.done_planned += per_point
+        # Weigh each point by the plan's fio time; a plan of fixed-size jobs (no planned time) by points alone.
+        total = self.planned if self.planned > 0 else float(self.points)
+        self.done_planned += total / self.points if self.points else 0.0
         elapsed = time.monotonic() - self.t0
         if self.points:
             pace = elapsed / self.done_planned if self.done_planned else 1.0
-            eta = max(0.0, (self.planned - self.done_planned) * pace)
+            eta = max(0.0, (total - self.done_planned) * pace)
             bar_n = int(20 * min(self.done_points, self.points) / self.points)
             bar = "#" * bar_n + "." * (20 - bar_n)
             self.say(f"[{bar}] {self.done_points}/{self.points} {label} ({fio_seconds:.1f} s), "

@@ -49,7 +49,7 @@ def test_span_fit_with_measurement_noise_has_honest_intervals(p10k):
     y, se = seek.synthetic_span_data(p10k, GiB, noise_s=noise, seed=3)
     fit = seek.fit_seek_span(seek.SPANS, y, se, p10k, GiB)
     truth = p10k.seek_read
-    for name, ci in zip(seek.FIGURES, fit.ci95_ms):
+    for name, ci in zip(seek.FIGURES, fit.ci95_ms, strict=True):
         assert abs(getattr(fit, name) - getattr(truth, name)) < 3 * ci + 1e-9, name
     assert fit.rel_errors(truth)["average_ms"] < 0.05
     # a wrong model is detectable: shifting the data by 1 ms cannot be fitted with the right figures
@@ -73,7 +73,7 @@ def test_request_fit_recovers_configured_figures(name):
     fit = seek.fit_seek_requests(_traces(name), p, GiB)
     errs = fit.rel_errors(p.seek_read)
     assert max(errs.values()) < 0.05, errs
-    for k, ci in zip(seek.FIGURES, fit.ci95_ms):
+    for k, ci in zip(seek.FIGURES, fit.ci95_ms, strict=True):
         assert 0 < ci and abs(getattr(fit, k) - getattr(p.seek_read, k)) < 3 * ci + 1e-9, k
     # the client's jitter (20 µs turnaround + 10 µs harness) comes back as σ
     assert 10e-6 < fit.residual_rms_s < 60e-6

@@ -71,7 +71,6 @@ def test_geometry_zoned_and_sequential_angle_continuity(p10k):
 def _run(disk, ops_at):
     """Submit (t, lba, n, write) commands, run to the end, return completion times in submit order."""
     done = {}
-    sim_events = []
     for i, (t, lba, n, w) in enumerate(ops_at):
         while disk.next_time() is not None and disk.next_time() <= t:
             disk.fire(disk.next_time())

@@ -139,19 +139,19 @@ def fit_seek_span(spans: Sequence[float], latency_s: Sequence[float], se_s: Sequ
     (d exp(u) = exp(u) du). Raises FitError when the optimizer fails."""
     from scipy.optimize import curve_fit
 
-    spans = np.asarray(spans, float)
+    s_arr = np.asarray(spans, float)
     y = np.asarray(latency_s, float) - harness_s
     sigma = np.maximum(np.asarray(se_s, float), 1e-7)
 
-    def model(s_arr, lt1, lta, ltf):
+    def model(x, lt1, lta, ltf):
         t1, ta, tf = math.exp(lt1), math.exp(lta), math.exp(ltf)
         if _curve_or_none(t1, ta, tf, p) is None:
-            return np.full(len(s_arr), 1.0)
+            return np.full(len(x), 1.0)
         spec = SeekSpec(t1, ta, tf)
-        return np.array([mean_service_s(s, spec, p, capacity, bs) for s in s_arr])
+        return np.array([mean_service_s(s, spec, p, capacity, bs) for s in x])
 
     try:
-        popt, pcov = curve_fit(model, spans, y, p0=np.log(p0_ms), sigma=sigma, absolute_sigma=True, maxfev=4000)
+        popt, pcov = curve_fit(model, s_arr, y, p0=np.log(p0_ms), sigma=sigma, absolute_sigma=True, maxfev=4000)
     except (RuntimeError, ValueError) as exc:
         raise FitError(f"seek-span fit of {p.name} did not converge: {exc}") from exc
     est = np.exp(popt)
@@ -159,9 +159,9 @@ def fit_seek_span(spans: Sequence[float], latency_s: Sequence[float], se_s: Sequ
     if not np.all(np.isfinite(var)) or np.any(var < 0):
         raise FitError(f"seek-span fit of {p.name}: no covariance at the optimum (figures not identifiable)")
     sd = est * np.sqrt(var)
-    resid = y - model(spans, *popt)
+    resid = y - model(s_arr, *popt)
     return SeekFit(float(est[0]), float(est[1]), float(est[2]), tuple(float(1.96 * v) for v in sd),  # type: ignore[arg-type]
-                   float(np.sqrt(np.mean(resid ** 2))), len(spans))
+                   float(np.sqrt(np.mean(resid ** 2))), len(s_arr))
 
 
 def synthetic_span_data(p: DriveProfile, capacity: int, spans: Sequence[float] = SPANS, *, noise_s: float = 0.0,

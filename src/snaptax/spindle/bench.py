@@ -89,7 +89,8 @@ def seek_fit(workdir: Path | None = None, *, runtime_s: float = 10.0) -> dict[st
                 serve(group, SpindleDevice(disk(PROFILE), CAPACITY, wd, PROFILE)) as s:
             for span in SPANS:
                 before = fresh_counters(s.counters)
-                run = fio.run(sm.span_job(span, runtime_s, CAPACITY), fio.FioTarget("nbd", uri=s.uri), wd / f"span{span:g}")
+                run = fio.run(sm.span_job(span, runtime_s, CAPACITY), fio.FioTarget("nbd", uri=s.uri),
+                              wd / f"span{span:g}")
                 after = fresh_counters(s.counters)
                 off, lat = sm.read_clat_log(sm.clat_log(run.directory))
                 traces.append(seek.Trace(off, lat, sm.phase_from_counters(before, after), 0.0, span))
@@ -101,7 +102,8 @@ def seek_fit(workdir: Path | None = None, *, runtime_s: float = 10.0) -> dict[st
                "seek_fit_jitter_us": round(fit.residual_rms_s * 1e6, 2)}
         out.update({f"seek_fit_rel_error_{k.removesuffix('_ms')}": round(v, 4) for k, v in errs.items()})
         out.update({f"seek_fit_{k}": round(getattr(fit, k), 4) for k in seek.FIGURES})
-        out.update({f"seek_fit_ci95_{k.removesuffix('_ms')}": round(ci, 4) for k, ci in zip(seek.FIGURES, fit.ci95_ms)})
+        out.update({f"seek_fit_ci95_{k.removesuffix('_ms')}": round(ci, 4)
+                    for k, ci in zip(seek.FIGURES, fit.ci95_ms, strict=True)})
         return out
     finally:
         shutil.rmtree(wd, ignore_errors=True)

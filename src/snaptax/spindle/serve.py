@@ -98,8 +98,8 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
     argv = ["nbdkit", "-f", "-U", str(sock), "-t", str(device.threads), "python", str(PLUGIN),
             f"srcdir={SRC_DIR}", f"spec={spec_path}", f"file={backing}", f"counters={device.counters}",
             f"interval={device.counters_interval_s}"]
-    child = group.spawn(argv, name=f"nbdkit[{device.name}]", log_path=log, ready=lambda: procs.unix_socket_accepts(sock),
-                        ready_timeout=30)
+    child = group.spawn(argv, name=f"nbdkit[{device.name}]", log_path=log,
+                        ready=lambda: procs.unix_socket_accepts(sock), ready_timeout=30)
     try:
         yield Served(uri=f"nbd+unix:///?socket={sock}", socket=sock, counters=device.counters,
                      size=device.capacity, label=describe(device.spec))
@@ -207,5 +207,9 @@ def serve_device(rig, device, group: procs.ProcessGroup, tag: str = "") -> RigSp
                         counters_interval_s=RIG_COUNTERS_INTERVAL_S)
     cm = serve(group, dev)
     served = cm.__enter__()
-    group.defer(lambda: cm.__exit__(None, None, None))
+
+    def stop() -> None:
+        cm.__exit__(None, None, None)
+
+    group.defer(stop)
     return RigSpindle(served, spec)

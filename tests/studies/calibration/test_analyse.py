@@ -56,7 +56,8 @@ def make_run(tmp, profile="quick", snapshot_ratios=(2.02, 1.98), requests=800):
                                          seed=index)
                     lat = np.array(svc) + HARNESS_US * 1e-6 + rng.normal(0, 5e-6, len(svc))
                     (d / "req_clat.1.log").write_text("".join(
-                        f"{i}, {int(t * 1e9)}, 0, 4096, {o}, 0\n" for i, (o, t) in enumerate(zip(off, lat))))
+                        f"{i}, {int(t * 1e9)}, 0, 4096, {o}, 0\n"
+                        for i, (o, t) in enumerate(zip(off, lat, strict=True))))
                     result = fio_result(job.name, read_iops=1 / float(np.mean(lat)),
                                         clat_us=float(np.mean(lat)) * 1e6)
                     extra = {"spindle": {"phase_s": GAP_S, "label": DRIVE}}

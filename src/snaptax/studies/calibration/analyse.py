@@ -113,7 +113,7 @@ def qd_table(record: RunRecord, drives: dict[str, DriveProfile]) -> pd.DataFrame
     depth = {(m.variant, m.index): m.iodepth for m in record.measurements}
     meas = record.per_measurement()
     meas = meas[(meas.phase == "qd") & meas.variant.isin(list(drives))].copy()
-    meas["iodepth"] = [depth[(v, i)] for v, i in zip(meas.variant, meas["index"])]
+    meas["iodepth"] = [depth[(v, i)] for v, i in zip(meas.variant, meas["index"], strict=True)]
     rows = []
     for (name, rw, qd), g in meas.groupby(["variant", "rw", "iodepth"]):
         iv = mean_interval(g.iops.to_numpy())
@@ -176,7 +176,7 @@ def fit_table(fits: dict[str, seek.SeekFit], drives: dict[str, DriveProfile]) ->
     for name, f in fits.items():
         truth = drives[name].seek_read
         errs = f.rel_errors(truth)
-        for k, ci in zip(seek.FIGURES, f.ci95_ms):
+        for k, ci in zip(seek.FIGURES, f.ci95_ms, strict=True):
             rows.append({"drive": name, "figure": FIGURE_WORDS[k], "datasheet_ms": getattr(truth, k),
                          "fitted_ms": round(getattr(f, k), 4), "ci95_ms": round(ci, 4),
                          "rel_error": round(errs[k], 4), "requests": f.points})
@@ -235,7 +235,7 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
     worst = 0.0
     for name, f in a.fits.items():
         truth = a.drives[name].seek_read
-        for fig, ci in zip(seek.FIGURES, f.ci95_ms):
+        for fig, ci in zip(seek.FIGURES, f.ci95_ms, strict=True):
             est = getattr(f, fig)
             out.append(Value(f"{k}.fit.{name}.{FIGURE_WORDS[fig]}", est, "ms", est - ci, est + ci, f.points, 3,
                              None, "maximum likelihood, observed information"))

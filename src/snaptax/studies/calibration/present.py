@@ -58,7 +58,7 @@ def fit_tex(a: CalibrationAnalysis) -> str:
     for name, f in a.fits.items():
         truth = a.drives[name].seek_read
         cells = [macros.tex_escape(name)]
-        for k, ci in zip(FIGURE_WORDS, f.ci95_ms):
+        for k, ci in zip(FIGURE_WORDS, f.ci95_ms, strict=True):
             est = getattr(f, k)
             cells += [macros.fmt(getattr(truth, k), 2),
                       f"{macros.fmt(est, 3)} [{macros.fmt(est - ci, 3)}, {macros.fmt(est + ci, 3)}]"]
