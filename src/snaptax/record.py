@@ -247,7 +247,8 @@ class RunSession(RunWriter):
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
             if exc_type is None:
-                self.publish(paths.study_dir(self.rig.name, self.study) / self.run_id)
+                final = self.publish(paths.study_dir(self.rig.name, self.study) / self.run_id)
+                self.progress.say(RunRecord.load(final).validity_line())
         finally:
             shutil.rmtree(self.staging, ignore_errors=True)
             self._lock.__exit__(None, None, None)

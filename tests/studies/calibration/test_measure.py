@@ -1,0 +1,32 @@
+"""The calibration measured end to end at the smoke profile (integration: nbdkit, fio, qemu-storage-daemon)."""
+import shutil
+
+import pytest
+
+from snaptax.record import RunRecord
+from snaptax.studies.calibration import analyse as an
+from snaptax.studies.calibration import measure, plan as planmod
+
+from ...conftest import requires_root
+
+
+@pytest.mark.integration
+@requires_root
+def test_smoke_run_publishes_an_analysable_run(data_dir, work_dir):
+    if not (shutil.which("nbdkit") and shutil.which("fio") and shutil.which("qemu-storage-daemon")):
+        pytest.skip("needs nbdkit, fio, qemu-storage-daemon")
+    record = RunRecord.load(measure.run("local", "smoke"))
+    assert record.path.parent == data_dir / "local" / "calibration"
+    m = record.manifest
+    study = planmod.build_plan(m.profile)
+    assert m.measurements == study.points() == m.planned_points
+    assert list(m.variants) == [v.variant for v in study.variants]
+    assert m.measured_devices == ("raid1_10k",) and m.emulated
+    span = [x for x in record.measurements if x.variant == "sas10k" and x.phase == "span"]
+    assert span and all(x.extra["spindle"]["phase_s"] > 0 for x in span)
+    a = an.analyse(record)
+    none = a.value("calibration.reads_double.host_reads_per_vm_read.none").value
+    snap = a.value("calibration.reads_double.host_reads_per_vm_read.snapshot").value
+    assert none == pytest.approx(1.0, abs=0.05) and snap > 1.5
+    assert set(a.fits) == set(planmod.drive_profiles())
+    assert a.outcomes[0].verdict == "inconclusive"   # one repeat at smoke
