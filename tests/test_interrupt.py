@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.integration, requires_qsd, requires_root]
 def ours(work_dir):
     procs = subprocess.run(["pgrep", "-af", str(work_dir)], capture_output=True, text=True).stdout
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    return [l for l in procs.splitlines() + loops.splitlines() if str(work_dir) in l and "pytest" not in l]
+    return [line for line in procs.splitlines() + loops.splitlines() if str(work_dir) in line and "pytest" not in line]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

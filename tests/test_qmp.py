@@ -19,15 +19,18 @@ def fake_monitor(path, script):
     def serve():
         conn, _ = srv.accept()
         f = conn.makefile("rwb")
-        f.write(b'{"QMP": {"version": {}, "capabilities": []}}\n'); f.flush()
+        f.write(b'{"QMP": {"version": {}, "capabilities": []}}\n')
+        f.flush()
         for replies in script:
             line = f.readline()
             if not line:
                 break
             received.append(json.loads(line))
             for r in replies:
-                f.write(json.dumps(r).encode() + b"\n"); f.flush()
-        conn.close(); srv.close()
+                f.write(json.dumps(r).encode() + b"\n")
+                f.flush()
+        conn.close()
+        srv.close()
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     return received, t

@@ -59,7 +59,7 @@ def diskstats(name: str) -> dict[str, int]:
     if text is None:
         return {}
     values = [int(v) for v in text.split()]
-    return dict(zip(_DISKSTAT_FIELDS, values))
+    return dict(zip(_DISKSTAT_FIELDS, values, strict=False))
 
 
 def _mounted_sources() -> set[str]:

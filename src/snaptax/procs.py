@@ -121,7 +121,7 @@ class ProcessGroup:
 
     children: list[Child] = field(default_factory=list)
     scratch: list[Path] = field(default_factory=list)
-    callbacks: list[Callable[[], None]] = field(default_factory=list)
+    callbacks: list[Callable[[], object]] = field(default_factory=list)
     _closed: bool = False
 
     def __enter__(self) -> ProcessGroup:
@@ -141,7 +141,7 @@ class ProcessGroup:
                                     stdin=subprocess.DEVNULL, start_new_session=True,
                                     preexec_fn=_child_setup, env=env)
         finally:
-            if log_path:
+            if not isinstance(log, int):     # an opened log file, not subprocess.DEVNULL
                 log.close()
         child = Child(name, proc, log_path)
         self.children.append(child)
@@ -165,7 +165,7 @@ class ProcessGroup:
         self.scratch.append(Path(path))
         return Path(path)
 
-    def defer(self, callback: Callable[[], None]) -> None:
+    def defer(self, callback: Callable[[], object]) -> None:
         """Run `callback` on close(), after the children have stopped (e.g. detach a loop device)."""
         self.callbacks.append(callback)
 

@@ -17,7 +17,7 @@ def test_fit_recovers_known_parameters_from_noisy_synthetic_data():
     n = np.repeat(np.arange(0, 13), 3)
     iops = chain.iops(n, *truth) * rng.normal(1, 0.02, n.size)
     f = chain.fit(n, iops)
-    for value, true, (lo, hi) in zip((f.tau0_us, f.tau1_us, f.tau_layer_us), truth, f.ci95):
+    for value, true, (lo, hi) in zip((f.tau0_us, f.tau1_us, f.tau_layer_us), truth, f.ci95, strict=False):
         assert lo <= true <= hi
         assert value == pytest.approx(true, rel=0.1)
     assert f.r2 > 0.95

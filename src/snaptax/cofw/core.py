@@ -64,7 +64,8 @@ class CofwConfig:
 
     page_size: int = 8192          # SQL Server's page; 65536 matches QEMU copy-before-write's cluster
     durability: str = "sync"       # "sync": copy fdatasync'ed before the source write; "none": no ordering
-    direct: bool = False           # O_DIRECT on source and snapshot files (bypass the page cache, like qsd cache.direct=on)
+    direct: bool = False           # O_DIRECT on source and snapshot files (bypass the page cache,
+                                   # like qsd cache.direct=on)
     stripes: int = 4096            # number of page locks (page % stripes)
 
     def __post_init__(self) -> None:
@@ -266,8 +267,8 @@ class CofwVolume:
         fs_block = os.statvfs(path.parent).f_bsize
         if self.page_size % fs_block:
             # A page must be a whole number of file-system blocks, or allocation cannot tell a copied page.
-            raise ConfigError("snapshot", "page_size",
-                              f"{self.page_size} is not a multiple of the file system block {fs_block} of {path.parent}")
+            raise ConfigError("snapshot", "page_size", f"{self.page_size} is not a multiple of the file system block "
+                                                       f"{fs_block} of {path.parent}")
 
     def create_snapshot(self, name: str, path: str | Path) -> Snapshot:
         """Take a snapshot now: a new sparse file at `path` (must not exist)."""
@@ -463,7 +464,8 @@ class CofwVolume:
             # page arithmetic simple); copy the requested span out at the end.
             base = first << self._shift
             span = (last - first + 1) << self._shift
-            tmp = self._scratch(span)[:span] if direct else None
+            if direct:   # tmp is bound, and used, only when direct
+                tmp = self._scratch(span)[:span]
             if bm.find(0, first, last + 1) == -1:                # all copied: the sparse file alone
                 if direct:
                     _pread_full(snap.fd, tmp, base)

@@ -1,7 +1,8 @@
 """nbdkit Python plugin: the copy-on-first-write volume as NBD exports. Runs under the system python3; stdlib only.
 
     nbdkit -f -U SOCK [--filter=blocksize minblock=4096] python nbdkit_plugin.py \
-        source=FILE snapdir=DIR control=CTLSOCK [size=BYTES] [page_size=8192] [durability=sync|none] [direct=0|1] [stripes=4096]
+        source=FILE snapdir=DIR control=CTLSOCK [size=BYTES] \
+        [page_size=8192] [durability=sync|none] [direct=0|1] [stripes=4096]
 
 Exports: "live" (default, writable) and "snap-NAME" (read-only point-in-time view of snapshot NAME).
 

@@ -64,6 +64,6 @@ def fit(chain_length: np.ndarray, measured_iops: np.ndarray) -> ChainFit:
         half = stats.t.ppf(0.975, dof) * np.sqrt(np.diag(cov))
     else:
         half = np.full(3, np.nan)
-    ci = tuple((float(b - h), float(b + h)) for b, h in zip(beta, half))
+    ci = tuple((float(b - h), float(b + h)) for b, h in zip(beta, half, strict=False))
     return ChainFit(float(beta[0]), float(beta[1]), float(beta[2]), ci,  # type: ignore[arg-type]
                     1 - ss_res / ss_tot if ss_tot > 0 else 1.0, len(y))

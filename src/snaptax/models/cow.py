@@ -40,8 +40,9 @@ and f = E[grains hit] / k (each grain's first write is the one that breaks it).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -180,6 +181,7 @@ def fit(first_fraction, grain, io_size, measured_bytes_per_write, mode: str) -> 
     # c and M are separable only if f·copy is not proportional to f across the points (≥ 2 copy sizes).
     fixed = np.linalg.matrix_rank(np.column_stack([x1, x2]), tol=1e-9 * max(1.0, float(np.abs(x1).max()))) < 2
     idx = np.arange(len(y))
+    model: Callable[..., Any]   # the fit function: (i, m) when c is fixed at 1, else (i, c, m)
     if fixed:
         def model(i, m):
             i = np.asarray(i, dtype=int)      # curve_fit passes the point indices as floats

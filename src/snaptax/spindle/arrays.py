@@ -393,11 +393,12 @@ class Simulator:
     def next_event_time(self) -> float | None:
         times = [m.next_time() for m in self.members]
         times += [v.next_time() for v in self.volumes]
-        times = [x for x in times if x is not None]
-        return min(times) if times else None
+        present = [x for x in times if x is not None]
+        return min(present) if present else None
 
     def advance(self, until: float) -> list[tuple[Hashable, float]]:
         """Process all events up to `until`; return the host completions (token, time) so far."""
+        best: Member | Volume | None
         while True:
             best_t, best = math.inf, None
             for m in self.members:

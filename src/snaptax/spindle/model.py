@@ -364,6 +364,7 @@ class Disk(Member):
         return min(cands) if cands else None
 
     def fire(self, t: float) -> None:
+        op: Op | None
         if self.acks and (self.current is None or self.acks[0][0] <= self.busy_until):
             _, _, op = heapq.heappop(self.acks)
             self.counters.qd_change(t, -1)

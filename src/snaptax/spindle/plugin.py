@@ -34,6 +34,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Hashable
 
 import nbdkit  # provided by nbdkit-plugin-python
 
@@ -75,7 +76,7 @@ class _Emulator:
         self.counters_path = counters_path
         self.interval = interval
         self.cond = threading.Condition(threading.Lock())
-        self.reqs: dict[int, _Req] = {}
+        self.reqs: dict[Hashable, _Req] = {}
         self.next_token = 0
         self.t0 = time.monotonic()
         self.stop = False
@@ -85,7 +86,7 @@ class _Emulator:
         self.late_sum = 0.0
         self.late_n = 0
         # client turnaround: real time from a reply to the next arrival when nothing else was outstanding
-        self.last_release = None
+        self.last_release: float | None = None
         self.gap_sum = 0.0
         self.gap_n = 0
         self.self_timed = 0

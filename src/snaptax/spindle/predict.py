@@ -7,6 +7,7 @@ Deterministic for a given seed.
 from __future__ import annotations
 
 import random
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from .arrays import Simulator
@@ -30,7 +31,7 @@ def closed_loop(spec: DeviceSpec, capacity: int, *, qd: int, write: bool = False
     blocks = max(1, int(span * (capacity - offset)) // bs)
     sim = Simulator(spec, capacity)
     kind = "write" if write else "read"
-    issued: dict[int, float] = {}
+    issued: dict[Hashable, float] = {}
     next_token = 0
 
     def issue(t: float) -> None:
@@ -80,7 +81,9 @@ def qd1_trace(spec: DeviceSpec, capacity: int, *, n: int, span: float = 1.0, bs:
         sim.submit(i, "read", off, bs, t)
         done = sim.take_done()
         while not done:
-            done = sim.advance(sim.next_event_time())
+            nt = sim.next_event_time()
+            assert nt is not None    # the read just submitted is outstanding
+            done = sim.advance(nt)
         t_done = done[0][1]
         offsets.append(off)
         service.append(t_done - t)

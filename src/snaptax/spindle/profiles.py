@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ..errors import ConfigError
 
@@ -94,7 +94,7 @@ class ZeroProfile:
     source: str = "none: a zero-latency device for overhead measurement"
 
 
-Profile = Union[DriveProfile, SsdProfile, ZeroProfile]
+Profile = DriveProfile | SsdProfile | ZeroProfile
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class TierSpec:
     kind: Literal["tier"] = "tier"
 
 
-DeviceSpec = Union[DiskSpec, Raid1Spec, Raid5Spec, TierSpec]
+DeviceSpec = DiskSpec | Raid1Spec | Raid5Spec | TierSpec
 
 
 # ------------------------------------------------------------------ validation
@@ -267,9 +267,10 @@ def spec_from_json(d: dict, source: str = "spindle spec") -> DeviceSpec:
     if kind == "disk":
         spec: DeviceSpec = DiskSpec(profile=_profile_from_json(d["profile"], source))
     elif kind == "raid1":
+        # members are disks: the JSON is to_json of a typed spec (a raid's members are DiskSpecs)
         spec = Raid1Spec(members=tuple(spec_from_json(m, source) for m in d["members"]))  # type: ignore[arg-type]
     elif kind == "raid5":
-        spec = Raid5Spec(members=tuple(spec_from_json(m, source) for m in d["members"]),  # type: ignore[arg-type]
+        spec = Raid5Spec(members=tuple(spec_from_json(m, source) for m in d["members"]),  # type: ignore[misc]  # as above
                          stripe_unit_bytes=d["stripe_unit_bytes"])
     elif kind == "tier":
         body = {k: v for k, v in d.items() if k not in ("ssd", "hdd", "kind")}

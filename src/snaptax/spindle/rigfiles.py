@@ -85,6 +85,7 @@ def parse_profile(raw: Any, source: str) -> Profile:
     if kind != "zero" and (not isinstance(sources, list) or not sources):
         raise ConfigError(source, "sources", "a profile must cite its datasheet sources (a non-empty list)")
     cite = " | ".join(str(s) for s in sources or [])
+    p: Profile
     if kind == "drive":
         unknown = set(raw) - _DRIVE_FIELDS
         if unknown:
@@ -98,7 +99,7 @@ def parse_profile(raw: Any, source: str) -> Profile:
                 seeks[name] = SeekSpec(**{k: s[k] for k in ("track_to_track_ms", "average_ms", "full_stroke_ms")})
             except KeyError as exc:
                 raise ConfigError(source, f"{name}.{exc.args[0]}", "missing") from exc
-        p: Profile = DriveProfile(
+        p = DriveProfile(
             name=_get(raw, source, "name"), rpm=_get(raw, source, "rpm"),
             capacity_bytes=parse_size(_get(raw, source, "capacity"), source=source, field_name="capacity"),
             heads=_get(raw, source, "heads"), outer_mb_s=_get(raw, source, "outer_mb_s"),

@@ -44,7 +44,7 @@ class FakeEngine:
         return {"engine": self.v.family}
 
     def execute(self, plan, session):
-        assert plan == planmod.variant_plan(profiles.get("smoke"))
+        assert plan == planmod.build_plan(profiles.get("smoke")).variant(self.v.name).plan
         session.executed.append(self.v.name)
 
 

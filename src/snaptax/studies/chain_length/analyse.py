@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from ...analysis import Analysis
@@ -99,6 +100,17 @@ def pair_ratios(meas: pd.DataFrame) -> dict[Key, Interval]:
     return out
 
 
+def pair_log_sd(meas: pd.DataFrame, variant: str, job: str) -> float:
+    """Sample standard deviation of log(one snapshot ÷ none) over the pairs: the spread the pair count was planned
+    for (plan.PAIRS_BASIS)."""
+    g = meas[(meas.phase == "pair") & (meas.variant == variant) & (meas.job == job)]
+    none = g[g.chain_length == 0].set_index("repeat")["iops"]
+    one = g[g.chain_length == 1].set_index("repeat")["iops"]
+    common = none.index.intersection(one.index)
+    logs = np.log(one.loc[common].to_numpy() / none.loc[common].to_numpy())
+    return float(logs.std(ddof=1)) if len(logs) > 1 else float("nan")
+
+
 def recovery_ratios(meas: pd.DataFrame) -> dict[Key, Interval]:
     """After all snapshots are deleted ÷ before the sweep: the runs at n = 0 at its end against its start."""
     out = {}
@@ -141,6 +153,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     for (variant, job), iv in sorted(pairs.items()):
         out.append(Value.of(f"{k}.loss.{variant}.{job}", iv.scaled(-100, 100), "%"))
         out.append(Value(f"{k}.pairs.{variant}.{job}", float(iv.n), "pairs"))
+        out.append(Value(f"{k}.pair_log_sd.{variant}.{job}", pair_log_sd(meas, variant, job), "", digits=3))
     for (variant, job), iv in sorted(recovery.items()):
         out.append(Value.of(f"{k}.recovery.{variant}.{job}", iv.scaled(100), "%"))
     for (variant, job), f in sorted(fits.items()):
