@@ -81,7 +81,7 @@ def execute(notebook: Path, output: Path, parameters: dict[str, Any], kernel: st
             outcome["error"] = exc
 
     # The kernel's output goes into the notebook, not to the terminal: its progress lines come through a file.
-    progress_file = output.parent / f".{output.name}.progress"
+    progress_file = (output.parent / f".{output.name}.progress").resolve()   # the kernel runs elsewhere
     progress_file.write_text("")
     previous = os.environ.get(PROGRESS_FILE_ENV)
     os.environ[PROGRESS_FILE_ENV] = str(progress_file)
