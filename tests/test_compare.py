@@ -55,3 +55,22 @@ def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path):
     flip = run(a, c)
     assert flip.returncode == 1 and "DIFFERENT" in flip.stdout
     assert run(a).returncode == 2
+
+
+def test_compare_on_the_committed_runs(monkeypatch):
+    """Each study's two newest committed quick runs (a run and its rerun) compare; the report covers every claim."""
+    import os
+
+    from snaptax import studies
+    from snaptax.record import published_runs
+
+    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)    # the checkout's data/, even inside make test
+    env = dict(os.environ)
+    for study in studies.REGISTRY:
+        runs = published_runs("local", study.id, "quick")
+        assert len(runs) >= 2, f"{study.id}: the committed data should hold a quick run and its rerun"
+        c = compare.compare_runs(runs[-2], runs[-1])
+        assert len(c.verdicts) == len(Results.load(runs[-1]).claims) > 0
+        out = subprocess.run([sys.executable, "-m", "snaptax", "compare", str(runs[-2]), str(runs[-1])],
+                             capture_output=True, text=True, cwd=paths.REPO_ROOT, timeout=60, env=env)
+        assert out.returncode == (0 if c.reproduced else 1), out.stderr
