@@ -12,7 +12,7 @@ from pathlib import Path
 from . import claims as claimsmod, compare, macros, paths, profiles, rig as rigmod, studies
 from .analysis import Analysis
 from .record import RunRecord, published_runs, write_atomic
-from .values import Value, check_available, keys_used, render_tex
+from .values import Results, Value, check_available, keys_used, render_tex
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class Rendered:
     study: str
     run: Path
     analysis: Analysis
+    results: Results       # analysis.results(), made once: it is what results.json holds
 
 
 def analyse_newest(rig: str, profile: str) -> list[Rendered]:
@@ -31,14 +32,15 @@ def analyse_newest(rig: str, profile: str) -> list[Rendered]:
     for study in studies.REGISTRY:
         run = study.newest_run(rig, profile)
         analysis = study.analyse(RunRecord.load(run))
-        analysis.results().write(run)
-        out.append(Rendered(study.id, run, analysis))
+        results = analysis.results()
+        results.write(run)
+        out.append(Rendered(study.id, run, analysis, results))
     return out
 
 
 def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value]:
     outcomes = [o for r in rendered for o in r.analysis.outcomes]
-    lateness = [v.value for r in rendered for v in r.analysis.results().values.values()
+    lateness = [v.value for r in rendered for v in r.results.values.values()
                 if v.key.endswith(".run.worst_lateness_pct") and math.isfinite(v.value)]
     vals = [Value("paper.rig", text=rig), Value("paper.profile", text=profile),
             Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE),
@@ -99,7 +101,7 @@ def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) -> list[
         if len(runs) >= 2 and runs[-1] == r.run:
             previous = runs[-2]
             analysis = studies.get(r.study).analyse(RunRecord.load(previous))
-            out.append(compare.compare_results(analysis.results(), r.analysis.results()))
+            out.append(compare.compare_results(analysis.results(), r.results))
     return out
 
 
@@ -140,7 +142,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     values: list[Value] = []
     for r in rendered:
         studies.get(r.study).module("present").write(r.analysis, figure_dir, generated_dir)
-        values += list(r.analysis.results().values.values())
+        values += list(r.results.values.values())
     values += paper_values(rig, profile, rendered)
     comparisons = rerun_comparisons(rig, profile, rendered)
     values += repro_values(comparisons)

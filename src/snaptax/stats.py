@@ -7,10 +7,10 @@ repeats. With fewer than two repeats there is no interval (low = high = nan) and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats as sps
 
 CONFIDENCE = 0.95
@@ -40,7 +40,7 @@ class Interval:
         return Interval(factor * self.estimate + offset, lo, hi, self.n, self.method)
 
 
-def mean_interval(samples: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+def mean_interval(samples: ArrayLike, confidence: float = CONFIDENCE) -> Interval:
     """Student-t interval of the mean of independent samples: x̄ ± t(n−1)·s/√n."""
     x = np.asarray(samples, dtype=float)
     x = x[np.isfinite(x)]
@@ -54,7 +54,7 @@ def mean_interval(samples: Sequence[float], confidence: float = CONFIDENCE) -> I
     return Interval(mean, mean - half, mean + half, n, "t")
 
 
-def paired_ratio_interval(numerators: Sequence[float], denominators: Sequence[float],
+def paired_ratio_interval(numerators: ArrayLike, denominators: ArrayLike,
                           confidence: float = CONFIDENCE) -> Interval:
     """Interval of the ratio of two configurations measured in pairs (neighbours in time), on the log scale:
     exp(mean(log(a_i/b_i)) ± t·s/√n). The log keeps the interval of a ratio positive and symmetric in
@@ -72,7 +72,7 @@ def paired_ratio_interval(numerators: Sequence[float], denominators: Sequence[fl
                     math.exp(iv.high) if iv.defined else math.nan, iv.n, "paired log-ratio t")
 
 
-def ratio_of_means_interval(numerators: Sequence[float], denominators: Sequence[float],
+def ratio_of_means_interval(numerators: ArrayLike, denominators: ArrayLike,
                             confidence: float = CONFIDENCE) -> Interval:
     """Interval of mean(a)/mean(b) for unpaired samples (Fieller's theorem is overkill at our n; this uses the
     delta method on the log ratio: var ≈ s_a²/(n_a·ā²) + s_b²/(n_b·b̄²), Welch–Satterthwaite degrees of freedom)."""

@@ -89,25 +89,26 @@ def summarize(meas: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _pairs(meas: pd.DataFrame, variant: str, job: str) -> tuple[np.ndarray, np.ndarray]:
+    """IOPS with one snapshot and with none, matched by repeat (phase 'pair')."""
+    g = meas[(meas.phase == "pair") & (meas.variant == variant) & (meas.job == job)]
+    none = g[g.chain_length == 0].set_index("repeat")["iops"]
+    one = g[g.chain_length == 1].set_index("repeat")["iops"]
+    common = none.index.intersection(one.index)
+    return one.loc[common].to_numpy(), none.loc[common].to_numpy()
+
+
 def pair_ratios(meas: pd.DataFrame) -> dict[Key, Interval]:
-    """One snapshot ÷ none, from the neighbouring pairs (phase 'pair', matched by repeat), per variant and job."""
-    out = {}
-    for (variant, job), g in meas[meas.phase == "pair"].groupby(["variant", "job"]):
-        none = g[g.chain_length == 0].set_index("repeat")["iops"]
-        one = g[g.chain_length == 1].set_index("repeat")["iops"]
-        common = none.index.intersection(one.index)
-        out[(variant, job)] = paired_ratio_interval(one.loc[common].to_numpy(), none.loc[common].to_numpy())
-    return out
+    """One snapshot ÷ none, from the neighbouring pairs, per variant and job."""
+    keys = meas[meas.phase == "pair"][["variant", "job"]].drop_duplicates().itertuples(index=False)
+    return {(v, j): paired_ratio_interval(*_pairs(meas, v, j)) for v, j in sorted(keys)}
 
 
 def pair_log_sd(meas: pd.DataFrame, variant: str, job: str) -> float:
     """Sample standard deviation of log(one snapshot ÷ none) over the pairs: the spread the pair count was planned
     for (plan.PAIRS_BASIS)."""
-    g = meas[(meas.phase == "pair") & (meas.variant == variant) & (meas.job == job)]
-    none = g[g.chain_length == 0].set_index("repeat")["iops"]
-    one = g[g.chain_length == 1].set_index("repeat")["iops"]
-    common = none.index.intersection(one.index)
-    logs = np.log(one.loc[common].to_numpy() / none.loc[common].to_numpy())
+    one, none = _pairs(meas, variant, job)
+    logs = np.log(one / none)
     return float(logs.std(ddof=1)) if len(logs) > 1 else float("nan")
 
 
