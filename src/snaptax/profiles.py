@@ -20,13 +20,12 @@ class Profile:
     runtime_s: float        # fio time-based runtime per measurement
     ramp_time_s: float      # fio ramp_time excluded from the statistics
     disk_size: int          # size of the volume under test
-    max_chain: int          # longest snapshot chain built (seed 001: 12)
 
 
 PROFILES: dict[str, Profile] = {
-    "smoke": Profile("smoke", repeats=1, runtime_s=2, ramp_time_s=0, disk_size=256 << 20, max_chain=2),
-    "quick": Profile("quick", repeats=2, runtime_s=5, ramp_time_s=1, disk_size=1 << 30, max_chain=8),
-    "full": Profile("full", repeats=3, runtime_s=30, ramp_time_s=5, disk_size=4 << 30, max_chain=12),
+    "smoke": Profile("smoke", repeats=1, runtime_s=2, ramp_time_s=0, disk_size=256 << 20),
+    "quick": Profile("quick", repeats=2, runtime_s=5, ramp_time_s=1, disk_size=1 << 30),
+    "full": Profile("full", repeats=3, runtime_s=30, ramp_time_s=5, disk_size=4 << 30),
 }
 DEFAULT = "quick"
 

@@ -256,6 +256,11 @@ class RunSession(RunWriter):
 
 # ====================================================================== reading
 
+# Profile fields that runs of format 2 may carry but Profile no longer has: `max_chain` moved into the
+# chain-length study's own scale (studies/chain_length/plan.ChainScale); the run's parameters keep its value.
+RETIRED_PROFILE_FIELDS = ("max_chain",)
+
+
 @dataclass(frozen=True)
 class Manifest:
     """manifest.json of a run, typed. parameters: the study's own (JSON), read by that study's analysis."""
@@ -286,7 +291,7 @@ class Manifest:
             raise RecordError(f"{where}: run record format {d.get('format')!r} version {d.get('format_version')!r} "
                               f"is not {RECORD_FORMAT} {RECORD_VERSION} (this snaptax reads only that)")
         try:
-            prof = Profile(**d["profile"])
+            prof = Profile(**{k: v for k, v in d["profile"].items() if k not in RETIRED_PROFILE_FIELDS})
             return cls(d["format_version"], d["study"], d["run_id"], prof, d["rig"], d["rig_kind"], d["rig_file"],
                        bool(d["emulated"]), tuple(d["devices"]), tuple(d["measured_devices"]), d["parameters"],
                        d["variants"], tuple(d["events"]), d["provenance"], d["started_utc"], d["finished_utc"],

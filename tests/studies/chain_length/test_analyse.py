@@ -27,7 +27,7 @@ def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
                 {"host.reads": reads * (2 if n else 1)}, {})
 
     configs = {c.name: asdict(c) for c in planmod.configs(p)}
-    run = write_run(tmp_path, "chain_length", profile, {"device": "ssd", "max_chain": p.max_chain}, points,
+    run = write_run(tmp_path, "chain_length", profile, {"device": "ssd", "max_chain": planmod.scale(p).max_chain}, points,
                     measured, variants={name: {"config": c} for name, c in configs.items()})
     return an.analyse(RunRecord.load(run))
 
@@ -59,7 +59,7 @@ def test_verdicts_on_intervals(tmp_path):
     assert v["chain_length.loss.in-memory-metadata.readwrite"] == "differs"       # 30 vs no impact ± 15
     assert v["chain_length.recovery.on-disk-metadata.randrw"] == "agrees"         # 100 vs 100 ± 10
     loss = a.value("chain_length.loss.on-disk-metadata.randrw")
-    assert loss.low < loss.value < loss.high and loss.n == planmod.PAIRS["quick"]
+    assert loss.low < loss.value < loss.high and loss.n == planmod.scale(profiles.get("quick")).pairs
 
 
 def test_one_repeat_is_inconclusive(tmp_path):

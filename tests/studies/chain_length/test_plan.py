@@ -1,35 +1,53 @@
-"""The chain-length plan: builds the chain up and tears it down, for both metadata presets."""
+"""The chain-length plan: pairs sized from the measured spread, the chain built up and torn down."""
 import pytest
 
 from snaptax import profiles
+from snaptax.errors import ConfigError
 from snaptax.plan import TakeSnapshot
+from snaptax.stats import repeats_for
 from snaptax.studies.chain_length import plan as planmod
 
 
 def test_plan_builds_up_and_tears_down_the_chain():
     p = profiles.get("smoke")
+    s = planmod.scale(p)
     study = planmod.build_plan(p)
     assert [v.variant for v in study.variants] == ["on-disk-metadata", "in-memory-metadata"]
     plan = study.variants[0].plan
-    assert plan.max_chain_length == p.max_chain
+    assert plan.max_chain_length == s.max_chain
     sweep = [(m.phase, n) for _, m, n in plan.measurements() if m.phase in ("create", "delete")]
-    assert sweep[0] == ("create", 0) and sweep[-1] == ("delete", 0)
-    assert max(n for _, n in sweep) == p.max_chain
+    assert sweep[0] == ("create", 1) and sweep[-1] == ("delete", 0)
+    assert max(n for _, n in sweep) == s.max_chain
     jobs = len(planmod.WORKLOADS)
-    assert len(sweep) == jobs * (2 * p.repeats + 2 * p.max_chain - 1)
+    assert len(sweep) == jobs * (p.repeats + 2 * s.max_chain - 1)
     assert {m.job.rw for _, m, _ in plan.measurements() if m.phase == "create"} == {"randrw", "readwrite"}
-    assert sum(isinstance(s, TakeSnapshot) for s in plan.steps) == p.max_chain + planmod.PAIRS[p.name]
+    assert sum(isinstance(x, TakeSnapshot) for x in plan.steps) == s.max_chain + jobs * s.pairs
+    assert {m.job.runtime_s for _, m, _ in plan.measurements() if m.phase != "prefill"} == {s.runtime_s}
 
 
-def test_pairs_are_neighbours_in_time():
-    """Each no-snapshot run of a pair is followed directly by the snapshot and its one-snapshot twin."""
+def test_pairs_are_neighbours_in_time_in_alternating_order():
+    """Each pair is one job's no-snapshot run and its one-snapshot twin with nothing measured between them; the
+    order alternates from pair to pair."""
     plan = planmod.variant_plan(profiles.get("quick"))
-    seq = [(m.phase, m.repeat, m.job.name, n) for _, m, n in plan.measurements() if m.phase == "pair"]
-    k = planmod.PAIRS["quick"]
-    assert len(seq) == 2 * 2 * k
-    for i in range(k):
-        block = seq[4 * i:4 * i + 4]
-        assert [n for *_, n in block] == [0, 0, 1, 1] and {r for _, r, _, _ in block} == {i}
+    k = planmod.scale(profiles.get("quick")).pairs
+    seq = [(m.repeat, m.job.name, n) for _, m, n in plan.measurements() if m.phase == "pair"]
+    assert len(seq) == 2 * len(planmod.WORKLOADS) * k
+    for i in range(0, len(seq), 2):
+        (r1, j1, n1), (r2, j2, n2) = seq[i], seq[i + 1]
+        assert r1 == r2 and j1 == j2 and {n1, n2} == {0, 1}
+        assert (n1, n2) == ((0, 1) if r1 % 2 == 0 else (1, 0))
+
+
+def test_pair_count_comes_from_the_measured_spread():
+    k = planmod.pairs_needed()
+    assert k % 2 == 0 and k >= repeats_for(planmod.PAIR_LOG_SD, planmod.LOSS_TOLERANCE_PP / 100)
+    assert planmod.scale(profiles.get("quick")).pairs == k
+    assert planmod.pairs_needed(0.05) < k < planmod.pairs_needed(0.3)
+
+
+def test_a_scale_that_cannot_judge_is_refused():
+    with pytest.raises(ConfigError, match="pairs"):
+        planmod.ChainScale(pairs=1, max_chain=2, runtime_s=1, ramp_time_s=0, pairs_basis="")
 
 
 @pytest.mark.parametrize("name", list(profiles.PROFILES))

@@ -27,8 +27,9 @@ def broken_grains(p: profiles.Profile, v: planmod.Variant) -> int:
     return int(round(float(cow.expected_grains_hit(s.writes, s.disk_size, v.copy_grain, 4096, replacement=True))))
 
 
-def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_copies=True):
-    """A published run of the chosen variants. First-write IOPS are 500 × (1 ∓ noise) in alternate cycles."""
+def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_copies=True, drift=0.0):
+    """A published run of the chosen variants. First-write IOPS are 500 × (1 ∓ noise) in alternate cycles; every
+    IOPS drifts by `drift` (a fraction) over each variant's plan."""
     p = profiles.get(profile)
     s = planmod.scale(p)
     by_name = {v.name: v for v in planmod.variants(p)}
@@ -74,7 +75,7 @@ def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_co
             c["engine.snapshot_allocated_bytes"] = float(s.disk_size)
             if v.family == "lvmthin":
                 c["engine.chunks_broken"] += s.disk_size / v.grain - broken_grains(p, v)
-        iops = IOPS[step.phase]
+        iops = IOPS[step.phase] * (1 + drift * index / len(plan.steps))
         if step.phase == "first-write":
             iops *= 1 + noise * (1 if step.repeat % 2 else -1)
         result = fio_result(step.job.name, 0.0 if writing else iops, iops if writing else 0.0,
@@ -146,6 +147,17 @@ def test_ratios_and_losses_carry_paired_intervals(tmp_path):
     assert a.value("engines.steady_ratio.qcow2-c64k").value == pytest.approx(0.9)
     assert a.value("engines.snap_read_ratio.lvmthin-c64k").value == pytest.approx(0.8)
     assert a.value("engines.steady_loss.lvmthin-c64k").value == pytest.approx(10.0)
+
+
+def test_steady_phases_are_bracketed_against_drift(tmp_path):
+    """A drift through the run moves the steady phases away from their own cycle's base measurement; the
+    bracketing base measurements (this cycle's and the next's, or the closing ones) take most of it out."""
+    a = make_run(tmp_path, drift=0.2)
+    cyc = a.cycles[a.cycles.variant == "qcow2-c64k"]
+    naive = float(np.exp(np.mean(np.log(cyc["steady-write_write_iops"] / cyc["base-write_write_iops"]))))
+    bracketed = a.value("engines.steady_ratio.qcow2-c64k").value
+    assert abs(naive - 0.9) > 3 * abs(bracketed - 0.9)
+    assert bracketed == pytest.approx(0.9, abs=0.02)     # the bracket is centred near, not on, the steady phase
 
 
 def test_verdicts_on_seed001_vvol(tmp_path):

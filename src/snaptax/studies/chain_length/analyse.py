@@ -14,6 +14,7 @@ from ...models import chain as chain_model
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval
 from ...values import Value
+from .plan import LOSS_TOLERANCE_PP
 
 STUDY = "chain_length"
 HOST_READS = "host.reads"
@@ -26,7 +27,6 @@ PUBLISHED_LOSS = {
     ("on-disk-metadata", "randrw"): 65.0, ("on-disk-metadata", "readwrite"): 65.0,
     ("in-memory-metadata", "randrw"): 35.0, ("in-memory-metadata", "readwrite"): 0.0,
 }
-LOSS_TOLERANCE_PP = 15.0
 LOSS_BASIS = ("a judgment, not derived from data: Table 1 gives single values in steps of 5 % for products we can "
               "only stand in for; ±15 pp separates 'no impact', 'a third' and 'two thirds'")
 RECOVERY_TOLERANCE_PP = 10.0
@@ -73,13 +73,26 @@ def per_measurement(record: RunRecord) -> pd.DataFrame:
     return meas.reset_index(drop=True)
 
 
+def before_sweep(meas: pd.DataFrame) -> pd.DataFrame:
+    """The no-snapshot runs before the chain sweep — the pairs' (and, in runs of the first plan, the sweep's own
+    runs at n = 0) — as the sweep's phase 'create' at n = 0."""
+    sel = meas.phase.isin(["pair", "create"]) & (meas.chain_length == 0)
+    return meas[sel].assign(phase="create")
+
+
+def sweep(meas: pd.DataFrame) -> pd.DataFrame:
+    """The chain sweep: its create and delete runs, with the runs before it as create at n = 0."""
+    rest = meas[(meas.phase == "delete") | ((meas.phase == "create") & (meas.chain_length > 0))]
+    return pd.concat([before_sweep(meas), rest], ignore_index=True)
+
+
 def summarize(meas: pd.DataFrame) -> pd.DataFrame:
     """Per point of the chain sweep (variant, job, phase create/delete, chain length): mean IOPS with its
-    interval, and the ratio to the sweep's no-snapshot runs (create, n = 0) with its interval (ratio of means)."""
+    interval, and the ratio to the no-snapshot runs before the sweep with its interval (ratio of means)."""
     rows = []
-    sweep = meas[meas.phase.isin(["create", "delete"])]
-    base = sweep[(sweep.phase == "create") & (sweep.chain_length == 0)]
-    for (variant, job, phase, n), g in sweep.groupby(["variant", "job", "phase", "chain_length"]):
+    sw = sweep(meas)
+    base = sw[(sw.phase == "create") & (sw.chain_length == 0)]
+    for (variant, job, phase, n), g in sw.groupby(["variant", "job", "phase", "chain_length"]):
         b = base[(base.variant == variant) & (base.job == job)]["iops"].to_numpy()
         iops = mean_interval(g["iops"].to_numpy())
         ratio = ratio_of_means_interval(g["iops"].to_numpy(), b)
@@ -113,9 +126,11 @@ def pair_log_sd(meas: pd.DataFrame, variant: str, job: str) -> float:
 
 
 def recovery_ratios(meas: pd.DataFrame) -> dict[Key, Interval]:
-    """After all snapshots are deleted ÷ before the sweep: the runs at n = 0 at its end against its start."""
+    """After all snapshots are deleted ÷ before the sweep: the runs at n = 0 at its end against the no-snapshot
+    runs before it (a ratio of means: minutes apart, so drift is not cancelled; it widens the interval)."""
     out = {}
-    for (variant, job), g in meas[meas.chain_length == 0].groupby(["variant", "job"]):
+    sw = sweep(meas)
+    for (variant, job), g in sw[sw.chain_length == 0].groupby(["variant", "job"]):
         end, start = g[g.phase == "delete"]["iops"], g[g.phase == "create"]["iops"]
         if len(end) and len(start):
             out[(variant, job)] = ratio_of_means_interval(end.to_numpy(), start.to_numpy())
@@ -133,16 +148,23 @@ def loss_table(pairs: dict[Key, Interval]) -> pd.DataFrame:
 
 
 def fit_all(meas: pd.DataFrame) -> dict[Key, chain_model.ChainFit]:
-    """The chain service-time model fitted per configuration and job to the sweep's create phase (raises if a
-    fit cannot be made: the paper quotes every one)."""
+    """The chain service-time model fitted per configuration and job to the sweep's create phase, n = 0 from the
+    runs before it (raises if a fit cannot be made: the paper quotes every one)."""
+    sw = sweep(meas)
     return {(variant, job): chain_model.fit(g.chain_length.to_numpy(), g.iops.to_numpy())
-            for (variant, job), g in meas[meas.phase == "create"].groupby(["variant", "job"])}
+            for (variant, job), g in sw[sw.phase == "create"].groupby(["variant", "job"])}
 
 
 def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs: dict[Key, Interval],
             recovery: dict[Key, Interval], fits: dict[Key, chain_model.ChainFit]) -> list[Value]:
     k = STUDY
-    out = [Value(f"{k}.max_chain", float(record.manifest.parameters["max_chain"]), "snapshots")]
+    params = record.manifest.parameters
+    out = [Value(f"{k}.max_chain", float(params["max_chain"]), "snapshots")]
+    if "runtime_s" in params:      # runs of the first plan ran at the profile's runtime (chain_length.run.*)
+        out += [Value(f"{k}.runtime_s", float(params["runtime_s"]), "s"),
+                Value(f"{k}.ramp_time_s", float(params["ramp_time_s"]), "s"),
+                Value(f"{k}.pairs_planned", float(params["pairs"]), "pairs"),
+                Value(f"{k}.pairs_basis", text=str(params["pairs_basis"]))]
     for name, described in record.manifest.variants.items():   # the engine's describe(): its qcow2 config
         out.append(Value(f"{k}.l2_cache_kib.{name}", described["config"]["l2_cache_size"] / 1024, "KiB"))
     for _, row in summary.iterrows():

@@ -18,8 +18,11 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     dev = rig.device(device)
     study = planmod.build_plan(profile)
     configs = {c.name: c for c in planmod.configs(profile)}
+    scale = planmod.scale(profile)
     parameters = {"device": dev.name, "workloads": list(planmod.WORKLOADS),
-                  "max_chain": study.variants[0].plan.max_chain_length}
+                  "max_chain": study.variants[0].plan.max_chain_length, "pairs": scale.pairs,
+                  "runtime_s": scale.runtime_s, "ramp_time_s": scale.ramp_time_s,
+                  "pairs_basis": scale.pairs_basis}
     with RunSession(rig, STUDY, profile, parameters, devices_used=(dev.name,), planned_points=study.points(),
                     planned_seconds=study.fio_seconds()) as session:
         for vp in study.variants:

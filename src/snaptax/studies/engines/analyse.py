@@ -41,10 +41,14 @@ CLAIM_PHASES = {"first": "grains being broken", "steady": "all grains broken"}
 # Per-variant metrics over the cycles of a run. RATIOS (numerator phase, denominator phase, IOPS column) are
 # paired by cycle, with a t interval on the log scale; LOSSES are 100·(1 − ratio); MEANS (unit, digits) are means
 # over cycles with a t interval.
+# The steady phases come late in a cycle, so they are set against the no-snapshot measurements that bracket them —
+# the geometric mean of this cycle's base and the next one's (the last cycle's: the closing base measurements):
+# drift that runs linearly through the cycle cancels. The first-write and snap-read phases follow their cycle's
+# base measurements closely and are set against those.
 RATIOS = {"first_ratio": ("first-write", "base-write", "write_iops"),
-          "steady_ratio": ("steady-write", "base-write", "write_iops"),
+          "steady_ratio": ("steady-write", "bracket-write", "write_iops"),
           "snap_read_ratio": ("snap-read", "base-read", "read_iops"),
-          "steady_read_ratio": ("steady-read", "base-read", "read_iops")}
+          "steady_read_ratio": ("steady-read", "bracket-read", "read_iops")}
 MEANS = {"base_write_iops": ("IOPS", 0), "first_fraction": ("", 2), "first_over_expected": ("", 3),
          "bytes_per_write_kib_base": ("KiB", 1), "bytes_per_write_kib_first": ("KiB", 1),
          "bytes_per_write_kib_steady": ("KiB", 1), "bytes_per_first_write_kib": ("KiB", 1),
@@ -128,6 +132,13 @@ def _cycle(by: pd.DataFrame, y: pd.Series, rep: int) -> dict[str, float]:
     def yv(phase: str) -> float:
         return float(y.at[(phase, rep)]) if (phase, rep) in y.index else math.nan
 
+    def bracket(phase: str, col: str) -> float:
+        """Geometric mean of this cycle's and the next cycle's (or the closing) `phase` measurement; this
+        cycle's alone in runs without closing measurements."""
+        here = at(phase, col)
+        nxt = float(by.at[(phase, rep + 1), col]) if (phase, rep + 1) in by.index else math.nan
+        return math.sqrt(here * nxt) if math.isfinite(nxt) and nxt > 0 and here > 0 else here
+
     k, n_first = at("first-write", "write_ios"), at("first-write", "first_writes")
     expected = at("first-write", "first_writes_expected")
     measured = by.at[("first-write", rep), "first_source"] == "measured"
@@ -135,6 +146,8 @@ def _cycle(by: pd.DataFrame, y: pd.Series, rep: int) -> dict[str, float]:
     return {
         **{f"{p}_write_iops": at(p, "write_iops") for p in WRITE_PHASES},
         **{f"{p}_read_iops": at(p, "read_iops") for p in READ_PHASES},
+        "bracket-write_write_iops": bracket("base-write", "write_iops"),
+        "bracket-read_read_iops": bracket("base-read", "read_iops"),
         "base_write_iops": b_w, "write_ios": k, "first_writes": n_first,
         "first_fraction": n_first / k if k > 0 else math.nan,
         "first_over_expected": n_first / expected if measured and expected > 0 else math.nan,
