@@ -21,15 +21,21 @@ def test_agrees_when_the_estimate_is_in_the_band():
     assert verdict(claim(65), ours(91, 77, 97)) == "same direction"
 
 
-def test_a_small_clear_effect_is_same_direction_not_differs():
-    # 13 % [8, 18] against a published 35 % ± 15: a real loss, smaller than published
-    assert verdict(claim(35), ours(13, 8, 18)) == "same direction"
+def test_same_direction_needs_an_effect_by_the_claims_own_scale():
+    # 25 % [18, 31] against a published 65 % ± 15: a clear loss (beyond 0 ± 15), smaller than published
+    assert verdict(claim(65), ours(25, 18, 31)) == "same direction"
+    # 13 % [8, 18] against 35 % ± 15: its interval reaches into the no-effect band, so it is not the published
+    # effect in a smaller size; and a small effect whose interval touches 0 is judged the same way, so the verdict
+    # does not hinge on whether the lower end of a small effect's interval crosses 0
+    assert verdict(claim(35), ours(13, 8, 18)) == "differs"
+    assert verdict(claim(35), ours(10, -2, 22)) == verdict(claim(35), ours(9, 3, 15)) == "differs"
 
 
 def test_ratio_claims_are_judged_against_their_no_effect_value():
     doubling = claim(2.0, no_effect=1.0, tolerance=0.5, unit="×")
     assert verdict(doubling, ours(1.0, 0.98, 1.02)) == "differs"          # no doubling at all
-    assert verdict(doubling, ours(1.3, 1.25, 1.35)) == "same direction"   # more reads, not twice
+    assert verdict(doubling, ours(1.3, 1.25, 1.35)) == "differs"          # within 1 ± 0.5: not a doubling
+    assert verdict(doubling, ours(2.8, 2.7, 2.9)) == "same direction"     # more than doubled
     assert verdict(doubling, ours(1.9, 1.85, 1.95)) == "agrees"
     recovery = claim(100.0, no_effect=100.0, tolerance=10.0)
     assert verdict(recovery, ours(79, 78, 81)) == "differs"               # 'full recovery' is itself no effect

@@ -61,3 +61,26 @@ def test_repeats_for_a_target_width():
     n = stats.repeats_for(cv=0.05, half_width=0.05)
     assert n >= 3
     assert stats.repeats_for(cv=0.05, half_width=0.01) > n
+
+
+def test_ratio_across_time_covers_when_drift_dominates():
+    """Eight runs spread over minutes (each at its own level of the drifting disk) against two neighbouring runs
+    later (sharing one level): the interval covers the true ratio (1) about 95 % of the time, where a ratio of
+    means that takes the neighbours as independent does not."""
+    rng = np.random.default_rng(3)
+    covered = welch = 0
+    trials = 3000
+    for _ in range(trials):
+        earlier = 1000 * np.exp(rng.normal(0, 0.15, 8) + rng.normal(0, 0.01, 8))
+        later = 1000 * np.exp(rng.normal(0, 0.15) + rng.normal(0, 0.01, 2))
+        iv = stats.ratio_across_time_interval(later, earlier)
+        covered += iv.low <= 1.0 <= iv.high
+        naive = stats.ratio_of_means_interval(later, earlier)
+        welch += naive.low <= 1.0 <= naive.high
+    assert 0.92 < covered / trials < 0.975
+    assert welch / trials < 0.7
+
+
+def test_ratio_across_time_needs_two_earlier_runs():
+    iv = stats.ratio_across_time_interval([1.0, 1.1], [1.0])
+    assert iv.estimate == pytest.approx(1.05) and not iv.defined

@@ -22,9 +22,10 @@ VERDICT_RULE = (
     "(published value ± tolerance, whose basis each claim states). "
     "inconclusive: fewer than two repeats, or the interval is wider than the band (half-width > tolerance); "
     "agrees: our estimate lies within the band; "
-    "same direction: the published value is an effect (outside the tolerance of no effect) and our interval "
-    "lies wholly on the same side of the no-effect value, but our estimate is outside the band; "
-    "differs: otherwise.")
+    "same direction: the published value is an effect (farther than the tolerance from the no-effect value) and "
+    "so is ours by the same measure, on the same side (our whole interval lies beyond the no-effect value ± the "
+    "tolerance), but our estimate is outside the band; "
+    "differs: otherwise (including a small effect of ours whose interval reaches into the no-effect band).")
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,14 @@ def verdict(claim: Claim, ours: Value) -> Verdict:
         return "inconclusive"
     if p - tol <= ours.value <= p + tol:
         return "agrees"
+    # The tolerance says what counts as an effect on the claim's own scale (seed 001's ±15 pp separates 'no
+    # impact' from 'a third'), for the published value and for ours alike: an interval of ours that reaches into
+    # the no-effect band is not an effect in the published direction, however small its lower end.
     published_effect = p - zero
     if abs(published_effect) > tol:
-        if published_effect > 0 and lo > zero:
+        if published_effect > 0 and lo > zero + tol:
             return "same direction"
-        if published_effect < 0 and hi < zero:
+        if published_effect < 0 and hi < zero - tol:
             return "same direction"
     return "differs"
 

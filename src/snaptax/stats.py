@@ -95,6 +95,28 @@ def ratio_of_means_interval(numerators: ArrayLike, denominators: ArrayLike,
     return Interval(ratio, ratio * math.exp(-half), ratio * math.exp(half), n, "ratio of means")
 
 
+def ratio_across_time_interval(later: ArrayLike, earlier: ArrayLike, confidence: float = CONFIDENCE) -> Interval:
+    """Interval of mean(later)/mean(earlier) for two groups measured minutes apart, where `earlier`'s members are
+    spread over time and `later`'s are neighbours in time (e.g. the runs after deleting a chain against the
+    no-snapshot runs of the pairs before it). Drift over minutes, not the scatter within a group, dominates such a
+    difference, and neighbours share their drift: `later` counts as one observation of a quantity whose spread
+    over time is that of `earlier` on the log scale (s). So, on the log scale,
+        log(ā_later / ā_earlier) ± t(n_earlier − 1) · s · √(1/n_earlier + 1),
+    exponentiated. A ratio of means with Welch's intervals would treat the later group's members as independent
+    and give an interval far too narrow."""
+    a = np.asarray(later, dtype=float)
+    b = np.asarray(earlier, dtype=float)
+    a, b = a[np.isfinite(a) & (a > 0)], b[np.isfinite(b) & (b > 0)]
+    if len(a) == 0 or len(b) == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, "ratio across time")
+    ratio = float(a.mean() / b.mean())
+    if len(b) < 2:
+        return Interval(ratio, math.nan, math.nan, len(b), "ratio across time")
+    spread = float(np.log(b).std(ddof=1))
+    half = float(sps.t.ppf(0.5 + confidence / 2, len(b) - 1) * spread * math.sqrt(1 / len(b) + 1))
+    return Interval(ratio, ratio * math.exp(-half), ratio * math.exp(half), len(b), "ratio across time")
+
+
 def repeats_for(cv: float, half_width: float, confidence: float = CONFIDENCE, n_max: int = 50) -> int:
     """Smallest n whose t-interval of a mean has relative half-width ≤ half_width, for a coefficient of
     variation cv of single measurements (both as fractions): t(n−1)·cv/√n ≤ half_width."""

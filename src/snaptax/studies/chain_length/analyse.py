@@ -12,7 +12,8 @@ from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import chain as chain_model
 from ...record import RunRecord
-from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval
+from ...stats import (Interval, mean_interval, paired_ratio_interval, ratio_across_time_interval,
+                      ratio_of_means_interval)
 from ...values import Value
 from .plan import LOSS_TOLERANCE_PP
 
@@ -127,13 +128,15 @@ def pair_log_sd(meas: pd.DataFrame, variant: str, job: str) -> float:
 
 def recovery_ratios(meas: pd.DataFrame) -> dict[Key, Interval]:
     """After all snapshots are deleted ÷ before the sweep: the runs at n = 0 at its end against the no-snapshot
-    runs before it (a ratio of means: minutes apart, so drift is not cancelled; it widens the interval)."""
+    runs before it. Minutes apart, so drift is not cancelled: the interval takes the spread of the runs before
+    (spread over the pairs' minutes) as the spread of the end's runs, which are neighbours and count as one
+    (stats.ratio_across_time_interval)."""
     out = {}
     sw = sweep(meas)
     for (variant, job), g in sw[sw.chain_length == 0].groupby(["variant", "job"]):
         end, start = g[g.phase == "delete"]["iops"], g[g.phase == "create"]["iops"]
         if len(end) and len(start):
-            out[(variant, job)] = ratio_of_means_interval(end.to_numpy(), start.to_numpy())
+            out[(variant, job)] = ratio_across_time_interval(end.to_numpy(), start.to_numpy())
     return out
 
 
