@@ -60,7 +60,7 @@ def test_per_point_means_intervals_and_ratios(tmp_path):
     assert tuned.to_default == pytest.approx(ratio, rel=1e-3)
     assert tuned.to_default_high - tuned.to_default_low < 1e-3
     zero = a.summary[a.summary.wait_ms == 0]
-    assert zero.vs_estimate.isna().all() and (zero.busy == pytest.approx(1.0))
+    assert zero.vs_estimate.isna().all() and (zero.busy == 1.0).all()
 
 
 def test_fits_recover_the_device_and_the_seed_predictions(tmp_path):
@@ -97,7 +97,8 @@ def test_overlap_data_are_told_apart(tmp_path):
 
 
 def test_values_and_claims(tmp_path):
-    a = an.analyse(make_run(tmp_path))
+    # two passes give t(1) = 12.7: a verdict needs the emulated mirror's small spread (±0.2 % here)
+    a = an.analyse(make_run(tmp_path, noise=0.002))
     keys = {v.key for v in a.values}
     assert all(k.startswith("memory_dump.") for k in keys)
     for k in ("memory_dump.dump_s.raid1_10k.p64-w25", "memory_dump.s_per_gib.ssd.p2048-w2",
