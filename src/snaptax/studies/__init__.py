@@ -88,6 +88,8 @@ REGISTRY: tuple[Study, ...] = (
           "the emulated spindles; seed 000's reads double"),
     Study("engines", "Engine comparison", "03_engines.ipynb",
           "copy-on-write grain of qcow2, LVM thin and 8 KiB copy-on-first-write"),
+    Study("memory_dump", "Seed 003: how long a VM's memory takes to dump", "04_memory_dump.ipynb",
+          "seed 003 (lazy checkpoint of a 4 GiB VM): the page-walker's ioBlockPages x ioWait grid, dump-time models"),
 )
 
 

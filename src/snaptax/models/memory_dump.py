@@ -1,0 +1,324 @@
+"""Memory-dump timing: how long a lazy checkpoint's page-walker takes to write a VM's memory.
+
+Units: bytes for sizes (M memory, B block), seconds for times unless a name ends in _ms; a page is 4 KiB.
+
+VMware's lazy checkpoint (seed 003, Lavallee 2013) walks the VM's memory in iterations: each writes
+mainMem.ioBlockPages pages (B = ioBlockPages × 4 KiB) and then waits mainMem.ioWait milliseconds (w). A memory of
+M bytes takes n = ⌈M/B⌉ iterations. With s(B) the device's service time for one B-byte write at queue depth 1,
+
+    s(B) = s0 + B/bw                                         (s0: per-write cost in s, bw: bytes per second)
+
+the models below are the competing explanations of a dump time T(M, B, w):
+
+  after          the wait starts when the write has completed (what fio's thinktime does):
+                     T = n · (s(B) + w)
+  overlap        the wait is counted from the write's start (a periodic timer; the write runs inside the wait):
+                     T = n · max(s(B), w)
+  oversleep      the timer does not wait exactly w but w + δ whenever it waits (w > 0): timer granularity,
+                 scheduling latency (δ > 0) or a coarse tick that fires early (δ < 0):
+                     T = n · (s(B) + w + δ·[w > 0])
+  zero_skip      a fraction z of the blocks is all-zero and skipped, with its wait, so only (1 − z)·n iterations
+                 happen:
+                     T = (1 − z) · n · (s(B) + w)
+
+The seed's own estimate is the wait alone, n·w (16384 × 25 ms = 409.6 s for 4 GiB in 256 KiB blocks), against a
+measured 333.95 s: `after` and `overlap` can never go below n·w, so only a wait shorter than asked (δ < 0) or
+skipped blocks (z > 0) can explain a dump faster than its own waits. On a walker that writes every block and
+waits as asked (fio), the fits must give δ ≈ 0 and z ≈ 0; note that in `zero_skip` z is identified only through
+the coefficient of the wait (z scales s0 and 1/bw as well, which then absorb it), so it is equally a model of a
+wait shortened by a factor (1 − z).
+
+`fit` estimates a model's parameters from a grid of measured dump times by least squares on log times (relative
+errors: the grid spans two orders of magnitude), with t-based 95 % intervals from the Jacobian, and its AIC for
+comparing the models on the same points. `DumpFit.predict_interval` carries the fit's uncertainty into a
+prediction (delta method on log T).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import optimize, stats
+
+from ..errors import ConfigError
+
+PAGE = 4096
+MiB = 1 << 20
+Model = Literal["after", "overlap", "oversleep", "zero_skip"]
+MODELS: tuple[Model, ...] = ("after", "overlap", "oversleep", "zero_skip")
+# Internal parameter vector per model (units chosen so that all are of order 1): s0 in ms, tau in ms per MiB
+# (1/bw), delta in ms, z dimensionless.
+_PARAMS: dict[str, tuple[str, ...]] = {"after": ("s0_ms", "tau_ms_per_mib"), "overlap": ("s0_ms", "tau_ms_per_mib"),
+                                       "oversleep": ("s0_ms", "tau_ms_per_mib", "delta_ms"),
+                                       "zero_skip": ("s0_ms", "tau_ms_per_mib", "z")}
+WORDS = {"after": "wait after each write completes", "overlap": "wait counted from the write's start",
+         "oversleep": "each wait is w + δ (timer granularity)", "zero_skip": "a fraction z of blocks skipped"}
+
+
+@dataclass(frozen=True)
+class WalkerPoint:
+    """One setting of the page-walker: mainMem.ioBlockPages (4 KiB pages per write) and mainMem.ioWait (ms
+    between writes). An impossible setting is refused with one ConfigError naming the field."""
+
+    block_pages: int
+    wait_ms: float
+
+    def __post_init__(self) -> None:
+        src = "memory-dump grid point"
+        p = self.block_pages
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
+            raise ConfigError(src, "ioBlockPages", f"must be a whole number of 4 KiB pages ≥ 1, got {p!r}")
+        w = self.wait_ms
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)) or not math.isfinite(w) \
+                or w < 0:
+            raise ConfigError(src, "ioWait", f"must be a finite number of milliseconds ≥ 0, got {w!r}")
+
+    @property
+    def block_bytes(self) -> int:
+        return int(self.block_pages) * PAGE
+
+    @property
+    def wait_s(self) -> float:
+        return float(self.wait_ms) / 1e3
+
+    @property
+    def label(self) -> str:
+        """'p64-w25' (a '.' in a fractional wait becomes 'p': labels are parts of value keys)."""
+        return f"p{int(self.block_pages)}-w{self.wait_ms:g}".replace(".", "p")
+
+
+def iterations(memory_bytes: ArrayLike, block_bytes: ArrayLike) -> np.ndarray:
+    """n = ⌈M/B⌉: the page-walker's iterations (count)."""
+    m, b = np.asarray(memory_bytes, dtype=float), np.asarray(block_bytes, dtype=float)
+    if np.any(b <= 0) or np.any(m <= 0):
+        raise ValueError("memory_bytes and block_bytes must be positive")
+    return np.ceil(m / b)
+
+
+def service_s(block_bytes: ArrayLike, s0_s: float, bw_bytes_s: float) -> np.ndarray:
+    """s(B) = s0 + B/bw: the device's service time for one B-byte write at queue depth 1 (s)."""
+    return s0_s + np.asarray(block_bytes, dtype=float) / bw_bytes_s
+
+
+def seed_estimate_s(memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: ArrayLike) -> np.ndarray:
+    """The seed's own arithmetic: iterations × wait, n·w (s)."""
+    return iterations(memory_bytes, block_bytes) * np.asarray(wait_s, dtype=float)
+
+
+def dump_time_s(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: ArrayLike, *, s0_s: float,
+                bw_bytes_s: float, delta_s: float = 0.0, z: float = 0.0) -> np.ndarray:
+    """T(M, B, w) in seconds under `model` (see the module docstring) with device parameters s0 (s) and bw
+    (bytes/s), and the model's own parameter: δ (s, oversleep) or z (fraction, zero_skip)."""
+    _check_model(model)
+    n = iterations(memory_bytes, block_bytes)
+    s = service_s(block_bytes, s0_s, bw_bytes_s)
+    w = np.asarray(wait_s, dtype=float)
+    if model == "after":
+        return n * (s + w)
+    if model == "overlap":
+        return n * np.maximum(s, w)
+    if model == "oversleep":
+        return n * (s + w + delta_s * (w > 0))
+    return (1.0 - z) * n * (s + w)
+
+
+def _check_model(model: str) -> None:
+    if model not in MODELS:
+        raise ValueError(f"model: {model!r} is not one of {', '.join(MODELS)}")
+
+
+def _internal(model: str, theta: np.ndarray, m: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+    s0, tau = theta[0] / 1e3, theta[1] / 1e3 / MiB          # s, s per byte
+    extra = {"delta_s": theta[2] / 1e3} if model == "oversleep" else {"z": theta[2]} if model == "zero_skip" else {}
+    bw = 1.0 / tau if tau > 0 else math.inf
+    return dump_time_s(model, m, b, w, s0_s=s0, bw_bytes_s=bw, **extra)
+
+
+@dataclass(frozen=True)
+class DumpFit:
+    """A model fitted to a grid of dump times.
+
+    params / ci95 (95 % t intervals; nan without degrees of freedom): s0_ms (per-write cost, ms), bw_mib_s (write
+    bandwidth, MiB/s, from 1/bw's interval), and delta_ms (oversleep) or z (zero_skip). rss: sum of squared log
+    residuals; rms_pct: their root mean square in per cent (≈ relative error); aic = N·ln(rss/N) + 2k."""
+
+    model: str
+    params: dict[str, float]
+    ci95: dict[str, tuple[float, float]]
+    points: int
+    dof: int
+    rss: float
+    rms_pct: float
+    aic: float
+    theta: tuple[float, ...] = field(repr=False)
+    cov: tuple[tuple[float, ...], ...] = field(repr=False)
+
+    @property
+    def s0_s(self) -> float:
+        return self.params["s0_ms"] / 1e3
+
+    @property
+    def bw_bytes_s(self) -> float:
+        return self.params["bw_mib_s"] * MiB
+
+    def service_ms(self, block_bytes: ArrayLike) -> np.ndarray:
+        """The fitted s(B) in ms."""
+        return 1e3 * service_s(block_bytes, self.s0_s, self.bw_bytes_s)
+
+    def predict(self, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: ArrayLike) -> np.ndarray:
+        """T in seconds with the fitted parameters."""
+        return _internal(self.model, np.asarray(self.theta), np.asarray(memory_bytes, dtype=float),
+                         np.asarray(block_bytes, dtype=float), np.asarray(wait_s, dtype=float))
+
+    def predict_interval(self, memory_bytes: float, block_bytes: float, wait_s: float) -> tuple[float, float, float]:
+        """(T, low, high) in seconds: the prediction with its 95 % interval from the parameters' covariance (delta
+        method on log T, t quantile with the fit's degrees of freedom; nan ends without them)."""
+        theta = np.asarray(self.theta)
+        args = (np.asarray([memory_bytes], float), np.asarray([block_bytes], float), np.asarray([wait_s], float))
+        t0 = float(_internal(self.model, theta, *args)[0])
+        if self.dof <= 0 or not np.all(np.isfinite(self.cov)):
+            return t0, math.nan, math.nan
+        grad = np.zeros(len(theta))
+        for i in range(len(theta)):
+            h = 1e-6 * max(1.0, abs(theta[i]))
+            up, dn = theta.copy(), theta.copy()
+            up[i] += h
+            dn[i] -= h
+            grad[i] = (math.log(float(_internal(self.model, up, *args)[0]))
+                       - math.log(float(_internal(self.model, dn, *args)[0]))) / (2 * h)
+        se = math.sqrt(max(float(grad @ np.asarray(self.cov) @ grad), 0.0))
+        half = float(stats.t.ppf(0.975, self.dof)) * se
+        return t0, t0 * math.exp(-half), t0 * math.exp(half)
+
+
+def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: ArrayLike,
+        dump_s: ArrayLike) -> DumpFit:
+    """Least-squares fit of `model` to measured dump times (one entry per measurement, repeats as separate
+    points) on log times: minimises Σ (ln T_measured − ln T_model)². Needs at least two block sizes, and for
+    oversleep and zero_skip points with and without a wait. Raises ValueError when a fit cannot be made."""
+    _check_model(model)
+    t = np.asarray(dump_s, dtype=float)
+    m = np.broadcast_to(np.asarray(memory_bytes, dtype=float), t.shape)
+    b = np.broadcast_to(np.asarray(block_bytes, dtype=float), t.shape)
+    w = np.broadcast_to(np.asarray(wait_s, dtype=float), t.shape)
+    ok = np.isfinite(t) & (t > 0) & np.isfinite(b) & np.isfinite(w)
+    t, m, b, w = t[ok], m[ok], b[ok], w[ok]
+    names = _PARAMS[model]
+    if len(np.unique(b)) < 2:
+        raise ValueError(f"{model}: needs dump times at two block sizes or more to separate s0 from bw")
+    if len(names) == 3 and not ((w > 0).any() and (w == 0).any()):
+        raise ValueError(f"{model}: needs points with and without a wait")
+    if len(t) < len(names):
+        raise ValueError(f"{model}: {len(t)} points for {len(names)} parameters")
+    # Start from ordinary least squares of the per-iteration time less the wait: s0 + B/bw.
+    n = iterations(m, b)
+    x = np.column_stack([np.ones_like(b), b / MiB])
+    y = (t / n - w) * 1e3
+    if model == "overlap" and len(np.unique(b[w == 0])) >= 2:     # without a wait the iteration is s(B) alone
+        x, y = x[w == 0], y[w == 0]
+    (s0_init, tau_init), *_ = np.linalg.lstsq(x, y, rcond=None)
+    tau_init = max(float(tau_init), 1e-3)
+    theta0 = [float(s0_init), tau_init] + ([0.0] if len(names) == 3 else [])
+
+    def resid(theta: np.ndarray) -> np.ndarray:
+        pred = _internal(model, theta, m, b, w)
+        return np.log(t) - np.log(np.maximum(pred, 1e-12))
+
+    lower = [-np.inf, 1e-9] + ([-np.inf] if model == "oversleep" else [-0.99] if model == "zero_skip" else [])
+    upper = [np.inf, np.inf] + ([np.inf] if model == "oversleep" else [0.99] if model == "zero_skip" else [])
+    theta0 = list(np.clip(theta0, np.asarray(lower) + 1e-9, np.asarray(upper) - 1e-9))
+    res = optimize.least_squares(resid, theta0, bounds=(lower, upper), x_scale="jac", xtol=1e-12, ftol=1e-12,
+                                 gtol=1e-12, max_nfev=20000)
+    if not res.success:
+        raise ValueError(f"{model}: least squares did not converge ({res.message})")
+    theta = res.x
+    r = resid(theta)
+    rss = float(r @ r)
+    npts, k = len(t), len(names)
+    dof = npts - k
+    jac = res.jac
+    cov = np.full((k, k), np.nan)
+    if dof > 0:
+        try:
+            cov = (rss / dof) * np.linalg.inv(jac.T @ jac)
+        except np.linalg.LinAlgError:
+            pass
+    half = (stats.t.ppf(0.975, dof) * np.sqrt(np.clip(np.diag(cov), 0, None)) if dof > 0
+            else np.full(k, np.nan))
+    params: dict[str, float] = {"s0_ms": float(theta[0])}
+    ci: dict[str, tuple[float, float]] = {"s0_ms": (float(theta[0] - half[0]), float(theta[0] + half[0]))}
+    tau, tau_lo, tau_hi = float(theta[1]), float(theta[1] - half[1]), float(theta[1] + half[1])
+    params["bw_mib_s"] = 1e3 / tau                                # MiB per ms⁻¹ → MiB/s
+    ci["bw_mib_s"] = (1e3 / tau_hi if tau_hi > 0 else math.nan, 1e3 / tau_lo if tau_lo > 0 else math.inf)
+    if k == 3:
+        name = names[2]
+        params[name] = float(theta[2])
+        ci[name] = (float(theta[2] - half[2]), float(theta[2] + half[2]))
+    aic = npts * math.log(max(rss, 1e-300) / npts) + 2 * k
+    return DumpFit(model, params, ci, npts, dof, rss, 100 * math.sqrt(rss / npts), aic, tuple(map(float, theta)),
+                   tuple(tuple(map(float, row)) for row in cov))
+
+
+def fit_all(memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: ArrayLike, dump_s: ArrayLike,
+            models: tuple[str, ...] = MODELS) -> dict[str, DumpFit]:
+    """Every model fitted to the same points (raises if one cannot be: the paper quotes every one)."""
+    return {mod: fit(mod, memory_bytes, block_bytes, wait_s, dump_s) for mod in models}
+
+
+def delta_aic(fits: dict[str, DumpFit]) -> dict[str, float]:
+    """AIC of each model minus the smallest (0 for the best; > 2 is noticeably worse, > 10 essentially ruled
+    out). Only models fitted to the same points are comparable."""
+    best = min(f.aic for f in fits.values())
+    return {k: f.aic - best for k, f in fits.items()}
+
+
+# ------------------------------------------------------------------ what a measured timing implies
+
+def implied_oversleep_ms(dump_s: float, memory_bytes: float, block_bytes: float, wait_s: float,
+                         service_ms: float) -> float:
+    """δ (ms) that makes the oversleep model give `dump_s` for a device whose s(B) is `service_ms`:
+    δ = T/n − s(B) − w. Negative: each wait ends that much early."""
+    n = float(iterations(memory_bytes, block_bytes))
+    return dump_s / n * 1e3 - service_ms - wait_s * 1e3
+
+
+def implied_zero_fraction(dump_s: float, memory_bytes: float, block_bytes: float, wait_s: float,
+                          service_ms: float) -> float:
+    """z that makes the zero_skip model give `dump_s` for a device whose s(B) is `service_ms`:
+    z = 1 − T / (n·(s(B) + w))."""
+    n = float(iterations(memory_bytes, block_bytes))
+    return 1.0 - dump_s / (n * (service_ms / 1e3 + wait_s))
+
+
+def two_point_after(memory_bytes: float, first: tuple[float, float, float],
+                    second: tuple[float, float, float]) -> tuple[float, float]:
+    """The `after` model solved exactly through two timings (block bytes, wait s, dump s) of one memory size:
+    (s0 in ms, 1/bw in ms per MiB). A negative value means no device can explain both timings under `after`."""
+    (b1, w1, t1), (b2, w2, t2) = first, second
+    y1 = (t1 / float(iterations(memory_bytes, b1)) - w1) * 1e3
+    y2 = (t2 / float(iterations(memory_bytes, b2)) - w2) * 1e3
+    tau = (y2 - y1) / ((b2 - b1) / MiB)
+    return y1 - tau * b1 / MiB, tau
+
+
+def duty_cycle(block_bytes: ArrayLike, wait_s: ArrayLike, s0_s: float, bw_bytes_s: float) -> np.ndarray:
+    """Fraction of the dump during which the device is busy with the walker under `after`: s(B) / (s(B) + w).
+    The VM's own I/O competes with the dump for the rest; a given duty cycle u is kept by w = s(B)·(1 − u)/u."""
+    s = service_s(block_bytes, s0_s, bw_bytes_s)
+    return s / (s + np.asarray(wait_s, dtype=float))
+
+
+def wait_for_duty_s(block_bytes: ArrayLike, duty: float, s0_s: float, bw_bytes_s: float) -> np.ndarray:
+    """The wait (s) after each B-byte write that keeps the device's busy fraction at `duty` (0 < duty ≤ 1); the
+    dump then takes n·s(B)/duty, shortest with the largest B: the best (ioBlockPages, ioWait) curve."""
+    if not 0 < duty <= 1:
+        raise ValueError(f"duty: {duty} not in (0, 1]")
+    return service_s(block_bytes, s0_s, bw_bytes_s) * (1 - duty) / duty
+
+
+__all__ = ["PAGE", "MODELS", "WORDS", "WalkerPoint", "iterations", "service_s", "seed_estimate_s", "dump_time_s",
+           "DumpFit", "fit", "fit_all", "delta_aic", "implied_oversleep_ms", "implied_zero_fraction",
+           "two_point_after", "duty_cycle", "wait_for_duty_s"]

@@ -1,0 +1,188 @@
+"""What the memory-dump study measures: seed 003's lazy-checkpoint page-walker as a fio job, over a grid of
+(ioBlockPages, ioWait) on two rig devices.
+
+The study id is `memory_dump` (issue 11 spells it `memory-dump`; the repository has one spelling per study, with an
+underscore, for the package, the CLI argument, the notebook, data/<rig>/memory_dump/ and the value keys).
+
+The page-walker: sequential writes of B = ioBlockPages × 4 KiB, each followed by a wait of ioWait ms (fio
+`thinktime` in µs with `thinktime_blocks=1`: the wait starts when the write has completed), at queue depth 1 with
+direct I/O, until the memory size M is written (`size` = M, not time-based). The dump time is fio's runtime of the
+job. The grid is ioBlockPages ∈ {64, 256, 1024, 2048} × ioWait ∈ {0, 2, 10, 25} ms (the seed's default is 64 pages
+and 25 ms, its tuned setting 2048 pages and 2 ms); M scales with the profile (MemoryDumpScale).
+
+Variants (one per device role, in this order; each device is a raw region exported by qemu-storage-daemon over NBD:
+the qcow2 engine's base volume with no snapshot, the "memory file" the dump writes):
+  ssd        the rig's SSD-class device (on rig `local`, a sparse file on the host disk behind a direct-I/O loop
+             device);
+  raid1_10k  the stand-in for the seed's unnamed array: the rig's emulated 10K SAS RAID1 (rigs/spindles/devices.yaml,
+             two Savvio 10K.4 without write cache). Why this one: the seed (an ESX host's `vps.vmx` on one datastore,
+             2012) names no array, so we take the one its own tuned timing points to. 2048 pages (8 MiB) and 2 ms
+             took 83.9 s for 4 GiB, i.e. 164 ms per 8 MiB iteration, about 51 MB/s: a slow array for large
+             sequential writes. Of the rig's emulated arrays the 10K mirror is the slowest for them (it writes at one
+             drive's media rate, ≤ 141 MB/s; the RAID5 pools stripe an 8 MiB write over 5–7 drives and are 3–4×
+             faster), and a local two-disk mirror of 10K SAS is the typical datastore of a single ESX host of that
+             time (seed 000's setup). It is still faster than the seed's array; the claims and the model say by how
+             much.
+Repeats are interleaved: the whole grid is measured once, then again, so that drift over the minutes of a run hits
+all points of a device alike and every point gets a 95 % interval over its repeats.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ... import profiles
+from ...engines.qcow2 import Qcow2Config
+from ...errors import ConfigError
+from ...fio import FioJob
+from ...models import memory_dump as model
+from ...plan import Measure, Plan, StudyPlan, VariantPlan
+
+STUDY = "memory_dump"
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+PAGE = model.PAGE
+SSD = "ssd"
+SPINDLE = "raid1_10k"              # the rig device (rigs/spindles/devices.yaml) standing in for the seed's array
+ROLES = (SSD, SPINDLE)
+PHASE = "dump"
+DEFAULT = model.WalkerPoint(64, 25)     # VMware's defaults (seed 003): 64 pages, 25 ms
+TUNED = model.WalkerPoint(2048, 2)      # the seed's tuned setting: 2048 pages (8 MiB), 2 ms
+SEED_MEMORY = 4 * GiB                   # the seed's VM: 1,048,576 pages
+# The memory file: a raw region of the device, served by qemu-storage-daemon (the qcow2 engine's base volume; no
+# snapshot is ever taken, so the qcow2 settings are unused).
+MEMORY_FILE = Qcow2Config("memory-file", analogue="the checkpoint's memory file (.vmem) on the datastore")
+# Planning only (the ETA and describe()): nominal service s(B) = s0 + B/bw per role, ASSUMED, not measured.
+#   ssd        0.5 ms per write through fio, NBD and qemu-storage-daemon; 300 MiB/s
+#   raid1_10k  6 ms = one revolution at 10,000 rpm (the next sequential write arrives just after its first sector
+#              has passed the head); 134.6 MiB/s = the Savvio 10K.4's outer-zone 141.1 MB/s (rigs/spindles/sas10k.yaml)
+NOMINAL = {SSD: (0.5e-3, 300 * MiB), SPINDLE: (6.0e-3, 134.6 * MiB)}
+
+
+@dataclass(frozen=True)
+class MemoryDumpScale:
+    """How much the memory-dump study measures at one profile.
+
+    memory_bytes: M, the memory the walker writes per measurement (the seed's 4 GiB at full); repeats: passes over
+    the whole grid (interleaved); block_pages / waits_ms: the grid (every pair of them is measured)."""
+
+    memory_bytes: int
+    repeats: int
+    block_pages: tuple[int, ...] = (64, 256, 1024, 2048)
+    waits_ms: tuple[float, ...] = (0, 2, 10, 25)
+
+    def __post_init__(self) -> None:
+        src = "memory-dump scale"
+        if self.repeats < 1:
+            raise ConfigError(src, "repeats", f"must be at least 1, got {self.repeats}")
+        pts = self.points()       # each point validates ioBlockPages and ioWait
+        if not pts:
+            raise ConfigError(src, "block_pages", "the grid is empty")
+        if self.memory_bytes <= 0 or any(self.memory_bytes % p.block_bytes for p in pts):
+            raise ConfigError(src, "memory_bytes", f"{self.memory_bytes} is not a positive multiple of every block "
+                              "size (the walker writes whole blocks)")
+        for p in (DEFAULT, TUNED):
+            if p not in pts:
+                raise ConfigError(src, "block_pages", f"the grid must hold the seed's setting {p.label}")
+
+    def points(self) -> list[model.WalkerPoint]:
+        return [model.WalkerPoint(b, w) for b in self.block_pages for w in self.waits_ms]
+
+
+SCALES: dict[str, MemoryDumpScale] = {
+    # smoke: the whole run (both devices, 64 fio runs) in about a minute
+    "smoke": MemoryDumpScale(16 * MiB, repeats=2),
+    # quick: ~6 min of fio (describe() gives the plan's estimate), within the 10-minute budget of a quick study
+    "quick": MemoryDumpScale(256 * MiB, repeats=2),
+    # full: the seed's 4 GiB VM (its slowest point, 64 pages / 25 ms on the mirror, ~9 min per run)
+    "full": MemoryDumpScale(4 * GiB, repeats=3),
+}
+
+
+def scale(profile: profiles.Profile) -> MemoryDumpScale:
+    try:
+        return SCALES[profile.name]
+    except KeyError:
+        raise ConfigError("memory_dump study", "profile", f"no memory-dump scale for profile {profile.name!r} "
+                          f"(one of: {', '.join(SCALES)})") from None
+
+
+def walker_job(point: model.WalkerPoint, memory_bytes: int) -> FioJob:
+    """The page-walker at one grid point: sequential B-byte writes at QD1, each followed by the wait, M bytes."""
+    return FioJob(point.label, "write", bs=point.block_bytes, iodepth=1, numjobs=1, direct=True, size=memory_bytes,
+                  time_based=False, runtime_s=None, log_avg_msec=None,
+                  extra=(("thinktime", str(round(point.wait_ms * 1000))), ("thinktime_blocks", "1")))
+
+
+def point_of(job: FioJob) -> model.WalkerPoint:
+    """The grid point a walker job was made for (from its options, not its name)."""
+    opts = dict(job.options())
+    return model.WalkerPoint(job.bs // PAGE, int(opts["thinktime"]) / 1000)
+
+
+def role_plan(profile: profiles.Profile) -> Plan:
+    """One device's plan: `repeats` passes over the whole grid (interleaved repeats)."""
+    s = scale(profile)
+    return Plan(tuple(Measure(walker_job(p, s.memory_bytes), PHASE, r) for r in range(s.repeats)
+                      for p in s.points()))
+
+
+def build_plan(profile: profiles.Profile) -> StudyPlan:
+    """One VariantPlan per device role: the SSD-class device, then the emulated array standing in for the
+    seed's."""
+    plan = role_plan(profile)
+    return StudyPlan(tuple(VariantPlan(role, plan) for role in ROLES))
+
+
+def estimated_seconds(profile: profiles.Profile) -> dict[str, float]:
+    """Planned fio time per role (s): the `after` model with the NOMINAL service times (an estimate for the ETA,
+    not a measurement), summed over the plan's runs."""
+    study = build_plan(profile)
+    out = {}
+    for vp in study.variants:
+        s0, bw = NOMINAL[vp.variant]
+        out[vp.variant] = sum(float(model.dump_time_s("after", m.job.size, m.job.bs, point_of(m.job).wait_s,
+                                                      s0_s=s0, bw_bytes_s=bw)) for _, m, _ in vp.plan.measurements())
+    return out
+
+
+def wait_seconds(profile: profiles.Profile) -> float:
+    """The plan's waits alone, Σ n·w over its runs (s): a lower bound of its fio time."""
+    return sum(float(model.seed_estimate_s(m.job.size, m.job.bs, point_of(m.job).wait_s))
+               for v in build_plan(profile).variants for _, m, _ in v.plan.measurements())
+
+
+def parameters(profile: profiles.Profile, devices: dict[str, str]) -> dict[str, Any]:
+    """The study's parameters as the run's manifest records them (read back only by analyse). devices: role →
+    the rig device measured in that role."""
+    s = scale(profile)
+    return {"memory_bytes": s.memory_bytes, "repeats": s.repeats, "block_pages": list(s.block_pages),
+            "waits_ms": list(s.waits_ms), "page_bytes": PAGE, "devices": devices, "spindle_role": SPINDLE,
+            "default": [DEFAULT.block_pages, DEFAULT.wait_ms], "tuned": [TUNED.block_pages, TUNED.wait_ms],
+            "seed_memory_bytes": SEED_MEMORY}
+
+
+def describe(profile: profiles.Profile) -> str:
+    """What a run measures, in words and counts from the plan (deterministic: shown in the notebook and checked
+    by nbval)."""
+    s = scale(profile)
+    study = build_plan(profile)
+    est = estimated_seconds(profile)
+    per_role = sum(1 for _ in study.variants[0].plan.measurements())
+    job = walker_job(DEFAULT, s.memory_bytes)
+    lines = [f"profile {profile.name}: memory {s.memory_bytes // MiB} MiB written per fio run; grid ioBlockPages "
+             f"{', '.join(map(str, s.block_pages))} x ioWait {', '.join(f'{w:g}' for w in s.waits_ms)} ms "
+             f"({len(s.points())} points), {s.repeats} interleaved pass(es) over the grid",
+             f"{study.points()} fio runs in {len(study.variants)} device roles ({per_role} each): "
+             + ", ".join(vp.variant for vp in study.variants),
+             f"fio time: at least {wait_seconds(profile):.0f} s of waits; estimated {sum(est.values()):.0f} s "
+             f"(" + ", ".join(f"{k} {v:.0f} s" for k, v in est.items()) + ") from nominal service times",
+             f"default point {DEFAULT.label}: {int(model.iterations(s.memory_bytes, DEFAULT.block_bytes))} writes "
+             f"of {DEFAULT.block_bytes // KiB} KiB; tuned point {TUNED.label}: "
+             f"{int(model.iterations(s.memory_bytes, TUNED.block_bytes))} writes of {TUNED.block_bytes // KiB} KiB",
+             "walker job: " + " ".join(f"{k}={v}" for k, v in job.options())]
+    return "\n".join(lines)
+
+
+__all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "DEFAULT", "TUNED", "SEED_MEMORY", "MEMORY_FILE", "NOMINAL",
+           "MemoryDumpScale", "SCALES", "scale", "walker_job", "point_of", "role_plan", "build_plan",
+           "estimated_seconds", "wait_seconds", "parameters", "describe"]

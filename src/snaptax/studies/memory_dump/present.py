@@ -1,0 +1,124 @@
+"""Charts and TeX tables of the memory-dump study, from its analysis."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ... import figures, macros
+from ...models import memory_dump as md
+from .analyse import CURVE_PAGES, SEED_DEFAULT_S, SEED_TUNED_S, MemoryDumpAnalysis
+
+GiB = 1 << 30
+PAGES_X = alt.X("pages:Q", scale=alt.Scale(type="log", base=2), title="ioBlockPages (4 KiB pages per write)",
+                axis=alt.Axis(values=list(CURVE_PAGES)))
+WAIT_COLOUR = alt.Color("wait:N", title="ioWait", sort=None)
+ROLE_COLUMN = alt.Column("role:N", title=None)
+
+
+def _wait(ms: pd.Series) -> pd.Series:
+    return ms.map(lambda w: f"{w:g} ms")
+
+
+def model_frame(a: MemoryDumpAnalysis, model: str | None = None) -> pd.DataFrame:
+    """Per role, the curve of one model (default: each role's best by AIC) in s/GiB versus block size over the
+    grid's block sizes (dense), for each wait of the grid."""
+    rows = []
+    lo, hi = int(a.meas.pages.min()), int(a.meas.pages.max())
+    pages = np.unique(np.geomspace(lo, hi, 41).round().astype(int))
+    for role, by_model in a.fits.items():
+        d = md.delta_aic(by_model)
+        name = model or min(d, key=lambda m: d[m])
+        f = by_model[name]
+        memory = float(a.meas[a.meas.role == role].memory_bytes.iloc[0])
+        for w in sorted(a.meas.wait_ms.unique()):
+            t = f.predict(np.full(len(pages), memory), pages * md.PAGE, np.full(len(pages), w / 1e3))
+            rows += [{"role": role, "model": name, "pages": int(p), "wait_ms": float(w), "s_per_gib": float(x)
+                      * GiB / memory} for p, x in zip(pages, t, strict=True)]
+    out = pd.DataFrame(rows)
+    out["wait"] = _wait(out.wait_ms)
+    return out
+
+
+def grid_chart(a: MemoryDumpAnalysis) -> alt.FacetChart:
+    """Dump time per GiB versus block size, one colour per wait, per device: measured (points, 95 % interval over
+    the passes, clipped at the plot's lower edge) and the best-fitting model by AIC (dashed lines)."""
+    s = a.summary.assign(wait=_wait(a.summary.wait_ms))
+    # a log axis cannot show an interval reaching below zero (few passes of a tiny smoke dump): clip it at half
+    # the smallest measured value, the plot's lower edge
+    floor = float(s.s_per_gib.min()) / 2
+    s["s_per_gib_low"] = s.s_per_gib_low.clip(lower=floor)
+    s["s_per_gib_high"] = s.s_per_gib_high.clip(lower=floor)
+    data = pd.concat([s.assign(kind="measured"), model_frame(a).assign(kind="model")], ignore_index=True)
+    y = alt.Y("s_per_gib:Q", scale=alt.Scale(type="log"), title="dump time per GiB (s)")
+    base = alt.Chart().encode(x=PAGES_X, color=WAIT_COLOUR)
+    measured = base.transform_filter(alt.datum.kind == "measured")
+    pts = measured.mark_point(filled=True, size=50).encode(
+        y=y, tooltip=["device", "pages", "wait_ms", alt.Tooltip("dump_s:Q", format=".2f"),
+                      alt.Tooltip("s_per_gib:Q", format=".1f"), alt.Tooltip("iteration_ms:Q", format=".2f"), "n"])
+    bars = measured.mark_rule().encode(y="s_per_gib_low:Q", y2="s_per_gib_high:Q")
+    lines = base.transform_filter(alt.datum.kind == "model").mark_line(strokeDash=[4, 3]).encode(y=y)
+    return alt.layer(lines, bars, pts, data=data).properties(width=260, height=220).facet(
+        column=ROLE_COLUMN).properties(
+        title="Page-walker dump time per GiB (points: measured, 95 % interval; dashed: best model by AIC)")
+
+
+def prediction_chart(a: MemoryDumpAnalysis) -> alt.FacetChart:
+    """The seed's two 4 GiB timings as each model predicts them from each device's fit (points, 95 % interval),
+    against the published timings (black rules)."""
+    seed = pd.DataFrame({"setting": ["default", "tuned"], "published_s": [SEED_DEFAULT_S, SEED_TUNED_S]})
+    data = a.predictions.merge(seed, on="setting")
+    y = alt.Y("predicted_s:Q", scale=alt.Scale(type="log"), title="4 GiB dump time (s)")
+    base = alt.Chart().encode(x=alt.X("model:N", title=None), color=alt.Color("role:N", title="device"),
+                              xOffset="role:N")
+    pts = base.mark_point(filled=True, size=50).encode(
+        y=y, tooltip=["role", "model", "setting", alt.Tooltip("predicted_s:Q", format=".1f"),
+                      alt.Tooltip("to_seed:Q", format=".2f")])
+    bars = base.mark_rule().encode(y="low:Q", y2="high:Q")
+    rule = alt.Chart().mark_rule(color="black").encode(y="mean(published_s):Q")
+    return alt.layer(rule, bars, pts, data=data).properties(width=220, height=200).facet(
+        column=alt.Column("setting:N", title=None)).properties(
+        title="Seed 003's 4 GiB timings (black) predicted from each device's fits (95 % intervals)")
+
+
+def curve_chart(a: MemoryDumpAnalysis) -> alt.FacetChart:
+    """The best (ioBlockPages, ioWait) as a curve: the 4 GiB dump time versus block size when the wait keeps the
+    device busy a fraction u of the time (u = 1: no wait), from each device's `after` fit."""
+    c = a.curve.assign(busy=a.curve.duty.map(lambda u: f"{u:.0%} busy"))
+    base = alt.Chart().encode(x=PAGES_X, color=alt.Color("busy:N", title="device busy", sort=None))
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("dump_4gib_s:Q", scale=alt.Scale(type="log"), title="4 GiB dump time (s)"),
+        tooltip=["role", "pages", alt.Tooltip("wait_ms:Q", format=".2f"), alt.Tooltip("dump_4gib_s:Q", format=".1f")])
+    return alt.layer(line, data=c).properties(width=260, height=200).facet(column=ROLE_COLUMN).properties(
+        title="Best setting for a device: wait = s(B)(1 - u)/u keeps it busy a fraction u")
+
+
+def fit_tex(a: MemoryDumpAnalysis) -> str:
+    """Per device and model: s0 (ms), bandwidth (MiB/s), the model's own parameter, each with its 95 % interval;
+    rms relative residual and ΔAIC."""
+    rows = []
+    for role, by_model in a.fits.items():
+        d = md.delta_aic(by_model)
+        for name, f in by_model.items():
+            cells = [macros.tex_escape(role), macros.tex_escape(name)]
+            for p, digits in (("s0_ms", 2), ("bw_mib_s", 1), ("delta_ms", 2), ("z", 3)):
+                if p in f.params:
+                    lo, hi = f.ci95[p]
+                    cells.append(f"{macros.fmt(f.params[p], digits)} [{macros.fmt(lo, digits)}, "
+                                 f"{macros.fmt(hi, digits)}]")
+                else:
+                    cells.append("--")
+            cells += [macros.fmt(f.rms_pct, 1), macros.fmt(d[name], 1)]
+            rows.append(cells)
+    return macros.render_table(["device", "model", "$s_0$ (ms)", "bw (MiB/s)", "$\\delta$ (ms)", "$z$",
+                                "rms (\\%)", "$\\Delta$AIC"], rows, align="llrrrrrr")
+
+
+def write(a: MemoryDumpAnalysis, figure_dir: Path | None = None, generated_dir: Path | None = None) -> None:
+    """The figures and the table the paper's section inputs."""
+    figures.save(grid_chart(a), "memory_dump-grid", figure_dir)
+    figures.save(prediction_chart(a), "memory_dump-predictions", figure_dir)
+    figures.save(curve_chart(a), "memory_dump-curve", figure_dir)
+    macros.write_table("memory_dump-fit", fit_tex(a), generated_dir)

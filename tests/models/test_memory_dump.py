@@ -1,0 +1,126 @@
+"""The dump-time models recover known parameters from synthetic grids, tell the models apart by AIC, carry the
+fit's uncertainty into predictions, and refuse impossible grid points with one ConfigError naming the field."""
+import math
+
+import numpy as np
+import pytest
+
+from snaptax.errors import ConfigError
+from snaptax.models import memory_dump as md
+
+MiB, GiB = 1 << 20, 1 << 30
+PAGES = (64, 256, 1024, 2048)
+WAITS_MS = (0, 2, 10, 25)
+TRUE = {"s0_s": 6e-3, "bw_bytes_s": 140 * MiB}
+
+
+def grid(model: str, memory=256 * MiB, repeats=2, noise=0.01, seed=3, **extra):
+    """(memory, block, wait, dump) arrays of a synthetic grid under `model`, with multiplicative noise."""
+    rng = np.random.default_rng(seed)
+    b, w = np.meshgrid(np.array(PAGES) * md.PAGE, np.array(WAITS_MS) / 1e3)
+    b, w = np.tile(b.ravel(), repeats), np.tile(w.ravel(), repeats)
+    t = md.dump_time_s(model, memory, b, w, **TRUE, **extra) * np.exp(rng.normal(0, noise, len(b)))
+    return np.full(len(b), float(memory)), b.astype(float), w, t
+
+
+def inside(ci, x):
+    return ci[0] <= x <= ci[1]
+
+
+@pytest.mark.parametrize("model,extra,name,value", [
+    ("after", {}, None, None),
+    ("overlap", {}, None, None),
+    ("oversleep", {"delta_s": 0.8e-3}, "delta_ms", 0.8),
+    ("zero_skip", {"z": 0.2}, "z", 0.2),
+])
+def test_fit_recovers_known_parameters_within_its_intervals(model, extra, name, value):
+    f = md.fit(model, *grid(model, **extra))
+    assert f.points == 32 and f.dof == 32 - len(f.params)
+    assert f.params["s0_ms"] == pytest.approx(6.0, rel=0.1) and inside(f.ci95["s0_ms"], 6.0)
+    assert f.params["bw_mib_s"] == pytest.approx(140, rel=0.05) and inside(f.ci95["bw_mib_s"], 140)
+    if name:
+        assert f.params[name] == pytest.approx(value, abs=0.1 * abs(value) + 0.05)
+        assert inside(f.ci95[name], value)
+    assert f.rms_pct < 2
+
+
+def test_exact_data_are_fitted_exactly():
+    m, b, w, t = grid("after", noise=0.0)
+    f = md.fit("after", m, b, w, t)
+    assert f.params["s0_ms"] == pytest.approx(6.0, rel=1e-6)
+    assert f.params["bw_mib_s"] == pytest.approx(140, rel=1e-6)
+    assert f.rms_pct < 1e-6
+    assert np.allclose(f.predict(m, b, w), t)
+
+
+def test_aic_prefers_the_model_that_made_the_data():
+    for truth, extra in (("after", {}), ("overlap", {}), ("oversleep", {"delta_s": 2e-3})):
+        fits = md.fit_all(*grid(truth, **extra))
+        d = md.delta_aic(fits)
+        assert min(d, key=d.get) in ({truth} if truth != "after" else {"after", "oversleep", "zero_skip"})
+        if truth == "overlap":
+            assert d["after"] > 10
+        if truth == "oversleep":
+            assert d["after"] > 10 and d["overlap"] > 10
+
+
+def test_on_an_after_grid_the_extra_parameters_are_zero():
+    fits = md.fit_all(*grid("after"))
+    assert inside(fits["oversleep"].ci95["delta_ms"], 0.0)
+    assert inside(fits["zero_skip"].ci95["z"], 0.0)
+
+
+def test_prediction_interval_covers_the_truth_and_scales_with_memory():
+    f = md.fit("after", *grid("after"))
+    est, lo, hi = f.predict_interval(4 * GiB, 64 * md.PAGE, 0.025)
+    truth = float(md.dump_time_s("after", 4 * GiB, 64 * md.PAGE, 0.025, **TRUE))
+    assert lo < truth < hi and lo < est < hi
+    assert truth == pytest.approx(16384 * (6e-3 + 256 * 1024 / (140 * MiB) + 0.025))
+    assert est == pytest.approx(16 * float(f.predict(256 * MiB, 64 * md.PAGE, 0.025)))
+
+
+def test_formulas_and_the_seed_arithmetic():
+    assert float(md.iterations(4 * GiB, 64 * md.PAGE)) == 16384
+    assert float(md.seed_estimate_s(4 * GiB, 64 * md.PAGE, 0.025)) == pytest.approx(409.6)
+    kw = dict(s0_s=0.002, bw_bytes_s=100 * MiB)
+    s = 0.002 + 8 * MiB / (100 * MiB)
+    assert float(md.dump_time_s("overlap", 8 * MiB, 8 * MiB, 0.025, **kw)) == pytest.approx(max(s, 0.025))
+    assert float(md.dump_time_s("oversleep", 8 * MiB, 8 * MiB, 0.0, delta_s=1.0, **kw)) == pytest.approx(s)
+    assert float(md.dump_time_s("zero_skip", 8 * MiB, 8 * MiB, 0.01, z=0.5, **kw)) == pytest.approx(0.5 * (s + 0.01))
+    # implied parameters reproduce the timing they came from
+    d = md.implied_oversleep_ms(333.95, 4 * GiB, 64 * md.PAGE, 0.025, 2.0)
+    assert float(md.dump_time_s("oversleep", 4 * GiB, 64 * md.PAGE, 0.025, s0_s=0.002, bw_bytes_s=math.inf,
+                                delta_s=d / 1e3)) == pytest.approx(333.95)
+    z = md.implied_zero_fraction(333.95, 4 * GiB, 64 * md.PAGE, 0.025, 2.0)
+    assert float(md.dump_time_s("zero_skip", 4 * GiB, 64 * md.PAGE, 0.025, s0_s=0.002, bw_bytes_s=math.inf,
+                                z=z)) == pytest.approx(333.95)
+    # the seed's two timings under `after`: the default iteration (20.4 ms) is shorter than its own 25 ms wait
+    s0, tau = md.two_point_after(4 * GiB, (64 * md.PAGE, 0.025, 333.95), (2048 * md.PAGE, 0.002, 83.9))
+    assert s0 < 0 < tau
+    assert float(md.duty_cycle(64 * md.PAGE, 0.0, **kw)) == 1.0
+    w = md.wait_for_duty_s(64 * md.PAGE, 0.25, **kw)
+    assert float(md.duty_cycle(64 * md.PAGE, w, **kw)) == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("pages,wait,field", [(0, 25, "ioBlockPages"), (-64, 25, "ioBlockPages"),
+                                              (2.5, 25, "ioBlockPages"), (64, -1, "ioWait"),
+                                              (64, math.nan, "ioWait")])
+def test_an_impossible_grid_point_is_refused_naming_the_field(pages, wait, field):
+    with pytest.raises(ConfigError, match=f"field '{field}'") as exc:
+        md.WalkerPoint(pages, wait)
+    assert "\n" not in str(exc.value)
+
+
+def test_walker_point_and_unfittable_grids():
+    p = md.WalkerPoint(64, 25)
+    assert p.block_bytes == 256 * 1024 and p.wait_s == 0.025 and p.label == "p64-w25"
+    assert md.WalkerPoint(64, 2.5).label == "p64-w2p5"
+    m, b, w, t = grid("after")
+    one = b == b[0]
+    with pytest.raises(ValueError, match="two block sizes"):
+        md.fit("after", m[one], b[one], w[one], t[one])
+    waited = w > 0
+    with pytest.raises(ValueError, match="with and without a wait"):
+        md.fit("oversleep", m[waited], b[waited], w[waited], t[waited])
+    with pytest.raises(ValueError, match="model"):
+        md.fit("nonsense", m, b, w, t)

@@ -1,0 +1,162 @@
+"""The memory-dump analysis on synthetic runs whose dump times follow a known model exactly (with a known spread
+between the passes): per-point means with 95 % intervals, per-GiB times, ratios, fits recovering the parameters,
+predictions of the seed's timings, values and verdicts."""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from snaptax import profiles, values
+from snaptax.models import memory_dump as md
+from snaptax.record import RunRecord
+from snaptax.studies.memory_dump import analyse as an, plan as planmod
+from tests.synthetic import fio_result, write_run
+
+MiB, GiB = 1 << 20, 1 << 30
+DEVICE = {"ssd": (0.5e-3, 300 * MiB), "raid1_10k": (6e-3, 140 * MiB)}   # s0 (s), bw (bytes/s)
+
+
+def make_run(tmp_path, profile="quick", noise=0.01, model="after", **extra):
+    """A published run: every dump time from `model` with the role's DEVICE parameters, × (1 ± noise) in
+    alternate passes."""
+    p = profiles.get(profile)
+    study = planmod.build_plan(p)
+    points = [(vp.variant, i, m, 0) for vp in study.variants for i, m, _ in vp.plan.measurements()]
+
+    def measured(variant, index, step, chain):
+        s0, bw = DEVICE[variant]
+        pt = planmod.point_of(step.job)
+        t = float(md.dump_time_s(model, step.job.size, pt.block_bytes, pt.wait_s, s0_s=s0, bw_bytes_s=bw, **extra))
+        t *= 1 + noise * (1 if step.repeat % 2 == 0 else -1)
+        n = step.job.size // step.job.bs
+        return fio_result(step.job.name, write_iops=n / t, runtime_s=t), {}, {}, {}
+
+    params = planmod.parameters(p, {"ssd": "ssd", "raid1_10k": "raid1_10k"})
+    return RunRecord.load(write_run(tmp_path, planmod.STUDY, profile, params, points, measured))
+
+
+def exact(role, point, memory, model="after", **extra):
+    s0, bw = DEVICE[role]
+    return float(md.dump_time_s(model, memory, point.block_bytes, point.wait_s, s0_s=s0, bw_bytes_s=bw, **extra))
+
+
+def test_per_point_means_intervals_and_ratios(tmp_path):
+    a = an.analyse(make_run(tmp_path))
+    s = planmod.scale(profiles.get("quick"))
+    assert len(a.meas) == 2 * 16 * s.repeats and len(a.summary) == 32
+    row = a.summary[(a.summary.role == "raid1_10k") & (a.summary.label == "p64-w25")].iloc[0]
+    t = exact("raid1_10k", planmod.DEFAULT, s.memory_bytes)
+    assert row.n == 2 and row.dump_s == pytest.approx(t, rel=1e-3)      # runtime_ms is whole milliseconds
+    # two passes at t(1 ± 1 %): the t interval is mean ± t(1)·sd/√2
+    half = sps.t.ppf(0.975, 1) * np.std([t * 1.01, t * 0.99], ddof=1) / math.sqrt(2)
+    assert row.dump_s_high - row.dump_s == pytest.approx(half, rel=1e-2)
+    assert row.s_per_gib == pytest.approx(t * GiB / s.memory_bytes, rel=1e-3)
+    assert row.estimate_s == pytest.approx(1024 * 0.025) and row.vs_estimate == pytest.approx(t / 25.6, rel=1e-3)
+    assert row.to_default == pytest.approx(1.0)
+    tuned = a.summary[(a.summary.role == "raid1_10k") & (a.summary.label == "p2048-w2")].iloc[0]
+    ratio = exact("raid1_10k", planmod.TUNED, s.memory_bytes) / t
+    # the noise is the same sign for both points of a pass: the paired ratio has no spread at all
+    assert tuned.to_default == pytest.approx(ratio, rel=1e-3)
+    assert tuned.to_default_high - tuned.to_default_low < 1e-3
+    zero = a.summary[a.summary.wait_ms == 0]
+    assert zero.vs_estimate.isna().all() and (zero.busy == 1.0).all()
+
+
+def test_fits_recover_the_device_and_the_seed_predictions(tmp_path):
+    a = an.analyse(make_run(tmp_path))
+    for role, (s0, bw) in DEVICE.items():
+        f = a.fits[role]["after"]
+        assert f.params["s0_ms"] == pytest.approx(s0 * 1e3, rel=0.05, abs=0.05)
+        assert f.params["bw_mib_s"] == pytest.approx(bw / MiB, rel=0.05)
+        assert set(a.fits[role]) == set(md.MODELS)
+        d = md.delta_aic(a.fits[role])
+        assert d["overlap"] > 10 and min(d.values()) == 0
+        assert abs(a.fits[role]["oversleep"].params["delta_ms"]) < 0.3
+        assert abs(a.fits[role]["zero_skip"].params["z"]) < 0.02
+    p = a.predictions
+    row = p[(p.role == "raid1_10k") & (p.model == "after") & (p.setting == "default")].iloc[0]
+    truth = exact("raid1_10k", planmod.DEFAULT, 4 * GiB)
+    assert row.predicted_s == pytest.approx(truth, rel=0.01) and row.low < truth < row.high
+    assert row.to_seed == pytest.approx(row.predicted_s / 333.95)
+    seed = a.seed_table().set_index("role")
+    s_default = (6e-3 + 256 * 1024 / (140 * MiB)) * 1e3
+    assert seed.loc["raid1_10k", "implied_delta_ms"] == pytest.approx(333.95 / 16384 * 1e3 - s_default - 25, abs=0.1)
+    assert 0 < seed.loc["raid1_10k", "implied_z"] < 1
+    assert set(a.models_table().model) == set(md.MODELS)
+    c = a.curve[(a.curve.role == "ssd") & (a.curve.duty == 1.0)]
+    assert (c.wait_ms == 0).all() and c.dump_4gib_s.is_monotonic_decreasing
+
+
+def test_overlap_data_are_told_apart(tmp_path):
+    a = an.analyse(make_run(tmp_path, model="overlap"))
+    for role in DEVICE:
+        d = md.delta_aic(a.fits[role])
+        assert d["overlap"] == 0 and d["after"] > 10
+    assert a.value("memory_dump.best_model.raid1_10k").text == "overlap"
+
+
+def test_values_and_claims(tmp_path):
+    # two passes give t(1) = 12.7: a verdict needs the emulated mirror's small spread (±0.2 % here)
+    a = an.analyse(make_run(tmp_path, noise=0.002))
+    keys = {v.key for v in a.values}
+    assert all(k.startswith("memory_dump.") for k in keys)
+    for k in ("memory_dump.dump_s.raid1_10k.p64-w25", "memory_dump.s_per_gib.ssd.p2048-w2",
+              "memory_dump.seed_memory_s.raid1_10k.p64-w25", "memory_dump.vs_estimate.raid1_10k.p64-w25",
+              "memory_dump.to_default.ssd.p2048-w2", "memory_dump.fit.raid1_10k.after.s0_ms",
+              "memory_dump.fit.ssd.oversleep.delta_ms", "memory_dump.fit.ssd.zero_skip.z",
+              "memory_dump.predict.raid1_10k.after.default_s", "memory_dump.predict.ssd.overlap.tuned_s",
+              "memory_dump.tuned_ratio.raid1_10k", "memory_dump.seed.after_s0_ms", "memory_dump.best_model.ssd"):
+        assert k in keys, k
+    assert "memory_dump.vs_estimate.ssd.p64-w0" not in keys      # no estimate without a wait
+    assert a.value("memory_dump.seed.after_s0_ms").value < 0    # the seed's two timings defeat `after`
+    assert a.value("memory_dump.seed.iteration_ms.default").value == pytest.approx(20.38, abs=0.01)
+    assert a.value("memory_dump.memory_mib").value == 256
+    r = a.results()                                  # serialisable (no NaN in JSON), no key given twice
+    text = values.render_tex(r.values.values())
+    assert "memory_dump.fit.raid1_10k.after.bw_mib_s" in text
+    import json
+    json.dumps(r.to_json(), allow_nan=False)
+    outcomes = {o.claim.id: o for o in a.outcomes}
+    assert set(outcomes) == {"memory_dump.default_4gib", "memory_dump.tuned_4gib", "memory_dump.vs_estimate",
+                             "memory_dump.tuned_ratio"}
+    s = planmod.scale(profiles.get("quick"))
+    default_4gib = exact("raid1_10k", planmod.DEFAULT, s.memory_bytes) * 4 * GiB / s.memory_bytes
+    o = outcomes["memory_dump.default_4gib"]
+    assert o.ours.value == pytest.approx(default_4gib, rel=1e-3) and o.ours.n == 2
+    # 16384 × (7.8 + 25) ms ≈ 537 s: above the band and on the other side of the estimate (409.6 s) than the seed
+    assert default_4gib > 333.95 + o.claim.tolerance and o.verdict == "differs"
+    assert o.claim.no_effect == pytest.approx(409.6)
+    # the stand-in writes 8 MiB much faster than the seed's array: the tuned dump is shorter, still device-bound
+    assert outcomes["memory_dump.tuned_4gib"].verdict == "same direction"
+    # every block is written and every wait waited: measured ÷ estimate > 1, the seed's 0.82 < 1
+    assert outcomes["memory_dump.vs_estimate"].ours.value > 1 and outcomes["memory_dump.vs_estimate"].verdict == \
+        "differs"
+    assert outcomes["memory_dump.vs_estimate"].claim.published == pytest.approx(333.95 / 409.6)
+    t = outcomes["memory_dump.tuned_ratio"]
+    assert t.claim.published == pytest.approx(83.881 / 333.95)
+    assert t.ours.value < 1 and t.verdict in ("agrees", "same direction")
+    assert len(a.outcomes_table()) == 4
+
+
+def test_a_single_pass_gives_no_intervals_and_inconclusive_verdicts(tmp_path):
+    import dataclasses
+
+    p = profiles.get("quick")
+    one = dataclasses.replace(planmod.SCALES["quick"], repeats=1)
+    old = planmod.SCALES["quick"]
+    planmod.SCALES["quick"] = one
+    try:
+        a = an.analyse(make_run(tmp_path))
+    finally:
+        planmod.SCALES["quick"] = old
+    assert p.name == "quick"
+    assert (a.summary.n == 1).all() and a.summary.dump_s_low.isna().all()
+    assert all(o.verdict == "inconclusive" for o in a.outcomes)
+    assert not a.value("memory_dump.dump_s.ssd.p64-w25").has_interval
+
+
+def test_point_labels_round_trip_and_bad_runs_are_refused(tmp_path):
+    for p in planmod.scale(profiles.get("quick")).points():
+        assert an.point_from_label(p.label) == p
+    assert an.point_from_label("p64-w2p5") == md.WalkerPoint(64, 2.5)

@@ -1,0 +1,40 @@
+"""The memory-dump study measured end to end at the smoke profile (integration: qemu-storage-daemon, nbdkit, fio)."""
+import shutil
+
+import pytest
+
+from snaptax import profiles, rig as rigmod
+from snaptax.errors import ConfigError
+from snaptax.record import RunRecord
+from snaptax.rig import Device, Rig
+from snaptax.studies.memory_dump import analyse as an, measure, plan as planmod
+
+from ...conftest import requires_root
+
+
+def test_roles_resolve_to_the_rigs_devices():
+    devs = measure.role_devices(rigmod.load("local"))
+    assert devs["ssd"].name == "ssd" and devs["raid1_10k"].name == "raid1_10k"
+    assert measure.role_devices(rigmod.load("local"), "sas_pool")["raid1_10k"].name == "sas_pool"
+    bare = Rig(name="t", kind="embedded", description="", engines=("qcow2",), work_dir="/tmp",
+               devices=(Device(name="ssd", type="file", medium="ssd", capacity=1 << 30),))
+    with pytest.raises(ConfigError, match="spindle role"):
+        measure.role_devices(bare)
+
+
+@pytest.mark.integration
+@requires_root
+def test_smoke_run_publishes_an_analysable_run(data_dir, work_dir):
+    if not (shutil.which("nbdkit") and shutil.which("fio") and shutil.which("qemu-storage-daemon")):
+        pytest.skip("needs nbdkit, fio, qemu-storage-daemon")
+    record = RunRecord.load(measure.run("local", "smoke"))
+    assert record.path.parent == data_dir / "local" / "memory_dump"
+    m = record.manifest
+    study = planmod.build_plan(profiles.get("smoke"))
+    assert m.measurements == study.points() == m.planned_points
+    assert set(m.variants) == {"ssd", "raid1_10k"} and m.emulated
+    a = an.analyse(record)
+    s = a.summary
+    # every wait is waited: no point is faster than its waits, n·w
+    assert (s.dump_s >= s.estimate_s).all()
+    assert len(a.outcomes) == 4 and set(a.fits) == {"ssd", "raid1_10k"}

@@ -1,0 +1,73 @@
+"""The memory-dump plan: the page-walker job, the grid with the seed's two settings, interleaved repeats, the
+scales per profile and their budgets, and refusal of impossible settings."""
+import pytest
+
+from snaptax import profiles
+from snaptax.errors import ConfigError
+from snaptax.models import memory_dump as md
+from snaptax.studies import get
+from snaptax.studies.memory_dump import plan as planmod
+
+MiB, GiB = 1 << 20, 1 << 30
+
+
+def test_walker_job_is_the_seeds_page_walker():
+    job = planmod.walker_job(planmod.DEFAULT, 256 * MiB)
+    opts = dict(job.options())
+    assert opts["rw"] == "write" and opts["bs"] == str(64 * 4096) and opts["iodepth"] == "1"
+    assert opts["direct"] == "1" and opts["size"] == "256M" and "time_based" not in opts and "runtime" not in opts
+    assert opts["thinktime"] == "25000" and opts["thinktime_blocks"] == "1"      # µs, after every write
+    assert planmod.point_of(job) == planmod.DEFAULT
+    assert dict(planmod.walker_job(md.WalkerPoint(2048, 0), 16 * MiB).options())["thinktime"] == "0"
+
+
+@pytest.mark.parametrize("name", list(profiles.PROFILES))
+def test_plan_interleaves_passes_over_the_grid_on_both_devices(name):
+    p = profiles.get(name)
+    s = planmod.scale(p)
+    study = planmod.build_plan(p)
+    assert [v.variant for v in study.variants] == ["ssd", "raid1_10k"]
+    assert study.points() == 2 * 16 * s.repeats
+    steps = [m for _, m, _ in study.variants[0].plan.measurements()]
+    assert [m.repeat for m in steps] == [r for r in range(s.repeats) for _ in range(16)]
+    assert {planmod.point_of(m.job) for m in steps} == set(s.points())
+    assert planmod.DEFAULT in s.points() and planmod.TUNED in s.points()
+    assert all(m.phase == "dump" and m.job.size == s.memory_bytes for m in steps)
+    assert study.fio_seconds() == 0       # sized, not timed
+
+
+def test_budgets():
+    quick, smoke, full = (planmod.scale(profiles.get(n)) for n in ("quick", "smoke", "full"))
+    assert full.memory_bytes == 4 * GiB and 128 * MiB <= quick.memory_bytes <= 512 * MiB
+    assert quick.repeats >= 2
+    assert sum(planmod.estimated_seconds(profiles.get("quick")).values()) < 8 * 60
+    assert sum(planmod.estimated_seconds(profiles.get("smoke")).values()) < 45
+    # the waits alone are a lower bound of the estimate
+    for n in ("smoke", "quick"):
+        assert planmod.wait_seconds(profiles.get(n)) < sum(planmod.estimated_seconds(profiles.get(n)).values())
+
+
+def test_describe_counts_come_from_the_plan():
+    p = profiles.get("quick")
+    text = planmod.describe(p)
+    study = planmod.build_plan(p)
+    est = planmod.estimated_seconds(p)
+    assert f"{study.points()} fio runs in 2 device roles" in text
+    assert f"estimated {sum(est.values()):.0f} s" in text
+    assert "default point p64-w25: 1024 writes of 256 KiB" in text
+    assert get("memory_dump").describe_plan(p) == text
+
+
+def test_scale_validation():
+    with pytest.raises(ConfigError, match="'ioBlockPages'"):
+        planmod.MemoryDumpScale(16 * MiB, 2, block_pages=(0, 64, 2048))
+    with pytest.raises(ConfigError, match="'ioWait'"):
+        planmod.MemoryDumpScale(16 * MiB, 2, waits_ms=(-2, 2, 25))
+    with pytest.raises(ConfigError, match="'memory_bytes'"):
+        planmod.MemoryDumpScale(5 * MiB, 2)
+    with pytest.raises(ConfigError, match="'block_pages'"):
+        planmod.MemoryDumpScale(16 * MiB, 2, block_pages=(64, 256))       # no tuned point
+    with pytest.raises(ConfigError, match="'repeats'"):
+        planmod.MemoryDumpScale(16 * MiB, 0)
+    with pytest.raises(ConfigError, match="no memory-dump scale"):
+        planmod.scale(profiles.Profile("huge", 1, 1, 0, 1 << 30, 1))

@@ -1,0 +1,18 @@
+"""The memory-dump study's figures and TeX table, from a synthetic analysis."""
+from snaptax.models import memory_dump as md
+from snaptax.studies.memory_dump import analyse as an, present
+from tests.studies.memory_dump.test_analyse import make_run
+
+
+def test_write_saves_figures_and_table(tmp_path):
+    a = an.analyse(make_run(tmp_path / "run"))
+    present.write(a, tmp_path / "fig", tmp_path / "gen")
+    for stem in ("memory_dump-grid", "memory_dump-predictions", "memory_dump-curve"):
+        assert (tmp_path / "fig" / f"{stem}.pdf").stat().st_size > 1000
+        assert (tmp_path / "fig" / f"{stem}.svg").exists()
+    fit = (tmp_path / "gen" / "memory_dump-fit.tex").read_text()
+    assert fit.count("\\\\") == 1 + 2 * len(md.MODELS)          # header + one row per device and model
+    assert "raid1\\_10k & after & 6.00 [" in fit and "ssd & zero\\_skip & " in fit
+    m = present.model_frame(a)
+    assert set(m.role) == {"ssd", "raid1_10k"} and set(m.model) == {"after"} | set(m.model)
+    assert set(m.wait_ms) == set(a.meas.wait_ms)
