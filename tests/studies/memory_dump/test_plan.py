@@ -70,4 +70,4 @@ def test_scale_validation():
     with pytest.raises(ConfigError, match="'repeats'"):
         planmod.MemoryDumpScale(16 * MiB, 0)
     with pytest.raises(ConfigError, match="no memory-dump scale"):
-        planmod.scale(profiles.Profile("huge", 1, 1, 0, 1 << 30, 1))
+        planmod.scale(profiles.Profile("huge", 1, 1, 0, 1 << 30))
