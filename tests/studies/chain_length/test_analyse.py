@@ -27,8 +27,9 @@ def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
                 {"host.reads": reads * (2 if n else 1)}, {})
 
     configs = {c.name: asdict(c) for c in planmod.configs(p)}
-    run = write_run(tmp_path, "chain_length", profile, {"device": "ssd", "max_chain": planmod.scale(p).max_chain}, points,
-                    measured, variants={name: {"config": c} for name, c in configs.items()})
+    parameters = {"device": "ssd", "max_chain": planmod.scale(p).max_chain}
+    run = write_run(tmp_path, "chain_length", profile, parameters, points, measured,
+                    variants={name: {"config": c} for name, c in configs.items()})
     return an.analyse(RunRecord.load(run))
 
 

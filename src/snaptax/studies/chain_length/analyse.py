@@ -12,8 +12,7 @@ from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import chain as chain_model
 from ...record import RunRecord
-from ...stats import (Interval, mean_interval, paired_ratio_interval, ratio_across_time_interval,
-                      ratio_of_means_interval)
+from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_across_time_interval, ratio_of_means_interval
 from ...values import Value
 from .plan import LOSS_TOLERANCE_PP
 

@@ -30,7 +30,8 @@ from ...fio import prefill_job, seed001_job
 from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan
 from ...stats import repeats_for
 
-WORKLOADS: tuple[Literal["randrw", "readwrite"], ...] = ("randrw", "readwrite")
+Workload = Literal["randrw", "readwrite"]
+WORKLOADS: tuple[Workload, ...] = ("randrw", "readwrite")
 # The tolerance seed 001's Table-1 losses are judged by (percentage points; its basis is stated with the claims).
 LOSS_TOLERANCE_PP = 15.0
 # The pair-to-pair spread of log(one snapshot ÷ none) the pair count is sized for: the largest
@@ -98,7 +99,7 @@ def configs(profile: profiles.Profile) -> tuple[Qcow2Config, Qcow2Config]:
 def variant_plan(profile: profiles.Profile) -> Plan:
     s = scale(profile)
 
-    def run(kind: str, phase: str, repeat: int = 0) -> Measure:
+    def run(kind: Workload, phase: str, repeat: int = 0) -> Measure:
         return Measure(seed001_job(kind, size=profile.disk_size, runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s),
                        phase, repeat)
 
@@ -109,7 +110,7 @@ def variant_plan(profile: profiles.Profile) -> Plan:
     for k in range(s.pairs):
         for kind in WORKLOADS:
             none, one = run(kind, "pair", k), run(kind, "pair", k)
-            snapshot = [TakeSnapshot(), one, DeleteSnapshot("newest")]
+            snapshot: list[Step] = [TakeSnapshot(), one, DeleteSnapshot("newest")]
             steps += [none, *snapshot] if k % 2 == 0 else [*snapshot, none]
     for _ in range(s.max_chain):
         steps += [TakeSnapshot(), *both("create")]
