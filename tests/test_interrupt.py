@@ -19,12 +19,19 @@ def ours(work_dir):
     return [line for line in procs.splitlines() + loops.splitlines() if str(work_dir) in line and "pytest" not in line]
 
 
+def _as_from_a_terminal() -> None:
+    """A command typed at a terminal gets Ctrl-C; one started by a background job of a non-interactive shell (how
+    a CI runner may start `make test`) inherits SIGINT ignored, and Python then keeps ignoring it. The test
+    simulates the terminal, so it gives the child the default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_during_fio_cleans_up(sig, data_dir, work_dir):
     env = dict(os.environ, SNAPTAX_DATA_DIR=str(data_dir), SNAPTAX_WORK_DIR=str(work_dir))
     proc = subprocess.Popen([sys.executable, "-m", "snaptax", "run", "chain_length", "--profile", "smoke"],
                             cwd=paths.REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_from_a_terminal)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         running = subprocess.run(["pgrep", "-f", "fio --output-format=json"], capture_output=True, text=True)
