@@ -30,6 +30,8 @@ def _have(*tools: str) -> bool:
 
 requires_qsd = pytest.mark.skipif(not _have("qemu-storage-daemon", "fio", "losetup"),
                                   reason="needs qemu-storage-daemon, fio and losetup (make setup)")
+requires_spindles = pytest.mark.skipif(not _have("nbdkit", "fio", "qemu-storage-daemon"),
+                                       reason="needs nbdkit, fio, qemu-storage-daemon")
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices need root")
 
 

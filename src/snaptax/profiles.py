@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .errors import ConfigError
 
@@ -35,3 +36,16 @@ def get(name: str) -> Profile:
         return PROFILES[name]
     except KeyError:
         raise ConfigError("profile", "PROFILE", f"unknown profile {name!r} (one of: {', '.join(PROFILES)})") from None
+
+
+Scale = TypeVar("Scale")
+
+
+def study_scale(scales: dict[str, Scale], profile: Profile, study: str, noun: str) -> Scale:
+    """A study's own scale at a profile (its SCALES table, keyed by profile name); an unknown profile is one
+    ConfigError line naming the study and its kind of scale (`noun`, e.g. 'engine scale')."""
+    try:
+        return scales[profile.name]
+    except KeyError:
+        raise ConfigError(f"{study} study", "profile", f"no {noun} for profile {profile.name!r} "
+                          f"(one of: {', '.join(scales)})") from None

@@ -1,19 +1,16 @@
 """The calibration measured end to end at the smoke profile (integration: nbdkit, fio, qemu-storage-daemon)."""
-import shutil
-
 import pytest
 
 from snaptax.record import RunRecord
 from snaptax.studies.calibration import analyse as an, measure, plan as planmod
 
-from ...conftest import requires_root
+from ...conftest import requires_root, requires_spindles
 
 
 @pytest.mark.integration
 @requires_root
+@requires_spindles
 def test_smoke_run_publishes_an_analysable_run(data_dir, work_dir):
-    if not (shutil.which("nbdkit") and shutil.which("fio") and shutil.which("qemu-storage-daemon")):
-        pytest.skip("needs nbdkit, fio, qemu-storage-daemon")
     record = RunRecord.load(measure.run("local", "smoke"))
     assert record.path.parent == data_dir / "local" / "calibration"
     m = record.manifest

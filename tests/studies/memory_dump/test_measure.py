@@ -1,6 +1,4 @@
 """The memory-dump study measured end to end at the smoke profile (integration: qemu-storage-daemon, nbdkit, fio)."""
-import shutil
-
 import pytest
 
 from snaptax import profiles, rig as rigmod
@@ -9,7 +7,7 @@ from snaptax.record import RunRecord
 from snaptax.rig import Device, Rig
 from snaptax.studies.memory_dump import analyse as an, measure, plan as planmod
 
-from ...conftest import requires_root
+from ...conftest import requires_root, requires_spindles
 
 
 def test_roles_resolve_to_the_rigs_devices():
@@ -24,9 +22,8 @@ def test_roles_resolve_to_the_rigs_devices():
 
 @pytest.mark.integration
 @requires_root
+@requires_spindles
 def test_smoke_run_publishes_an_analysable_run(data_dir, work_dir):
-    if not (shutil.which("nbdkit") and shutil.which("fio") and shutil.which("qemu-storage-daemon")):
-        pytest.skip("needs nbdkit, fio, qemu-storage-daemon")
     record = RunRecord.load(measure.run("local", "smoke"))
     assert record.path.parent == data_dir / "local" / "memory_dump"
     m = record.manifest

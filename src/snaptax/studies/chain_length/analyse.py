@@ -86,11 +86,11 @@ def sweep(meas: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([before_sweep(meas), rest], ignore_index=True)
 
 
-def summarize(meas: pd.DataFrame) -> pd.DataFrame:
-    """Per point of the chain sweep (variant, job, phase create/delete, chain length): mean IOPS with its
-    interval, and the ratio to the no-snapshot runs before the sweep with its interval (ratio of means)."""
+def summarize(sw: pd.DataFrame) -> pd.DataFrame:
+    """Per point of the chain sweep `sw` (sweep(meas); variant, job, phase create/delete, chain length): mean
+    IOPS with its interval, and the ratio to the no-snapshot runs before the sweep with its interval (ratio of
+    means)."""
     rows = []
-    sw = sweep(meas)
     base = sw[(sw.phase == "create") & (sw.chain_length == 0)]
     for (variant, job, phase, n), g in sw.groupby(["variant", "job", "phase", "chain_length"]):
         b = base[(base.variant == variant) & (base.job == job)]["iops"].to_numpy()
@@ -125,13 +125,12 @@ def pair_log_sd(meas: pd.DataFrame, variant: str, job: str) -> float:
     return float(logs.std(ddof=1)) if len(logs) > 1 else float("nan")
 
 
-def recovery_ratios(meas: pd.DataFrame) -> dict[Key, Interval]:
+def recovery_ratios(sw: pd.DataFrame) -> dict[Key, Interval]:
     """After all snapshots are deleted ÷ before the sweep: the runs at n = 0 at its end against the no-snapshot
     runs before it. Minutes apart, so drift is not cancelled: the interval takes the spread of the runs before
     (spread over the pairs' minutes) as the spread of the end's runs, which are neighbours and count as one
-    (stats.ratio_across_time_interval)."""
+    (stats.ratio_across_time_interval). `sw`: the chain sweep, sweep(meas)."""
     out = {}
-    sw = sweep(meas)
     for (variant, job), g in sw[sw.chain_length == 0].groupby(["variant", "job"]):
         end, start = g[g.phase == "delete"]["iops"], g[g.phase == "create"]["iops"]
         if len(end) and len(start):
@@ -149,10 +148,9 @@ def loss_table(pairs: dict[Key, Interval]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["variant", "job", "loss_pct", "loss_pct_low", "loss_pct_high", "pairs"])
 
 
-def fit_all(meas: pd.DataFrame) -> dict[Key, chain_model.ChainFit]:
-    """The chain service-time model fitted per configuration and job to the sweep's create phase, n = 0 from the
-    runs before it (raises if a fit cannot be made: the paper quotes every one)."""
-    sw = sweep(meas)
+def fit_all(sw: pd.DataFrame) -> dict[Key, chain_model.ChainFit]:
+    """The chain service-time model fitted per configuration and job to the sweep's (sweep(meas)) create phase,
+    n = 0 from the runs before it (raises if a fit cannot be made: the paper quotes every one)."""
     return {(variant, job): chain_model.fit(g.chain_length.to_numpy(), g.iops.to_numpy())
             for (variant, job), g in sw[sw.phase == "create"].groupby(["variant", "job"])}
 
@@ -215,9 +213,10 @@ def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval]) -> list[C
 
 def analyse(record: RunRecord) -> ChainAnalysis:
     meas = per_measurement(record)
-    summary = summarize(meas)
-    pairs, recovery = pair_ratios(meas), recovery_ratios(meas)
-    fits = fit_all(meas)
+    sw = sweep(meas)
+    summary = summarize(sw)
+    pairs, recovery = pair_ratios(meas), recovery_ratios(sw)
+    fits = fit_all(sw)
     values = _values(record, meas, summary, pairs, recovery, fits)
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(pairs, recovery)]

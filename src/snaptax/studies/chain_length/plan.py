@@ -85,11 +85,7 @@ SCALES: dict[str, ChainScale] = {
 
 
 def scale(profile: profiles.Profile) -> ChainScale:
-    try:
-        return SCALES[profile.name]
-    except KeyError:
-        raise ConfigError("chain_length study", "profile", f"no chain scale for profile {profile.name!r} "
-                          f"(one of: {', '.join(SCALES)})") from None
+    return profiles.study_scale(SCALES, profile, "chain_length", "chain scale")
 
 
 def configs(profile: profiles.Profile) -> tuple[Qcow2Config, Qcow2Config]:

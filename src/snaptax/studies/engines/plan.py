@@ -110,11 +110,7 @@ SCALES: dict[str, EngineScale] = {
 
 
 def scale(profile: profiles.Profile) -> EngineScale:
-    try:
-        return SCALES[profile.name]
-    except KeyError:
-        raise ConfigError("engines study", "profile", f"no engine scale for profile {profile.name!r} "
-                          f"(one of: {', '.join(SCALES)})") from None
+    return profiles.study_scale(SCALES, profile, "engines", "engine scale")
 
 
 def size_label(n: int) -> str:

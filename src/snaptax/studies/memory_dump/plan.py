@@ -99,11 +99,7 @@ SCALES: dict[str, MemoryDumpScale] = {
 
 
 def scale(profile: profiles.Profile) -> MemoryDumpScale:
-    try:
-        return SCALES[profile.name]
-    except KeyError:
-        raise ConfigError("memory_dump study", "profile", f"no memory-dump scale for profile {profile.name!r} "
-                          f"(one of: {', '.join(SCALES)})") from None
+    return profiles.study_scale(SCALES, profile, "memory_dump", "memory-dump scale")
 
 
 def walker_job(point: model.WalkerPoint, memory_bytes: int) -> FioJob:
