@@ -1,0 +1,245 @@
+"""Snapshot consolidation by iterative helper snapshots: when does it converge, and how long does it take?
+
+Units: bytes for sizes, seconds for times, bytes per second for rates, guest writes per second for r.
+
+VMware before vSphere 6.0 (seed 000, Zandboer) deleted a snapshot with delta D_0 like this: take a helper snapshot
+(the guest now writes into it), commit the older delta into the base, and repeat with the helper as the new older
+delta while the helper has grown past a threshold θ; then stun the guest and commit the small remainder. Let
+
+    c   commit throughput: bytes of delta the device commits per second beside the guest's load (B/s)
+    u   the rate at which the guest dirties *new* blocks of the helper (B/s): its write rate times the new
+        allocation per write (a cluster the first time a cluster is written, nothing on a rewrite)
+    t0  fixed cost of one iteration (helper creation, job start and pivot; s)
+
+Iteration k commits D_k in t_k = t0 + D_k / c seconds, during which the helper grows to
+
+    D_{k+1} = f(D_k) = u · t_k = u·t0 + (u/c)·D_k                                                   (B)
+
+(optionally capped at the guest's working set W: min(W, ·), since a helper can hold at most what the guest
+writes). With q = u/c the sizes approach the fixed point D* = u·t0 / (1 − q) geometrically:
+
+    D_k = D* + q^k · (D_0 − D*)
+
+The deletion converges (reaches D_n ≤ θ) if and only if q < 1 (u < c) and D* < θ; then after
+
+    n = ⌈ ln((θ − D*)/(D_0 − D*)) / ln q ⌉   iterations (0 if D_0 ≤ θ)
+
+the total time is T = Σ_{k<n} t_k + s with the stun time s = t0 + D_n / c_idle (the final commit with the guest
+stopped, at the idle device's throughput c_idle ≥ c). For u ≥ c the helper never shrinks: the deletion cannot
+finish while the load runs (seed 000's saturated test).
+
+Measured dependence on the guest's write rate r (writes/s, fio rate_iops): the commit shares the device with the
+guest, c(r) = c0 − b·r, and the guest dirties u(r) = a·r (a: new bytes per guest write). `fit_commit` and
+`fit_dirty` estimate (t0, c0, b) and a from measured iterations with t-based 95 % intervals; the critical write
+rate above which consolidation cannot converge is r* = c0 / (a + b).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import optimize, stats
+
+from ..errors import ConfigError
+
+CONFIDENCE = 0.95
+
+
+def next_delta(d: ArrayLike, u: float, c: float, t0: float = 0.0, working_set: float = math.inf) -> np.ndarray:
+    """D_{k+1} = min(W, u·(t0 + D_k/c)) in bytes: the helper's size after committing D_k bytes (d: bytes; u, c:
+    B/s; t0: s; working_set W: bytes)."""
+    if c <= 0:
+        raise ConfigError("consolidation model", "c", f"commit throughput must be positive, got {c}")
+    return np.minimum(working_set, u * (t0 + np.asarray(d, dtype=float) / c))
+
+
+def commit_time_s(d: ArrayLike, c: float, t0: float = 0.0) -> np.ndarray:
+    """t = t0 + D/c: seconds to commit D bytes at c B/s plus the fixed cost t0 (s)."""
+    return t0 + np.asarray(d, dtype=float) / c
+
+
+def fixed_point(u: float, c: float, t0: float = 0.0) -> float:
+    """D* = u·t0 / (1 − u/c) in bytes (inf when u ≥ c: no fixed point, the helper grows without bound)."""
+    q = u / c
+    return u * t0 / (1.0 - q) if q < 1 else math.inf
+
+
+def converges(u: float, c: float, threshold: float, t0: float = 0.0) -> bool:
+    """Convergence condition: u < c and D* = u·t0/(1 − u/c) < θ (bytes)."""
+    return u < c and fixed_point(u, c, t0) < threshold
+
+
+def iterations_needed(d0: float, u: float, c: float, threshold: float, t0: float = 0.0) -> float:
+    """n = ⌈ln((θ − D*)/(D_0 − D*)) / ln(u/c)⌉ iterations before the stunned final commit (0 if D_0 ≤ θ;
+    inf if the deletion cannot converge)."""
+    if d0 <= threshold:
+        return 0.0
+    if not converges(u, c, threshold, t0):
+        return math.inf
+    q, ds = u / c, fixed_point(u, c, t0)
+    if q == 0:
+        return 1.0
+    return float(math.ceil(math.log((threshold - ds) / (d0 - ds)) / math.log(q) - 1e-12))
+
+
+@dataclass(frozen=True)
+class Trace:
+    """An iterative deletion, simulated or measured: delta committed per iteration (bytes), each iteration's
+    time (s), the helper left over, whether it converged, the stun time and the total (s)."""
+
+    committed: tuple[float, ...]
+    seconds: tuple[float, ...]
+    remaining: float
+    converged: bool
+    stun_s: float
+    total_s: float
+
+    @property
+    def iterations(self) -> int:
+        return len(self.committed)
+
+
+def iterate(d0: float, u: float, c: float, threshold: float, *, t0: float = 0.0, c_idle: float | None = None,
+            max_iterations: int = 10, max_stun_s: float = math.inf, working_set: float = math.inf) -> Trace:
+    """Simulate the deletion: iterate D_{k+1} = f(D_k) while D_k > θ, at most `max_iterations` times. The final
+    commit (stun) happens if the remainder is ≤ θ, or if its predicted stun t0 + D/c_idle ≤ max_stun_s
+    (VMware's snapshot.maxConsolidateTime); otherwise the trace is "did not converge" with stun_s = nan and the
+    total counts the iterations only."""
+    c_idle = c if c_idle is None else c_idle
+    committed: list[float] = []
+    seconds: list[float] = []
+    d = float(d0)
+    while d > threshold and len(committed) < max_iterations:
+        t = float(commit_time_s(d, c, t0))
+        committed.append(d)
+        seconds.append(t)
+        d = float(next_delta(d, u, c, t0, working_set))
+    stun = float(commit_time_s(d, c_idle, t0))
+    ok = d <= threshold or stun <= max_stun_s
+    return Trace(tuple(committed), tuple(seconds), d, ok, stun if ok else math.nan,
+                 sum(seconds) + (stun if ok else 0.0))
+
+
+# ------------------------------------------------------------------ fitting
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    low: float
+    high: float
+
+
+def _estimates(popt: np.ndarray, pcov: np.ndarray, n: int) -> list[Estimate]:
+    dof = max(n - len(popt), 1)
+    t = float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof))
+    se = np.sqrt(np.clip(np.diag(pcov), 0, None))
+    if not np.all(np.isfinite(se)):
+        raise ValueError("consolidation fit: parameters not identifiable from these iterations")
+    return [Estimate(float(p), float(p - t * s), float(p + t * s)) for p, s in zip(popt, se, strict=True)]
+
+
+@dataclass(frozen=True)
+class ConsolidationFit:
+    """t0 (s), c0 (B/s), b (B/s per guest write/s), a (new bytes per guest write), with 95 % intervals."""
+
+    t0: Estimate
+    c0: Estimate
+    b: Estimate
+    a: Estimate
+    n_commit: int
+    n_dirty: int
+    extras: dict = field(default_factory=dict)
+
+    def c(self, rate: ArrayLike) -> np.ndarray:
+        """Commit throughput beside a guest writing `rate` writes/s: c0 − b·r (B/s)."""
+        return self.c0.value - self.b.value * np.asarray(rate, dtype=float)
+
+    def u(self, rate: ArrayLike) -> np.ndarray:
+        """New bytes the guest dirties per second at `rate` writes/s: a·r (B/s)."""
+        return self.a.value * np.asarray(rate, dtype=float)
+
+    @property
+    def critical_rate(self) -> float:
+        """r* = c0/(a + b): above it u ≥ c and the deletion cannot converge under load (writes/s)."""
+        return self.c0.value / (self.a.value + self.b.value)
+
+    def critical_rate_interval(self) -> tuple[float, float]:
+        """r* evaluated at the ends of the intervals of c0 and of a + b (a conservative range, writes/s)."""
+        lo_c, hi_c = max(self.c0.low, 1e-9), self.c0.high
+        lo_ab, hi_ab = max(self.a.low + self.b.low, 1e-9), max(self.a.high + self.b.high, 1e-9)
+        return lo_c / hi_ab, hi_c / lo_ab
+
+    def simulate(self, d0: float, rate: float, threshold: float, **kw) -> Trace:
+        c = float(self.c(rate))
+        if c <= 0:
+            return Trace((), (), d0, False, math.nan, math.nan)
+        return iterate(d0, float(self.u(rate)), c, threshold, t0=self.t0.value, c_idle=self.c0.value, **kw)
+
+
+def fit_commit(delta: ArrayLike, seconds: ArrayLike, rate: ArrayLike) -> tuple[Estimate, Estimate, Estimate]:
+    """Fit t = t0 + D / (c0 − b·r) to measured commits (D bytes committed in t seconds beside a guest writing r
+    writes/s); returns (t0 s, c0 B/s, b B/s per write/s) with 95 % intervals. Least squares on t."""
+    d, t, r = (np.asarray(x, dtype=float) for x in (delta, seconds, rate))
+    if len(d) < 4:
+        raise ValueError(f"consolidation fit: {len(d)} commits, need at least 4")
+    mib = float(1 << 20)
+
+    def model(x, t0, c0m, bm):       # c0, b in MiB/s internally (parameters of order 1)
+        dd, rr = x
+        return t0 + (dd / mib) / np.maximum(c0m - bm * rr, 1e-6)
+
+    c_guess = float(np.median(d / np.maximum(t, 1e-3))) / mib
+    popt, pcov = optimize.curve_fit(model, (d, r), t, p0=(0.1, max(c_guess, 0.1), 0.0), maxfev=20000)
+    t0e, c0e, be = _estimates(popt, pcov, len(d))
+    return t0e, Estimate(c0e.value * mib, c0e.low * mib, c0e.high * mib), \
+        Estimate(be.value * mib, be.low * mib, be.high * mib)
+
+
+def fit_dirty(seconds: ArrayLike, grown: ArrayLike, rate: ArrayLike) -> Estimate:
+    """Fit D_{k+1} = a·r·t_k through the origin (the helper grew by `grown` bytes in `seconds` while the guest
+    wrote r writes/s); returns a (new bytes per guest write) with its 95 % interval."""
+    t, g, r = (np.asarray(x, dtype=float) for x in (seconds, grown, rate))
+    x = r * t
+    keep = x > 0
+    x, g = x[keep], g[keep]
+    if len(x) < 2:
+        raise ValueError(f"consolidation fit: {len(x)} helper growths under load, need at least 2")
+    a = float(np.sum(x * g) / np.sum(x * x))
+    resid = g - a * x
+    dof = len(x) - 1
+    se = math.sqrt(float(np.sum(resid ** 2)) / dof / float(np.sum(x * x)))
+    tq = float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof))
+    return Estimate(a, a - tq * se, a + tq * se)
+
+
+def fit(delta: ArrayLike, seconds: ArrayLike, rate: ArrayLike, grown: ArrayLike) -> ConsolidationFit:
+    """Both fits on one table of iterations: each row an iteration that committed `delta` bytes in `seconds`
+    beside a guest at `rate` writes/s, while its helper grew to `grown` bytes."""
+    t0, c0, b = fit_commit(delta, seconds, rate)
+    a = fit_dirty(seconds, grown, rate)
+    return ConsolidationFit(t0, c0, b, a, len(np.atleast_1d(delta)), len(np.atleast_1d(grown)))
+
+
+def synthetic_iterations(d0: float, rates: ArrayLike, *, t0: float, c0: float, b: float, a: float,
+                         threshold: float, max_iterations: int = 6, noise: float = 0.0,
+                         seed: int = 0) -> dict[str, np.ndarray]:
+    """Iteration tables as a measurement would give them, from known parameters (for tests): columns rate,
+    delta, seconds, grown; relative Gaussian noise `noise` on the times and sizes."""
+    rng = np.random.default_rng(seed)
+    rows: dict[str, list[float]] = {"rate": [], "delta": [], "seconds": [], "grown": []}
+    for r in np.atleast_1d(np.asarray(rates, dtype=float)):
+        c, u = c0 - b * r, a * r
+        tr = iterate(d0, u, c, threshold, t0=t0, c_idle=c0, max_iterations=max_iterations)
+        for dk, tk in zip(tr.committed, tr.seconds, strict=True):
+            t_meas = tk * (1 + noise * rng.standard_normal())
+            rows["rate"].append(r)
+            rows["delta"].append(dk)
+            rows["seconds"].append(t_meas)
+            rows["grown"].append(max(u * t_meas * (1 + noise * rng.standard_normal()), 0.0))
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+__all__ = ["CONFIDENCE", "next_delta", "commit_time_s", "fixed_point", "converges", "iterations_needed", "Trace",
+           "iterate", "Estimate", "ConsolidationFit", "fit_commit", "fit_dirty", "fit", "synthetic_iterations"]

@@ -1,0 +1,244 @@
+"""What the lifecycle study measures: seed 000's whole snapshot lifecycle on the emulated 10K RAID1 (timelines at
+two load levels, three ways to delete a snapshot under load) and a grid of guest write rates for the consolidation
+convergence model (snaptax.models.consolidation).
+
+Device and engine: the rig's `raid1_10k` (two emulated Savvio 10K.4, RAID1), with the qcow2 redo log with on-disk
+metadata (engines.qcow2.metadata_configs: L2 cache 1/8 of the tables, SEsparse-like) as the VMware delta stand-in;
+the base volume and every delta are regions of the one device, so they share its heads (qemu-storage-daemon's
+RegionStore: base at the start, each delta in the next free region).
+
+Workload, as the seed's IOmeter (Table 1): two workers, both 4 KiB and 70 % random (fio `percentage_random=70`),
+a reader (100 % read) over the first test-file region and a writer (100 % write) over the second. Outstanding I/Os:
+one per worker (IOmeter's default; the seed names no other, and its 25 ms test ran ≈32 ROPS + 32 WOPS, which is
+one I/O at a time: 1 / (25 ms + ≈6 ms service)). Load levels: `light` with 25 ms between I/Os (fio `thinktime`,
+after each completion, as IOmeter's delay) and `saturated` with none.
+
+Test-file size, scaled with the device: the seed's 1 GiB files sat on a 600 GB mirror; the rig's raid1_10k spans
+the same stroke with 16 GiB of LBA space, so a file covering the same fraction of the stroke is
+1 GiB × 16 GiB / 600 GB ≈ 29 MiB → 32 MiB (quick, full); smoke uses 8 MiB. The volume (the seed's 4 GB disk, scaled
+the same way: ≈109 MiB) is 128 MiB (32 MiB at smoke). The sizes of deltas and their commit times scale with the
+files; rates (IOPS, commit bytes/s) are the device's own.
+
+Timeline of one variant (load × deletion method), each phase one fio run with per-second IOPS logs, the emulated
+array's counters sampled every second throughout:
+  create   the test files written sequentially (IOmeter creating its file), no snapshot
+  before   the workload, no snapshot
+  (snapshot taken)
+  refill   the test files written again: the delta fills (IOmeter recreated its file after the snapshot)
+  with     the workload with the snapshot
+  delete   the workload for `delete_window_s` while the snapshot is deleted; a deletion still running when the
+           load stops goes on without load and its remaining time is recorded (seed step 11)
+  after    the workload once the snapshot is gone
+Deletion methods: `active` (QEMU's active commit: a mirror in background mode that must converge before it
+pivots), `iterative` (VMware's: helper snapshot, commit the older delta, repeat while the helper is above the
+threshold, final commit with the guest stopped; bounded by max_iterations and max_consolidate_s), `mirror`
+(blockdev-mirror of the active layer onto the base in copy-mode=write-blocking, vSphere 6.0's mirror driver idea).
+
+Model grid: the iterative deletion of a full delta beside the workload with the writer limited to fio `rate_iops`
+(and the reader at 25 ms), one rate after the other, each on a fresh snapshot.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ... import profiles
+from ...engines.qcow2 import Qcow2Config, metadata_configs
+from ...errors import ConfigError
+from ...fio import FioJob, FioTarget, format_size
+
+STUDY = "lifecycle"
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+SPINDLE = "raid1_10k"
+LOADS = ("light", "saturated")
+THINKTIME_MS = {"light": 25.0, "saturated": 0.0}
+METHODS = ("active", "iterative", "mirror")
+PHASES = ("create", "before", "refill", "with", "delete", "after")
+STEADY = ("before", "with", "after")
+GRID = "grid"
+IODEPTH = 1                     # outstanding I/Os per worker (IOmeter's default)
+RANDOM_PERCENT = 70
+BS = 4 * KiB
+SEED_DEVICE_BYTES = 600e9       # one Savvio 10K.4 600 GB: the seed's mirror
+SEED_FILE_BYTES = GiB
+# VMware's consolidation bounds, scaled to the emulated device (sizes by 16 GiB / 600 GB, see describe()):
+SEED_HELPER_THRESHOLD = 16 * MiB     # seed 000: the remaining snapshot is committed "16MB at max"
+SEED_MAX_CONSOLIDATE_S = 12.0        # snapshot.maxConsolidateTime, about 12 s by default (issue 9)
+MAX_ITERATIONS = 10                  # snapshot.maxIterations: our choice (no default is given in the seeds)
+
+
+@dataclass(frozen=True)
+class LifecycleScale:
+    """How much the lifecycle study measures at one profile.
+
+    file_bytes: each worker's test-file region; disk_bytes: the volume; steady_s: each steady phase's fio run;
+    delete_window_s: how long the load runs while a snapshot is deleted; grid_rates: the writer's rate_iops
+    values of the model grid; grid_window_s: the load window of one grid point; repeats_per_load: how many
+    timelines of each (load, method) are measured (interleaved)."""
+
+    file_bytes: int
+    disk_bytes: int
+    steady_s: float
+    delete_window_s: float
+    grid_rates: tuple[int, ...]
+    grid_window_s: float
+    max_iterations: int = MAX_ITERATIONS
+
+    def __post_init__(self) -> None:
+        src = "lifecycle scale"
+        if self.file_bytes <= 0 or self.file_bytes % MiB:
+            raise ConfigError(src, "file_bytes", f"must be a positive whole number of MiB, got {self.file_bytes}")
+        if self.disk_bytes < 2 * self.file_bytes:
+            raise ConfigError(src, "disk_bytes", "must hold both test files")
+        if self.steady_s < 2 or self.delete_window_s < self.steady_s:
+            raise ConfigError(src, "steady_s", "steady phases need ≥ 2 s and the delete window at least as long")
+        if any(r <= 0 for r in self.grid_rates):
+            raise ConfigError(src, "grid_rates", "rate_iops must be positive")
+        if self.max_iterations < 1:
+            raise ConfigError(src, "max_iterations", "must be at least 1")
+
+    @property
+    def device_scale(self) -> float:
+        """Test-file bytes per seed byte: the fraction of the stroke is kept (file / 1 GiB)."""
+        return self.file_bytes / SEED_FILE_BYTES
+
+    @property
+    def helper_threshold_bytes(self) -> int:
+        """The seed's 16 MB helper scaled like the files, at least one 64 KiB cluster."""
+        return max(64 * KiB, int(SEED_HELPER_THRESHOLD * self.device_scale) // (64 * KiB) * (64 * KiB))
+
+    @property
+    def max_consolidate_s(self) -> float:
+        """maxConsolidateTime scaled like the data a final commit moves (the device's rates are not scaled)."""
+        return SEED_MAX_CONSOLIDATE_S * self.device_scale
+
+
+SCALES: dict[str, LifecycleScale] = {
+    # smoke: every variant once with short phases, two grid rates (≈1.5 min)
+    "smoke": LifecycleScale(8 * MiB, 32 * MiB, steady_s=2, delete_window_s=6, grid_rates=(20, 400),
+                            grid_window_s=6, max_iterations=4),
+    # quick: within the 10-minute budget of a quick study
+    "quick": LifecycleScale(32 * MiB, 128 * MiB, steady_s=6, delete_window_s=20,
+                            grid_rates=(10, 40, 80, 160, 400), grid_window_s=15, max_iterations=6),
+    "full": LifecycleScale(32 * MiB, 128 * MiB, steady_s=20, delete_window_s=60,
+                           grid_rates=(5, 10, 20, 40, 60, 80, 120, 160, 250, 400), grid_window_s=40),
+}
+
+
+def scale(profile: profiles.Profile) -> LifecycleScale:
+    return profiles.study_scale(SCALES, profile, STUDY, "lifecycle scale")
+
+
+def qcow2_config(s: LifecycleScale) -> Qcow2Config:
+    """The delta: qcow2 with on-disk metadata (SEsparse stand-in) for the scale's volume."""
+    return metadata_configs(s.disk_bytes)[0]
+
+
+def variants() -> list[tuple[str, str]]:
+    """(load, method) of every timeline, in measuring order."""
+    return [(load, method) for method in METHODS for load in LOADS]
+
+
+def variant_name(load: str, method: str) -> str:
+    return f"{load}-{method}"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The two IOmeter workers as one fio run (two job sections, one group): reader on file 0, writer on file 1.
+    thinktime_ms: delay after each completion (0: saturating); rate_iops: the writer's limit (None: none)."""
+
+    name: str
+    file_bytes: int
+    runtime_s: float
+    thinktime_ms: float = 0.0
+    rate_iops: int | None = None
+    reader_thinktime_ms: float | None = None    # None: as the writer
+
+    def jobs(self) -> list[FioJob]:
+        rt = self.thinktime_ms if self.reader_thinktime_ms is None else self.reader_thinktime_ms
+        common = dict(bs=BS, iodepth=IODEPTH, numjobs=1, direct=True, size=self.file_bytes,
+                      runtime_s=self.runtime_s, percentage_random=RANDOM_PERCENT, group_reporting=False)
+        wextra: tuple[tuple[str, str], ...] = (("thinktime", str(round(self.thinktime_ms * 1000))),)
+        if self.rate_iops:
+            wextra += (("rate_iops", str(self.rate_iops)),)
+        return [FioJob("reader", "randread", offset=0, extra=(("thinktime", str(round(rt * 1000))),),
+                       **common),  # type: ignore[arg-type]
+                FioJob("writer", "randwrite", offset=self.file_bytes, extra=wextra, **common)]  # type: ignore[arg-type]
+
+    def summary_job(self) -> FioJob:
+        """One FioJob standing for the pair in the run's coordinates (results.csv job, rw, bs, iodepth): the
+        job file written beside the results is the two-section file fio read."""
+        return FioJob(self.name, "randrw", bs=BS, iodepth=IODEPTH, numjobs=2, size=2 * self.file_bytes,
+                      runtime_s=self.runtime_s, percentage_random=RANDOM_PERCENT, rwmixread=50)
+
+    def job_file(self, target: FioTarget, log_prefix: str) -> str:
+        lines = ["# written by snaptax; fio reads exactly this file", "[global]"]
+        lines += [f"{k}={v}" for k, v in target.options().items()]
+        lines += [f"write_iops_log={log_prefix}", f"write_lat_log={log_prefix}", "log_avg_msec=1000",
+                  "per_job_logs=1"]
+        for job in self.jobs():
+            lines.append(f"[{job.name}]")
+            lines += [f"{k}={v}" for k, v in job.options()]
+        return "\n".join(lines) + "\n"
+
+
+def fill_job(s: LifecycleScale, name: str) -> FioJob:
+    """Both test files written once, sequentially, 1 MiB at a time (IOmeter creating its test file)."""
+    return FioJob(name, "write", bs=MiB, iodepth=4, numjobs=1, size=2 * s.file_bytes, time_based=False,
+                  runtime_s=None, log_avg_msec=1000)
+
+
+def workload(s: LifecycleScale, load: str, runtime_s: float, name: str) -> Workload:
+    if load not in THINKTIME_MS:
+        raise ConfigError("lifecycle plan", "load", f"{load!r} is not one of {', '.join(LOADS)}")
+    return Workload(name, s.file_bytes, runtime_s, THINKTIME_MS[load])
+
+
+def grid_workload(s: LifecycleScale, rate: int) -> Workload:
+    """A grid point's load: the writer at `rate` writes/s (saturating otherwise), the reader at 25 ms."""
+    return Workload(f"rate{rate}", s.file_bytes, s.grid_window_s, 0.0, rate, THINKTIME_MS["light"])
+
+
+def planned_points(s: LifecycleScale) -> int:
+    return len(variants()) * len(PHASES) + 2 * len(s.grid_rates) + 1
+
+
+def estimated_seconds(s: LifecycleScale) -> float:
+    """Planned time (s), an estimate for the ETA: steady phases and windows, plus ≈3 s per fill at the
+    emulated mirror's ≈30 MB/s for 1 MiB writes through the qcow2 layer, plus 3 s per engine start."""
+    fill = 2 * s.file_bytes / (30e6) + 1
+    per_variant = 3 * s.steady_s + s.delete_window_s + 2 * fill + 3 + 5
+    return len(variants()) * per_variant + len(s.grid_rates) * (s.grid_window_s + fill + 3) + 3 + fill
+
+
+def parameters(s: LifecycleScale, device: str) -> dict[str, Any]:
+    return {"file_bytes": s.file_bytes, "disk_bytes": s.disk_bytes, "steady_s": s.steady_s,
+            "delete_window_s": s.delete_window_s, "grid_rates": list(s.grid_rates),
+            "grid_window_s": s.grid_window_s, "max_iterations": s.max_iterations,
+            "helper_threshold_bytes": s.helper_threshold_bytes, "max_consolidate_s": s.max_consolidate_s,
+            "device": device, "loads": list(LOADS), "methods": list(METHODS),
+            "thinktime_ms": THINKTIME_MS, "iodepth": IODEPTH, "random_percent": RANDOM_PERCENT, "bs": BS,
+            "device_scale": s.device_scale, "qcow2": qcow2_config(s).name}
+
+
+def describe(profile: profiles.Profile) -> str:
+    s = scale(profile)
+    return "\n".join([
+        f"profile {profile.name}: two workers (reader, writer), 4 KiB, {RANDOM_PERCENT} % random, QD{IODEPTH} "
+        f"each, over test files of {format_size(s.file_bytes)} each on a {format_size(s.disk_bytes)} volume "
+        f"(the seed's 1 GiB scaled by {s.device_scale:.4f})",
+        f"{len(variants())} timelines: loads {', '.join(LOADS)} (thinktime 25 / 0 ms) x deletion methods "
+        f"{', '.join(METHODS)}; phases {', '.join(PHASES)}; steady phases {s.steady_s:g} s, delete window "
+        f"{s.delete_window_s:g} s",
+        f"iterative deletion: helper threshold {s.helper_threshold_bytes // KiB} KiB, maxIterations "
+        f"{s.max_iterations}, maxConsolidateTime {s.max_consolidate_s:.2f} s (scaled)",
+        f"model grid: writer rate_iops {', '.join(map(str, s.grid_rates))}, window {s.grid_window_s:g} s each",
+        f"planned about {estimated_seconds(s) / 60:.1f} min",
+    ])
+
+
+__all__ = ["STUDY", "SPINDLE", "LOADS", "METHODS", "PHASES", "STEADY", "GRID", "THINKTIME_MS", "IODEPTH",
+           "LifecycleScale", "SCALES", "scale", "qcow2_config", "variants", "variant_name", "Workload",
+           "fill_job", "workload", "grid_workload", "planned_points", "estimated_seconds", "parameters",
+           "describe"]

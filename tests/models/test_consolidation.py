@@ -1,0 +1,70 @@
+"""The consolidation convergence model: closed forms against the simulation, and the fits recover known
+parameters from synthetic iteration data."""
+import math
+
+import numpy as np
+import pytest
+
+from snaptax.models import consolidation as m
+
+MiB = 1 << 20
+
+
+def test_closed_form_iterations_match_the_simulation():
+    d0, u, c, t0, th = 64 * MiB, 2 * MiB, 20 * MiB, 0.2, 0.5 * MiB
+    tr = m.iterate(d0, u, c, th, t0=t0, max_iterations=100)
+    assert tr.converged and tr.iterations == m.iterations_needed(d0, u, c, th, t0)
+    # every step is D_{k+1} = u (t0 + D_k / c)
+    for dk, dn in zip(tr.committed[:-1], tr.committed[1:], strict=True):
+        assert dn == pytest.approx(u * (t0 + dk / c))
+    assert tr.stun_s == pytest.approx(t0 + tr.remaining / c)
+    assert tr.total_s == pytest.approx(sum(tr.seconds) + tr.stun_s)
+
+
+def test_convergence_condition_is_u_below_c():
+    assert m.converges(1.0, 2.0, threshold=10, t0=1.0)
+    assert not m.converges(2.0, 2.0, threshold=1e12)
+    assert not m.converges(3.0, 2.0, threshold=1e12)
+    # u < c but the fixed point u t0 / (1 - u/c) above the threshold: no convergence either
+    assert not m.converges(1.0, 2.0, threshold=1.5, t0=1.0)
+    tr = m.iterate(64 * MiB, 30 * MiB, 20 * MiB, MiB, max_iterations=5)
+    assert not tr.converged and tr.iterations == 5 and math.isnan(tr.stun_s)
+    assert list(tr.committed) == sorted(tr.committed)           # the helper grows every iteration
+    assert m.iterations_needed(64 * MiB, 30 * MiB, 20 * MiB, MiB) == math.inf
+
+
+def test_max_stun_lets_a_large_remainder_finish():
+    tr = m.iterate(64 * MiB, 5 * MiB, 20 * MiB, MiB, max_iterations=1, max_stun_s=10.0)
+    assert tr.converged and tr.iterations == 1 and tr.remaining > MiB
+
+
+def test_working_set_caps_the_helper():
+    assert float(m.next_delta(100 * MiB, 50 * MiB, 10 * MiB, working_set=8 * MiB)) == 8 * MiB
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.03])
+def test_fit_recovers_known_parameters(noise):
+    truth = dict(t0=0.15, c0=24 * MiB, b=0.05 * MiB, a=40_000.0)
+    data = m.synthetic_iterations(32 * MiB, [0, 50, 100, 200, 300, 400], threshold=0.5 * MiB,
+                                  max_iterations=5, noise=noise, seed=3, **truth)
+    f = m.fit(data["delta"], data["seconds"], data["rate"], data["grown"])
+    for name in ("t0", "c0", "b", "a"):
+        est = getattr(f, name)
+        assert est.low <= truth[name] <= est.high, (name, est, truth[name])
+        if noise == 0:
+            assert est.value == pytest.approx(truth[name], rel=1e-3, abs=1e-6)
+    r_star = truth["c0"] / (truth["a"] + truth["b"])
+    assert f.critical_rate == pytest.approx(r_star, rel=0.1)
+    lo, hi = f.critical_rate_interval()
+    assert lo <= r_star <= hi
+    # the fitted model predicts the seed's two outcomes: light load converges, heavy load does not
+    assert f.simulate(32 * MiB, 0.2 * r_star, 0.5 * MiB).converged
+    assert not f.simulate(32 * MiB, 1.5 * r_star, 0.5 * MiB).converged
+
+
+def test_fit_refuses_too_few_iterations():
+    with pytest.raises(ValueError, match="need at least 4"):
+        m.fit_commit([1, 2], [1, 2], [0, 0])
+    with pytest.raises(ValueError, match="need at least 2"):
+        m.fit_dirty([1.0], [1.0], [1.0])
+    assert np.isfinite(m.fixed_point(1, 2, 1))
