@@ -90,6 +90,10 @@ REGISTRY: tuple[Study, ...] = (
           "copy-on-write grain of qcow2, LVM thin and 8 KiB copy-on-first-write"),
     Study("memory_dump", "Seed 003: how long a VM's memory takes to dump", "04_memory_dump.ipynb",
           "seed 003 (lazy checkpoint of a 4 GiB VM): the page-walker's ioBlockPages x ioWait grid, dump-time models"),
+    Study("lifecycle", "Seed 000: a snapshot's whole lifecycle, and when its deletion converges",
+          "05_lifecycle.ipynb",
+          "seed 000 (VMware snapshots on a 10K RAID1): timelines at 25 ms and 0 ms delay, three deletion methods, "
+          "the consolidation convergence model"),
 )
 
 

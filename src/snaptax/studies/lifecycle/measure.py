@@ -1,0 +1,433 @@
+"""Measure the lifecycle study (needs root): timelines on the emulated raid1_10k with the qcow2 redo log, three
+deletion methods under load, and the model grid, in one RunSession.
+
+fio runs as a background process of the engine's ProcessGroup (so a deletion can be driven over QMP while the
+load runs, and Ctrl-C stops fio before the daemons it talks to); the emulated array's counters are sampled every
+second by a thread that only reads the emulator's counter file (QMP stays in the main thread). Each phase's fio
+run is recorded through the session like any measurement (job file, fio JSON, logs, counters), with its start
+time on the timeline and fio's per-second IOPS parsed by fiologparser in `extra`; the host series of a timeline
+is `measurements/<variant>/host_series.csv`, the deletion's steps are session events.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ... import fio, fiolog, profiles, rig as rigmod
+from ...engines.qcow2 import Qcow2ChainEngine
+from ...errors import ConfigError, EngineError, MeasurementError
+from ...plan import Measure
+from ...procs import Child
+from ...qsd import Region
+from ...record import RunSession
+from . import plan as planmod
+
+HOST_KEYS = ("host.reads", "host.writes", "host.member0.reads", "host.member0.writes", "host.member1.reads",
+             "host.member1.writes", "host.bytes_read", "host.bytes_written")
+
+
+class LifecycleEngine(Qcow2ChainEngine):
+    """The qcow2 chain engine with what the deletion methods need: per-layer allocated size, a write-blocking
+    mirror of the active layer onto the base, and a stunned (guest-stopped) final commit."""
+
+    empty_bytes: float = 0.0     # allocated size of an empty overlay (header, L1 and refcount tables)
+
+    def __enter__(self) -> LifecycleEngine:
+        super().__enter__()
+        return self
+
+    def layer_bytes(self, index: int) -> float:
+        """Highest offset written in layer `index`'s region: the qcow2 image's allocated size, metadata included."""
+        assert self.daemon
+        node = self.layers[index].region.node
+        for s in self.daemon.execute("query-blockstats", **{"query-nodes": True}):
+            if s.get("node-name") == node:
+                return float(s["stats"]["wr_highest_offset"])
+        return 0.0
+
+    def mirror_onto_base(self, timeout_s: float, on_wait: Callable[[], None]) -> dict[str, float]:
+        """Delete the (only) snapshot by blockdev-mirror of the active layer onto the base in
+        copy-mode=write-blocking, sync=top: the top layer's clusters are copied into the base's bytes (reached
+        through a second raw node on the base region) while every guest write goes to both synchronously; at READY
+        the job completes and the export follows the target. Returns the times (s since start) of ready and done."""
+        assert self.daemon and self.store and self.daemon.qmp and self.chain_length == 1
+        q = self.daemon.qmp
+        base, top = self.layers[0], self.layers[1]
+        self._serial += 1
+        tag = f"mirrorbase{self._serial}"
+        proto, node = f"dev-{tag}", f"reg-{tag}"
+        q.execute("blockdev-add", **{"node-name": proto, **self.store.protocol})
+        q.execute("blockdev-add", driver="raw", **{"node-name": node}, file=proto, offset=base.region.offset,
+                  size=base.region.size)
+        job = f"mirror{self._serial}"
+        t0 = time.monotonic()
+        q.execute("blockdev-mirror", **{"job-id": job, "device": top.name, "target": node, "sync": "top",
+                                        "copy-mode": "write-blocking", "auto-dismiss": False})
+        _wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
+                    timeout_s, on_wait)
+        ready = time.monotonic() - t0
+        q.execute("job-complete", id=job)
+        q.wait_job(job, "concluded", timeout=timeout_s)
+        done = time.monotonic() - t0
+        # the old chain (top over the old base node) has no users now: drop it, the alias becomes the base
+        q.execute("blockdev-del", **{"node-name": top.name})
+        self.store.free(top.region)
+        self.store.free(base.region)
+        alias = Region(base.region.index, base.region.offset, base.region.size, proto, node)
+        self.store.regions[node] = alias
+        self.layers[:] = [type(base)(node, alias)]
+        return {"ready_s": ready, "done_s": done}
+
+
+def _wait_event(q, match: Callable[[dict], bool], timeout_s: float, on_wait: Callable[[], None]) -> dict:
+    """Wait for a QMP event, calling on_wait about once a second meanwhile (the load's bookkeeping)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return q.wait_event(match, timeout=min(1.0, max(0.05, deadline - time.monotonic())))
+        except EngineError:
+            if time.monotonic() > deadline:
+                raise EngineError(f"QMP: no matching event within {timeout_s:.0f} s") from None
+            on_wait()
+
+
+# ------------------------------------------------------------------ host series sampler
+
+@dataclass
+class HostSampler:
+    """Samples cumulative host counters every `interval_s` in a thread: (t since t0, counters)."""
+
+    read: Callable[[], dict[str, float]]
+    t0: float
+    interval_s: float = 1.0
+    rows: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __enter__(self) -> HostSampler:
+        self._thread = threading.Thread(target=self._loop, name="host-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        nxt = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                c = self.read()
+                self.rows.append((time.monotonic() - self.t0, {k: c.get(k, 0.0) for k in HOST_KEYS}))
+            except (OSError, ValueError):
+                pass
+            nxt += self.interval_s
+            self._stop.wait(max(0.0, nxt - time.monotonic()))
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_s", *HOST_KEYS])
+            for t, c in self.rows:
+                w.writerow([f"{t:.3f}", *(c[k] for k in HOST_KEYS)])
+
+
+# ------------------------------------------------------------------ fio in the background
+
+@dataclass
+class Load:
+    """One fio run in the background."""
+
+    child: Child
+    directory: Path
+    started: float
+    step: Measure
+    index: int
+    before: dict[str, float]
+
+    def running(self) -> bool:
+        return self.child.proc.poll() is None
+
+    def stop_guest(self) -> None:
+        os.killpg(self.child.proc.pid, signal.SIGSTOP)
+
+    def resume_guest(self) -> None:
+        os.killpg(self.child.proc.pid, signal.SIGCONT)
+
+
+class Timeline:
+    """One variant's fio runs, events and host series against one clock."""
+
+    def __init__(self, session: RunSession, engine: LifecycleEngine, variant: str):
+        self.session, self.engine, self.variant = session, engine, variant
+        self.t0 = time.monotonic()
+        self.index = 0
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def event(self, kind: str, **data: Any) -> None:
+        self.session.log_event(kind, t_s=round(self.now(), 3), **data)
+
+    def start(self, text_of: Callable[[fio.FioTarget, str], str], job: fio.FioJob, phase: str,
+              repeat: int = 0) -> Load:
+        step = Measure(job, phase, repeat)
+        self.index += 1
+        directory = self.session.measurement_dir(self.index, step)
+        (directory / "job.fio").write_text(text_of(self.engine.fio_target(), str(directory / "fio")))
+        before = self.engine.counters()
+        child = self.engine.group.spawn(["fio", "--output-format=json", f"--output={directory / 'fio.json'}",
+                                         str(directory / "job.fio")], name=f"fio[{step.label}]",
+                                        log_path=directory / "fio.stderr")
+        return Load(child, directory, self.now(), step, self.index, before)
+
+    def finish(self, load: Load, extra: dict[str, Any] | None = None, timeout_s: float = 600) -> None:
+        load.child.proc.wait(timeout=timeout_s)
+        self.engine.group.stop(load.child)
+        wall = self.now() - load.started
+        json_path = load.directory / "fio.json"
+        if load.child.proc.returncode != 0 or not json_path.exists():
+            raise MeasurementError(f"fio {load.step.label} exited {load.child.proc.returncode}: "
+                                   f"{load.child.log_tail(3)}")
+        result = fio.load_json(json_path.read_text())
+        bad = [j.get("jobname") for j in result.get("jobs", []) if j.get("error")]
+        if bad:
+            raise MeasurementError(f"fio job(s) {bad} of {load.step.label} reported I/O errors")
+        series: dict[str, list[tuple[float, float]]] = {}
+        logs = sorted(load.directory.glob("fio_iops*.log"))
+        for log in logs:
+            series[_log_name(log, result)] = fiolog.per_second(log, load.directory)
+        after = self.engine.counters()
+        self.session.record_measurement(load.index, load.step, chain_length=self.engine.chain_length,
+                                        fio_run=fio.FioRun(load.directory, result, wall), counters_before=load.before,
+                                        counters_after=after,
+                                        extra={"t_start_s": load.started, "t_end_s": self.now(),
+                                               "vm_series": {k: [list(r) for r in v] for k, v in series.items()},
+                                               **(extra or {})})
+
+    def run(self, text_of, job: fio.FioJob, phase: str, extra: dict[str, Any] | None = None) -> None:
+        load = self.start(text_of, job, phase)
+        self.finish(load, extra)
+
+
+def _log_name(log: Path, result: dict) -> str:
+    """fio_iops.1.log → the first job's name (per_job_logs=1 numbers the jobs from 1); fio_iops.log → 'all'."""
+    parts = log.name.split(".")
+    if len(parts) == 3 and parts[1].isdigit():
+        jobs = result.get("jobs", [])
+        i = int(parts[1]) - 1
+        return str(jobs[i].get("jobname")) if i < len(jobs) else parts[1]
+    return "all"
+
+
+def _fill_text(job: fio.FioJob) -> Callable[[fio.FioTarget, str], str]:
+    return lambda target, prefix: job.job_file(target, log_prefix=prefix)
+
+
+def _work_text(w: planmod.Workload) -> Callable[[fio.FioTarget, str], str]:
+    return w.job_file
+
+
+# ------------------------------------------------------------------ deletion methods
+
+def delete_active(tl: Timeline, load: Load) -> dict[str, Any]:
+    """QEMU's active commit: block-commit of the active layer; it pivots (job-complete) once READY."""
+    e = tl.engine
+    assert e.daemon and e.daemon.qmp
+    q = e.daemon.qmp
+    job = f"activecommit{e._serial}"
+    e._serial += 1
+    top, base = e.layers[-1], e.layers[-2]
+    t0 = tl.now()
+    tl.event("delete_start", method="active", delta_bytes=e.layer_bytes(1))
+    q.execute("block-commit", **{"job-id": job, "device": top.name, "base-node": base.name, "auto-dismiss": False})
+    load_end: float | None = None
+
+    def tick() -> None:
+        nonlocal load_end
+        if load_end is None and not load.running():
+            load_end = tl.now()
+            tl.event("load_stopped", method="active")
+        for j in q.execute("query-block-jobs"):
+            if j.get("device") == job:
+                tl.event("job_progress", offset=j.get("offset"), len=j.get("len"))
+
+    _wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
+                e.commit_timeout_s, tick)
+    ready = tl.now()
+    q.execute("job-complete", id=job)
+    q.wait_job(job, "concluded", timeout=e.commit_timeout_s)
+    e.layers.remove(top)
+    q.execute("blockdev-del", **{"node-name": top.name})
+    assert e.store
+    e.store.free(top.region)
+    done = tl.now()
+    converged = load_end is None or ready < load_end
+    tl.event("delete_done", method="active", converged=converged, seconds=done - t0)
+    return {"method": "active", "t_delete_start": t0, "t_ready": ready, "t_done": done, "converged": converged,
+            "t_load_stopped": load_end, "seconds": done - t0,
+            "after_load_s": (done - load_end) if load_end is not None else 0.0}
+
+
+def delete_iterative(tl: Timeline, load: Load, s: planmod.LifecycleScale) -> dict[str, Any]:
+    """VMware's deletion before vSphere 6.0: helper snapshot, commit the older delta into the base (an
+    intermediate block-commit) while the guest writes into the helper; repeat while the helper's data exceeds the
+    threshold, at most max_iterations times; the final commit (active commit of the helper) runs with the guest
+    stopped (its fio processes SIGSTOPped: the stun). If after the last iteration the helper is above the
+    threshold and its predicted commit time exceeds maxConsolidateTime, the deletion did not converge: wait for
+    the load to stop, then commit (timed)."""
+    e = tl.engine
+    t0 = tl.now()
+    empty = getattr(e, "empty_bytes", 0.0)
+    d0 = e.layer_bytes(1) - empty
+    tl.event("delete_start", method="iterative", delta_bytes=d0)
+    iterations: list[dict[str, Any]] = []
+    rate_bps = 0.0
+    committed_data = d0
+    while True:
+        ts = tl.now()
+        e.take_snapshot()
+        e.delete_snapshot("oldest")                       # the older delta into the base; helper is layer 1 now
+        te = tl.now()
+        helper = max(e.layer_bytes(1) - empty, 0.0)
+        rate_bps = committed_data / max(te - ts, 1e-6)
+        iterations.append({"k": len(iterations), "t_start": ts, "t_end": te, "committed_bytes": committed_data,
+                           "helper_bytes": helper, "seconds": te - ts})
+        tl.event("iteration", **iterations[-1])
+        committed_data = helper
+        if helper <= s.helper_threshold_bytes or len(iterations) >= s.max_iterations or not load.running():
+            break
+    predicted_stun = committed_data / rate_bps if rate_bps else 0.0
+    converged = load.running() and (committed_data <= s.helper_threshold_bytes or predicted_stun <= s.max_consolidate_s)
+    stun = after = 0.0
+    load_end = None
+    if converged:
+        ts = tl.now()
+        load.stop_guest()
+        try:
+            e.delete_snapshot("newest")
+        finally:
+            load.resume_guest()
+        stun = tl.now() - ts
+        tl.event("stun", seconds=stun, helper_bytes=committed_data)
+    else:
+        tl.event("not_converged", iterations=len(iterations), helper_bytes=committed_data,
+                 predicted_stun_s=predicted_stun)
+        while load.running():
+            time.sleep(0.1)
+        load_end = tl.now()
+        tl.event("load_stopped", method="iterative")
+        e.delete_snapshot("newest")
+        after = tl.now() - load_end
+    done = tl.now()
+    tl.event("delete_done", method="iterative", converged=converged, seconds=done - t0)
+    return {"method": "iterative", "t_delete_start": t0, "t_done": done, "converged": bool(converged),
+            "iterations": iterations, "stun_s": stun, "after_load_s": after, "t_load_stopped": load_end,
+            "seconds": done - t0, "delta0_bytes": d0, "empty_helper_bytes": empty,
+            "threshold_bytes": s.helper_threshold_bytes, "max_iterations": s.max_iterations,
+            "max_consolidate_s": s.max_consolidate_s, "predicted_stun_s": predicted_stun}
+
+
+def delete_mirror(tl: Timeline, load: Load) -> dict[str, Any]:
+    e = tl.engine
+    t0 = tl.now()
+    tl.event("delete_start", method="mirror", delta_bytes=e.layer_bytes(1))
+    times = e.mirror_onto_base(e.commit_timeout_s, lambda: None)
+    done = tl.now()
+    tl.event("delete_done", method="mirror", converged=True, seconds=done - t0)
+    return {"method": "mirror", "t_delete_start": t0, "t_ready": t0 + times["ready_s"], "t_done": done,
+            "converged": True, "seconds": done - t0, "after_load_s": 0.0, "t_load_stopped": None}
+
+
+# ------------------------------------------------------------------ the study
+
+def spindle_device(rig: rigmod.Rig, device: str | None = None) -> rigmod.Device:
+    if device:
+        return rig.device(device)
+    named = [d for d in rig.devices if d.emulated and d.spindle.get("device") == planmod.SPINDLE]
+    hdd = [d for d in rig.devices if d.medium == "hdd"]
+    if not (named or hdd):
+        raise ConfigError(rig.source, "devices", f"no {planmod.SPINDLE} and no hdd device for the lifecycle study")
+    return (named or hdd)[0]
+
+
+def timeline(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale, load_name: str,
+             method: str) -> None:
+    tl = Timeline(session, engine, session.variant)
+    fill = planmod.fill_job(s, "fill")
+    with HostSampler(engine._host_counters, tl.t0) as sampler:
+        tl.run(_fill_text(fill), fill, "create")
+        w = planmod.workload(s, load_name, s.steady_s, f"iometer-{load_name}")
+        tl.run(_work_text(w), w.summary_job(), "before")
+        tl.event("snapshot", name=engine.take_snapshot())
+        engine.empty_bytes = engine.layer_bytes(1)      # the empty image (header, tables), no load running
+        tl.run(_fill_text(fill), fill, "refill")
+        tl.run(_work_text(w), w.summary_job(), "with")
+        wd = planmod.workload(s, load_name, s.delete_window_s, f"iometer-{load_name}")
+        load = tl.start(_work_text(wd), wd.summary_job(), "delete")
+        time.sleep(1.0)
+        if method == "active":
+            info = delete_active(tl, load)
+        elif method == "iterative":
+            info = delete_iterative(tl, load, s)
+        else:
+            info = delete_mirror(tl, load)
+        tl.finish(load, {"deletion": info})
+        tl.run(_work_text(w), w.summary_job(), "after")
+    sampler.write(session.staging / "measurements" / session.variant / "host_series.csv")
+
+
+def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale) -> None:
+    """The model grid: per writer rate, a fresh full delta deleted iteratively beside that load."""
+    tl = Timeline(session, engine, session.variant)
+    fill = planmod.fill_job(s, "fill")
+    with HostSampler(engine._host_counters, tl.t0) as sampler:
+        tl.run(_fill_text(fill), fill, "create")
+        for r in s.grid_rates:
+            tl.event("snapshot", name=engine.take_snapshot(), rate_iops=r)
+            engine.empty_bytes = engine.layer_bytes(1)
+            tl.run(_fill_text(fill), fill.replace(name=f"fill-rate{r}"), "refill")
+            w = planmod.grid_workload(s, r)
+            load = tl.start(_work_text(w), w.summary_job(), "delete")
+            time.sleep(1.0)
+            info = delete_iterative(tl, load, s)
+            tl.finish(load, {"deletion": info, "rate_iops": r})
+    sampler.write(session.staging / "measurements" / session.variant / "host_series.csv")
+
+
+def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
+    """Measure every timeline and the model grid on the rig's raid1_10k (or `device`); returns the published run."""
+    profile = profiles.get(profile_name)
+    rig = rigmod.load(rig_name)
+    dev = spindle_device(rig, device)
+    s = planmod.scale(profile)
+    cfg = planmod.qcow2_config(s)
+    params = planmod.parameters(s, dev.name)
+    with RunSession(rig, planmod.STUDY, profile, params, devices_used=(dev.name,),
+                    planned_points=planmod.planned_points(s),
+                    planned_seconds=planmod.estimated_seconds(s)) as session:
+        for load_name, method in planmod.variants():
+            name = planmod.variant_name(load_name, method)
+            with LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=600) as engine:
+                with session.in_variant(name, {**engine.describe(), "study": {
+                        "load": load_name, "method": method, "device": dev.name, "emulated": dev.emulated}}):
+                    timeline(session, engine, s, load_name, method)
+        with LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=600) as engine:
+            with session.in_variant(planmod.GRID, {**engine.describe(), "study": {
+                    "method": "iterative", "rates": list(s.grid_rates), "device": dev.name}}):
+                grid(session, engine, s)
+    assert session.published is not None
+    return session.published
+
+
+__all__ = ["LifecycleEngine", "HostSampler", "Timeline", "delete_active", "delete_iterative", "delete_mirror",
+           "spindle_device", "timeline", "grid", "run"]

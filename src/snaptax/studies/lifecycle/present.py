@@ -1,0 +1,117 @@
+"""Charts and TeX tables of the lifecycle study, from its analysis."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ... import figures, macros
+from .analyse import LifecycleAnalysis
+
+MiB = 1 << 20
+SERIES = alt.Color("series:N", title=None, sort=["VM read", "VM write", "host read", "host write"])
+MARKS = ("snapshot", "delete_start", "stun", "not_converged", "load_stopped", "delete_done")
+
+
+def timeline_chart(a: LifecycleAnalysis, load: str) -> alt.VConcatChart:
+    """Seed 000's graphs 1-3 for one load level: VM-level (fio logs via fiologparser) and host-level (the array's
+    counters) reads and writes per second over the timeline, one panel per deletion method; rules mark the
+    snapshot, the start and end of the deletion, the stun, and where the load stopped."""
+    t = a.timeline[a.timeline.variant.str.startswith(f"{load}-")].copy()
+    t["series"] = t.level + " " + t.direction
+    t["method"] = t.variant.str.split("-", n=1).str[1]
+    ev = a.events[a.events.variant.str.startswith(f"{load}-") & a.events.event.isin(MARKS)].copy()
+    ev["method"] = ev.variant.str.split("-", n=1).str[1]
+    charts = []
+    for method in sorted(t.method.unique()):
+        lines = alt.Chart(t[t.method == method]).mark_line(interpolate="step-after").encode(
+            x=alt.X("t_s:Q", title="time (s)"), y=alt.Y("iops:Q", title="IO/s"), color=SERIES,
+            tooltip=["series", alt.Tooltip("t_s:Q", format=".0f"), alt.Tooltip("iops:Q", format=".0f")])
+        rules = alt.Chart(ev[ev.method == method]).mark_rule(strokeDash=[3, 3], color="gray").encode(
+            x="t_s:Q", tooltip=["event", alt.Tooltip("t_s:Q", format=".1f")])
+        charts.append(alt.layer(lines, rules).properties(width=560, height=130, title=f"{load}: {method} deletion"))
+    return alt.vconcat(*charts)
+
+
+def deletion_chart(a: LifecycleAnalysis) -> alt.Chart:
+    """Deletion time per method and load: under load (bar) and after the load stopped (stacked)."""
+    d = a.deletions[a.deletions.load.isin(["light", "saturated"])].copy()
+    d["under load"] = d.seconds - d.after_load_s
+    d["after the load stopped"] = d.after_load_s
+    long = d.melt(id_vars=["load", "method", "converged"], value_vars=["under load", "after the load stopped"],
+                  var_name="part", value_name="s")
+    return alt.Chart(long).mark_bar().encode(
+        x=alt.X("method:N", title=None), y=alt.Y("s:Q", title="deletion time (s)"),
+        color=alt.Color("part:N", title=None), column=alt.Column("load:N", title=None),
+        tooltip=["load", "method", "part", alt.Tooltip("s:Q", format=".1f"), "converged"]).properties(
+        width=180, height=180, title="Deleting a snapshot under load (three methods)")
+
+
+def model_frame(a: LifecycleAnalysis) -> pd.DataFrame:
+    """The fitted model's deletion time and iterations against the writer's rate (dense), for the grid's D0."""
+    if a.fit is None or a.deletions.empty:
+        return pd.DataFrame()
+    p = a.record.manifest.parameters
+    d0 = float(a.deletions.delta0_mib.max()) * MiB
+    top = max(float(np.nanmax(a.deletions.writer_iops)) * 1.2, a.fit.critical_rate * 1.3)
+    rows = []
+    for r in np.linspace(0, top, 80):
+        tr = a.fit.simulate(d0, float(r), float(p["helper_threshold_bytes"]), max_iterations=int(p["max_iterations"]),
+                            max_stun_s=float(p["max_consolidate_s"]))
+        rows.append({"writer_iops": r, "seconds": tr.total_s if tr.converged else math.nan,
+                     "iterations": tr.iterations, "converged": tr.converged})
+    return pd.DataFrame(rows)
+
+
+def model_chart(a: LifecycleAnalysis) -> alt.HConcatChart:
+    """Measured iterative deletions (points; filled: converged) against the model's prediction (line) versus the
+    guest's write rate; the dashed rule is the critical rate r* = c0/(a + b)."""
+    m = model_frame(a)
+    d = a.predictions.copy()
+    if m.empty or d.empty:
+        return alt.hconcat()
+    d["outcome"] = np.where(d.converged, "converged", "did not converge")
+    rstar = pd.DataFrame({"r": [a.fit.critical_rate if a.fit else math.nan]})
+    x = alt.X("writer_iops:Q", title="guest writes/s during the deletion")
+    left = alt.layer(
+        alt.Chart(m).mark_line().encode(x=x, y=alt.Y("seconds:Q", title="deletion time under load (s)")),
+        alt.Chart(d).mark_point(size=60).encode(x=x, y="seconds:Q", shape=alt.Shape("outcome:N", title=None),
+                                                tooltip=["variant", "seconds", "predicted_seconds", "outcome"]),
+        alt.Chart(rstar).mark_rule(strokeDash=[4, 3]).encode(x="r:Q")).properties(width=260, height=200)
+    right = alt.layer(
+        alt.Chart(m).mark_line().encode(x=x, y=alt.Y("iterations:Q", title="iterations")),
+        alt.Chart(d).mark_point(size=60).encode(x=x, y="iterations:Q", shape="outcome:N",
+                                                tooltip=["variant", "iterations", "predicted_iterations"]),
+        alt.Chart(rstar).mark_rule(strokeDash=[4, 3]).encode(x="r:Q")).properties(width=260, height=200)
+    return alt.hconcat(left, right).properties(title="Consolidation convergence: model (line) and measured")
+
+
+def phases_table(a: LifecycleAnalysis) -> pd.DataFrame:
+    """Mean VM and host IOPS per load and phase over the timelines."""
+    cols = ["vm_read_iops", "vm_write_iops", "host_read_iops", "host_write_iops", "write_clat_ms"]
+    m = a.meas[a.meas.load.isin(["light", "saturated"])]
+    return m.groupby(["load", "phase"], sort=False)[cols].mean().round(1).reset_index()
+
+
+def deletions_tex(a: LifecycleAnalysis) -> str:
+    rows = []
+    for _, r in a.deletions[a.deletions.load.isin(["light", "saturated"])].iterrows():
+        rows.append([macros.tex_escape(r.load), macros.tex_escape(r.method), "yes" if r.converged else "no",
+                     macros.fmt(r.seconds, 1), macros.fmt(r.after_load_s, 1),
+                     str(int(r.iterations)) if r.method == "iterative" else "--",
+                     macros.fmt(r.stun_s, 2) if r.method == "iterative" and r.converged else "--",
+                     macros.fmt(r.writer_iops, 0)])
+    return macros.render_table(["load", "method", "converged under load", "time (s)", "after load stop (s)",
+                                "iterations", "stun (s)", "guest W/s"], rows, align="llcrrrrr")
+
+
+def write(a: LifecycleAnalysis, figure_dir: Path | None = None, generated_dir: Path | None = None) -> None:
+    figures.save(timeline_chart(a, "light"), "lifecycle-timeline-light", figure_dir)
+    figures.save(timeline_chart(a, "saturated"), "lifecycle-timeline-saturated", figure_dir)
+    figures.save(deletion_chart(a), "lifecycle-deletions", figure_dir)
+    if a.fit is not None:
+        figures.save(model_chart(a), "lifecycle-model", figure_dir)
+    macros.write_table("lifecycle-deletions", deletions_tex(a), generated_dir)
