@@ -30,7 +30,7 @@ from ...values import Value
 from .plan import GRID, LOADS, METHODS, STUDY
 
 MiB = 1 << 20
-CITE = "zandboer2009"
+CITE = "zandboer"
 SEED_READ_BEFORE, SEED_WRITE_BEFORE = 510.0, 250.0     # Graph 3, samples 7-25
 SEED_READ_WITH, SEED_WRITE_WITH = 110.0, 100.0         # Graph 3, samples 43-49
 SEED_READ_DELETE = 28.0                                # Graph 3, after sample 50
@@ -195,6 +195,12 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
     a.deletions, a.iterations = deletion_tables(record)
     vals: list[Value] = []
     k = STUDY
+    vals += [Value(f"{k}.file_mib", p["file_bytes"] / MiB, "MiB"), Value(f"{k}.disk_mib", p["disk_bytes"] / MiB, "MiB"),
+             Value(f"{k}.delete_window_s", float(p["delete_window_s"]), "s"),
+             Value(f"{k}.steady_s", float(p["steady_s"]), "s"),
+             Value(f"{k}.threshold_kib", p["helper_threshold_bytes"] / 1024, "KiB"),
+             Value(f"{k}.max_iterations", float(p["max_iterations"]), ""),
+             Value(f"{k}.max_consolidate_s", float(p["max_consolidate_s"]), "s", digits=2)]
 
     # ---- steady phases: VM and host per load
     for load in LOADS:
@@ -210,10 +216,10 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
                              _paired(tot, load, "with", "before", "vm_iops").scaled(100), "%", 0))
         vals.append(Value.of(f"{k}.{load}.host_reads_per_vm_read_factor",
                              _paired(meas, load, "with", "before", "host_reads", norm=("host_reads", "vm_reads")),
-                             "x", 2))
+                             "×", 2))
         vals.append(Value.of(f"{k}.{load}.host_writes_per_vm_write_refill_factor",
                              _paired(meas, load, "refill", "create", "host_writes",
-                                     norm=("host_writes", "vm_writes")), "x", 2))
+                                     norm=("host_writes", "vm_writes")), "×", 2))
         vals.append(Value.of(f"{k}.{load}.vm_read_delete_over_before",
                              _paired(meas, load, "delete", "before", "vm_read_iops").scaled(100), "%", 1))
         vals.append(Value.of(f"{k}.{load}.service_after_over_with",
@@ -242,7 +248,7 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
             if x.empty or y.empty:
                 continue
             vals.append(Value(f"{k}.{load}.{method}.write_latency_factor",
-                              float(x.write_clat_ms.iloc[0] / y.write_clat_ms.iloc[0]), "x", n=1, digits=2))
+                              float(x.write_clat_ms.iloc[0] / y.write_clat_ms.iloc[0]), "×", n=1, digits=2))
     sat = tl[(tl.load == "saturated") & tl.method.isin(["active", "iterative"])] if not tl.empty else tl
     vals.append(Value.of(f"{k}.saturated.converged_pct", mean_interval(100.0 * sat.converged.astype(float))
                          if len(sat) else Interval(math.nan, math.nan, math.nan, 0, "t"), "%", 0))
@@ -330,12 +336,12 @@ def claims() -> list[Claim]:
               "what such a graph can tell apart", f"{STUDY}.light.vm_with_over_before", stand,
               "unchanged"),
         Claim(f"{STUDY}.C000-1b", CITE, "Graph 1, sample 36 and note **",
-              "light load: host reads per VM read with a snapshot, against without", 2.0, "x", 1.0, 0.4,
+              "light load: host reads per VM read with a snapshot, against without", 2.0, "×", 1.0, 0.4,
               "a judgment: 'twice as high' read from a graph; ±0.4 separates a doubling from +40 %",
               f"{STUDY}.light.host_reads_per_vm_read_factor", stand),
         Claim(f"{STUDY}.C000-1c", CITE, "Graph 1, sample 21 and note *",
               "host writes per VM write while the delta grows (file recreated after the snapshot, against "
-              "before it)", 2.0, "x", 1.0, 0.4, "as C000-1b",
+              "before it)", 2.0, "×", 1.0, 0.4, "as C000-1b",
               f"{STUDY}.light.host_writes_per_vm_write_refill_factor", stand),
         Claim(f"{STUDY}.C000-3a", CITE, "Graph 3, samples 7-25 and 43-49",
               "saturated: VM IOPS with a snapshot against before, (110 R + 100 W) / (510 R + 250 W)",

@@ -154,6 +154,7 @@ class Workload:
     thinktime_ms: float = 0.0
     rate_iops: int | None = None
     reader_thinktime_ms: float | None = None    # None: as the writer
+    extra: tuple[tuple[str, str], ...] = ()     # further fio options of both workers (tests: verify patterns)
 
     def jobs(self) -> list[FioJob]:
         rt = self.thinktime_ms if self.reader_thinktime_ms is None else self.reader_thinktime_ms
@@ -162,9 +163,10 @@ class Workload:
         wextra: tuple[tuple[str, str], ...] = (("thinktime", str(round(self.thinktime_ms * 1000))),)
         if self.rate_iops:
             wextra += (("rate_iops", str(self.rate_iops)),)
-        return [FioJob("reader", "randread", offset=0, extra=(("thinktime", str(round(rt * 1000))),),
-                       **common),  # type: ignore[arg-type]
-                FioJob("writer", "randwrite", offset=self.file_bytes, extra=wextra, **common)]  # type: ignore[arg-type]
+        rextra = (("thinktime", str(round(rt * 1000))),) + self.extra
+        return [FioJob("reader", "randread", offset=0, extra=rextra, **common),  # type: ignore[arg-type]
+                FioJob("writer", "randwrite", offset=self.file_bytes, extra=wextra + self.extra,
+                       **common)]  # type: ignore[arg-type]
 
     def summary_job(self) -> FioJob:
         """One FioJob standing for the pair in the run's coordinates (results.csv job, rw, bs, iodepth): the

@@ -115,3 +115,17 @@ def write(a: LifecycleAnalysis, figure_dir: Path | None = None, generated_dir: P
     if a.fit is not None:
         figures.save(model_chart(a), "lifecycle-model", figure_dir)
     macros.write_table("lifecycle-deletions", deletions_tex(a), generated_dir)
+
+
+def model_table(a: LifecycleAnalysis) -> pd.DataFrame:
+    """The fitted consolidation model: each parameter with its 95 % interval, and the critical write rate."""
+    f = a.fit
+    if f is None:
+        return pd.DataFrame()
+    rows = [("t0 (s)", f.t0.value, f.t0.low, f.t0.high), ("c0 (MiB/s)", f.c0.value / MiB, f.c0.low / MiB,
+                                                          f.c0.high / MiB),
+            ("b (KiB/s per write/s)", f.b.value / 1024, f.b.low / 1024, f.b.high / 1024),
+            ("a (KiB per write)", f.a.value / 1024, f.a.low / 1024, f.a.high / 1024)]
+    lo, hi = f.critical_rate_interval()
+    rows.append(("r* = c0/(a+b) (writes/s)", f.critical_rate, lo, hi))
+    return pd.DataFrame(rows, columns=["parameter", "estimate", "low", "high"])

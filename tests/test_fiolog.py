@@ -1,0 +1,31 @@
+"""fio's own fiologparser on a real fio 3.33 log (five columns; the script unpacks four)."""
+import shutil
+import subprocess
+
+import pytest
+
+from snaptax import fiolog
+
+pytestmark = pytest.mark.skipif(not (shutil.which("fio") and fiolog.SCRIPT_GZ.exists()),
+                                reason="needs fio and Debian's fiologparser.py.gz")
+
+
+def test_fiologparser_sums_a_real_fio_iops_log(tmp_path):
+    job = tmp_path / "job.fio"
+    job.write_text("[global]\nioengine=null\nsize=1G\ntime_based=1\nruntime=3\nrw=randread\nbs=4k\n"
+                   f"rate_iops=200\nwrite_iops_log={tmp_path}/fio\nlog_avg_msec=1000\nper_job_logs=1\n[r]\n")
+    subprocess.run(["fio", "--output-format=json", f"--output={tmp_path}/fio.json", str(job)], check=True,
+                   capture_output=True)
+    log = tmp_path / "fio_iops.1.log"
+    assert len(log.read_text().splitlines()[0].split(",")) == 5      # fio 3.33 writes five columns
+    rows = fiolog.per_second(log, tmp_path)
+    assert len(rows) >= 2
+    assert [round(t) for t, _ in rows[:2]] == [1, 2]
+    for _, v in rows[:2]:
+        assert v == pytest.approx(200, rel=0.1)
+    assert (tmp_path / "fio_iops.1.log.parsed").read_text().strip()
+    assert len((tmp_path / "fio_iops.1.log.4col").read_text().splitlines()[0].split(",")) == 4
+
+
+def test_parse_sums():
+    assert fiolog.parse_sums("1000, 12.000\n2000, 3.500\n") == [(1.0, 12.0), (2.0, 3.5)]
