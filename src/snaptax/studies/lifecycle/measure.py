@@ -29,6 +29,7 @@ from ...qsd import Region
 from ...record import RunSession
 from . import plan as planmod
 
+STUN_SETTLE_S = 0.1     # after stopping the guest: requests already sent to the device complete
 HOST_KEYS = ("host.reads", "host.writes", "host.member0.reads", "host.member0.writes", "host.member1.reads",
              "host.member1.writes", "host.bytes_read", "host.bytes_written")
 
@@ -295,13 +296,14 @@ def delete_iterative(tl: Timeline, load: Load, s: planmod.LifecycleScale) -> dic
     committed_data = d0
     while True:
         ts = tl.now()
-        e.take_snapshot()
+        snap_stun = _stunned_snapshot(e, load)
+        tl.event("helper_snapshot", stun_s=snap_stun)
         e.delete_snapshot("oldest")                       # the older delta into the base; helper is layer 1 now
         te = tl.now()
         helper = max(e.layer_bytes(1) - empty, 0.0)
         rate_bps = committed_data / max(te - ts, 1e-6)
         iterations.append({"k": len(iterations), "t_start": ts, "t_end": te, "committed_bytes": committed_data,
-                           "helper_bytes": helper, "seconds": te - ts})
+                           "helper_bytes": helper, "seconds": te - ts, "snapshot_stun_s": snap_stun})
         tl.event("iteration", **iterations[-1])
         committed_data = helper
         if helper <= s.helper_threshold_bytes or len(iterations) >= s.max_iterations or not load.running():
@@ -335,6 +337,24 @@ def delete_iterative(tl: Timeline, load: Load, s: planmod.LifecycleScale) -> dic
             "seconds": done - t0, "delta0_bytes": d0, "empty_helper_bytes": empty,
             "threshold_bytes": s.helper_threshold_bytes, "max_iterations": s.max_iterations,
             "max_consolidate_s": s.max_consolidate_s, "predicted_stun_s": predicted_stun}
+
+
+def _stunned_snapshot(e: LifecycleEngine, load: Load) -> float:
+    """Take the helper snapshot with the guest stopped for it, as VMware stuns a VM to create a snapshot: fio's
+    processes are stopped, requests already sent complete (STUN_SETTLE_S), the snapshot is taken, fio resumes.
+    Without the stun, blockdev-snapshot under the saturating load hung in QEMU 7.2 (QMP gave no reply within
+    60 s). Returns the stun time (s)."""
+    t0 = time.monotonic()
+    running = load.running()
+    if running:
+        load.stop_guest()
+    try:
+        time.sleep(STUN_SETTLE_S if running else 0.0)
+        e.take_snapshot()
+    finally:
+        if running:
+            load.resume_guest()
+    return time.monotonic() - t0
 
 
 def delete_mirror(tl: Timeline, load: Load) -> dict[str, Any]:
