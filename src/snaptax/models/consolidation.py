@@ -102,7 +102,7 @@ class Trace:
 
 
 def iterate(d0: float, u: float, c: float, threshold: float, *, t0: float = 0.0, c_idle: float | None = None,
-            max_iterations: int = 10, max_stun_s: float = math.inf, working_set: float = math.inf) -> Trace:
+            max_iterations: int = 10, max_stun_s: float = 0.0, working_set: float = math.inf) -> Trace:
     """Simulate the deletion: iterate D_{k+1} = f(D_k) while D_k > θ, at most `max_iterations` times. The final
     commit (stun) happens if the remainder is ≤ θ, or if its predicted stun t0 + D/c_idle ≤ max_stun_s
     (VMware's snapshot.maxConsolidateTime); otherwise the trace is "did not converge" with stun_s = nan and the
@@ -198,18 +198,19 @@ def fit_commit(delta: ArrayLike, seconds: ArrayLike, rate: ArrayLike) -> tuple[E
 
 
 def fit_dirty(seconds: ArrayLike, grown: ArrayLike, rate: ArrayLike) -> Estimate:
-    """Fit D_{k+1} = a·r·t_k through the origin (the helper grew by `grown` bytes in `seconds` while the guest
-    wrote r writes/s); returns a (new bytes per guest write) with its 95 % interval."""
+    """Fit D_{k+1} = a·r·t_k (the helper grew to `grown` bytes in `seconds` while the guest wrote r writes/s):
+    a = mean of D_{k+1}/(r·t_k) over the iterations, with its t interval (the scatter is relative, so each
+    iteration's ratio weighs alike); returns a (new bytes per guest write)."""
     t, g, r = (np.asarray(x, dtype=float) for x in (seconds, grown, rate))
     x = r * t
     keep = x > 0
     x, g = x[keep], g[keep]
     if len(x) < 2:
         raise ValueError(f"consolidation fit: {len(x)} helper growths under load, need at least 2")
-    a = float(np.sum(x * g) / np.sum(x * x))
-    resid = g - a * x
-    dof = len(x) - 1
-    se = math.sqrt(float(np.sum(resid ** 2)) / dof / float(np.sum(x * x)))
+    ratios = g / x      # the helper's growth varies in proportion to its size: average the per-iteration ratios
+    a = float(ratios.mean())
+    dof = len(ratios) - 1
+    se = float(ratios.std(ddof=1)) / math.sqrt(len(ratios))
     tq = float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof))
     return Estimate(a, a - tq * se, a + tq * se)
 

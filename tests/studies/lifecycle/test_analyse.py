@@ -16,7 +16,7 @@ from tests.synthetic import fio_result, write_run
 MiB = 1 << 20
 TRUTH = dict(t0=0.2, c0=20 * MiB, b=0.04 * MiB, a=48_000.0)
 S = planmod.scale(profiles.get("quick"))
-VM = {"light": 30.0, "saturated": 100.0}
+VM = {"light": 30.0, "saturated": 400.0}
 D0 = 2 * S.file_bytes
 
 
@@ -59,10 +59,10 @@ def make_run(tmp_path):
         else:
             r = w = VM[load]
             if ph == "delete" and load == "saturated":
-                r = 10.0
+                r = 40.0
             rate = w
             info = deletion(load, method, rate) if ph == "delete" else None
-            if info is not None and load == "saturated" and method != "mirror":
+            if info is not None and load == "saturated" and method == "active":
                 info["converged"] = False
             extra = {"deletion": info} if info else {}
         per_read = 2.0 if ph in ("with",) else 1.0

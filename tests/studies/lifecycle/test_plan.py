@@ -36,7 +36,7 @@ def test_scaled_vmware_bounds():
     s = planmod.scale(profiles.get("quick"))
     assert s.device_scale == pytest.approx(1 / 32)
     assert s.helper_threshold_bytes == 512 * 1024            # 16 MiB / 32
-    assert s.max_consolidate_s == pytest.approx(12 / 32)
+    assert s.max_consolidate_s == pytest.approx(1 + 12 / 32)
     assert planmod.scale(profiles.get("smoke")).helper_threshold_bytes >= 64 * 1024
 
 

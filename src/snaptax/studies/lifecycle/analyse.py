@@ -71,7 +71,8 @@ def measurements_table(record: RunRecord) -> pd.DataFrame:
     rows = []
     for m in record.measurements:
         load, method = _split(m.variant)
-        wall = max(m.wall_s, 1e-9)
+        # host rates over fio's own runtime (the fio process's wall time adds start-up and teardown)
+        wall = max(max((float(r["runtime_ms"]) for r in m.fio), default=0.0) / 1e3, 1e-9)
         c = {n: (v.delta or 0.0) for n, v in m.counters.items() if v.delta is not None}
         wr = [r for r in m.fio if r["direction"] == "write"]
         rows.append({"variant": m.variant, "load": load, "method": method, "index": m.index, "phase": m.phase,
@@ -174,7 +175,7 @@ def seek_prediction(record: RunRecord) -> dict[str, float]:
     """Mean QD1 service time of the emulated 10K drive over the span base files + delta (a delta of the test
     files' size after the volume) against the files alone (seek-span model, datasheet seek figures)."""
     p = record.manifest.parameters
-    cap = next((int(d["capacity"]) for d in record.manifest.devices if d["name"] == p["device"]), 16 << 30)
+    cap = int(p.get("device_capacity", 16 << 30))
     prof = disk(DRIVE).profile
     if not isinstance(prof, DriveProfile):
         raise TypeError(f"{DRIVE} is not a mechanical drive profile")
