@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -53,7 +54,26 @@ class LifecycleEngine(Qcow2ChainEngine):
                 return float(s["stats"]["wr_highest_offset"])
         return 0.0
 
-    def mirror_onto_base(self, timeout_s: float, on_wait: Callable[[], None]) -> dict[str, float]:
+    def commit_oldest(self, stun: Callable[[Callable[[], None]], float]) -> float:
+        """Commit the oldest delta into the base (intermediate block-commit) while the guest writes on; the graph
+        change at the end (job-finalize) runs inside `stun`. Returns the stun time (s)."""
+        assert self.daemon and self.store and self.daemon.qmp and self.chain_length >= 2
+        q = self.daemon.qmp
+        top, base = self.layers[1], self.layers[0]
+        self._serial += 1
+        job = f"commit{self._serial}"
+        q.execute("block-commit", **{"job-id": job, "device": self.layers[-1].name, "top-node": top.name,
+                                     "base-node": base.name, "auto-finalize": False, "auto-dismiss": False})
+        q.wait_job(job, "pending", timeout=self.commit_timeout_s)
+        stunned = stun(lambda: q.execute("job-finalize", id=job))
+        q.wait_job(job, "concluded", timeout=self.commit_timeout_s)
+        self.layers.remove(top)
+        q.execute("blockdev-del", **{"node-name": top.name})
+        self.store.free(top.region)
+        return stunned
+
+    def mirror_onto_base(self, timeout_s: float, on_wait: Callable[[], None],
+                         stun: Callable[[Callable[[], None]], float]) -> dict[str, float]:
         """Delete the (only) snapshot by blockdev-mirror of the active layer onto the base in
         copy-mode=write-blocking, sync=top: the top layer's clusters are copied into the base's bytes (reached
         through a second raw node on the base region) while every guest write goes to both synchronously; at READY
@@ -74,7 +94,7 @@ class LifecycleEngine(Qcow2ChainEngine):
         _wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
                     timeout_s, on_wait)
         ready = time.monotonic() - t0
-        q.execute("job-complete", id=job)
+        stunned = stun(lambda: q.execute("job-complete", id=job))
         q.wait_job(job, "concluded", timeout=timeout_s)
         done = time.monotonic() - t0
         # the old chain (top over the old base node) has no users now: drop it, the alias becomes the base
@@ -84,7 +104,7 @@ class LifecycleEngine(Qcow2ChainEngine):
         alias = Region(base.region.index, base.region.offset, base.region.size, proto, node)
         self.store.regions[node] = alias
         self.layers[:] = [type(base)(node, alias)]
-        return {"ready_s": ready, "done_s": done}
+        return {"ready_s": ready, "done_s": done, "switch_stun_s": stunned}
 
 
 def _wait_event(q, match: Callable[[dict], bool], timeout_s: float, on_wait: Callable[[], None]) -> dict:
@@ -191,8 +211,13 @@ class Timeline:
                                         log_path=directory / "fio.stderr")
         return Load(child, directory, self.now(), step, self.index, before)
 
-    def finish(self, load: Load, extra: dict[str, Any] | None = None, timeout_s: float = 600) -> None:
-        load.child.proc.wait(timeout=timeout_s)
+    def finish(self, load: Load, extra: dict[str, Any] | None = None, margin_s: float = 60) -> None:
+        limit = (load.step.job.runtime_s or 600) + margin_s
+        try:
+            load.child.proc.wait(timeout=max(1.0, load.started + limit - self.now()))
+        except subprocess.TimeoutExpired:
+            raise MeasurementError(f"fio {load.step.label} still running {limit:.0f} s after its start: a request "
+                                   "is stuck (see the qemu-storage-daemon drain note in measure.stunned)") from None
         self.engine.group.stop(load.child)
         wall = self.now() - load.started
         json_path = load.directory / "fio.json"
@@ -265,7 +290,7 @@ def delete_active(tl: Timeline, load: Load) -> dict[str, Any]:
     _wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
                 e.commit_timeout_s, tick)
     ready = tl.now()
-    q.execute("job-complete", id=job)
+    switch = stunned(load, lambda: q.execute("job-complete", id=job))
     q.wait_job(job, "concluded", timeout=e.commit_timeout_s)
     e.layers.remove(top)
     q.execute("blockdev-del", **{"node-name": top.name})
@@ -275,6 +300,7 @@ def delete_active(tl: Timeline, load: Load) -> dict[str, Any]:
     converged = load_end is None or ready < load_end
     tl.event("delete_done", method="active", converged=converged, seconds=done - t0)
     return {"method": "active", "t_delete_start": t0, "t_ready": ready, "t_done": done, "converged": converged,
+            "switch_stun_s": switch,
             "t_load_stopped": load_end, "seconds": done - t0,
             "after_load_s": (done - load_end) if load_end is not None else 0.0}
 
@@ -296,9 +322,9 @@ def delete_iterative(tl: Timeline, load: Load, s: planmod.LifecycleScale) -> dic
     committed_data = d0
     while True:
         ts = tl.now()
-        snap_stun = _stunned_snapshot(e, load)
+        snap_stun = stunned(load, e.take_snapshot)
         tl.event("helper_snapshot", stun_s=snap_stun)
-        e.delete_snapshot("oldest")                       # the older delta into the base; helper is layer 1 now
+        snap_stun += e.commit_oldest(lambda op: stunned(load, op))   # the older delta into the base
         te = tl.now()
         helper = max(e.layer_bytes(1) - empty, 0.0)
         rate_bps = committed_data / max(te - ts, 1e-6)
@@ -339,18 +365,19 @@ def delete_iterative(tl: Timeline, load: Load, s: planmod.LifecycleScale) -> dic
             "max_consolidate_s": s.max_consolidate_s, "predicted_stun_s": predicted_stun}
 
 
-def _stunned_snapshot(e: LifecycleEngine, load: Load) -> float:
-    """Take the helper snapshot with the guest stopped for it, as VMware stuns a VM to create a snapshot: fio's
-    processes are stopped, requests already sent complete (STUN_SETTLE_S), the snapshot is taken, fio resumes.
-    Without the stun, blockdev-snapshot under the saturating load hung in QEMU 7.2 (QMP gave no reply within
-    60 s). Returns the stun time (s)."""
+def stunned(load: Load, op: Callable[[], object]) -> float:
+    """Run a graph change (snapshot, the pivot or finalization of a commit or mirror) with the guest stopped, as
+    VMware stuns a VM for them: fio's processes are stopped, requests already sent complete (STUN_SETTLE_S), the
+    operation runs, fio resumes. Without it, QEMU 7.2's drain at such a change under load sometimes left a guest
+    request stuck for good (blockdev-snapshot got no QMP reply in 60 s; a reader hung after an active commit's
+    pivot). Returns the stun time (s)."""
     t0 = time.monotonic()
     running = load.running()
     if running:
         load.stop_guest()
     try:
         time.sleep(STUN_SETTLE_S if running else 0.0)
-        e.take_snapshot()
+        op()
     finally:
         if running:
             load.resume_guest()
@@ -361,11 +388,12 @@ def delete_mirror(tl: Timeline, load: Load) -> dict[str, Any]:
     e = tl.engine
     t0 = tl.now()
     tl.event("delete_start", method="mirror", delta_bytes=e.layer_bytes(1))
-    times = e.mirror_onto_base(e.commit_timeout_s, lambda: None)
+    times = e.mirror_onto_base(e.commit_timeout_s, lambda: None, lambda op: stunned(load, op))
     done = tl.now()
     tl.event("delete_done", method="mirror", converged=True, seconds=done - t0)
     return {"method": "mirror", "t_delete_start": t0, "t_ready": t0 + times["ready_s"], "t_done": done,
-            "converged": True, "seconds": done - t0, "after_load_s": 0.0, "t_load_stopped": None}
+            "converged": True, "seconds": done - t0, "after_load_s": 0.0, "t_load_stopped": None,
+            "switch_stun_s": times["switch_stun_s"]}
 
 
 # ------------------------------------------------------------------ the study
