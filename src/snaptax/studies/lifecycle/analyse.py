@@ -329,7 +329,7 @@ def predictions_table(deletions: pd.DataFrame, f: cm.ConsolidationFit, p: dict) 
 
 def claims() -> list[Claim]:
     """Seed 000's claims (Zandboer 2009, vmdamentals.com), each with the value of ours that tests it."""
-    stand = "emulated 2 x Savvio 10K.4 RAID1 (raid1_10k), qcow2 delta with on-disk metadata in the same device"
+    stand = "emulated 2 x Savvio 10K.4 RAID1 (raid1_10k), qcow2 delta (L2 tables cached) in the same device"
     return [
         Claim(f"{STUDY}.C000-1a", CITE, "Graph 1, samples 13 and 36 (25 ms)",
               "light load: the VM's read IOPS unchanged with a snapshot (with / before)", 100.0, "%", 100.0, 10.0,

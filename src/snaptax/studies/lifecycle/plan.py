@@ -2,8 +2,8 @@
 two load levels, three ways to delete a snapshot under load) and a grid of guest write rates for the consolidation
 convergence model (snaptax.models.consolidation).
 
-Device and engine: the rig's `raid1_10k` (two emulated Savvio 10K.4, RAID1), with the qcow2 redo log with on-disk
-metadata (engines.qcow2.metadata_configs: L2 cache 1/8 of the tables, SEsparse-like) as the VMware delta stand-in;
+Device and engine: the rig's `raid1_10k` (two emulated Savvio 10K.4, RAID1), with the qcow2 redo log as the VMware
+delta stand-in (its L2 tables cached: see qcow2_config for why not the on-disk-metadata preset);
 the base volume and every delta are regions of the one device, so they share its heads (qemu-storage-daemon's
 RegionStore: base at the start, each delta in the next free region).
 
