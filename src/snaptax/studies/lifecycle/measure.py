@@ -11,7 +11,9 @@ is `measurements/<variant>/host_series.csv`, the deletion's steps are session ev
 from __future__ import annotations
 
 import csv
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -452,6 +454,31 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
     sampler.write(session.staging / "measurements" / session.variant / "host_series.csv")
 
 
+ATTEMPTS = 3     # per timeline: qemu-storage-daemon 7.2 sometimes hangs at a graph change under load (plan.HANG_NOTE)
+
+
+def attempt(session: RunSession, name: str, body: Callable[[RunSession, LifecycleEngine], None],
+            make_engine: Callable[[], LifecycleEngine], study: dict[str, Any]) -> None:
+    """Measure one timeline with a fresh engine; if the daemon hangs (a QMP reply or a guest request that never
+    comes), stop everything, drop what this attempt recorded, log an `attempt_failed` event with the error, and
+    measure the timeline again, at most ATTEMPTS times (then the error stands)."""
+    for k in range(1, ATTEMPTS + 1):
+        marks = (len(session._rows), len(session._counter_rows), len(session._paths))
+        try:
+            with make_engine() as engine:
+                with session.in_variant(name, {**engine.describe(), "study": study, "attempt": k}):
+                    body(session, engine)
+            return
+        except (MeasurementError, EngineError, TimeoutError) as exc:
+            if k == ATTEMPTS:
+                raise
+            del session._rows[marks[0]:], session._counter_rows[marks[1]:], session._paths[marks[2]:]
+            shutil.rmtree(session.staging / "measurements" / name, ignore_errors=True)
+            session.variant = name
+            session.log_event("attempt_failed", attempt=k, error=f"{type(exc).__name__}: {exc}"[:300])
+            session.variant = "default"
+
+
 def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
     """Measure every timeline and the model grid on the rig's raid1_10k (or `device`); returns the published run."""
     profile = profiles.get(profile_name)
@@ -465,14 +492,12 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                     planned_seconds=planmod.estimated_seconds(s)) as session:
         for load_name, method in planmod.variants():
             name = planmod.variant_name(load_name, method)
-            with LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=600) as engine:
-                with session.in_variant(name, {**engine.describe(), "study": {
-                        "load": load_name, "method": method, "device": dev.name, "emulated": dev.emulated}}):
-                    timeline(session, engine, s, load_name, method)
-        with LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=600) as engine:
-            with session.in_variant(planmod.GRID, {**engine.describe(), "study": {
-                    "method": "iterative", "rates": list(s.grid_rates), "device": dev.name}}):
-                grid(session, engine, s)
+            attempt(session, name, functools.partial(timeline, s=s, load_name=load_name, method=method),
+                    lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=600),
+                    {"load": load_name, "method": method, "device": dev.name, "emulated": dev.emulated})
+        attempt(session, planmod.GRID, functools.partial(grid, s=s),
+                lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=600),
+                {"method": "iterative", "rates": list(s.grid_rates), "device": dev.name})
     assert session.published is not None
     return session.published
 
