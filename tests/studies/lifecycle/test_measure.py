@@ -10,6 +10,7 @@ import time
 import pytest
 
 from snaptax import fio, paths, profiles, rig as rigmod
+from snaptax.errors import EngineError, MeasurementError
 from snaptax.record import RunRecord, RunWriter
 from snaptax.studies.lifecycle import analyse as an, measure, plan as planmod
 
@@ -30,37 +31,49 @@ def pattern_job(name: str, pattern: str, rw: str, s: planmod.LifecycleScale) -> 
                                                 ("verify_fatal", "1")))
 
 
-@pytest.mark.parametrize("method", ["iterative", "active", "mirror"])
+@pytest.mark.parametrize("method", ["iterative", "mirror"])
 @pytest.mark.parametrize("load", ["light", "saturated"])
 def test_deletion_under_load_keeps_every_byte(load, method, tmp_path, work_dir):
     """The volume is written with pattern A, snapshotted, rewritten with pattern B (the delta holds all of it);
     the deletion runs beside the two workers, whose writes carry pattern B too; afterwards a read of the whole
     volume must find B (the block's offset in every block): a delta block lost, misplaced or not committed
-    would show A or another offset."""
+    would show A or another offset. A daemon hang (plan.HANG_NOTE) is retried as the study retries it; a
+    verify mismatch fails at once."""
     rig = rigmod.load("local")
     dev = measure.spindle_device(rig)
     s = SMALL
-    writer = RunWriter(rig, planmod.STUDY, profiles.get("smoke"), {}, tmp_path / "staging")
-    with measure.LifecycleEngine(rig, dev, planmod.qcow2_config(s), s.disk_bytes) as engine:
-        with writer.in_variant(f"{load}-{method}", {}):
-            tl = measure.Timeline(writer, engine, writer.variant)   # type: ignore[arg-type]
-            a = pattern_job("a", "0x0a%o", "write", s)
-            b = pattern_job("b", "0x0b%o", "write", s)
-            tl.run(measure._fill_text(a), a, "create")
-            engine.take_snapshot()
-            engine.empty_bytes = engine.layer_bytes(1)
-            tl.run(measure._fill_text(b), b, "refill")
-            w = planmod.Workload("w", s.file_bytes, s.delete_window_s, planmod.THINKTIME_MS[load],
-                                 extra=(("verify", "pattern"), ("verify_pattern", "0x0b%o"), ("do_verify", "0")))
-            ld = tl.start(w.job_file, w.summary_job(), "delete")
-            time.sleep(0.5)
-            info = {"iterative": lambda: measure.delete_iterative(tl, ld, s),
-                    "active": lambda: measure.delete_active(tl, ld),
-                    "mirror": lambda: measure.delete_mirror(tl, ld)}[method]()
-            tl.finish(ld, {"deletion": info})
-            assert engine.chain_length == 0
-            check = pattern_job("check", "0x0b%o", "read", s)
-            tl.run(measure._fill_text(check), check, "after")     # fio exits non-zero on a mismatch
+    for k in range(measure.ATTEMPTS):
+        writer = RunWriter(rig, planmod.STUDY, profiles.get("smoke"), {}, tmp_path / f"staging{k}")
+        try:
+            with measure.LifecycleEngine(rig, dev, planmod.qcow2_config(s), s.disk_bytes) as engine:
+                with writer.in_variant(f"{load}-{method}", {}):
+                    tl = measure.Timeline(writer, engine, writer.variant)   # type: ignore[arg-type]
+                    a = pattern_job("a", "0x0a%o", "write", s)
+                    b = pattern_job("b", "0x0b%o", "write", s)
+                    tl.run(measure._fill_text(a), a, "create")
+                    engine.take_snapshot()
+                    engine.empty_bytes = engine.layer_bytes(1)
+                    tl.run(measure._fill_text(b), b, "refill")
+                    w = planmod.Workload("w", s.file_bytes, s.delete_window_s, planmod.THINKTIME_MS[load],
+                                         extra=(("verify", "pattern"), ("verify_pattern", "0x0b%o"),
+                                                ("do_verify", "0")))
+                    ld = tl.start(w.job_file, w.summary_job(), "delete")
+                    time.sleep(0.5)
+                    if method == "iterative":
+                        info = measure.delete_iterative(tl, ld, s)
+                    else:
+                        info = measure.delete_mirror(tl, ld)
+                    tl.finish(ld, {"deletion": info})
+                    assert engine.chain_length == 0
+                    check = pattern_job("check", "0x0b%o", "read", s)
+                    try:
+                        tl.run(measure._fill_text(check), check, "after")
+                    except MeasurementError as exc:       # fio exits non-zero on a mismatch
+                        pytest.fail(f"verify after the deletion failed: {exc}")
+            return
+        except (MeasurementError, EngineError, TimeoutError):
+            if k == measure.ATTEMPTS - 1:
+                raise
 
 
 def test_smoke_run_publishes_an_analysable_run(data_dir, work_dir):
