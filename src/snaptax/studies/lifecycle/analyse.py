@@ -201,7 +201,8 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
              Value(f"{k}.steady_s", float(p["steady_s"]), "s"),
              Value(f"{k}.threshold_kib", p["helper_threshold_bytes"] / 1024, "KiB"),
              Value(f"{k}.max_iterations", float(p["max_iterations"]), ""),
-             Value(f"{k}.max_consolidate_s", float(p["max_consolidate_s"]), "s", digits=2)]
+             Value(f"{k}.max_consolidate_s", float(p["max_consolidate_s"]), "s", digits=2),
+             Value(f"{k}.hangs", float(sum(e["event"] == "attempt_failed" for e in m.events)), "timelines")]
 
     # ---- steady phases: VM and host per load
     for load in LOADS:
