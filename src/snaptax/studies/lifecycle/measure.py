@@ -454,6 +454,7 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
     sampler.write(session.staging / "measurements" / session.variant / "host_series.csv")
 
 
+COMMIT_TIMEOUT_S = 90.0     # a commit or mirror job of these sizes takes seconds; longer means the daemon hung
 ATTEMPTS = 3     # per timeline: qemu-storage-daemon 7.2 sometimes hangs at a graph change under load (plan.HANG_NOTE)
 
 
@@ -493,10 +494,10 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
         for load_name, method in planmod.variants():
             name = planmod.variant_name(load_name, method)
             attempt(session, name, functools.partial(timeline, s=s, load_name=load_name, method=method),
-                    lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=600),
+                    lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
                     {"load": load_name, "method": method, "device": dev.name, "emulated": dev.emulated})
         attempt(session, planmod.GRID, functools.partial(grid, s=s),
-                lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=600),
+                lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
                 {"method": "iterative", "rates": list(s.grid_rates), "device": dev.name})
     assert session.published is not None
     return session.published
