@@ -51,6 +51,26 @@ def test_published_run_has_manifest_results_counters_and_measurements(data_dir, 
     assert not s.staging.exists()
 
 
+def test_a_discarded_variant_leaves_no_trace_but_its_events(data_dir, work_dir):
+    with session() as s:
+        for name, attempts in (("keep", 1), ("retry", 2)):
+            for k in range(attempts):
+                with s.in_variant(name, {"attempt": k}):
+                    step = Measure(JOB, f"m{k}")
+                    d = s.measurement_dir(0, step)
+                    s.record_measurement(0, step, chain_length=0, fio_run=fake_run(d, iops=100.0 * (k + 1)),
+                                         counters_before={"host.reads": 0}, counters_after={"host.reads": 1})
+                    if name == "retry" and k == 0:
+                        s.log_event("attempt_failed")
+                        assert s.discard_variant(name) == 1
+                        assert not (s.staging / "measurements" / "retry").exists()
+    rec = RunRecord.load(s.published)
+    assert sorted(m.directory.parent.name for m in rec.measurements) == ["keep", "retry"]
+    assert set(rec.results().query("variant == 'retry'").iops) == {200.0}
+    assert len(rec.counters().query("variant == 'retry'")) == 1
+    assert [e["event"] for e in rec.manifest.events] == ["attempt_failed"]
+
+
 def test_unknown_counter_is_refused(tmp_path):
     step = Measure(JOB, "create")
     with pytest.raises(UnknownCounter, match="host_host_reads"):

@@ -6,13 +6,15 @@ block size, offset) while the script unpacks four (`ValueError: too many values 
 four columns (platform notes). Its sum mode (`-s`) prints `end_ms, value` per interval: for an IOPS log with
 log_avg_msec=1000 the value is the I/Os completed in that second, apportioned by fiologparser to 1 s intervals.
 
-`per_second(log)` writes the four-column copy and the parser's output next to the log (so the run keeps what was
-parsed and what came out) and returns (end_s, value) rows.
+`per_second(log)` runs the parser on a four-column copy in a temporary directory (the script and that copy are
+derived from the package and the log, so a run does not keep them), writes the parser's output next to the log as
+`<log>.parsed` (so the run keeps what came out) and returns (end_s, value) rows.
 """
 from __future__ import annotations
 
 import gzip
 import sys
+import tempfile
 from pathlib import Path
 
 from . import procs
@@ -53,16 +55,16 @@ def parse_sums(text: str) -> list[tuple[float, float]]:
     return rows
 
 
-def per_second(log: Path, workdir: Path | None = None) -> list[tuple[float, float]]:
-    """Per-second sums of one fio log, computed by fiologparser (-s, 1000 ms intervals). Leaves
-    `<log>.4col` and `<log>.parsed` beside the log."""
-    workdir = workdir or log.parent
-    four = four_columns(log, log.with_name(log.name + ".4col"))
-    if not four.read_text().strip():
-        log.with_name(log.name + ".parsed").write_text("")
-        return []
-    cp = procs.run([sys.executable, str(script(workdir)), "-s", "-i", "1000", str(four)], timeout=120,
-                   check=False)
+def per_second(log: Path) -> list[tuple[float, float]]:
+    """Per-second sums of one fio log, computed by fiologparser (-s, 1000 ms intervals). Leaves `<log>.parsed`
+    (the parser's output) beside the log."""
+    with tempfile.TemporaryDirectory(prefix="snaptax-fiolog-") as tmp:
+        four = four_columns(log, Path(tmp) / log.name)
+        if not four.read_text().strip():
+            log.with_name(log.name + ".parsed").write_text("")
+            return []
+        cp = procs.run([sys.executable, str(script(Path(tmp))), "-s", "-i", "1000", str(four)], timeout=120,
+                       check=False)
     if cp.returncode != 0:
         tail = " | ".join(cp.stderr.decode(errors="replace").strip().splitlines()[-2:])
         raise MeasurementError(f"fiologparser on {log.name} exited {cp.returncode}: {tail}")

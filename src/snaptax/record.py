@@ -141,6 +141,18 @@ class RunWriter:
         finally:
             self.variant = previous
 
+    def discard_variant(self, name: str) -> int:
+        """Drop everything recorded under variant `name` (rows, counters, measurement directories; its events and
+        description stay): a configuration measured again from the start. Returns the measurements dropped."""
+        slug = _slug(name)
+        prefix = f"measurements/{slug}/"
+        dropped = sum(p.startswith(prefix) for p in self._paths)
+        self._paths[:] = [p for p in self._paths if not p.startswith(prefix)]
+        self._rows[:] = [r for r in self._rows if r["variant"] != name]
+        self._counter_rows[:] = [r for r in self._counter_rows if r["variant"] != name]
+        shutil.rmtree(self.staging / "measurements" / slug, ignore_errors=True)
+        return dropped
+
     # -------------------------------------------------------------- recording
     def measurement_dir(self, index: int, step: Measure) -> Path:
         d = self.staging / "measurements" / _slug(self.variant) / f"{index:03d}-{_slug(step.label)}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import functools
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -233,7 +232,7 @@ class Timeline:
         series: dict[str, list[tuple[float, float]]] = {}
         logs = sorted(load.directory.glob("fio_iops*.log"))
         for log in logs:
-            series[_log_name(log, result)] = fiolog.per_second(log, load.directory)
+            series[_log_name(log, result)] = fiolog.per_second(log)
         after = self.engine.counters()
         self.session.record_measurement(load.index, load.step, chain_length=self.engine.chain_length,
                                         fio_run=fio.FioRun(load.directory, result, wall), counters_before=load.before,
@@ -464,7 +463,6 @@ def attempt(session: RunSession, name: str, body: Callable[[RunSession, Lifecycl
     comes), stop everything, drop what this attempt recorded, log an `attempt_failed` event with the error, and
     measure the timeline again, at most ATTEMPTS times (then the error stands)."""
     for k in range(1, ATTEMPTS + 1):
-        marks = (len(session._rows), len(session._counter_rows), len(session._paths))
         try:
             with make_engine() as engine:
                 with session.in_variant(name, {**engine.describe(), "study": study, "attempt": k}):
@@ -473,11 +471,10 @@ def attempt(session: RunSession, name: str, body: Callable[[RunSession, Lifecycl
         except (MeasurementError, EngineError, TimeoutError) as exc:
             if k == ATTEMPTS:
                 raise
-            del session._rows[marks[0]:], session._counter_rows[marks[1]:], session._paths[marks[2]:]
-            shutil.rmtree(session.staging / "measurements" / name, ignore_errors=True)
-            session.variant = name
-            session.log_event("attempt_failed", attempt=k, error=f"{type(exc).__name__}: {exc}"[:300])
-            session.variant = "default"
+            dropped = session.discard_variant(name)
+            with session.in_variant(name, session.variants[name]):
+                session.log_event("attempt_failed", attempt=k, dropped_measurements=dropped,
+                                  error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
