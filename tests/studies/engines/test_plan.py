@@ -71,9 +71,11 @@ def test_variants_and_scale_validation():
     assert v["cofw-p16k"].config.page_size == 16 * KiB and v["lvmthin-c128k"].config.chunk_size == 128 * KiB
     assert v["qcow2-c16k-ext"].config.extended_l2 and not v["qcow2-c16k"].config.extended_l2
     with pytest.raises(ConfigError, match="qcow2_ext_clusters"):
-        planmod.EngineScale(64 * MiB, 10, 10, (4 * KiB,), (8 * KiB,), (8 * KiB,), (64 * KiB,))
+        planmod.EngineScale(64 * MiB, 10, 10, 10, (4 * KiB,), (8 * KiB,), (8 * KiB,), (64 * KiB,))
     with pytest.raises(ConfigError, match="writes"):
-        planmod.EngineScale(64 * MiB, 10 ** 9, 10, (4 * KiB,), (), (), ())
+        planmod.EngineScale(64 * MiB, 10 ** 9, 10, 10 ** 9, (4 * KiB,), (), (), ())
+    with pytest.raises(ConfigError, match="claim_writes"):
+        planmod.EngineScale(64 * MiB, 10, 10, 5, (4 * KiB,), (), (), ())
     with pytest.raises(ConfigError, match="no engine scale"):
         planmod.scale(profiles.Profile("huge", 1, 1, 0, 1 << 30))
 
@@ -85,4 +87,19 @@ def test_describe_counts_come_from_the_plan():
     assert f"{study.points()} fio runs in {len(study.variants)} engine/grain variants" in text
     assert ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()) in text
     assert f"timed fio time {study.fio_seconds():.0f} s" in text
-    assert "qcow2-ext redirect-merge grains 16k, 64k, 2m (copy unit = grain/32)" in text
+    assert "qcow2-ext redirect-merge grains 64k, 2m (copy unit = grain/32)" in text
+
+
+def test_claim_variant_measures_longer_base_and_steady_writes_but_the_same_first_writes():
+    profile = profiles.get("quick")
+    s = planmod.scale(profile)
+    study = planmod.build_plan(profile)
+
+    def ios(variant: str, phase: str) -> set[int]:
+        return {int(dict(m.job.options())["number_ios"]) for _, m, _ in study.variant(variant).plan.measurements()
+                if m.phase == phase}
+
+    assert s.claim_writes > s.writes
+    assert ios(planmod.CLAIM_VARIANT, "base-write") == ios(planmod.CLAIM_VARIANT, "steady-write") == {s.claim_writes}
+    assert ios(planmod.CLAIM_VARIANT, "first-write") == {s.writes}
+    assert ios("qcow2-c64k", "base-write") == ios("qcow2-c64k", "first-write") == {s.writes}

@@ -63,12 +63,15 @@ class EngineScale:
 
     disk_size: the volume under test (smaller than the profile's: every grain gets a fresh, prefilled volume,
         and the overwrite phase copies all of it); writes/reads: 4 KiB I/Os per write/read measurement (k);
+    claim_writes: 4 KiB I/Os of the claim variant's base-write and steady-write measurements (≥ writes; its
+        first-write keeps `writes`, so its fraction of first writes is every variant's);
     *_grains: grains measured per engine (qcow2 clusters without / with extended L2, cofw pages, LVM chunks).
     """
 
     disk_size: int
     writes: int
     reads: int
+    claim_writes: int
     qcow2_clusters: tuple[int, ...]
     qcow2_ext_clusters: tuple[int, ...]
     cofw_pages: tuple[int, ...]
@@ -80,6 +83,9 @@ class EngineScale:
             raise ConfigError(src, "disk_size", f"{self.disk_size} is not a positive multiple of 1 MiB")
         if not 0 < self.writes <= self.disk_size // IO_SIZE:
             raise ConfigError(src, "writes", f"{self.writes} not in 1…{self.disk_size // IO_SIZE} (one fio pass)")
+        if not self.writes <= self.claim_writes <= self.disk_size // IO_SIZE:
+            raise ConfigError(src, "claim_writes", f"{self.claim_writes} not in {self.writes}…"
+                              f"{self.disk_size // IO_SIZE} (at least writes, at most one fio pass)")
         if not 0 < self.reads <= self.disk_size // IO_SIZE:
             raise ConfigError(src, "reads", f"{self.reads} not in 1…{self.disk_size // IO_SIZE}")
         if any(c < 16 * KiB for c in self.qcow2_ext_clusters):
@@ -90,18 +96,23 @@ class EngineScale:
 
 
 SCALES: dict[str, EngineScale] = {
-    "smoke": EngineScale(64 * MiB, writes=2000, reads=2000, qcow2_clusters=(4 * KiB, 64 * KiB, 2 * MiB),
+    "smoke": EngineScale(64 * MiB, writes=2000, reads=2000, claim_writes=2000,
+                         qcow2_clusters=(4 * KiB, 64 * KiB, 2 * MiB),
                          qcow2_ext_clusters=(64 * KiB, 2 * MiB), cofw_pages=(8 * KiB, 64 * KiB),
                          lvm_chunks=(64 * KiB,)),
     # Quick: a subset of the grains (full has them all; the paper quotes 4k, 64k and 2m clusters, 8k and 64k
-    # pages, 64k chunks), so the study keeps its 10-minute budget while the claim variant runs the cycles its
-    # interval needs: LVM thin, in a TCG guest, costs about 40 s per cycle and a guest boot per grain.
-    "quick": EngineScale(256 * MiB, writes=4000, reads=2000,
+    # pages, 64k chunks), so the study keeps its 10-minute budget while the claim variant runs the cycles and
+    # the run lengths its interval needs: LVM thin, in a TCG guest, costs about 40 s per cycle and a guest boot
+    # per grain. claim_writes: in the quick runs of 2026-11-23 successive 4000-write (≈ 2.4 s) measurements in
+    # the guest differed by 0.18–0.35 in log IOPS with no trend (white, per measurement), so the steady loss came
+    # out at s = 0.16–0.22 per cycle and 15.6 pp half-width in one run of two; 4× the I/Os per base and steady
+    # write is meant to halve s (if the noise averages as 1/√length), t(8)·0.1/√9 ≈ 8 pp.
+    "quick": EngineScale(256 * MiB, writes=4000, reads=2000, claim_writes=16000,
                          qcow2_clusters=(4 * KiB, 64 * KiB, 2 * MiB),
-                         qcow2_ext_clusters=(16 * KiB, 64 * KiB, 2 * MiB),
+                         qcow2_ext_clusters=(64 * KiB, 2 * MiB),
                          cofw_pages=(8 * KiB, 64 * KiB),
                          lvm_chunks=(64 * KiB,)),
-    "full": EngineScale(1024 * MiB, writes=16000, reads=8000,
+    "full": EngineScale(1024 * MiB, writes=16000, reads=8000, claim_writes=64000,
                         qcow2_clusters=(4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 2 * MiB),
                         qcow2_ext_clusters=(16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 2 * MiB),
                         cofw_pages=(8 * KiB, 16 * KiB, 32 * KiB, 64 * KiB),
@@ -179,17 +190,20 @@ def random_job(name: str, rw: RW, ios: int, disk_size: int) -> FioJob:
                   log_avg_msec=None, extra=(("number_ios", str(ios)), ("norandommap", "1"), *seed))
 
 
-def variant_plan(profile: profiles.Profile, cycles: int | None = None) -> Plan:
+def variant_plan(profile: profiles.Profile, cycles: int | None = None, long_writes: int | None = None) -> Plan:
     """The plan every variant executes on its own fresh volume: prefill, then `cycles` (default: the profile's
-    repeats) cycles of snapshot / measure / delete."""
+    repeats) cycles of snapshot / measure / delete. long_writes: I/Os of the base-write and steady-write
+    measurements (default: the scale's writes, as first-write's)."""
     s = scale(profile)
-    write = random_job("randwrite", "randwrite", s.writes, s.disk_size)
+    first = random_job("randwrite", "randwrite", s.writes, s.disk_size)
+    write = first if long_writes in (None, s.writes) else random_job("randwrite", "randwrite", long_writes,
+                                                                    s.disk_size)
     read = random_job("randread", "randread", s.reads, s.disk_size)
     steps: list = [Measure(sequential_job("prefill", s.disk_size), "prefill")]
     n_cycles = profile.repeats if cycles is None else cycles
     for r in range(n_cycles):
         steps += [Measure(write, "base-write", r), Measure(read, "base-read", r), TakeSnapshot(),
-                  Measure(write, "first-write", r), Measure(read, "snap-read", r),
+                  Measure(first, "first-write", r), Measure(read, "snap-read", r),
                   Measure(sequential_job("overwrite", s.disk_size), "overwrite", r),
                   Measure(write, "steady-write", r), Measure(read, "steady-read", r), DeleteSnapshot("newest")]
     # Closing no-snapshot measurements: with the next cycle's base ones they bracket each cycle's steady phases.
@@ -200,7 +214,8 @@ def variant_plan(profile: profiles.Profile, cycles: int | None = None) -> Plan:
 def build_plan(profile: profiles.Profile) -> StudyPlan:
     """One VariantPlan per engine/grain variant, in the order of variants(profile)."""
     plan = variant_plan(profile)
-    claim_plan = variant_plan(profile, max(profile.repeats, CLAIM_CYCLES.get(profile.name, profile.repeats)))
+    claim_plan = variant_plan(profile, max(profile.repeats, CLAIM_CYCLES.get(profile.name, profile.repeats)),
+                              scale(profile).claim_writes)
     return StudyPlan(tuple(VariantPlan(v.name, claim_plan if v.name == CLAIM_VARIANT else plan)
                            for v in variants(profile)))
 
@@ -216,7 +231,8 @@ def describe(profile: profiles.Profile) -> str:
     claim_cycles = sum(1 for _, m, _ in study.variant(CLAIM_VARIANT).plan.measurements() if m.phase == "first-write")
     lines = [f"profile {profile.name}: volume {s.disk_size // MiB} MiB per variant, {profile.repeats} cycle(s) of "
              f"snapshot / measure / delete ({claim_cycles} for {CLAIM_VARIANT}, whose losses the claims judge)",
-             f"per measurement: {s.writes} random 4 KiB writes or {s.reads} random 4 KiB reads at QD1",
+             f"per measurement: {s.writes} random 4 KiB writes or {s.reads} random 4 KiB reads at QD1 "
+             f"({s.claim_writes} writes in {CLAIM_VARIANT}'s base and steady writes)",
              f"{study.points()} fio runs in {len(study.variants)} engine/grain variants "
              f"({len(per_variant.steps)} plan steps each; {guests} TCG guest boot(s)): "
              + ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()),

@@ -215,6 +215,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
     memory = int(params["memory_bytes"])
     scale = SEED_MEMORY / memory
     out = [Value(f"{k}.memory_mib", memory / MiB, "MiB"), Value(f"{k}.repeats", float(params["repeats"]), ""),
+           # runs before tuned_repeats existed measured the tuned point once per pass
+           Value(f"{k}.tuned_repeats", float(params.get("tuned_repeats", params["repeats"])), ""),
            Value(f"{k}.block_pages", text=", ".join(map(str, params["block_pages"]))),
            Value(f"{k}.waits_ms", text=", ".join(f"{w:g}" for w in params["waits_ms"])),
            Value(f"{k}.points", float(len(params["block_pages"]) * len(params["waits_ms"])), "points"),
