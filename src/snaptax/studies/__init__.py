@@ -90,6 +90,9 @@ REGISTRY: tuple[Study, ...] = (
           "copy-on-write grain of qcow2, LVM thin and 8 KiB copy-on-first-write"),
     Study("memory_dump", "Seed 003: how long a VM's memory takes to dump", "04_memory_dump.ipynb",
           "seed 003 (lazy checkpoint of a 4 GiB VM): the page-walker's ioBlockPages x ioWait grid, dump-time models"),
+    Study("metadata_cache", "Seed 001: what the published losses mean for metadata caching",
+          "06_metadata_cache.ipynb",
+          "seed 001 (Table 1's 65 % and 35 %): loss with one snapshot against the redo log's L2 cache coverage"),
 )
 
 
