@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import claims as claimsmod, compare, macros, paths, profiles, rig as rigmod, studies
+from . import article, claims as claimsmod, compare, macros, paths, profiles, rig as rigmod, sources, studies
 from .analysis import Analysis
 from .record import RunRecord, published_runs, write_atomic
 from .values import Results, Value, check_available, keys_used, render_tex
@@ -140,15 +140,32 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     figure_dir, generated_dir = paper_dir / "figures", paper_dir / "generated"
     rendered = analyse_newest(rig, profile)
     values: list[Value] = []
+    made: dict[str, sources.Source] = {}
     for r in rendered:
-        studies.get(r.study).module("present").write(r.analysis, figure_dir, generated_dir)
+        study = studies.get(r.study)
+        with sources.tracing(study.module("present"), f"notebooks/{study.notebook}") as traced:
+            study.module("present").write(r.analysis, figure_dir, generated_dir)
+        made.update(traced)
         values += list(r.results.values.values())
     values += paper_values(rig, profile, rendered)
     comparisons = rerun_comparisons(rig, profile, rendered)
     values += repro_values(comparisons)
     outcomes = [o for r in rendered for o in r.analysis.outcomes]
-    check_available(keys_used(sorted(paper_dir.glob("*.tex")) + sorted((paper_dir / "sections").glob("*.tex"))),
-                    (v.key for v in values))
+    glance = article.glance_rows(outcomes, [r.study for r in rendered])
+    manifests = {r.study: r.analysis.record.manifest for r in rendered}
+    values += article.glance_values(glance)
+    values += article.environment_values(manifests)
+    values += article.bench_values(paths.BENCH_DIR / "latest.json")
+    for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro_tex),
+                     ("glance", article.glance_tex), ("artifact", article.artifact_tex)):
+        made[stem] = sources.Source(stem, f"{fn.__module__}.{fn.__name__}")
+    tex_files = sorted(paper_dir.glob("*.tex")) + sorted((paper_dir / "sections").glob("*.tex"))
+    check_available(keys_used(tex_files), (v.key for v in values))
+    sources.check_sources(tex_files, made)
+    macros.write_table("glance", article.glance_tex(glance), generated_dir)
+    macros.write_table("artifact", article.artifact_tex(manifests, {r.study: studies.get(r.study).notebook
+                                                                     for r in rendered}), generated_dir)
+    write_atomic(generated_dir / "sources.tex", sources.sources_tex(made.values()))
     macros.write_table("claims", claims_tex(outcomes), generated_dir)
     write_atomic(generated_dir / "claims-tolerances.tex", tolerance_bases_tex(outcomes))
     macros.write_table("runs", runs_tex(rendered), generated_dir)
