@@ -165,7 +165,8 @@ def environment_values(manifests: Mapping[str, Manifest]) -> list[Value]:
         minutes = measured_minutes(m)
         total += minutes
         vals.append(Value(f"paper.time.{study}", minutes, "min", digits=1))
-        vals.append(Value(f"paper.planned.{study}", m.planned_seconds / 60, "min", digits=1))
+        planned = m.planned_seconds / 60 if m.planned_seconds > 0 else math.nan   # older runs recorded none
+        vals.append(Value(f"paper.planned.{study}", planned, "min", digits=1))
     vals.append(Value("paper.time.total", total, "min", digits=1))
     return vals
 
@@ -175,7 +176,8 @@ def artifact_tex(manifests: Mapping[str, Manifest], notebooks: Mapping[str, str]
     rows = []
     for study, m in manifests.items():
         rows.append([esc(study), f"\\texttt{{{esc(notebooks.get(study, '?'))}}}", f"\\texttt{{{esc(m.run_id)}}}",
-                     esc(m.profile.name), macros.fmt(measured_minutes(m), 1), macros.fmt(m.planned_seconds / 60, 1),
+                     esc(m.profile.name), macros.fmt(measured_minutes(m), 1),
+                     macros.fmt(m.planned_seconds / 60, 1) if m.planned_seconds > 0 else "--",
                      str(m.measurements), esc(m.started_utc[:10])])
     return macros.render_table(["study", "notebook", "run", "profile", "measured (min)", "planned (min)",
                                 "fio runs", "date"], rows, align="lllcrrrl")
