@@ -41,7 +41,7 @@ def test_rows_fill_from_claims_and_say_what_is_not_measured():
 def test_a_study_that_lands_fills_its_row():
     rows = article.glance_rows([outcome("beta.z", "b", 3.0, 2.9, 3.1)], ["alpha", "beta"], SEEDS)
     assert rows[1].reproduced and rows[1].missing == ()
-    assert article.verdict_cell(rows[1]) == "differs"
+    assert article.verdict_cell(rows[1]) == "same direction"   # 3.0 against 2 ± 0.2, beyond 1 ± 0.2
 
 
 def test_join_words():
@@ -66,7 +66,7 @@ def test_environment_and_time_from_manifests():
     assert vals["paper.time.alpha"].value == 12.5 and vals["paper.time.total"].value == 18.5
     assert vals["paper.planned.alpha"].value == 10.0 and math.isnan(vals["paper.planned.beta"].value)
     tex = article.artifact_tex(ms, {"alpha": "01_alpha.ipynb"})
-    assert "12.5" in tex and "01\\_alpha.ipynb" in tex and "--" in tex
+    assert "12.5" in tex and "01\\_alpha.ipynb" in tex and "--" in tex and "20260101T000000Z-quick" in tex
 
 
 def test_short_version():

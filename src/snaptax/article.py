@@ -176,11 +176,10 @@ def artifact_tex(manifests: Mapping[str, Manifest], notebooks: Mapping[str, str]
     rows = []
     for study, m in manifests.items():
         rows.append([esc(study), f"\\texttt{{{esc(notebooks.get(study, '?'))}}}", f"\\texttt{{{esc(m.run_id)}}}",
-                     esc(m.profile.name), macros.fmt(measured_minutes(m), 1),
-                     macros.fmt(m.planned_seconds / 60, 1) if m.planned_seconds > 0 else "--",
-                     str(m.measurements), esc(m.started_utc[:10])])
-    return macros.render_table(["study", "notebook", "run", "profile", "measured (min)", "planned (min)",
-                                "fio runs", "date"], rows, align="lllcrrrl")
+                     macros.fmt(measured_minutes(m), 1),
+                     macros.fmt(m.planned_seconds / 60, 1) if m.planned_seconds > 0 else "--", str(m.measurements)])
+    return macros.render_table(["study", "notebook", "run (date, profile)", "measured", "planned", "fio runs"],
+                               rows, align="lllrrr")
 
 
 # ------------------------------------------------------------------ the measurement path's ceiling (make bench)
