@@ -43,9 +43,3 @@ def test_missing_value_names_the_key_and_the_file(tmp_path):
     check_available(used, ["s.loss", "s.there"])
     with pytest.raises(MissingValue, match="p.tex: asks for value 's.loss'"):
         check_available(used, ["s.there"])
-
-
-def test_render_breakable_key():
-    from snaptax.render import breakable
-
-    assert breakable("a_b.c.d") == "a\\_b.\\allowbreak{}c.\\allowbreak{}d"
