@@ -47,8 +47,9 @@ SEEDS: tuple[Seed, ...] = (
                  Model("lifecycle", "consolidation convergence"))),
     Seed("001", "setty2021",
          "fio randrw / readwrite 4 KiB vs snapshot chain length 0\u201312 on VMFS, vSAN and vVOL; create then delete",
-         ("chain_length", "engines"), ("chain_length.loss.on-disk-metadata.randrw",),
+         ("chain_length", "engines", "metadata_cache"), ("chain_length.loss.on-disk-metadata.randrw",),
          models=(Model("chain", "cost of the first and of each further layer"),
+                 Model("metadata_cache", "loss from the redo log's L2 cache misses"),
                  Model("cow", "first-write copy per grain (vVOL stand-in)"))),
     Seed("002", "kanap",
          "IOmeter 32 KiB, 80\u2009% read, 90\u2009% random on a Storwize V7000, SAS only and SAS + SSD Easy Tier: "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 from ... import profiles
 from ...engines.qcow2 import L2_SLICE, Qcow2Config
@@ -23,7 +24,7 @@ from ...fio import prefill_job, seed001_job
 from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan
 
 STUDY = "metadata_cache"
-JOB = "randrw"
+JOB: Literal["randrw"] = "randrw"
 CLUSTER = 64 << 10
 KiB, MiB = 1 << 10, 1 << 20
 
