@@ -24,8 +24,9 @@ misses are; α says how the cost scales with them. α = 1 is a fixed price per m
 α < 1 means the first misses cost the most (a miss also evicts a dirty slice, whose write-back the cache orders
 behind other metadata, so a few misses already stall the queue). The fit (nonlinear least squares, t-based 95 %
 intervals from its covariance) tells; α = 1 is the refutable prediction of the simplest reading. Put together,
-the loss a given coverage costs, and the coverage a given loss implies, follow; the latter is how a published loss (seed 001: 65 % on VMFS, 35 % on vSAN) is read as a cache coverage, with an
-interval from the fits' parameter uncertainty.
+the loss a given coverage costs, and the coverage a given loss implies, follow; the latter is how a published loss
+(seed 001: 65 % on VMFS, 35 % on vSAN) is read as a cache coverage, with an interval from the fits' parameter
+uncertainty.
 """
 from __future__ import annotations
 
