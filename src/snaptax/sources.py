@@ -34,7 +34,7 @@ class Source:
     notebook: str = ""      # notebooks/<file> that shows it, if any
 
     def tex(self) -> str:
-        func = r".\allowbreak{}".join(macros.tex_escape(p) for p in self.function.split("."))
+        func = macros.breakable(self.function)
         where = f"notebook \\texttt{{{macros.tex_escape(self.notebook)}}}, " if self.notebook else ""
         return f"{{\\footnotesize[source: {where}\\texttt{{{func}}}]}}"
 

@@ -199,9 +199,7 @@ def best_curve(fits: dict[str, dict[str, md.DumpFit]]) -> pd.DataFrame:
 # ------------------------------------------------------------------ values and claims
 
 def _v(key: str, est: float, low: float, high: float, n: int, unit: str, digits: int, method: str) -> Value:
-    defined = n > 1 and math.isfinite(low) and math.isfinite(high)
-    return Value(f"{STUDY}.{key}", est, unit, low if defined else math.nan, high if defined else math.nan, n,
-                 digits, None, method if defined else "")
+    return Value.where_defined(f"{STUDY}.{key}", est, low, high, n, unit, digits, method)
 
 
 def _finite(x: float) -> float:

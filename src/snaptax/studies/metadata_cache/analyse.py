@@ -4,7 +4,6 @@ reads and writes each guest I/O cost (host counters against fio's I/O counts), t
 seed 001's published 65 % (VMFS) and 35 % (vSAN): derived results, printed as such, not claims. Pure."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -19,7 +18,6 @@ from .plan import STUDY
 HOST = ("host.reads", "host.writes")
 # Seed 001, Table 1, FIO random I/O: loss with one snapshot. Read here as what our model implies, not judged.
 PUBLISHED_LOSS = {"vmfs": 0.65, "vsan": 0.35}
-PUBLISHED_WHERE = "Table 1, FIO random I/O"
 
 
 @dataclass
@@ -99,9 +97,7 @@ def implied_coverage(cost: mc.CostFit, misses: mc.MissFit) -> pd.DataFrame:
 
 
 def _iv(key: str, est: float, low: float, high: float, n: int, unit: str, digits: int, method: str) -> Value:
-    defined = n > 1 and math.isfinite(low) and math.isfinite(high)
-    return Value(f"{STUDY}.{key}", est, unit, low if defined else math.nan, high if defined else math.nan, n,
-                 digits, None, method if defined else "")
+    return Value.where_defined(f"{STUDY}.{key}", est, low, high, n, unit, digits, method)
 
 
 def _values(record: RunRecord, summary: pd.DataFrame, pairs: pd.DataFrame, misses: mc.MissFit,
@@ -156,4 +152,4 @@ def analyse(record: RunRecord) -> MetadataCacheAnalysis:
 
 
 __all__ = ["MetadataCacheAnalysis", "analyse", "measurements", "pair_table", "summarize", "implied_coverage",
-           "PUBLISHED_LOSS", "PUBLISHED_WHERE"]
+           "PUBLISHED_LOSS"]

@@ -1,5 +1,5 @@
-"""render's own TeX helpers."""
-from snaptax.render import breakable
+"""TeX helpers of snaptax.macros."""
+from snaptax.macros import breakable
 
 
 def test_breakable_key():
