@@ -46,7 +46,7 @@ def test_study_plan_has_one_variant_per_engine_and_grain(name):
     assert len({v.name for v in vs}) == len(vs)
     per_variant = sum(1 for _ in planmod.variant_plan(p).measurements())
     claim_cycles = max(p.repeats, planmod.CLAIM_CYCLES[name])
-    extra = 7 * (claim_cycles - p.repeats)          # the claim variant's extra cycles
+    extra = 4 * (claim_cycles - p.repeats)          # the claim variant's extra cycles: writes only
     assert study.points() == len(vs) * per_variant + extra == len(vs) * (3 + 7 * p.repeats) + extra
     assert study.phase_counts()["first-write"] == len(vs) * p.repeats + claim_cycles - p.repeats
     assert study.fio_seconds() == 0       # counted I/Os, not timed ones
@@ -103,3 +103,18 @@ def test_claim_variant_measures_longer_base_and_steady_writes_but_the_same_first
     assert ios(planmod.CLAIM_VARIANT, "base-write") == ios(planmod.CLAIM_VARIANT, "steady-write") == {s.claim_writes}
     assert ios(planmod.CLAIM_VARIANT, "first-write") == {s.writes}
     assert ios("qcow2-c64k", "base-write") == ios("qcow2-c64k", "first-write") == {s.writes}
+
+
+def test_claim_variant_extra_cycles_measure_writes_first_and_reads_keep_their_brackets():
+    profile = profiles.get("quick")
+    plan = planmod.build_plan(profile).variant(planmod.CLAIM_VARIANT).plan
+    extra = planmod.CLAIM_CYCLES["quick"] - profile.repeats
+    by_repeat: dict[int, list[str]] = {}
+    for _, m, _ in plan.measurements():
+        by_repeat.setdefault(m.repeat, []).append(m.phase)
+    for r in range(extra):
+        assert by_repeat[r][-4:] == ["base-write", "first-write", "overwrite", "steady-write"], r
+    for r in range(extra, extra + profile.repeats):
+        assert set(planmod.READ_PHASES) <= set(by_repeat[r]), r
+    # every cycle with reads has a base-read after it (the next cycle's or the closing one)
+    assert by_repeat[extra + profile.repeats] == ["base-write", "base-read"]

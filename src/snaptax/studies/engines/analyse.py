@@ -101,7 +101,8 @@ def write_points(meas: pd.DataFrame) -> pd.DataFrame:
     w["bytes_per_write"] = (w.host_read_bytes + w.host_write_bytes) / w.write_ios
     w["read_bytes_per_write"] = w.host_read_bytes / w.write_ios
     # Excess over the same volume's base-write of the same cycle: cancels what every measurement window carries
-    # besides the writes (LVM thin's counter snapshot runs lvs, which reads 256 KiB of LVM metadata).
+    # besides the writes (in runs before 2026-11-23T21 LVM thin's counter snapshot ran lvs, which read 256 KiB
+    # of LVM metadata).
     base = w[w.phase == "base-write"].set_index(["variant", "repeat"]).bytes_per_write
     same_cycle = list(zip(w.variant, w.repeat, strict=True))
     w["excess_bytes_per_write"] = w.bytes_per_write - base.reindex(same_cycle).to_numpy()
