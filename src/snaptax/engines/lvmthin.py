@@ -135,11 +135,18 @@ VG=%(vg)s
 PVS="%(pvs)s"
 dev() { echo "/dev/mapper/$VG-$1"; }
 now() { cut -d' ' -f1 /proc/uptime; }
-blkname() { dmsetup info -c --noheadings -o blkdevname "$VG-$1" | tr -d ' '; }
+blkname() {  # the dm-N of volume $1, by shell builtins (no dmsetup exec: counters run twice per measurement)
+    for b in /sys/block/dm-*; do
+        read -r n < "$b/dm/name"
+        if [ "$n" = "$VG-$1" ]; then echo "${b##*/}"; return 0; fi
+    done
+    return 1
+}
 counters() {  # counters LIVE FILE: every counter the host turns into numbers
     {
         for s in %(serials)s; do echo "pv $(blkstat $s)"; done
-        echo "lv $1 $(cat /sys/block/$(blkname $1)/stat)"
+        read -r stat < "/sys/block/$(blkname $1)/stat"
+        echo "lv $1 $stat"
         echo "pool $(dmsetup status $VG-%(pool)s-tpool)"
         echo "thin $1 $(dmsetup status $VG-$1)"
     } > "$2"

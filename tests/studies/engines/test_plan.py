@@ -46,9 +46,12 @@ def test_study_plan_has_one_variant_per_engine_and_grain(name):
     assert len({v.name for v in vs}) == len(vs)
     per_variant = sum(1 for _ in planmod.variant_plan(p).measurements())
     claim_cycles = max(p.repeats, planmod.CLAIM_CYCLES[name])
-    extra = 4 * (claim_cycles - p.repeats)          # the claim variant's extra cycles: writes only
+    claim_first = max(p.repeats, planmod.CLAIM_FIRST_CYCLES[name])
+    # the claim variant's extra cycles: writes only, first-write in the last claim_first cycles
+    extra = 3 * (claim_cycles - p.repeats) + (claim_first - p.repeats)
     assert study.points() == len(vs) * per_variant + extra == len(vs) * (3 + 7 * p.repeats) + extra
-    assert study.phase_counts()["first-write"] == len(vs) * p.repeats + claim_cycles - p.repeats
+    assert study.phase_counts()["first-write"] == len(vs) * p.repeats + claim_first - p.repeats
+    assert study.phase_counts()["steady-write"] == len(vs) * p.repeats + claim_cycles - p.repeats
     assert study.fio_seconds() == 0       # counted I/Os, not timed ones
 
 
@@ -112,8 +115,11 @@ def test_claim_variant_extra_cycles_measure_writes_first_and_reads_keep_their_br
     by_repeat: dict[int, list[str]] = {}
     for _, m, _ in plan.measurements():
         by_repeat.setdefault(m.repeat, []).append(m.phase)
+    no_first = planmod.CLAIM_CYCLES["quick"] - planmod.CLAIM_FIRST_CYCLES["quick"]
     for r in range(extra):
-        assert by_repeat[r][-4:] == ["base-write", "first-write", "overwrite", "steady-write"], r
+        writes = ["base-write", "overwrite", "steady-write"] if r < no_first else \
+            ["base-write", "first-write", "overwrite", "steady-write"]
+        assert by_repeat[r][-len(writes):] == writes and "base-read" not in by_repeat[r], r
     for r in range(extra, extra + profile.repeats):
         assert set(planmod.READ_PHASES) <= set(by_repeat[r]), r
     # every cycle with reads has a base-read after it (the next cycle's or the closing one)
