@@ -82,3 +82,12 @@ def test_claims_prints_the_table_from_the_committed_data():
     assert out.returncode == 0, out.stderr
     assert "verdict" in out.stdout.splitlines()[0]
     assert "loss with 1 snapshot" in out.stdout
+
+
+def test_every_command_prints_its_help():
+    # argparse %-formats help strings: a literal '%' in one ("95 % CI") crashed --help.
+    from snaptax import cli
+    commands = [()] + [(name,) for name in cli.parser()._subparsers._group_actions[0].choices]
+    for args in commands:
+        out = snaptax(*args, "--help")
+        assert out.returncode == 0 and "usage:" in out.stdout, (args, out.stderr[-300:])

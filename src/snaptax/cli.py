@@ -208,7 +208,7 @@ def parser() -> argparse.ArgumentParser:
     nb.add_argument("--measure", action="store_true", help="measure a new run (needs root) instead of opening "
                     "the newest published one")
     nb.set_defaults(func=cmd_notebook)
-    cl = sub.add_parser("claims", help="the claims table (published, ours with 95 % CI, verdict) from data/ alone")
+    cl = sub.add_parser("claims", help="the claims table (published, ours with 95 %% CI, verdict) from data/ alone")
     cl.add_argument("--rig", default="local")
     cl.add_argument("--profile", default=profiles.DEFAULT)
     cl.set_defaults(func=cmd_claims)

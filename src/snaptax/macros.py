@@ -27,6 +27,12 @@ def tex_escape(text: str) -> str:
     return "".join(repl.get(c, c) for c in str(text))
 
 
+def breakable(dotted: str) -> str:
+    """A dotted name (a value key, a function path) as TeX that may break after each dot (such names are longer
+    than a narrow column)."""
+    return ".\\allowbreak{}".join(tex_escape(part) for part in dotted.split("."))
+
+
 def render_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str | None = None) -> str:
     """A booktabs tabular; cells are already TeX (use fmt/tex_escape)."""
     align = align or "l" * len(header)

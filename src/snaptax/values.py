@@ -57,6 +57,15 @@ class Value:
     def of(cls, key: str, iv: Interval, unit: str, digits: int = 0) -> Value:
         return cls(key, iv.estimate, unit, iv.low, iv.high, iv.n, digits, None, iv.method)
 
+    @classmethod
+    def where_defined(cls, key: str, estimate: float, low: float, high: float, n: int, unit: str, digits: int,
+                      method: str) -> Value:
+        """A value whose interval (and its method) is kept only where it is defined: n ≥ 2 repeats and finite
+        ends."""
+        defined = n > 1 and math.isfinite(low) and math.isfinite(high)
+        return cls(key, estimate, unit, low if defined else math.nan, high if defined else math.nan, n, digits, None,
+                   method if defined else "")
+
     @property
     def has_interval(self) -> bool:
         return math.isfinite(self.low) and math.isfinite(self.high)

@@ -22,8 +22,8 @@ Counters (per Measure, before/after; names in snaptax.counters.CATALOGUE):
             the rig device received (the PV is a region of it, served 1:1). Under TCG the emulation's own overhead
             hides the snapshot cost on a fast backend; these do not.
   guest.*   the live thin device's stat (reads, writes, sectors, io_ms): what fio's volume completed.
-  engine.pool_*  the pool's `dmsetup status` (data and metadata blocks, transaction id) and `lvs` percentages
-            (gauges).
+  engine.pool_*  the pool's `dmsetup status` (data and metadata blocks, transaction id) and the usage
+            percentages lvs would print, computed from them (gauges).
   engine.live_mapped_sectors   sectors mapped in the live volume (gauge).
   engine.chunks_broken   (counter, kept by the engine across the plan) shared chunks whose sharing a write broke:
             a write to a shared chunk allocates a pool chunk while the live mapping stays the same size, a write to
@@ -135,14 +135,20 @@ VG=%(vg)s
 PVS="%(pvs)s"
 dev() { echo "/dev/mapper/$VG-$1"; }
 now() { cut -d' ' -f1 /proc/uptime; }
-blkname() { dmsetup info -c --noheadings -o blkdevname "$VG-$1" | tr -d ' '; }
+blkname() {  # the dm-N of volume $1, by shell builtins (no dmsetup exec: counters run twice per measurement)
+    for b in /sys/block/dm-*; do
+        read -r n < "$b/dm/name"
+        if [ "$n" = "$VG-$1" ]; then echo "${b##*/}"; return 0; fi
+    done
+    return 1
+}
 counters() {  # counters LIVE FILE: every counter the host turns into numbers
     {
         for s in %(serials)s; do echo "pv $(blkstat $s)"; done
-        echo "lv $1 $(cat /sys/block/$(blkname $1)/stat)"
+        read -r stat < "/sys/block/$(blkname $1)/stat"
+        echo "lv $1 $stat"
         echo "pool $(dmsetup status $VG-%(pool)s-tpool)"
         echo "thin $1 $(dmsetup status $VG-$1)"
-        lvm lvs --noheadings --nosuffix -o lv_name,data_percent,metadata_percent $VG | sed 's/^ */lvs /'
     } > "$2"
 }
 step() { echo "$1 $(now)" >> "$OUT/steps.txt"; }
@@ -295,6 +301,10 @@ def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
             i = f.index("thin-pool")
             meta_used, meta_total = f[i + 2].split("/")
             data_used, data_total = f[i + 3].split("/")
+            # The pool's usage in per cent, as lvs prints it, from the same status line: counters run before and
+            # after every measurement, and lvs (the lvm binary scanning its devices) cost ~0.5 s each under TCG.
+            out.update({"engine.pool_data_percent": 100.0 * float(data_used) / float(data_total),
+                        "engine.pool_metadata_percent": 100.0 * float(meta_used) / float(meta_total)})
             out.update({"engine.pool_transaction_id": float(f[i + 1]),
                         "engine.pool_meta_used_blocks": float(meta_used),
                         "engine.pool_meta_total_blocks": float(meta_total),
@@ -304,9 +314,6 @@ def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
             f = parts[2:]
             i = f.index("thin")
             out["engine.live_mapped_sectors"] = float(f[i + 1])
-        elif kind == "lvs" and len(parts) >= 4 and parts[1] == POOL:
-            out["engine.pool_data_percent"] = float(parts[2])
-            out["engine.pool_metadata_percent"] = float(parts[3])
     if "engine.pool_data_used_chunks" in out and "engine.live_mapped_sectors" in out:
         out["engine.snapshot_allocated_bytes"] = _held_chunks(out, chunk_size) * chunk_size
     return out

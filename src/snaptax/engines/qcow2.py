@@ -13,8 +13,9 @@ write), and `cache-clean-interval`.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import fio
 from ..backends import open_device
@@ -23,6 +24,10 @@ from ..procs import ProcessGroup
 from ..qsd import Region, RegionStore, StorageDaemon
 from ..rig import Device, Rig
 from .base import SnapshotEngine
+
+if TYPE_CHECKING:
+    from ..plan import StudyPlan
+    from ..record import RunSession
 
 EXPORT = "vd"
 
@@ -234,3 +239,13 @@ class Qcow2ChainEngine(SnapshotEngine):
     def describe(self) -> dict[str, Any]:
         return {"engine": self.kind, "config": asdict(self.config), "disk_size": self.disk_size,
                 "device": self.device.name, "export": EXPORT}
+
+
+def execute_per_config(rig: Rig, device: Device, configs: Mapping[str, Qcow2Config], study: StudyPlan,
+                       disk_size: int, session: RunSession) -> None:
+    """Every variant of `study` on its own fresh volume of `disk_size` on `device`, with the qcow2 config named as
+    the variant (the studies that compare redo-log configurations: chain_length, metadata_cache)."""
+    for vp in study.variants:
+        with Qcow2ChainEngine(rig, device, configs[vp.variant], disk_size) as engine:
+            with session.in_variant(vp.variant, engine.describe()):
+                engine.execute(vp.plan, session)

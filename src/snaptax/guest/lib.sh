@@ -4,7 +4,9 @@
 disk() {
     for d in /sys/block/vd*; do
         [ -e "$d/serial" ] || continue
-        if [ "$(cat "$d/serial")" = "$1" ]; then echo "/dev/${d##*/}"; return 0; fi
+        # read, a shell builtin, not cat: every exec costs tens of ms under TCG, and counters run twice a step
+        read -r ser < "$d/serial"
+        if [ "$ser" = "$1" ]; then echo "/dev/${d##*/}"; return 0; fi
     done
     return 1
 }
@@ -13,6 +15,7 @@ disk() {
 blkstat() {
     for s in "$@"; do
         dev=$(disk "$s") || { echo "no disk $s" >&2; return 1; }
-        echo "$s $(cat /sys/block/${dev##*/}/stat)"
+        read -r stat < "/sys/block/${dev##*/}/stat"
+        echo "$s $stat"
     done
 }

@@ -94,6 +94,9 @@ REGISTRY: tuple[Study, ...] = (
           "05_lifecycle.ipynb",
           "seed 000 (VMware snapshots on a 10K RAID1): timelines at 25 ms and 0 ms delay, three deletion methods, "
           "the consolidation convergence model"),
+    Study("metadata_cache", "Seed 001: what the published losses mean for metadata caching",
+          "06_metadata_cache.ipynb",
+          "seed 001 (Table 1's 65 % and 35 %): loss with one snapshot against the redo log's L2 cache coverage"),
 )
 
 

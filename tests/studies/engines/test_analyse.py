@@ -27,15 +27,19 @@ def broken_grains(p: profiles.Profile, v: planmod.Variant) -> int:
     return int(round(float(cow.expected_grains_hit(s.writes, s.disk_size, v.copy_grain, 4096, replacement=True))))
 
 
-def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_copies=True, drift=0.0):
+def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_copies=True, drift=0.0,
+             claim_plan=False):
     """A published run of the chosen variants. First-write IOPS are 500 × (1 ∓ noise) in alternate cycles; every
-    IOPS drifts by `drift` (a fraction) over each variant's plan."""
+    IOPS drifts by `drift` (a fraction) over each variant's plan. claim_plan: the claim variant runs its own plan
+    (build_plan: more cycles, some without reads or first-write), as in a real run."""
     p = profiles.get(profile)
     s = planmod.scale(p)
     by_name = {v.name: v for v in planmod.variants(p)}
     plan = planmod.variant_plan(p)
-    points = [(name, i, m, n) for name in names for i, m, n in plan.measurements()]
+    plans = {vp.variant: vp.plan for vp in planmod.build_plan(p).variants} if claim_plan else {}
+    points = [(name, i, m, n) for name in names for i, m, n in plans.get(name, plan).measurements()]
     state: dict[str, dict[str, float]] = {}
+    first_done: dict[str, bool] = {}
 
     def measured(variant, index, step, chain):
         v = by_name[variant]
@@ -49,10 +53,13 @@ def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_co
             c.setdefault("engine.chunks_broken", 0.0)
         before = dict(c)
         writing = step.job.rw in ("write", "randwrite")
-        ios = step.job.size // step.job.bs if step.phase in ("prefill", "overwrite") else (
-            s.writes if writing else s.reads)
+        ios = step.job.size // step.job.bs if step.phase in ("prefill", "overwrite") else int(
+            dict(step.job.options())["number_ios"])
         c["host.sectors_written" if writing else "host.sectors_read"] += ios * step.job.bs / 512
+        if chain == 0:
+            first_done[variant] = False
         if step.phase == "first-write":
+            first_done[variant] = True
             broken = broken_grains(p, v)
             if v.family == "cofw":             # read the old page, write it to the sparse file (counted apart)
                 if cofw_copies:
@@ -74,7 +81,8 @@ def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_co
         elif step.phase == "overwrite":        # every grain broken: the snapshot holds the whole volume
             c["engine.snapshot_allocated_bytes"] = float(s.disk_size)
             if v.family == "lvmthin":
-                c["engine.chunks_broken"] += s.disk_size / v.grain - broken_grains(p, v)
+                c["engine.chunks_broken"] += s.disk_size / v.grain - (broken_grains(p, v)
+                                                                       if first_done.get(variant) else 0)
         iops = IOPS[step.phase] * (1 + drift * index / len(plan.steps))
         if step.phase == "first-write":
             iops *= 1 + noise * (1 if step.repeat % 2 else -1)
@@ -199,3 +207,16 @@ def test_smoke_run_provides_every_value_the_paper_asks_for(tmp_path):
     table = a.summary_table()
     assert list(table.variant)[:3] == ["qcow2-c4k", "qcow2-c64k", "qcow2-c2m"]     # family, then grain
     assert table.set_index("variant").at["cofw-p8k", "bytes_per_first_write_kib"] == pytest.approx(20.0)
+
+
+def test_claim_variant_cycles_without_reads_or_first_write_still_count(tmp_path):
+    a = make_run(tmp_path, claim_plan=True, noise=0.1)
+    cycles, first = planmod.CLAIM_CYCLES["quick"], planmod.CLAIM_FIRST_CYCLES["quick"]
+    assert (a.cycles.variant == planmod.CLAIM_VARIANT).sum() == cycles
+    steady = a.value(f"engines.steady_loss.{planmod.CLAIM_VARIANT}")
+    assert steady.n == cycles and steady.value == pytest.approx(10.0, abs=1e-6)      # 900 against 1000
+    first_loss = a.value(f"engines.first_loss.{planmod.CLAIM_VARIANT}")
+    assert first_loss.n == first and 40.0 < first_loss.value < 60.0                  # 500 ± 10 % against 1000
+    reads = a.value(f"engines.snap_read_ratio.{planmod.CLAIM_VARIANT}")
+    assert reads.n == profiles.get("quick").repeats and reads.value == pytest.approx(0.8)
+    assert a.value("engines.bytes_per_first_write_kib.lvmthin-c64k").value == pytest.approx(132.0)

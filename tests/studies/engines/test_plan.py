@@ -46,9 +46,12 @@ def test_study_plan_has_one_variant_per_engine_and_grain(name):
     assert len({v.name for v in vs}) == len(vs)
     per_variant = sum(1 for _ in planmod.variant_plan(p).measurements())
     claim_cycles = max(p.repeats, planmod.CLAIM_CYCLES[name])
-    extra = 7 * (claim_cycles - p.repeats)          # the claim variant's extra cycles
+    claim_first = max(p.repeats, planmod.CLAIM_FIRST_CYCLES[name])
+    # the claim variant's extra cycles: writes only, first-write in the last claim_first cycles
+    extra = 3 * (claim_cycles - p.repeats) + (claim_first - p.repeats)
     assert study.points() == len(vs) * per_variant + extra == len(vs) * (3 + 7 * p.repeats) + extra
-    assert study.phase_counts()["first-write"] == len(vs) * p.repeats + claim_cycles - p.repeats
+    assert study.phase_counts()["first-write"] == len(vs) * p.repeats + claim_first - p.repeats
+    assert study.phase_counts()["steady-write"] == len(vs) * p.repeats + claim_cycles - p.repeats
     assert study.fio_seconds() == 0       # counted I/Os, not timed ones
 
 
@@ -71,9 +74,11 @@ def test_variants_and_scale_validation():
     assert v["cofw-p16k"].config.page_size == 16 * KiB and v["lvmthin-c128k"].config.chunk_size == 128 * KiB
     assert v["qcow2-c16k-ext"].config.extended_l2 and not v["qcow2-c16k"].config.extended_l2
     with pytest.raises(ConfigError, match="qcow2_ext_clusters"):
-        planmod.EngineScale(64 * MiB, 10, 10, (4 * KiB,), (8 * KiB,), (8 * KiB,), (64 * KiB,))
+        planmod.EngineScale(64 * MiB, 10, 10, 10, (4 * KiB,), (8 * KiB,), (8 * KiB,), (64 * KiB,))
     with pytest.raises(ConfigError, match="writes"):
-        planmod.EngineScale(64 * MiB, 10 ** 9, 10, (4 * KiB,), (), (), ())
+        planmod.EngineScale(64 * MiB, 10 ** 9, 10, 10 ** 9, (4 * KiB,), (), (), ())
+    with pytest.raises(ConfigError, match="claim_writes"):
+        planmod.EngineScale(64 * MiB, 10, 10, 5, (4 * KiB,), (), (), ())
     with pytest.raises(ConfigError, match="no engine scale"):
         planmod.scale(profiles.Profile("huge", 1, 1, 0, 1 << 30))
 
@@ -85,4 +90,37 @@ def test_describe_counts_come_from_the_plan():
     assert f"{study.points()} fio runs in {len(study.variants)} engine/grain variants" in text
     assert ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()) in text
     assert f"timed fio time {study.fio_seconds():.0f} s" in text
-    assert "qcow2-ext redirect-merge grains 16k, 64k, 2m (copy unit = grain/32)" in text
+    assert "qcow2-ext redirect-merge grains 64k, 2m (copy unit = grain/32)" in text
+
+
+def test_claim_variant_measures_longer_base_and_steady_writes_but_the_same_first_writes():
+    profile = profiles.get("quick")
+    s = planmod.scale(profile)
+    study = planmod.build_plan(profile)
+
+    def ios(variant: str, phase: str) -> set[int]:
+        return {int(dict(m.job.options())["number_ios"]) for _, m, _ in study.variant(variant).plan.measurements()
+                if m.phase == phase}
+
+    assert s.claim_writes > s.writes
+    assert ios(planmod.CLAIM_VARIANT, "base-write") == ios(planmod.CLAIM_VARIANT, "steady-write") == {s.claim_writes}
+    assert ios(planmod.CLAIM_VARIANT, "first-write") == {s.writes}
+    assert ios("qcow2-c64k", "base-write") == ios("qcow2-c64k", "first-write") == {s.writes}
+
+
+def test_claim_variant_extra_cycles_measure_writes_first_and_reads_keep_their_brackets():
+    profile = profiles.get("quick")
+    plan = planmod.build_plan(profile).variant(planmod.CLAIM_VARIANT).plan
+    extra = planmod.CLAIM_CYCLES["quick"] - profile.repeats
+    by_repeat: dict[int, list[str]] = {}
+    for _, m, _ in plan.measurements():
+        by_repeat.setdefault(m.repeat, []).append(m.phase)
+    no_first = planmod.CLAIM_CYCLES["quick"] - planmod.CLAIM_FIRST_CYCLES["quick"]
+    for r in range(extra):
+        writes = ["base-write", "overwrite", "steady-write"] if r < no_first else \
+            ["base-write", "first-write", "overwrite", "steady-write"]
+        assert by_repeat[r][-len(writes):] == writes and "base-read" not in by_repeat[r], r
+    for r in range(extra, extra + profile.repeats):
+        assert set(planmod.READ_PHASES) <= set(by_repeat[r]), r
+    # every cycle with reads has a base-read after it (the next cycle's or the closing one)
+    assert by_repeat[extra + profile.repeats] == ["base-write", "base-read"]

@@ -44,7 +44,7 @@ def exact(role, point, memory, model="after", **extra):
 def test_per_point_means_intervals_and_ratios(tmp_path):
     a = an.analyse(make_run(tmp_path))
     s = planmod.scale(profiles.get("quick"))
-    assert len(a.meas) == 2 * 16 * s.repeats and len(a.summary) == 32
+    assert len(a.meas) == 2 * (16 * s.repeats + s.tuned_repeats - s.repeats) and len(a.summary) == 32
     row = a.summary[(a.summary.role == "raid1_10k") & (a.summary.label == "p64-w25")].iloc[0]
     t = exact("raid1_10k", planmod.DEFAULT, s.memory_bytes)
     assert row.n == 2 and row.dump_s == pytest.approx(t, rel=1e-3)      # runtime_ms is whole milliseconds
@@ -58,6 +58,9 @@ def test_per_point_means_intervals_and_ratios(tmp_path):
     ratio = exact("raid1_10k", planmod.TUNED, s.memory_bytes) / t
     # the noise is the same sign for both points of a pass: the paired ratio has no spread at all
     assert tuned.to_default == pytest.approx(ratio, rel=1e-3)
+    # the tuned point's further runs count in its time (not in the pairs with the default)
+    assert tuned.n == s.tuned_repeats > s.repeats
+    assert a.value("memory_dump.tuned_ratio.raid1_10k").n == s.repeats
     assert tuned.to_default_high - tuned.to_default_low < 1e-3
     zero = a.summary[a.summary.wait_ms == 0]
     assert zero.vs_estimate.isna().all() and (zero.busy == 1.0).all()
@@ -143,7 +146,7 @@ def test_a_single_pass_gives_no_intervals_and_inconclusive_verdicts(tmp_path):
     import dataclasses
 
     p = profiles.get("quick")
-    one = dataclasses.replace(planmod.SCALES["quick"], repeats=1)
+    one = dataclasses.replace(planmod.SCALES["quick"], repeats=1, tuned_repeats=1)
     old = planmod.SCALES["quick"]
     planmod.SCALES["quick"] = one
     try:

@@ -27,9 +27,13 @@ def test_plan_interleaves_passes_over_the_grid_on_both_devices(name):
     s = planmod.scale(p)
     study = planmod.build_plan(p)
     assert [v.variant for v in study.variants] == ["ssd", "raid1_10k"]
-    assert study.points() == 2 * 16 * s.repeats
+    extra = s.tuned_repeats - s.repeats
+    assert study.points() == 2 * (16 * s.repeats + extra)
     steps = [m for _, m, _ in study.variants[0].plan.measurements()]
-    assert [m.repeat for m in steps] == [r for r in range(s.repeats) for _ in range(16)]
+    assert [m.repeat for m in steps] == [r for r in range(s.repeats) for _ in range(16)] + list(range(s.repeats,
+                                                                                                   s.tuned_repeats))
+    assert all(planmod.point_of(m.job) == planmod.TUNED for m in steps[16 * s.repeats:])
+    assert sum(planmod.point_of(m.job) == planmod.TUNED for m in steps) == s.tuned_repeats
     assert {planmod.point_of(m.job) for m in steps} == set(s.points())
     assert planmod.DEFAULT in s.points() and planmod.TUNED in s.points()
     assert all(m.phase == "dump" and m.job.size == s.memory_bytes for m in steps)
@@ -60,14 +64,16 @@ def test_describe_counts_come_from_the_plan():
 
 def test_scale_validation():
     with pytest.raises(ConfigError, match="'ioBlockPages'"):
-        planmod.MemoryDumpScale(16 * MiB, 2, block_pages=(0, 64, 2048))
+        planmod.MemoryDumpScale(16 * MiB, 2, 2, block_pages=(0, 64, 2048))
     with pytest.raises(ConfigError, match="'ioWait'"):
-        planmod.MemoryDumpScale(16 * MiB, 2, waits_ms=(-2, 2, 25))
+        planmod.MemoryDumpScale(16 * MiB, 2, 2, waits_ms=(-2, 2, 25))
     with pytest.raises(ConfigError, match="'memory_bytes'"):
-        planmod.MemoryDumpScale(5 * MiB, 2)
+        planmod.MemoryDumpScale(5 * MiB, 2, 2)
     with pytest.raises(ConfigError, match="'block_pages'"):
-        planmod.MemoryDumpScale(16 * MiB, 2, block_pages=(64, 256))       # no tuned point
+        planmod.MemoryDumpScale(16 * MiB, 2, 2, block_pages=(64, 256))       # no tuned point
     with pytest.raises(ConfigError, match="'repeats'"):
-        planmod.MemoryDumpScale(16 * MiB, 0)
+        planmod.MemoryDumpScale(16 * MiB, 0, 0)
+    with pytest.raises(ConfigError, match="'tuned_repeats'"):
+        planmod.MemoryDumpScale(16 * MiB, 3, 2)
     with pytest.raises(ConfigError, match="no memory-dump scale"):
         planmod.scale(profiles.Profile("huge", 1, 1, 0, 1 << 30))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import profiles, rig as rigmod
-from ...engines.qcow2 import Qcow2ChainEngine
+from ...engines.qcow2 import execute_per_config
 from ...record import RunSession
 from . import plan as planmod
 
@@ -25,9 +25,6 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                   "pairs_basis": scale.pairs_basis}
     with RunSession(rig, STUDY, profile, parameters, devices_used=(dev.name,), planned_points=study.points(),
                     planned_seconds=study.fio_seconds()) as session:
-        for vp in study.variants:
-            with Qcow2ChainEngine(rig, dev, configs[vp.variant], profile.disk_size) as engine:
-                with session.in_variant(vp.variant, engine.describe()):
-                    engine.execute(vp.plan, session)
+        execute_per_config(rig, dev, configs, study, profile.disk_size, session)
     assert session.published is not None
     return session.published

@@ -101,7 +101,8 @@ def write_points(meas: pd.DataFrame) -> pd.DataFrame:
     w["bytes_per_write"] = (w.host_read_bytes + w.host_write_bytes) / w.write_ios
     w["read_bytes_per_write"] = w.host_read_bytes / w.write_ios
     # Excess over the same volume's base-write of the same cycle: cancels what every measurement window carries
-    # besides the writes (LVM thin's counter snapshot runs lvs, which reads 256 KiB of LVM metadata).
+    # besides the writes (in runs before 2026-11-23T21 LVM thin's counter snapshot ran lvs, which read 256 KiB
+    # of LVM metadata).
     base = w[w.phase == "base-write"].set_index(["variant", "repeat"]).bytes_per_write
     same_cycle = list(zip(w.variant, w.repeat, strict=True))
     w["excess_bytes_per_write"] = w.bytes_per_write - base.reindex(same_cycle).to_numpy()
@@ -141,7 +142,8 @@ def _cycle(by: pd.DataFrame, y: pd.Series, rep: int) -> dict[str, float]:
 
     k, n_first = at("first-write", "write_ios"), at("first-write", "first_writes")
     expected = at("first-write", "first_writes_expected")
-    measured = by.at[("first-write", rep), "first_source"] == "measured"
+    # cycles without first-write (the claim variant's early ones, plan.CLAIM_FIRST_CYCLES) give NaN first metrics
+    measured = ("first-write", rep) in by.index and by.at[("first-write", rep), "first_source"] == "measured"
     b_w, f_w = at("base-write", "write_iops"), at("first-write", "write_iops")
     return {
         **{f"{p}_write_iops": at(p, "write_iops") for p in WRITE_PHASES},
@@ -169,7 +171,7 @@ def cycles(meas: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
     for variant, g in meas.groupby("variant", sort=False):
         by = g.set_index(["phase", "repeat"])
         y = points[points.variant == variant].set_index(["phase", "repeat"]).bytes_per_write
-        for rep in sorted(g[g.phase == "first-write"].repeat.unique()):
+        for rep in sorted(g[g.phase == "steady-write"].repeat.unique()):
             rows.append({"variant": variant, "family": g.family.iloc[0], "repeat": int(rep),
                          **_cycle(by, y, int(rep))})
     return pd.DataFrame(rows)
@@ -198,6 +200,7 @@ def summarize(meas: pd.DataFrame, cyc: pd.DataFrame) -> pd.DataFrame:
         for metric in (*RATIOS, *LOSSES, *MEANS):
             iv = interval_of(c, metric)
             row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = iv.estimate, iv.low, iv.high
+            row[f"{metric}_n"] = iv.n    # cycles that measured it (the claim variant's early ones skip some)
         row["model_bytes_per_first_write_kib"] = float(cow.first_write_bytes(r.copy_grain, IO_SIZE, r["mode"])) / KiB
         rows.append(row)
     out = pd.DataFrame(rows)
@@ -267,21 +270,25 @@ def _values(record: RunRecord, summary: pd.DataFrame, fits: dict[str, cow.CowFit
     out = [Value(f"{k}.disk_mib", scale["disk_size"] / MiB, "MiB"),
            Value(f"{k}.writes", float(scale["writes"]), "I/Os"),
            Value(f"{k}.reads", float(scale["reads"]), "I/Os"),
+           # runs before claim_writes existed measured the claim variant like the others
+           Value(f"{k}.claim_writes", float(scale.get("claim_writes", scale["writes"])), "I/Os"),
            Value(f"{k}.io_kib", IO_SIZE / KiB, "KiB"),
            Value(f"{k}.variants", float(len(summary)), "variants"),
            Value(f"{k}.cycles", float(summary.cycles.min()) if len(summary) else 0.0, "cycles")]
     claim_rows = summary[summary.variant == CLAIM_VARIANT]
     if len(claim_rows):
         out.append(Value(f"{k}.cycles_claim", float(claim_rows.cycles.iloc[0]), "cycles"))
+        out.append(Value(f"{k}.first_cycles_claim", float(claim_rows.first_loss_n.iloc[0]), "cycles"))
     units = {**{m: ("", 2) for m in RATIOS}, **{m: ("%", 0) for m in LOSSES}, **MEANS}
     for _, row in summary.iterrows():
         v = row.variant
         for metric, (unit, digits) in units.items():
             if metric == "first_over_expected" and not math.isfinite(row[metric]):
                 continue   # qcow2: nothing counted, nothing to compare
-            method = ("paired log-ratio t" if metric in RATIOS or metric in LOSSES else "t") if row.cycles > 1 else ""
+            n = int(row[f"{metric}_n"])
+            method = ("paired log-ratio t" if metric in RATIOS or metric in LOSSES else "t") if n > 1 else ""
             out.append(Value(f"{k}.{metric}.{v}", float(row[metric]), unit, float(row[f"{metric}_low"]),
-                             float(row[f"{metric}_high"]), int(row.cycles), digits, None, method))
+                             float(row[f"{metric}_high"]), n, digits, None, method))
         out.append(Value(f"{k}.model_bytes_per_first_write_kib.{v}", float(row.model_bytes_per_first_write_kib),
                          "KiB", digits=1))
     for fam, f in fits.items():

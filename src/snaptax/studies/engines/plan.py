@@ -51,10 +51,17 @@ ANALOGUE = {"qcow2": "redo log (SEsparse-like), whole clusters", "qcow2-ext": "r
 CLAIM_VARIANT = "lvmthin-c64k"
 # The claim variant runs more cycles than the others: its losses are judged against a ±15 pp tolerance, and a loss
 # is a ratio paired by cycle whose 95 % interval narrows as t(K−1)·s/√K; two cycles (t = 12.7) cannot judge.
+# Its extra cycles measure writes only (variant_plan): the three reads cost a third of an LVM thin cycle in the
+# TCG guest and no claim judges them.
 # K = 9: the cycle-to-cycle spread of the steady-write ratio in the TCG guest was s = 0.15–0.2 in log ratio in
 # the quick runs of 2026-11-23 (6 cycles each; one of two came out 17 pp wide, too wide to judge); nine cycles
 # bring t(8)·s/√9 to 12 pp at s = 0.15.
 CLAIM_CYCLES = {"smoke": 2, "quick": 9, "full": 12}
+# Of those cycles, the last CLAIM_FIRST_CYCLES measure first-write (the others go straight from the snapshot to the
+# overwrite): the first-write loss is ~70 % against a ±15 pp tolerance around 0, with s ≈ 0.19 in log ratio per
+# cycle (quick run of 2026-11-23T21), so four cycles judge it (t(3)·0.19/√4 → a loss in [60, 78] %), and each
+# cycle without it saves ~16 s of a 64 KiB-chunk copy at QD1 in the TCG guest.
+CLAIM_FIRST_CYCLES = {"smoke": 2, "quick": 4, "full": 6}
 
 
 @dataclass(frozen=True)
@@ -63,12 +70,15 @@ class EngineScale:
 
     disk_size: the volume under test (smaller than the profile's: every grain gets a fresh, prefilled volume,
         and the overwrite phase copies all of it); writes/reads: 4 KiB I/Os per write/read measurement (k);
+    claim_writes: 4 KiB I/Os of the claim variant's base-write and steady-write measurements (≥ writes; its
+        first-write keeps `writes`, so its fraction of first writes is every variant's);
     *_grains: grains measured per engine (qcow2 clusters without / with extended L2, cofw pages, LVM chunks).
     """
 
     disk_size: int
     writes: int
     reads: int
+    claim_writes: int
     qcow2_clusters: tuple[int, ...]
     qcow2_ext_clusters: tuple[int, ...]
     cofw_pages: tuple[int, ...]
@@ -80,6 +90,9 @@ class EngineScale:
             raise ConfigError(src, "disk_size", f"{self.disk_size} is not a positive multiple of 1 MiB")
         if not 0 < self.writes <= self.disk_size // IO_SIZE:
             raise ConfigError(src, "writes", f"{self.writes} not in 1…{self.disk_size // IO_SIZE} (one fio pass)")
+        if not self.writes <= self.claim_writes <= self.disk_size // IO_SIZE:
+            raise ConfigError(src, "claim_writes", f"{self.claim_writes} not in {self.writes}…"
+                              f"{self.disk_size // IO_SIZE} (at least writes, at most one fio pass)")
         if not 0 < self.reads <= self.disk_size // IO_SIZE:
             raise ConfigError(src, "reads", f"{self.reads} not in 1…{self.disk_size // IO_SIZE}")
         if any(c < 16 * KiB for c in self.qcow2_ext_clusters):
@@ -90,18 +103,23 @@ class EngineScale:
 
 
 SCALES: dict[str, EngineScale] = {
-    "smoke": EngineScale(64 * MiB, writes=2000, reads=2000, qcow2_clusters=(4 * KiB, 64 * KiB, 2 * MiB),
+    "smoke": EngineScale(64 * MiB, writes=2000, reads=2000, claim_writes=2000,
+                         qcow2_clusters=(4 * KiB, 64 * KiB, 2 * MiB),
                          qcow2_ext_clusters=(64 * KiB, 2 * MiB), cofw_pages=(8 * KiB, 64 * KiB),
                          lvm_chunks=(64 * KiB,)),
     # Quick: a subset of the grains (full has them all; the paper quotes 4k, 64k and 2m clusters, 8k and 64k
-    # pages, 64k chunks), so the study keeps its 10-minute budget while the claim variant runs the cycles its
-    # interval needs: LVM thin, in a TCG guest, costs about 40 s per cycle and a guest boot per grain.
-    "quick": EngineScale(256 * MiB, writes=4000, reads=2000,
+    # pages, 64k chunks), so the study keeps its 10-minute budget while the claim variant runs the cycles and
+    # the run lengths its interval needs: LVM thin, in a TCG guest, costs about 40 s per cycle and a guest boot
+    # per grain. claim_writes: in the quick runs of 2026-11-23 successive 4000-write (≈ 2.4 s) measurements in
+    # the guest differed by 0.18–0.35 in log IOPS with no trend (white, per measurement), so the steady loss came
+    # out at s = 0.16–0.22 per cycle and 15.6 pp half-width in one run of two; 4× the I/Os per base and steady
+    # write is meant to halve s (if the noise averages as 1/√length), t(8)·0.1/√9 ≈ 8 pp.
+    "quick": EngineScale(256 * MiB, writes=4000, reads=2000, claim_writes=16000,
                          qcow2_clusters=(4 * KiB, 64 * KiB, 2 * MiB),
-                         qcow2_ext_clusters=(16 * KiB, 64 * KiB, 2 * MiB),
+                         qcow2_ext_clusters=(64 * KiB, 2 * MiB),
                          cofw_pages=(8 * KiB, 64 * KiB),
                          lvm_chunks=(64 * KiB,)),
-    "full": EngineScale(1024 * MiB, writes=16000, reads=8000,
+    "full": EngineScale(1024 * MiB, writes=16000, reads=8000, claim_writes=64000,
                         qcow2_clusters=(4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 2 * MiB),
                         qcow2_ext_clusters=(16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 2 * MiB),
                         cofw_pages=(8 * KiB, 16 * KiB, 32 * KiB, 64 * KiB),
@@ -179,19 +197,33 @@ def random_job(name: str, rw: RW, ios: int, disk_size: int) -> FioJob:
                   log_avg_msec=None, extra=(("number_ios", str(ios)), ("norandommap", "1"), *seed))
 
 
-def variant_plan(profile: profiles.Profile, cycles: int | None = None) -> Plan:
+def variant_plan(profile: profiles.Profile, cycles: int | None = None, long_writes: int | None = None,
+                 first_cycles: int | None = None) -> Plan:
     """The plan every variant executes on its own fresh volume: prefill, then `cycles` (default: the profile's
-    repeats) cycles of snapshot / measure / delete."""
+    repeats) cycles of snapshot / measure / delete. long_writes: I/Os of the base-write and steady-write
+    measurements (default: the scale's writes, as first-write's). first_cycles: how many of the cycles, the last
+    ones, measure first-write (default: all; at least the profile's repeats).
+
+    Cycles beyond the profile's repeats measure writes only (the claims judge write losses; the reads keep the
+    profile's repeats, as every other variant's) and come first, so that every cycle with reads is still
+    bracketed by the next cycle's, or the closing, base-read."""
     s = scale(profile)
-    write = random_job("randwrite", "randwrite", s.writes, s.disk_size)
+    first = random_job("randwrite", "randwrite", s.writes, s.disk_size)
+    write = first if long_writes in (None, s.writes) else random_job("randwrite", "randwrite", long_writes,
+                                                                    s.disk_size)
     read = random_job("randread", "randread", s.reads, s.disk_size)
     steps: list = [Measure(sequential_job("prefill", s.disk_size), "prefill")]
     n_cycles = profile.repeats if cycles is None else cycles
+    write_only = max(0, n_cycles - profile.repeats)
+    no_first = max(0, n_cycles - max(profile.repeats, n_cycles if first_cycles is None else first_cycles))
     for r in range(n_cycles):
-        steps += [Measure(write, "base-write", r), Measure(read, "base-read", r), TakeSnapshot(),
-                  Measure(write, "first-write", r), Measure(read, "snap-read", r),
+        reads = r >= write_only
+        steps += [Measure(write, "base-write", r), *([Measure(read, "base-read", r)] if reads else []),
+                  TakeSnapshot(), *([Measure(first, "first-write", r)] if r >= no_first else []),
+                  *([Measure(read, "snap-read", r)] if reads else []),
                   Measure(sequential_job("overwrite", s.disk_size), "overwrite", r),
-                  Measure(write, "steady-write", r), Measure(read, "steady-read", r), DeleteSnapshot("newest")]
+                  Measure(write, "steady-write", r), *([Measure(read, "steady-read", r)] if reads else []),
+                  DeleteSnapshot("newest")]
     # Closing no-snapshot measurements: with the next cycle's base ones they bracket each cycle's steady phases.
     steps += [Measure(write, "base-write", n_cycles), Measure(read, "base-read", n_cycles)]
     return Plan(tuple(steps))
@@ -200,7 +232,8 @@ def variant_plan(profile: profiles.Profile, cycles: int | None = None) -> Plan:
 def build_plan(profile: profiles.Profile) -> StudyPlan:
     """One VariantPlan per engine/grain variant, in the order of variants(profile)."""
     plan = variant_plan(profile)
-    claim_plan = variant_plan(profile, max(profile.repeats, CLAIM_CYCLES.get(profile.name, profile.repeats)))
+    claim_plan = variant_plan(profile, max(profile.repeats, CLAIM_CYCLES.get(profile.name, profile.repeats)),
+                              scale(profile).claim_writes, CLAIM_FIRST_CYCLES.get(profile.name))
     return StudyPlan(tuple(VariantPlan(v.name, claim_plan if v.name == CLAIM_VARIANT else plan)
                            for v in variants(profile)))
 
@@ -213,10 +246,14 @@ def describe(profile: profiles.Profile) -> str:
     vs = variants(profile)
     per_variant = study.variants[0].plan
     guests = sum(v.family == "lvmthin" for v in vs)
-    claim_cycles = sum(1 for _, m, _ in study.variant(CLAIM_VARIANT).plan.measurements() if m.phase == "first-write")
+    claim_plan = study.variant(CLAIM_VARIANT).plan
+    claim_cycles = sum(1 for _, m, _ in claim_plan.measurements() if m.phase == "steady-write")
+    claim_first = sum(1 for _, m, _ in claim_plan.measurements() if m.phase == "first-write")
     lines = [f"profile {profile.name}: volume {s.disk_size // MiB} MiB per variant, {profile.repeats} cycle(s) of "
-             f"snapshot / measure / delete ({claim_cycles} for {CLAIM_VARIANT}, whose losses the claims judge)",
-             f"per measurement: {s.writes} random 4 KiB writes or {s.reads} random 4 KiB reads at QD1",
+             f"snapshot / measure / delete ({claim_cycles} for {CLAIM_VARIANT}, whose write losses the claims judge; "
+             f"its extra {claim_cycles - profile.repeats} measure writes only, the last {claim_first} first-write)",
+             f"per measurement: {s.writes} random 4 KiB writes or {s.reads} random 4 KiB reads at QD1 "
+             f"({s.claim_writes} writes in {CLAIM_VARIANT}'s base and steady writes)",
              f"{study.points()} fio runs in {len(study.variants)} engine/grain variants "
              f"({len(per_variant.steps)} plan steps each; {guests} TCG guest boot(s)): "
              + ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()),
@@ -232,5 +269,5 @@ def describe(profile: profiles.Profile) -> str:
 
 
 __all__ = ["STUDY", "SCALES", "EngineScale", "Variant", "variants", "scale", "variant_plan", "build_plan",
-           "describe", "sequential_job", "random_job", "CLAIM_VARIANT", "FAMILIES", "MODE", "WRITE_PHASES",
-           "READ_PHASES", "IO_SIZE"]
+           "describe", "sequential_job", "random_job", "CLAIM_VARIANT", "CLAIM_CYCLES", "CLAIM_FIRST_CYCLES",
+           "FAMILIES", "MODE", "WRITE_PHASES", "READ_PHASES", "IO_SIZE"]

@@ -199,9 +199,7 @@ def best_curve(fits: dict[str, dict[str, md.DumpFit]]) -> pd.DataFrame:
 # ------------------------------------------------------------------ values and claims
 
 def _v(key: str, est: float, low: float, high: float, n: int, unit: str, digits: int, method: str) -> Value:
-    defined = n > 1 and math.isfinite(low) and math.isfinite(high)
-    return Value(f"{STUDY}.{key}", est, unit, low if defined else math.nan, high if defined else math.nan, n,
-                 digits, None, method if defined else "")
+    return Value.where_defined(f"{STUDY}.{key}", est, low, high, n, unit, digits, method)
 
 
 def _finite(x: float) -> float:
@@ -215,6 +213,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
     memory = int(params["memory_bytes"])
     scale = SEED_MEMORY / memory
     out = [Value(f"{k}.memory_mib", memory / MiB, "MiB"), Value(f"{k}.repeats", float(params["repeats"]), ""),
+           # runs before tuned_repeats existed measured the tuned point once per pass
+           Value(f"{k}.tuned_repeats", float(params.get("tuned_repeats", params["repeats"])), ""),
            Value(f"{k}.block_pages", text=", ".join(map(str, params["block_pages"]))),
            Value(f"{k}.waits_ms", text=", ".join(f"{w:g}" for w in params["waits_ms"])),
            Value(f"{k}.points", float(len(params["block_pages"]) * len(params["waits_ms"])), "points"),

@@ -63,10 +63,13 @@ class MemoryDumpScale:
     """How much the memory-dump study measures at one profile.
 
     memory_bytes: M, the memory the walker writes per measurement (the seed's 4 GiB at full); repeats: passes over
-    the whole grid (interleaved); block_pages / waits_ms: the grid (every pair of them is measured)."""
+    the whole grid (interleaved); tuned_repeats: runs of the seed's tuned point in all (≥ repeats: the passes',
+    then the rest back to back after them), because claim C003-2 judges its time against a ±20 % band and two
+    runs (t(1) = 12.7) cannot; block_pages / waits_ms: the grid (every pair of them is measured)."""
 
     memory_bytes: int
     repeats: int
+    tuned_repeats: int
     block_pages: tuple[int, ...] = (64, 256, 1024, 2048)
     waits_ms: tuple[float, ...] = (0, 2, 10, 25)
 
@@ -74,6 +77,9 @@ class MemoryDumpScale:
         src = "memory-dump scale"
         if self.repeats < 1:
             raise ConfigError(src, "repeats", f"must be at least 1, got {self.repeats}")
+        if self.tuned_repeats < self.repeats:
+            raise ConfigError(src, "tuned_repeats", f"{self.tuned_repeats} is fewer than the grid's {self.repeats} "
+                              "passes (each pass measures the tuned point once)")
         pts = self.points()       # each point validates ioBlockPages and ioWait
         if not pts:
             raise ConfigError(src, "block_pages", "the grid is empty")
@@ -90,11 +96,14 @@ class MemoryDumpScale:
 
 SCALES: dict[str, MemoryDumpScale] = {
     # smoke: the whole run (both devices, 64 fio runs) in about a minute
-    "smoke": MemoryDumpScale(16 * MiB, repeats=2),
-    # quick: ~6 min of fio (describe() gives the plan's estimate), within the 10-minute budget of a quick study
-    "quick": MemoryDumpScale(256 * MiB, repeats=2),
+    "smoke": MemoryDumpScale(16 * MiB, repeats=2, tuned_repeats=2),
+    # quick: ~6 min of fio (describe() gives the plan's estimate), within the 10-minute budget of a quick study.
+    # tuned_repeats 8: the quick runs of 2026-11-23 measured the tuned point on the mirror at s ≈ 3 % between
+    # passes, but with two runs the interval is ±(12.7·s/√2) ≈ ±27 %, wider than the claim's ±20 % band; eight
+    # runs (≈ 2.5 s each on the mirror) give t(7)·s/√8 ≈ 3 % for a few seconds of fio.
+    "quick": MemoryDumpScale(256 * MiB, repeats=2, tuned_repeats=8),
     # full: the seed's 4 GiB VM (its slowest point, 64 pages / 25 ms on the mirror, ~9 min per run)
-    "full": MemoryDumpScale(4 * GiB, repeats=3),
+    "full": MemoryDumpScale(4 * GiB, repeats=3, tuned_repeats=6),
 }
 
 
@@ -116,10 +125,12 @@ def point_of(job: FioJob) -> model.WalkerPoint:
 
 
 def role_plan(profile: profiles.Profile) -> Plan:
-    """One device's plan: `repeats` passes over the whole grid (interleaved repeats)."""
+    """One device's plan: `repeats` passes over the whole grid (interleaved repeats), then the tuned point's
+    further runs up to `tuned_repeats` (repeat numbers continue the passes', so no pass pairs with them)."""
     s = scale(profile)
-    return Plan(tuple(Measure(walker_job(p, s.memory_bytes), PHASE, r) for r in range(s.repeats)
-                      for p in s.points()))
+    grid = [Measure(walker_job(p, s.memory_bytes), PHASE, r) for r in range(s.repeats) for p in s.points()]
+    tuned = [Measure(walker_job(TUNED, s.memory_bytes), PHASE, r) for r in range(s.repeats, s.tuned_repeats)]
+    return Plan(tuple(grid + tuned))
 
 
 def build_plan(profile: profiles.Profile) -> StudyPlan:
@@ -151,7 +162,8 @@ def parameters(profile: profiles.Profile, devices: dict[str, str]) -> dict[str, 
     """The study's parameters as the run's manifest records them (read back only by analyse). devices: role →
     the rig device measured in that role."""
     s = scale(profile)
-    return {"memory_bytes": s.memory_bytes, "repeats": s.repeats, "block_pages": list(s.block_pages),
+    return {"memory_bytes": s.memory_bytes, "repeats": s.repeats, "tuned_repeats": s.tuned_repeats,
+            "block_pages": list(s.block_pages),
             "waits_ms": list(s.waits_ms), "page_bytes": PAGE, "devices": devices, "spindle_role": SPINDLE,
             "default": [DEFAULT.block_pages, DEFAULT.wait_ms], "tuned": [TUNED.block_pages, TUNED.wait_ms],
             "seed_memory_bytes": SEED_MEMORY}
@@ -167,7 +179,8 @@ def describe(profile: profiles.Profile) -> str:
     job = walker_job(DEFAULT, s.memory_bytes)
     lines = [f"profile {profile.name}: memory {s.memory_bytes // MiB} MiB written per fio run; grid ioBlockPages "
              f"{', '.join(map(str, s.block_pages))} x ioWait {', '.join(f'{w:g}' for w in s.waits_ms)} ms "
-             f"({len(s.points())} points), {s.repeats} interleaved pass(es) over the grid",
+             f"({len(s.points())} points), {s.repeats} interleaved pass(es) over the grid, the tuned point "
+             f"{s.tuned_repeats} times in all",
              f"{study.points()} fio runs in {len(study.variants)} device roles ({per_role} each): "
              + ", ".join(vp.variant for vp in study.variants),
              f"fio time: at least {wait_seconds(profile):.0f} s of waits; estimated {sum(est.values()):.0f} s "

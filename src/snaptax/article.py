@@ -1,0 +1,220 @@
+"""Paper-level content generated from data/, beyond each study's own values: the results-at-a-glance table (one row
+per seed document, from `seeds`, the claims' outcomes and the models that exist), the environment and measured time
+of the runs the paper was built from (artifact appendix, from their manifests), and the measurement path's ceiling
+from the committed `make bench` figures (bench/latest.json).
+
+Everything here is a pure function of its inputs; `render` calls it and writes the results.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from . import claims as claimsmod, macros, seeds as seedsmod
+from .claims import Outcome
+from .record import Manifest
+from .values import Value
+
+NOT_MEASURED = "not yet measured"
+NOT_REPRODUCED = "not yet reproduced"
+
+
+# ------------------------------------------------------------------ results at a glance
+
+@dataclass(frozen=True)
+class GlanceRow:
+    seed: seedsmod.Seed
+    outcomes: tuple[Outcome, ...]     # every claim of this build that cites the seed
+    headline: Outcome | None          # the row's headline claim, if a run tests one
+    measured: tuple[str, ...]         # the seed's studies with a run in this build
+    missing: tuple[str, ...]          # the seed's studies without one (not registered, or no run)
+
+    @property
+    def reproduced(self) -> bool:
+        return bool(self.outcomes)
+
+
+def glance_rows(outcomes: Sequence[Outcome], measured_studies: Iterable[str],
+                seed_list: Sequence[seedsmod.Seed] = seedsmod.SEEDS) -> list[GlanceRow]:
+    have = set(measured_studies)
+    rows = []
+    for seed in seed_list:
+        mine = tuple(o for o in outcomes if o.claim.cite == seed.cite)
+        by_id = {o.claim.id: o for o in mine}
+        headline = next((by_id[c] for c in seed.headline_claims if c in by_id), mine[0] if mine else None)
+        studies = list(seed.studies) + sorted({o.claim.id.split(".")[0] for o in mine} - set(seed.studies))
+        rows.append(GlanceRow(seed, mine, headline, tuple(s for s in studies if s in have),
+                              tuple(s for s in studies if s not in have)))
+    return rows
+
+
+def tally(outcomes: Sequence[Outcome]) -> str:
+    """'1 agrees, 2 differ' over the verdicts, in the order of claims.VERDICTS."""
+    counts = [(v, sum(o.verdict == v for o in outcomes)) for v in claimsmod.VERDICTS]
+    plural = {"agrees": "agree", "differs": "differ"}
+    return ", ".join(f"{n} {v if n == 1 else plural.get(v, v)}" for v, n in counts if n)
+
+
+def verdict_cell(row: GlanceRow) -> str:
+    if row.headline is None:
+        text = NOT_REPRODUCED
+    else:
+        text = row.headline.verdict
+        if len(row.outcomes) > 1:
+            text += f" (all {len(row.outcomes)} claims: {tally(row.outcomes)})"
+    missing = "; ".join(f"{s}: {NOT_MEASURED}" for s in row.missing)
+    return f"{text}; {missing}" if missing and row.headline is not None else (
+        f"{text} ({missing})" if missing else text)
+
+
+def glance_tex(rows: Sequence[GlanceRow]) -> str:
+    esc = macros.tex_escape
+    body = []
+    for r in rows:
+        s = r.seed
+        if r.headline is not None:
+            c = r.headline.claim
+            published = f"{esc(claimsmod.published_str(c))}: {esc(c.statement)} \\cite{{{s.cite}}}, {esc(c.where)}"
+            ours = esc(claimsmod.ours_str(r.headline))
+        else:
+            published = f"{esc(s.published)} \\cite{{{s.cite}}}, {esc(s.where)}"
+            ours = NOT_MEASURED if not r.measured else "--"
+        present = s.models_present()
+        model = "; ".join(f"\\texttt{{{esc(m.module)}}}: {esc(m.explains)}" for m in present) or "none yet"
+        body.append([s.id, esc(s.measured), published, ours, esc(verdict_cell(r)), model])
+    col = ">{\\raggedright\\arraybackslash}p"
+    align = (f"{col}{{0.035\\linewidth}}{col}{{0.2\\linewidth}}{col}{{0.2\\linewidth}}{col}{{0.1\\linewidth}}"
+             f"{col}{{0.15\\linewidth}}{col}{{0.15\\linewidth}}")
+    return macros.render_table(["Seed", "What it measured", "Published headline (source)", "Ours [95\\,\\% CI]",
+                                "Verdict", "Model that explains it"], body, align=align)
+
+
+def glance_values(rows: Sequence[GlanceRow]) -> list[Value]:
+    not_yet = [r.seed.id for r in rows if not r.reproduced]
+    missing = sorted({s for r in rows for s in r.missing})
+    return [Value("paper.seeds.total", float(len(rows)), "documents"),
+            Value("paper.seeds.reproduced", float(len(rows) - len(not_yet)), "documents"),
+            Value("paper.seeds.not_yet", float(len(not_yet)), "documents"),
+            Value("paper.seeds.not_yet_list", text=join_words(not_yet) or "none"),
+            Value("paper.seeds.studies_missing", text=join_words(missing) or "none")]
+
+
+def join_words(items: Sequence[str]) -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# ------------------------------------------------------------------ environment and time (artifact appendix)
+
+_VERSION_RE = re.compile(r"(\d+(?:\.\d+)+)")
+
+
+def short_version(text: str | None) -> str:
+    """'qemu-storage-daemon version 7.2.22 (Debian ...)' -> '7.2.22'; 'fio-3.33' -> '3.33'."""
+    if not text:
+        return "?"
+    m = _VERSION_RE.search(text)
+    return m.group(1) if m else text
+
+
+def _distinct(items: Iterable[str]) -> str:
+    seen: list[str] = []
+    for i in items:
+        if i not in seen:
+            seen.append(i)
+    return "; ".join(seen) if seen else "?"
+
+
+def measured_minutes(m: Manifest) -> float:
+    try:
+        start = datetime.fromisoformat(m.started_utc.replace("Z", "+00:00"))
+        end = datetime.fromisoformat(m.finished_utc.replace("Z", "+00:00"))
+    except ValueError:
+        return math.nan
+    return (end - start).total_seconds() / 60
+
+
+def environment_values(manifests: Mapping[str, Manifest]) -> list[Value]:
+    """paper.env.*: the host and tools of the runs (distinct values joined when runs differ); paper.time.*: each
+    study's measured time (start to publication of its run) and the planned time from its plan."""
+    ms = list(manifests.values())
+    host = [m.provenance.get("host", {}) for m in ms]
+    tools = [m.provenance.get("tools", {}) for m in ms]
+    vals = [
+        Value("paper.env.cpu", text=_distinct(str(h.get("cpu") or "?") for h in host)),
+        Value("paper.env.cpus", text=_distinct(str(h.get("cpus") or "?") for h in host)),
+        Value("paper.env.mem_gib", text=_distinct(f"{h['mem_kib'] / 2**20:.1f}" if h.get("mem_kib") else "?"
+                                                  for h in host)),
+        Value("paper.env.kernel", text=_distinct(str(h.get("kernel") or "?") for h in host)),
+        Value("paper.env.machine", text=_distinct(str(h.get("machine") or "?") for h in host)),
+        Value("paper.env.fio", text=_distinct(short_version(t.get("fio")) for t in tools)),
+        Value("paper.env.qemu", text=_distinct(short_version(t.get("qemu-storage-daemon")) for t in tools)),
+        Value("paper.env.nbdkit", text=_distinct(short_version(t.get("nbdkit")) for t in tools)),
+        Value("paper.env.python", text=_distinct(short_version(t.get("python")) for t in tools)),
+        Value("paper.env.runs", float(len(ms)), "runs"),
+    ]
+    total = 0.0
+    for study, m in manifests.items():
+        minutes = measured_minutes(m)
+        total += minutes
+        vals.append(Value(f"paper.time.{study}", minutes, "min", digits=1))
+        planned = m.planned_seconds / 60 if m.planned_seconds > 0 else math.nan   # older runs recorded none
+        vals.append(Value(f"paper.planned.{study}", planned, "min", digits=1))
+    vals.append(Value("paper.time.total", total, "min", digits=1))
+    return vals
+
+
+def artifact_tex(manifests: Mapping[str, Manifest], notebooks: Mapping[str, str]) -> str:
+    esc = macros.tex_escape
+    rows = []
+    for study, m in manifests.items():
+        rows.append([esc(study), f"\\texttt{{{esc(notebooks.get(study, '?'))}}}", f"\\texttt{{{esc(m.run_id)}}}",
+                     macros.fmt(measured_minutes(m), 1),
+                     macros.fmt(m.planned_seconds / 60, 1) if m.planned_seconds > 0 else "--", str(m.measurements)])
+    return macros.render_table(["study", "notebook", "run (date, profile)", "measured", "planned", "fio runs"],
+                               rows, align="lllrrr")
+
+
+# ------------------------------------------------------------------ the measurement path's ceiling (make bench)
+
+# bench/latest.json key -> (paper key, unit, digits, scale)
+BENCH_KEYS: dict[str, tuple[str, str, int, float]] = {
+    "harness_nbd_over_direct": ("nbd_over_direct_pct", "%", 0, 100.0),
+    "harness_nbd_over_direct_min": ("nbd_over_direct_min_pct", "%", 0, 100.0),
+    "harness_nbd_over_direct_max": ("nbd_over_direct_max_pct", "%", 0, 100.0),
+    "harness_nbd_iops_median": ("nbd_iops", "IOPS", 0, 1.0),
+    "harness_direct_iops_median": ("direct_iops", "IOPS", 0, 1.0),
+    "harness_qsd_cpu_busy_median": ("qsd_cpu_busy_pct", "%", 0, 100.0),
+    "harness_rounds": ("rounds", "rounds", 0, 1.0),
+    "cofw_engine_iops_median": ("cofw_iops", "IOPS", 0, 1.0),
+    "cofw_engine_over_raw": ("cofw_over_raw_pct", "%", 0, 100.0),
+    "emulator_round_trip_us": ("emulator_round_trip_us", "us", 0, 1.0),
+    "emulator_accuracy_qd1": ("emulator_accuracy_qd1_pct", "%", 1, 100.0),
+    "emulator_accuracy_qd32": ("emulator_accuracy_qd32_pct", "%", 1, 100.0),
+    "tcg_guest_boot_s": ("tcg_guest_boot_s", "s", 1, 1.0),
+}
+
+
+def bench_values(path: Path) -> list[Value]:
+    """paper.bench.*: the figures of the committed `make bench` run; none if it has not been run (a paper that
+    quotes them then fails to build, naming the key)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return []
+    vals = []
+    for key, (name, unit, digits, scale) in BENCH_KEYS.items():
+        x = data.get(key)
+        if isinstance(x, int | float) and math.isfinite(x):
+            vals.append(Value(f"paper.bench.{name}", float(x) * scale, unit, digits=digits))
+    where = [f"commit {str(data['meta_commit'])[:10]}" if data.get("meta_commit") else "",
+             str(data.get("meta_date_utc") or "")[:10]]
+    vals.append(Value("paper.bench.provenance", text=", ".join(w for w in where if w) or "not recorded"))
+    return vals

@@ -1,0 +1,147 @@
+"""What the metadata-cache study measures: the loss with one snapshot as the redo log's L2 cache covers more or
+less of its tables (issue 13, part 2: what seed 001's 65 % and 35 % mean).
+
+One variant per coverage c (the fraction of the overlay's L2 tables the qcow2 L2 cache holds, in 4 KiB slices),
+each on its own fresh volume on the rig's SSD-class device, the chain study's qcow2 preset otherwise (64 KiB
+clusters, extended L2, so a 4 KiB first write copies nothing and every extra host read is a metadata read):
+  prefill (the whole disk), one untimed warm-up run, then K neighbouring pairs of seed 001's random job (randrw,
+  4 KiB, iodepth 32 × 4 jobs): a run with no snapshot and a run with one snapshot (taken just before, deleted by
+  active commit just after), in alternating order, as the chain study's pairs.
+Runs have no ramp: the host counters cover the whole run, so metadata reads per guest I/O are
+(host reads − guest reads) / guest I/Os over the same I/Os fio counts.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from ... import profiles
+from ...engines.qcow2 import L2_SLICE, Qcow2Config
+from ...errors import ConfigError
+from ...fio import prefill_job, seed001_job
+from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan
+
+STUDY = "metadata_cache"
+JOB: Literal["randrw"] = "randrw"
+CLUSTER = 64 << 10
+KiB, MiB = 1 << 10, 1 << 20
+
+
+@dataclass(frozen=True)
+class MetadataCacheScale:
+    """How much the study measures at one profile. coverages: fractions of the L2 tables cached (0 < c ≤ 1, each a
+    whole number of slices at the profile's disk size); pairs: K no-snapshot/one-snapshot pairs per coverage;
+    runtime_s: each fio run (no ramp)."""
+
+    coverages: tuple[Fraction, ...]
+    pairs: int
+    runtime_s: float
+
+    def __post_init__(self) -> None:
+        src = "metadata-cache scale"
+        if len(self.coverages) < 3 or any(not 0 < c <= 1 for c in self.coverages):
+            raise ConfigError(src, "coverages", "needs at least three fractions in (0, 1]")
+        if sorted(set(self.coverages)) != list(self.coverages):
+            raise ConfigError(src, "coverages", "must be distinct and ascending")
+        if self.pairs < 2:
+            raise ConfigError(src, "pairs", f"{self.pairs}: an interval needs at least 2 pairs")
+        if not (math.isfinite(self.runtime_s) and self.runtime_s > 0):
+            raise ConfigError(src, "runtime_s", f"{self.runtime_s} is not a positive duration")
+
+
+# Dense near full coverage: a smoke run measured ≈ 90 % loss already at 1/2 and put the published 65 % and 35 %
+# above 7/8, so that is where the model must be pinned down; 1/8 is the chain study's on-disk-metadata preset.
+_COVERAGES = tuple(Fraction(x) for x in ("1/8", "1/2", "3/4", "7/8", "15/16", "1"))
+SCALES: dict[str, MetadataCacheScale] = {
+    # smoke: the coverages the paper section quotes (1/8, 15/16, 1), so the paper builds from smoke runs
+    "smoke": MetadataCacheScale((Fraction(1, 8), Fraction(15, 16), Fraction(1)), pairs=2, runtime_s=2),
+    # quick: six coverages × 4 pairs of 4-s runs (one minute per coverage with prefill, warm-up and the commits)
+    "quick": MetadataCacheScale(_COVERAGES, pairs=4, runtime_s=4),
+    "full": MetadataCacheScale(_COVERAGES, pairs=8, runtime_s=20),
+}
+
+
+def scale(profile: profiles.Profile) -> MetadataCacheScale:
+    return profiles.study_scale(SCALES, profile, STUDY, "metadata-cache scale")
+
+
+def l2_total(disk_size: int) -> int:
+    """Bytes of L2 tables of an overlay of disk_size (64 KiB clusters, extended L2)."""
+    return Qcow2Config("probe", cluster_size=CLUSTER, extended_l2=True).l2_bytes_for(disk_size)
+
+
+def variant_name(c: Fraction) -> str:
+    return f"cover-{c.numerator}-{c.denominator}"
+
+
+def config(c: Fraction, disk_size: int) -> Qcow2Config:
+    """The redo log caching a fraction c of its L2 tables (whole 4 KiB slices; at least two, QEMU's minimum). Full
+    coverage gets one cluster more than the tables, as the chain study's in-memory preset."""
+    total = l2_total(disk_size)
+    size = total + CLUSTER if c == 1 else max(2 * L2_SLICE, int(total * c) // L2_SLICE * L2_SLICE)
+    return Qcow2Config(variant_name(c), cluster_size=CLUSTER, extended_l2=True, l2_cache_size=size,
+                       l2_cache_entry_size=L2_SLICE, analogue=f"redo log caching {c} of its L2 tables")
+
+
+def cached_fraction(cfg: Qcow2Config, disk_size: int) -> float:
+    """The fraction of the L2 tables the config's cache holds (≤ 1), as the analysis uses it."""
+    assert cfg.l2_cache_size is not None
+    return min(1.0, cfg.l2_cache_size / l2_total(disk_size))
+
+
+def configs(profile: profiles.Profile) -> list[Qcow2Config]:
+    return [config(c, profile.disk_size) for c in scale(profile).coverages]
+
+
+def variant_plan(profile: profiles.Profile) -> Plan:
+    s = scale(profile)
+
+    def run(phase: str, repeat: int = 0) -> Measure:
+        return Measure(seed001_job(JOB, size=profile.disk_size, runtime_s=s.runtime_s), phase, repeat)
+
+    steps: list[Step] = [Measure(prefill_job(profile.disk_size), "prefill"), run("warmup")]
+    for k in range(s.pairs):
+        none, one = run("pair", k), run("pair", k)
+        snapshot: list[Step] = [TakeSnapshot(), one, DeleteSnapshot("newest")]
+        steps += [none, *snapshot] if k % 2 == 0 else [*snapshot, none]
+    return Plan(tuple(steps))
+
+
+def build_plan(profile: profiles.Profile) -> StudyPlan:
+    plan = variant_plan(profile)
+    return StudyPlan(tuple(VariantPlan(c.name, plan) for c in configs(profile)))
+
+
+def parameters(profile: profiles.Profile, device: str) -> dict:
+    """The study's parameters as the manifest records them (read back only by analyse)."""
+    s = scale(profile)
+    return {"device": device, "job": JOB, "pairs": s.pairs, "runtime_s": s.runtime_s,
+            "l2_total_bytes": l2_total(profile.disk_size), "slice_bytes": L2_SLICE, "cluster_bytes": CLUSTER,
+            "coverage": {c.name: cached_fraction(c, profile.disk_size) for c in configs(profile)}}
+
+
+def describe(profile: profiles.Profile) -> str:
+    """What a run measures, in words and counts from the plan (deterministic: checked by nbval)."""
+    s = scale(profile)
+    study = build_plan(profile)
+    total = l2_total(profile.disk_size)
+    lines = [f"profile {profile.name}: disk {profile.disk_size // MiB} MiB, L2 tables {total // KiB} KiB "
+             f"({total // L2_SLICE} slices of {L2_SLICE // KiB} KiB), {len(s.coverages)} cache coverages, "
+             f"{s.pairs} neighbouring pairs (none / one snapshot, order alternating) per coverage, runs of "
+             f"{s.runtime_s:g} s without ramp",
+             f"{study.points()} fio runs in {len(study.variants)} variants: "
+             + ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()),
+             f"fio time >= {study.fio_seconds():.0f} s"]
+    for c in configs(profile):
+        assert c.l2_cache_size is not None
+        lines.append(f"  {c.name}: L2 cache {c.l2_cache_size // KiB} KiB = "
+                     f"{cached_fraction(c, profile.disk_size):.3f} of the tables")
+    job = seed001_job(JOB, size=profile.disk_size, runtime_s=s.runtime_s)
+    lines.append(f"{JOB} job: " + " ".join(f"{k}={v}" for k, v in job.options()))
+    return "\n".join(lines)
+
+
+__all__ = ["STUDY", "JOB", "MetadataCacheScale", "SCALES", "scale", "l2_total", "variant_name", "config",
+           "cached_fraction", "configs", "variant_plan", "build_plan", "parameters", "describe"]
