@@ -24,8 +24,10 @@ SMALL = planmod.LifecycleScale(4 * MiB, 16 * MiB, steady_s=2, delete_window_s=4,
 
 
 def pattern_job(name: str, pattern: str, rw: str, s: planmod.LifecycleScale) -> fio.FioJob:
-    """The whole volume written (or read and verified) 64 KiB at a time, each block holding its pattern."""
-    return fio.FioJob(name, rw, bs=64 * 1024, iodepth=4, size=s.disk_bytes, time_based=False, runtime_s=None,
+    """The whole volume written (or read and verified) 4 KiB at a time, each block holding its pattern with its
+    offset (%o). 4 KiB as the workload's blocks: the workers' reads verify too, and fio computes a read's expected
+    pattern from the read's own offset, so a 4 KiB read inside a larger written block would always mismatch."""
+    return fio.FioJob(name, rw, bs=4096, iodepth=4, size=s.disk_bytes, time_based=False, runtime_s=None,
                       log_avg_msec=None, extra=(("verify", "pattern"), ("verify_pattern", pattern),
                                                 ("do_verify", "1" if rw == "read" else "0"),
                                                 ("verify_fatal", "1")))
