@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -105,3 +106,32 @@ def test_a_child_of_the_holder_does_not_deadlock(lock_path):
     out = subprocess.run(["flock", str(lock_path), sys.executable, "-c", code, str(lock_path)],
                          capture_output=True, text=True, timeout=TIMEOUT_S)
     assert out.stdout.strip() == "inside", out.stderr
+
+
+def test_a_run_starts_when_it_holds_the_lock_and_records_its_wait(lock_path, data_dir, work_dir):
+    from snaptax import profiles, rig as rigmod
+    from snaptax.record import RunRecord, RunSession
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(lock_path), str(TIMEOUT_S)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        session = RunSession(rigmod.load("local"), "unit", profiles.get("smoke"), {})
+        asked_utc = session.started_utc
+        told: list[str] = []
+
+        def waiting(line: str) -> None:     # told once that it waits: let the holder go a second later
+            if "waiting" in line and not told:
+                told.append(line)
+                time.sleep(1.0)
+                holder.stdin.write("go\n")
+                holder.stdin.flush()
+
+        session.progress.say = waiting
+        with session:
+            pass
+    finally:
+        holder.kill()
+        holder.wait(timeout=TIMEOUT_S)
+    m = RunRecord.load(session.published).manifest
+    assert m.lock_wait_s >= 1.0
+    assert m.started_utc > asked_utc      # ISO timestamps of one format compare as times

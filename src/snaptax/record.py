@@ -125,6 +125,7 @@ class RunWriter:
         if not self.run_id:
             self.run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{_slug(self.profile.name)}"
         self.started_utc = provenance.utc_now()
+        self.lock_wait_s = 0.0       # a RunSession's wait for the measurement lock, before started_utc
         self._rows: list[dict] = []
         self._counter_rows: list[dict] = []
         self._paths: list[str] = []
@@ -202,7 +203,7 @@ class RunWriter:
             "devices": [devices.identity(self.rig, d) for d in self.rig.devices],
             "measured_devices": [d.name for d in self._measured_devices()],
             "parameters": self.parameters, "variants": self.variants, "events": self.events,
-            "provenance": provenance.collect(), "started_utc": self.started_utc,
+            "provenance": provenance.collect(), "started_utc": self.started_utc, "lock_wait_s": self.lock_wait_s,
             "finished_utc": provenance.utc_now(), "measurements": len(self._paths),
             "planned_points": self.planned_points, "planned_seconds": self.planned_seconds,
         }
@@ -242,7 +243,12 @@ class RunSession(RunWriter):
         # Runs hold the machine-wide measurement lock, so any staging directory found now belongs to a run
         # that was killed without a chance to clean up.
         self._lock = measurement_lock(waiting=self.progress.say)
+        asked = time.monotonic()
         self._lock.__enter__()
+        # The run starts when it holds the lock: a wait behind another measurement is not its measuring time
+        # (the README's and the paper's study times are finished_utc − started_utc).
+        self.lock_wait_s = round(time.monotonic() - asked, 3)
+        self.started_utc = provenance.utc_now()
         try:
             if self.staging.parent.exists():
                 for stale in self.staging.parent.iterdir():
@@ -296,6 +302,7 @@ class Manifest:
     measurements: int
     planned_points: int
     planned_seconds: float
+    lock_wait_s: float = 0.0      # runs before 2026-11-23T23 did not record it (their start includes any wait)
 
     @classmethod
     def from_json(cls, d: dict[str, Any], where: Path) -> Manifest:
@@ -308,7 +315,7 @@ class Manifest:
                        bool(d["emulated"]), tuple(d["devices"]), tuple(d["measured_devices"]), d["parameters"],
                        d["variants"], tuple(d["events"]), d["provenance"], d["started_utc"], d["finished_utc"],
                        int(d["measurements"]), int(d.get("planned_points", 0)),
-                       float(d.get("planned_seconds", 0.0)))
+                       float(d.get("planned_seconds", 0.0)), float(d.get("lock_wait_s", 0.0)))
         except (KeyError, TypeError) as exc:
             raise RecordError(f"{where}: manifest field missing or malformed: {exc}") from None
 

@@ -150,6 +150,21 @@ def test_raid1_writes_both_reads_one(p10k):
     assert sum(reads) == 40 and min(reads) >= 10   # both mirrors serve reads when there is a queue
 
 
+def test_raid1_read_placement_does_not_integrate_the_seek_curve_per_command(p10k, monkeypatch):
+    # the emulator places a mirrored read under its lock at the command's arrival: integrating the seek curve
+    # there (~0.7 ms of CPU per member) made every raid1 read late to its own schedule (issue 9)
+    from snaptax.spindle import model
+    calls = []
+    real = model.SeekCurve.mean_ms
+    monkeypatch.setattr(model.SeekCurve, "mean_ms", lambda self, span=1.0: calls.append(span) or real(self, span))
+    sim = Simulator(Raid1Spec((DiskSpec(p10k), DiskSpec(p10k))), GiB)
+    built = len(calls)
+    for i in range(50):
+        sim.submit(i, "read", (i * 7919 % 4096) * 4096 * 64, 4096, i * 1e-3)
+        sim.advance(i * 1e-3)
+    assert len(calls) == built
+
+
 def test_raid1_read_beats_single_disk_at_depth(p10k):
     one = closed_loop(DiskSpec(p10k), GiB, qd=16, ios=1500).iops
     two = closed_loop(Raid1Spec((DiskSpec(p10k), DiskSpec(p10k))), GiB, qd=16, ios=1500).iops
@@ -272,3 +287,11 @@ def test_simulator_is_deterministic(p10k):
     a = closed_loop(DiskSpec(p10k), GiB, qd=8, ios=500, seed=5)
     b = closed_loop(DiskSpec(p10k), GiB, qd=8, ios=500, seed=5)
     assert a == b
+
+
+def test_placement_cost_bench_names_every_device():
+    from snaptax.spindle.bench import placement_cost
+    from snaptax.spindle.rigfiles import named_devices
+    out = placement_cost(commands=20)
+    assert set(out) == {f"emulator_place_us_{n}" for n in named_devices()}
+    assert all(math.isfinite(v) and v >= 0 for v in out.values())

@@ -9,6 +9,10 @@
                                  stroke) recovered by the calibration's per-request fit (models.seek) from a
                                  QD1 span sweep measured through fio (per-request offset/latency logs), against the
                                  profile's configured figures. Goal: < 5 %.
+  emulator_place_us_<device>     CPU time (µs) the simulator spends placing one random 4 KiB command (advance +
+                                 submit, half reads, half writes) for each named device of rigs/spindles/
+                                 devices.yaml, offline: the emulator does this under its lock at every arrival,
+                                 so it must stay well below a command's service time. Goal: < 100 µs.
 
 The model prediction is the event simulator in simulated time (no harness), for the same workload; the
 achieved figure includes every real cost. Every measurement holds the machine-wide measurement lock.
@@ -109,9 +113,33 @@ def seek_fit(workdir: Path | None = None, *, runtime_s: float = 10.0) -> dict[st
         shutil.rmtree(wd, ignore_errors=True)
 
 
+def placement_cost(commands: int = 2000, capacity: int = 16 << 30) -> dict[str, float]:
+    """emulator_place_us_<device>: mean CPU time of Simulator.advance + submit per command, per named device."""
+    import random
+    import time
+
+    from .arrays import Simulator
+    from .rigfiles import named_devices, parse_device
+
+    out: dict[str, float] = {}
+    for name in sorted(named_devices()):
+        sim = Simulator(parse_device({"device": name}, "bench"), capacity, name)
+        rnd = random.Random(1)
+        t, cpu = 0.0, 0.0
+        for i in range(commands):
+            t += 0.01    # commands 10 ms apart: each finds the array idle or nearly so, as a QD1 client would
+            c0 = time.thread_time()
+            sim.advance(t)
+            sim.submit(i, "read" if i % 2 else "write", rnd.randrange(capacity // 4096) * 4096, 4096, t)
+            cpu += time.thread_time() - c0
+        out[f"emulator_place_us_{name}"] = round(cpu / commands * 1e6, 1)
+    return out
+
+
 def run(workdir: Path | None = None) -> dict[str, float]:
     """All spindle benchmarks (about 2.5 minutes)."""
     out: dict[str, float] = {}
+    out.update(placement_cost())
     out.update(emulator_accuracy(workdir))
     out.update(emulator_overhead(workdir))
     out.update(seek_fit(workdir))

@@ -285,10 +285,10 @@ def _values(record: RunRecord, summary: pd.DataFrame, fits: dict[str, cow.CowFit
         for metric, (unit, digits) in units.items():
             if metric == "first_over_expected" and not math.isfinite(row[metric]):
                 continue   # qcow2: nothing counted, nothing to compare
-            n = int(row[f"{metric}_n"])
-            method = ("paired log-ratio t" if metric in RATIOS or metric in LOSSES else "t") if n > 1 else ""
-            out.append(Value(f"{k}.{metric}.{v}", float(row[metric]), unit, float(row[f"{metric}_low"]),
-                             float(row[f"{metric}_high"]), n, digits, None, method))
+            method = "paired log-ratio t" if metric in RATIOS or metric in LOSSES else "t"
+            out.append(Value.where_defined(f"{k}.{metric}.{v}", float(row[metric]), float(row[f"{metric}_low"]),
+                                           float(row[f"{metric}_high"]), int(row[f"{metric}_n"]), unit, digits,
+                                           method))
         out.append(Value(f"{k}.model_bytes_per_first_write_kib.{v}", float(row.model_bytes_per_first_write_kib),
                          "KiB", digits=1))
     for fam, f in fits.items():
