@@ -19,7 +19,7 @@ from ...test_interrupt import _as_from_a_terminal, ours
 
 MiB = 1 << 20
 pytestmark = [pytest.mark.integration, requires_root, requires_spindles]
-SMALL = planmod.LifecycleScale(4 * MiB, 16 * MiB, steady_s=2, delete_window_s=4, grid_rates=(20,),
+SMALL = planmod.LifecycleScale(4 * MiB, 16 * MiB, steady_s=2, delete_window_s=4, light_steady_s=2, grid_rates=(20,),
                                grid_window_s=4, max_iterations=3)
 
 

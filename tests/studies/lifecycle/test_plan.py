@@ -42,6 +42,10 @@ def test_scaled_vmware_bounds():
 
 def test_bad_scale_and_load_are_refused():
     with pytest.raises(ConfigError, match="disk_bytes"):
-        planmod.LifecycleScale(32 * MiB, 32 * MiB, 6, 20, (10,), 10)
+        planmod.LifecycleScale(32 * MiB, 32 * MiB, 6, 20, 6, (10,), 10)
+    with pytest.raises(ConfigError, match="light_steady_s"):
+        planmod.LifecycleScale(8 * MiB, 32 * MiB, 6, 20, 4, (10,), 10)
+    quick = planmod.scale(profiles.get("quick"))
+    assert quick.steady_for("light") == quick.light_steady_s and quick.steady_for("saturated") == quick.steady_s
     with pytest.raises(ConfigError, match="load"):
         planmod.workload(planmod.scale(profiles.get("smoke")), "heavy", 2, "x")

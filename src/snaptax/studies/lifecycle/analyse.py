@@ -199,6 +199,7 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
     vals += [Value(f"{k}.file_mib", p["file_bytes"] / MiB, "MiB"), Value(f"{k}.disk_mib", p["disk_bytes"] / MiB, "MiB"),
              Value(f"{k}.delete_window_s", float(p["delete_window_s"]), "s"),
              Value(f"{k}.steady_s", float(p["steady_s"]), "s"),
+             Value(f"{k}.light_steady_s", float(p.get("light_steady_s", p["steady_s"])), "s"),
              Value(f"{k}.threshold_kib", p["helper_threshold_bytes"] / 1024, "KiB"),
              Value(f"{k}.max_iterations", float(p["max_iterations"]), ""),
              Value(f"{k}.max_consolidate_s", float(p["max_consolidate_s"]), "s", digits=2),

@@ -415,7 +415,7 @@ def timeline(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleS
     fill = planmod.fill_job(s, "fill")
     with HostSampler(engine._host_counters, tl.t0) as sampler:
         tl.run(_fill_text(fill), fill, "create")
-        w = planmod.workload(s, load_name, s.steady_s, f"iometer-{load_name}")
+        w = planmod.workload(s, load_name, s.steady_for(load_name), f"iometer-{load_name}")
         tl.run(_work_text(w), w.summary_job(), "before")
         tl.event("snapshot", name=engine.take_snapshot())
         engine.empty_bytes = engine.layer_bytes(1)      # the empty image (header, tables), no load running

@@ -74,7 +74,11 @@ MAX_ITERATIONS = 10                  # snapshot.maxIterations: our choice (no de
 class LifecycleScale:
     """How much the lifecycle study measures at one profile.
 
-    file_bytes: each worker's test-file region; disk_bytes: the volume; steady_s: each steady phase's fio run;
+    file_bytes: each worker's test-file region; disk_bytes: the volume; steady_s: each steady phase's fio run
+    under the saturating load; light_steady_s: under the light load, which issues ~6x fewer requests per second
+    (≈66 against ≈350), so its phases run longer to measure a per-request mean to a comparable precision (the
+    light after/with service ratio, claim C000-5, had a 95 % interval of ±4-5 % from three 6-s pairs, and its
+    verdict flipped between two runs with the same estimate; 3x the time, ~1/√3 the interval);
     delete_window_s: how long the load runs while a snapshot is deleted; grid_rates: the writer's rate_iops
     values of the model grid; grid_window_s: the load window of one grid point; repeats_per_load: how many
     timelines of each (load, method) are measured (interleaved)."""
@@ -83,6 +87,7 @@ class LifecycleScale:
     disk_bytes: int
     steady_s: float
     delete_window_s: float
+    light_steady_s: float
     grid_rates: tuple[int, ...]
     grid_window_s: float
     max_iterations: int = MAX_ITERATIONS
@@ -95,10 +100,16 @@ class LifecycleScale:
             raise ConfigError(src, "disk_bytes", "must hold both test files")
         if self.steady_s < 2 or self.delete_window_s < self.steady_s:
             raise ConfigError(src, "steady_s", "steady phases need ≥ 2 s and the delete window at least as long")
+        if self.light_steady_s < self.steady_s:
+            raise ConfigError(src, "light_steady_s", "light phases need at least the saturated phases' time")
         if any(r <= 0 for r in self.grid_rates):
             raise ConfigError(src, "grid_rates", "rate_iops must be positive")
         if self.max_iterations < 1:
             raise ConfigError(src, "max_iterations", "must be at least 1")
+
+    def steady_for(self, load: str) -> float:
+        """Length (s) of a steady phase at load level `load`."""
+        return self.light_steady_s if load == "light" else self.steady_s
 
     @property
     def device_scale(self) -> float:
@@ -119,13 +130,14 @@ class LifecycleScale:
 
 SCALES: dict[str, LifecycleScale] = {
     # smoke: every variant once with short phases, two grid rates (≈1.5 min)
-    "smoke": LifecycleScale(8 * MiB, 32 * MiB, steady_s=2, delete_window_s=5, grid_rates=(20, 400),
+    "smoke": LifecycleScale(8 * MiB, 32 * MiB, steady_s=2, delete_window_s=5, light_steady_s=2,
+                            grid_rates=(20, 400),
                             grid_window_s=5, max_iterations=4),
     # quick: within the 10-minute budget of a quick study
     # quick: the smoke's sizes (see HANG_NOTE) with longer phases and five grid rates, within the 10-minute budget
-    "quick": LifecycleScale(8 * MiB, 32 * MiB, steady_s=6, delete_window_s=15,
+    "quick": LifecycleScale(8 * MiB, 32 * MiB, steady_s=6, delete_window_s=15, light_steady_s=18,
                             grid_rates=(10, 40, 80, 160, 400), grid_window_s=12, max_iterations=6),
-    "full": LifecycleScale(32 * MiB, 128 * MiB, steady_s=20, delete_window_s=60,
+    "full": LifecycleScale(32 * MiB, 128 * MiB, steady_s=20, delete_window_s=60, light_steady_s=60,
                            grid_rates=(5, 10, 20, 40, 60, 80, 120, 160, 250, 400), grid_window_s=40),
 }
 
@@ -227,12 +239,13 @@ def estimated_seconds(s: LifecycleScale) -> float:
     """Planned time (s), an estimate for the ETA: steady phases and windows, plus ≈3 s per fill at the
     emulated mirror's ≈30 MB/s for 1 MiB writes through the qcow2 layer, plus 3 s per engine start."""
     fill = 2 * s.file_bytes / (30e6) + 1
-    per_variant = 3 * s.steady_s + s.delete_window_s + 2 * fill + 3 + 5
-    return len(variants()) * per_variant + len(s.grid_rates) * (s.grid_window_s + fill + 3) + 3 + fill
+    per_variant = [3 * s.steady_for(load) + s.delete_window_s + 2 * fill + 3 + 5 for load, _ in variants()]
+    return sum(per_variant) + len(s.grid_rates) * (s.grid_window_s + fill + 3) + 3 + fill
 
 
 def parameters(s: LifecycleScale, device: str, capacity: int = 16 << 30) -> dict[str, Any]:
     return {"device_capacity": capacity, "file_bytes": s.file_bytes, "disk_bytes": s.disk_bytes, "steady_s": s.steady_s,
+            "light_steady_s": s.light_steady_s,
             "delete_window_s": s.delete_window_s, "grid_rates": list(s.grid_rates),
             "grid_window_s": s.grid_window_s, "max_iterations": s.max_iterations,
             "helper_threshold_bytes": s.helper_threshold_bytes, "max_consolidate_s": s.max_consolidate_s,
@@ -248,7 +261,8 @@ def describe(profile: profiles.Profile) -> str:
         f"each, over test files of {format_size(s.file_bytes)} each on a {format_size(s.disk_bytes)} volume "
         f"(the seed's 1 GiB scaled by {s.device_scale:.4f})",
         f"{len(variants())} timelines: loads {', '.join(LOADS)} (thinktime 25 / 0 ms) x deletion methods "
-        f"{', '.join(METHODS)}; phases {', '.join(PHASES)}; steady phases {s.steady_s:g} s, delete window "
+        f"{', '.join(METHODS)}; phases {', '.join(PHASES)}; steady phases {s.light_steady_s:g} s (light), "
+        f"{s.steady_s:g} s (saturated), delete window "
         f"{s.delete_window_s:g} s",
         f"iterative deletion: helper threshold {s.helper_threshold_bytes // KiB} KiB, maxIterations "
         f"{s.max_iterations}, maxConsolidateTime {s.max_consolidate_s:.2f} s (scaled)",
