@@ -1,5 +1,7 @@
 """The paper as a whole: its sections in order, and every figure and table naming the code that made it."""
+import json
 import re
+import unicodedata
 
 from snaptax import paths, sources
 
@@ -38,3 +40,21 @@ def test_every_figure_and_table_names_its_source():
 def test_results_at_a_glance_is_near_the_front():
     intro = (paths.PAPER_DIR / "sections" / "intro.tex").read_text()
     assert "\\input{generated/glance}" in intro and "\\coderef{glance}" in intro
+
+
+def test_every_character_of_the_committed_claims_typesets(monkeypatch):
+    """A claim's words go into the paper as they are: each character beyond Latin-1 (which pdfLaTeX's utf8 input
+    knows) must be declared in snaptax.tex, or the build stops at it."""
+    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)    # the checkout's data/, even inside make test
+    tex = (paths.PAPER_DIR / "snaptax.tex").read_text()
+    declared = {chr(int(h, 16)) for h in re.findall(r"\\DeclareUnicodeCharacter\{([0-9A-Fa-f]+)\}", tex)}
+    missing: dict[str, str] = {}
+    files = sorted(paths.data_dir().glob("*/*/*/results.json"))
+    assert files
+    for f in files:
+        for claim in json.loads(f.read_text()).get("claims", []):
+            for field in ("statement", "where", "unit", "tolerance_basis", "stand_in", "published_text"):
+                for ch in str(claim.get(field, "")):
+                    if ord(ch) > 0xFF and ch not in declared:
+                        missing[ch] = f"{f.parent.name} {claim['id']}.{field}"
+    assert not missing, {f"U+{ord(c):04X} {unicodedata.name(c, '?')}": where for c, where in missing.items()}

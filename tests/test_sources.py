@@ -68,16 +68,24 @@ PAPER = r"""
 \input{generated/tab-a}
 \caption{A table. \coderef{tab-a}}
 \end{table}
+\input{generated/tab-long}
+\begin{longtable}{ll}
+\caption{A long table. \coderef{tab-long}}\\
+\snaptaxtable{tab-long}
+\end{longtable}
 """
 
 
 def test_check_sources(tmp_path):
-    known = {n: sources.Source(n, "m.f") for n in ("fig-a", "fig-b", "tab-a")}
+    known = {n: sources.Source(n, "m.f") for n in ("fig-a", "fig-b", "tab-a", "tab-long")}
     p = tmp_path / "s.tex"
     p.write_text(PAPER)
     sources.check_sources([p], known)
     p.write_text(PAPER.replace(r" \coderef{fig-b}", ""))
     with pytest.raises(sources.MissingSource, match="figure 'fig-b' names no source"):
+        sources.check_sources([p], known)
+    p.write_text(PAPER.replace(r" \coderef{tab-long}", ""))
+    with pytest.raises(sources.MissingSource, match="longtable 'tab-long' names no source"):
         sources.check_sources([p], known)
     p.write_text(PAPER + r"\coderef{nothing}")
     with pytest.raises(sources.MissingSource, match="names no figure or table"):

@@ -62,11 +62,13 @@ def claims_tex(outcomes: list[claimsmod.Outcome]) -> str:
     for o in outcomes:
         c = o.claim
         rows.append([f"{macros.tex_escape(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
-                     macros.tex_escape(claimsmod.published_str(c)), macros.tex_escape(claimsmod.ours_str(o)),
+                     macros.tex_escape(claimsmod.published_str(c)),
+                     macros.tex_escape(claimsmod.ours_str(o)).replace(" [", "\\newline["),   # interval below
                      f"$\\pm${macros.tex_escape(f'{c.tolerance:g} {c.unit}'.strip())}",
                      macros.tex_escape(c.stand_in), o.verdict])
-    return macros.render_table(["Claim (source)", "Published", "Ours [95\\,\\% CI]", "Tolerance", "Our stand-in",
-                                "Verdict"], rows, align="p{0.3\\linewidth}rrrp{0.14\\linewidth}l")
+    # a longtable: the table runs over pages as studies add claims (a float cannot, and overflowed the page)
+    return macros.render_long_table("claims", ["Claim (source)", "Published", "Ours [95\\,\\% CI]", "Tolerance",
+                                               "Our stand-in", "Verdict"], rows)
 
 
 def tolerance_bases_tex(outcomes: list[claimsmod.Outcome]) -> str:

@@ -103,9 +103,10 @@ def sources_tex(sources: Iterable[Source]) -> str:
     return "\n".join(lines) + "\n"
 
 
-_ENV_RE = re.compile(r"\\begin\{(figure|table)\*?\}(.*?)\\end\{\1\*?\}", re.S)
+_ENV_RE = re.compile(r"\\begin\{(figure|table|longtable)\*?\}(.*?)\\end\{\1\*?\}", re.S)
 _GRAPHIC_RE = re.compile(r"\\includegraphics(?:\[[^\]]*\])?\{([^}]*)\}")
 _INPUT_RE = re.compile(r"\\input\{generated/([^}]*)\}")
+_LONG_TABLE_RE = re.compile(r"\\snaptaxtable\{([^}]*)\}")   # a generated longtable's rows (macros.render_long_table)
 _CODEREF_RE = re.compile(r"\\coderef\{([^}]*)\}")
 
 
@@ -118,7 +119,8 @@ def shown(tex: str) -> list[tuple[str, list[str], list[str]]]:
     out = []
     for m in _ENV_RE.finditer(_strip_comments(tex)):
         body = m.group(2)
-        items = [Path(g).stem for g in _GRAPHIC_RE.findall(body)] + _INPUT_RE.findall(body)
+        items = ([Path(g).stem for g in _GRAPHIC_RE.findall(body)] + _INPUT_RE.findall(body)
+                 + _LONG_TABLE_RE.findall(body))
         out.append((m.group(1), items, _CODEREF_RE.findall(body)))
     return out
 

@@ -34,9 +34,9 @@ def test_two_workers_in_one_job_file():
 
 def test_scaled_vmware_bounds():
     s = planmod.scale(profiles.get("quick"))
-    assert s.device_scale == pytest.approx(1 / 128)
-    assert s.helper_threshold_bytes == 128 * 1024            # 16 MiB / 128
-    assert s.max_consolidate_s == pytest.approx(1 + 12 / 128)
+    assert s.device_scale == pytest.approx(1 / 32)           # 32 MiB files for the seed's 1 GiB
+    assert s.helper_threshold_bytes == 512 * 1024            # 16 MiB / 32
+    assert s.max_consolidate_s == pytest.approx(1 + 12 / 32)
     assert planmod.scale(profiles.get("smoke")).helper_threshold_bytes >= 64 * 1024
 
 
