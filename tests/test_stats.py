@@ -84,3 +84,20 @@ def test_ratio_across_time_covers_when_drift_dominates():
 def test_ratio_across_time_needs_two_earlier_runs():
     iv = stats.ratio_across_time_interval([1.0, 1.1], [1.0])
     assert iv.estimate == pytest.approx(1.05) and not iv.defined
+
+
+def test_proportion_interval_is_the_exact_binomial_one():
+    iv = stats.proportion_interval([1, 0])
+    assert iv.estimate == 0.5 and iv.n == 2
+    assert iv.low == pytest.approx(0.0126, abs=1e-4) and iv.high == pytest.approx(0.9874, abs=1e-4)
+    none = stats.proportion_interval([0, 0, 0])
+    assert none.low == 0.0 and none.high == pytest.approx(0.7076, abs=1e-4)   # 1 - 0.025**(1/3)
+    assert stats.proportion_interval([1, 1]).high == 1.0
+    assert not stats.proportion_interval([1]).defined
+
+
+def test_proportion_interval_covers_about_95_percent_or_more():
+    rng = np.random.default_rng(3)
+    hits = sum(iv.low <= 0.3 <= iv.high
+               for iv in (stats.proportion_interval(rng.random(20) < 0.3) for _ in range(400)))
+    assert hits / 400 >= 0.93

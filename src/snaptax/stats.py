@@ -54,6 +54,23 @@ def mean_interval(samples: ArrayLike, confidence: float = CONFIDENCE) -> Interva
     return Interval(mean, mean - half, mean + half, n, "t")
 
 
+def proportion_interval(outcomes: ArrayLike, confidence: float = CONFIDENCE) -> Interval:
+    """Clopper-Pearson (exact binomial) interval of the share of true outcomes, in [0, 1]: k of n successes give
+    [B(α/2; k, n−k+1), B(1−α/2; k+1, n−k)] with B the beta quantile (0 and 1 at k = 0 and k = n). A t interval
+    on 0/1 outcomes is wrong for small n (it leaves [0, 1]); this one is conservative and never does."""
+    x = np.asarray(outcomes, dtype=float)
+    x = x[np.isfinite(x)]
+    n, k = len(x), int(x.sum())
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, "clopper-pearson")
+    alpha = 1 - confidence
+    low = 0.0 if k == 0 else float(sps.beta.ppf(alpha / 2, k, n - k + 1))
+    high = 1.0 if k == n else float(sps.beta.ppf(1 - alpha / 2, k + 1, n - k))
+    if n < 2:   # one outcome: no interval, as for every estimate here
+        low = high = math.nan
+    return Interval(k / n, low, high, n, "clopper-pearson")
+
+
 def paired_ratio_interval(numerators: ArrayLike, denominators: ArrayLike,
                           confidence: float = CONFIDENCE) -> Interval:
     """Interval of the ratio of two configurations measured in pairs (neighbours in time), on the log scale:
