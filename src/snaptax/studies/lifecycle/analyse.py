@@ -362,7 +362,8 @@ def claims() -> list[Claim]:
               "saturated: deletions (active commit, iterative) that finished while the load ran", 0.0, "%", 100.0,
               45.0, "binary outcomes: the seed's deletion did not finish until IOmeter was stopped (0 %); with our "
               "two deletions' exact binomial interval, ±45 pp holds 'none finished' (0 of 2: [0, 84] %, half-width "
-              "42) and leaves 'one finished' (50 %) outside", f"{STUDY}.saturated.converged_pct", stand, "did not converge"),
+              "42) and leaves 'one finished' (50 %) outside",
+              f"{STUDY}.saturated.converged_pct", stand, "did not converge"),
         Claim(f"{STUDY}.C000-5", CITE, "Graph 1, sample 52 and note ***",
               "host service time per request once the big delta is gone (after / with): the seek-span effect "
               "behind the seed's rise of host WOPS", 90.0, "%", 100.0, 5.0, DIRECTION_BASIS,
