@@ -40,6 +40,13 @@ CATALOGUE: tuple[CounterSpec, ...] = (
                 "RAID5 rows written by read-modify-write / by full-stripe write"),
     CounterSpec(r"host\.(promotions|demotions|tier_cycles)", "counter", "events", "tiered pool migrations"),
     CounterSpec(r"host\.migrated_bytes", "counter", "bytes", "bytes a tiered pool migrated"),
+    CounterSpec(r"host\.(ssd|hdd|split)_(reads|writes)|host\.unmapped_reads", "counter", "requests",
+                "a tiered pool's host requests served wholly by SSD / wholly by HDD extents / by both; reads of "
+                "never-written extents (zeros, no media access)"),
+    CounterSpec(r"host\.(ssd|hdd)_bytes_(read|written)|host\.unmapped_bytes_read", "counter", "bytes",
+                "a tiered pool's host bytes by the tier that served them (unmapped: zeros)"),
+    CounterSpec(r"host\.heat_(ios|ignored_ios)", "counter", "requests",
+                "a tiered pool's host requests counted as extent heat / too large to count (Easy Tier: > 64 KiB)"),
     CounterSpec(r"host\.member_(reads|writes)", "counter", "requests", "requests summed over an array's members"),
     CounterSpec(r"host\.member\d+\.(reads|writes|cache_hits)", "counter", "requests",
                 "one member drive's requests"),

@@ -188,11 +188,16 @@ class Raid5(Volume):
 
 class Tier(Volume):
     """An SSD + HDD extent pool (see TierSpec). Extent e lives at `where[e]` = (tier, slot) or is
-    unallocated (reads of it return zeros at once and touch no member). Heat = host I/Os to the
-    extent in the last `window_cycles` cycles. At each cycle end, up to max_migrations_per_cycle moves
-    are planned: hottest HDD extents first, each onto a free SSD slot or in exchange for a colder SSD
-    extent (demotion first). Moves run one at a time in the background, chunk by chunk (read from the
-    source tier, then write to the destination); the extent's mapping switches when its copy ends."""
+    unallocated (reads of it return zeros at once and touch no member; its first write allocates it on
+    `new_allocation`). Heat = host I/Os of at most heat_max_io_bytes to the extent in the last `window_cycles`
+    cycles. At each cycle end moves are planned (up to max_migrations_per_cycle, if set): hottest HDD extents
+    first, each onto a free SSD slot or in exchange for a colder SSD extent (demotion first). Moves run one at a
+    time in the background, chunk by chunk (read from the source tier, then write to the destination), paced to
+    migration_mb_s; the extent's mapping switches when its copy ends.
+
+    Per-tier counters (counted when the host command completes, so that at any instant they add up to the
+    Simulator's host counts): a command is an SSD or HDD I/O if every byte of it is on that tier, an unmapped
+    read if it read only never-written extents, a split I/O otherwise; bytes are counted per tier exactly."""
 
     def __init__(self, spec: TierSpec, capacity: int, name: str):
         self.spec = spec
@@ -211,8 +216,19 @@ class Tier(Volume):
         self.next_cycle = spec.cycle_s
         self.plan: deque[tuple[int, str]] = deque()   # (extent, destination tier)
         self.moving: int | None = None
+        # rate limit: the next move may start at `move_allowed_at`; `move_at` is the timer set while one waits
+        self.move_interval_s = eb / (spec.migration_mb_s * 1e6)
+        self.move_allowed_at = 0.0
+        self.move_at: float | None = None
         self.promotions = self.demotions = self.migrated_bytes = 0
         self.cycles = 0
+        # where host I/O landed: (class, "reads"/"writes") -> commands; (tier, "bytes_read"/"bytes_written") -> bytes
+        # (a write always lands on a tier: its first write allocates an extent, so "unmapped" has reads only)
+        self.landed_ios = {(c, d): 0 for c in ("ssd", "hdd", "split") for d in ("reads", "writes")}
+        self.landed_ios[("unmapped", "reads")] = 0
+        self.landed_bytes = {(c, d): 0 for c in ("ssd", "hdd") for d in ("bytes_read", "bytes_written")}
+        self.landed_bytes[("unmapped", "bytes_read")] = 0
+        self.heat_ios = self.heat_ignored_ios = 0
 
     # -- host I/O
 
@@ -233,24 +249,52 @@ class Tier(Volume):
             n = min(end - offset, eb - within)
             pieces.append((ext, within, n))
             offset += n
-        join = _Join(len(pieces), on_done)
+        # Easy Tier counts only small I/Os as heat: a large (sequential) command heats none of its extents
+        counts_as_heat = length <= self.spec.heat_max_io_bytes
+        if counts_as_heat:
+            self.heat_ios += 1
+        else:
+            self.heat_ignored_ios += 1
+        # first decide where every piece lands (allocating on first write), then submit: a command made only of
+        # unmapped reads completes inside the submitting loop, and its counts must be complete by then
+        routed: list[tuple[str, int, int, int]] = []      # (tier or "unmapped", slot, within, n)
         for ext, within, n in pieces:
-            self.heat_now[ext] = self.heat_now.get(ext, 0) + 1
+            if counts_as_heat:
+                self.heat_now[ext] = self.heat_now.get(ext, 0) + 1
             loc = self.where.get(ext)
-            if loc is None:
-                if not write:
-                    join.part(t)   # never written: zeros, no media access
-                    continue
+            if loc is None and write:
                 loc = self._allocate(ext)
-            tier, slot = loc
-            self.tiers[tier].submit(slot * eb + within, n, write, t, join.part)
+            routed.append((loc[0], loc[1], within, n) if loc else ("unmapped", -1, within, n))
+        classes = {r[0] for r in routed}
+        cls = classes.pop() if len(classes) == 1 else "split"
+        direction = "writes" if write else "reads"
+        byte_kind = "bytes_written" if write else "bytes_read"
+
+        def landed(t_done: float) -> None:
+            self.landed_ios[(cls, direction)] += 1
+            for where, _, _, n in routed:
+                self.landed_bytes[(where, byte_kind)] += n
+            on_done(t_done)
+
+        join = _Join(len(routed), landed)
+        for where, slot, within, n in routed:
+            if where == "unmapped":
+                join.part(t)   # never written: zeros, no media access
+            else:
+                self.tiers[where].submit(slot * eb + within, n, write, t, join.part)
 
     # -- the tiering cycle
 
     def next_time(self) -> float | None:
+        if self.move_at is not None:
+            return min(self.next_cycle, self.move_at)
         return self.next_cycle
 
     def fire(self, t: float) -> None:
+        if self.move_at is not None and self.move_at <= self.next_cycle:
+            self.move_at = None      # a paced move may start now (a cycle due at the same time fires next)
+            self._next_move(t)
+            return
         self.cycles += 1
         self.next_cycle = t + self.spec.cycle_s
         self.history.append(self.heat_now)
@@ -270,7 +314,8 @@ class Tier(Volume):
         on_ssd = sorted((e for e, (tier, _) in self.where.items() if tier == "ssd"),
                         key=lambda e: (heat.get(e, 0), e))
         free_ssd = len(self.free["ssd"])
-        budget = self.spec.max_migrations_per_cycle
+        cap = self.spec.max_migrations_per_cycle
+        budget = math.inf if cap is None else cap
         for e in on_hdd:
             if budget <= 0:
                 break
@@ -287,7 +332,10 @@ class Tier(Volume):
                 break
 
     def _next_move(self, t: float) -> None:
-        if self.moving is not None or not self.plan:
+        if self.moving is not None or not self.plan or self.move_at is not None:
+            return
+        if t < self.move_allowed_at:     # the migration rate limit: wait for the pacing timer
+            self.move_at = self.move_allowed_at
             return
         ext, dest = self.plan.popleft()
         src_tier, src_slot = self.where[ext]
@@ -296,6 +344,7 @@ class Tier(Volume):
             return
         dst_slot = self.free[dest].popleft()
         self.moving = ext
+        self.move_allowed_at = t + self.move_interval_s
         eb, cb = self.spec.extent_bytes, self.spec.migration_chunk_bytes
         src, dst = self.tiers[src_tier], self.tiers[dest]
         chunks = deque(range(0, eb, cb))
@@ -320,10 +369,14 @@ class Tier(Volume):
 
     def extra_counters(self) -> dict:
         on_ssd = sum(1 for tier, _ in self.where.values() if tier == "ssd")
-        return {"extents": self.n_ext, "ssd_slots": self.ssd_slots, "extents_allocated": len(self.where),
-                "extents_on_ssd": on_ssd, "promotions": self.promotions, "demotions": self.demotions,
-                "migrated_bytes": self.migrated_bytes, "tier_cycles": self.cycles,
-                "migration_running": self.moving is not None}
+        out = {"extents": self.n_ext, "ssd_slots": self.ssd_slots, "extents_allocated": len(self.where),
+               "extents_on_ssd": on_ssd, "promotions": self.promotions, "demotions": self.demotions,
+               "migrated_bytes": self.migrated_bytes, "tier_cycles": self.cycles,
+               "migration_running": self.moving is not None, "migrations_planned": len(self.plan),
+               "heat_ios": self.heat_ios, "heat_ignored_ios": self.heat_ignored_ios}
+        out.update({f"{c}_{d}": n for (c, d), n in self.landed_ios.items()})
+        out.update({f"{c}_{d}": n for (c, d), n in self.landed_bytes.items()})
+        return out
 
     def location(self, offset: int) -> str | None:
         loc = self.where.get(offset // self.spec.extent_bytes)

@@ -122,20 +122,42 @@ class Raid5Spec:
 
 @dataclass(frozen=True)
 class TierSpec:
-    """An SSD + HDD pool of `extent_bytes` extents (IBM Easy Tier's model, scaled down).
+    """An SSD + HDD pool of `extent_bytes` extents: IBM Easy Tier's model, time and capacity scaled.
 
-    `ssd_fraction` of the pool's logical capacity lives on the SSD tier. Every `cycle_s` seconds the pool
-    ranks extents by heat (I/O count over the last `window_cycles` cycles), promotes hot HDD extents and
-    demotes cold SSD ones (at most `max_migrations_per_cycle`), copying `migration_chunk_bytes` at a time
-    through the members. New extents are allocated on `new_allocation` (Easy Tier: the HDD tier)."""
+    `ssd_fraction` (0 < f < 1) of the pool's logical capacity lives on the SSD tier. Every `cycle_s` seconds the
+    pool ranks extents by heat, promotes hot HDD extents and demotes cold SSD ones, copying
+    `migration_chunk_bytes` at a time through the members. New extents are allocated on `new_allocation`
+    (Easy Tier: the enterprise/HDD tier). How each part follows IBM's documentation, and what is scaled:
+
+    Heat. Easy Tier samples per-extent I/O every 5 minutes and plans from the average over a rolling 24 h, the
+    cycle of the seed's era. Here heat is the count of host I/Os to the extent over the last `window_cycles`
+    cycles (1 = the rolling window equals the cycle, as IBM's). The 5-minute sampling is not emulated: the plan
+    is made at cycle ends only, when the window holds exactly 288 whole samples, and the mean of those samples
+    is their sum / 288, so the ranking (the placement decision) is the same as ranking by the count. Scaled
+    (1 : 288), the sampling interval of a 120 s cycle would be 120 / 288 ≈ 0.42 s.
+
+    Only host I/Os of at most `heat_max_io_bytes` (IBM: 64 KiB) count as heat: large sequential I/O does not
+    make an extent a promotion candidate (it still reaches the members as usual).
+
+    Migration rate. Easy Tier moves at most 12 GB per 5 minutes (40 MB/s; IBM docs, "Easy Tier acceleration
+    mode", normal mode). Scaled by capacity and by time, for the seed's 4.2 TB pool emulated in 16 GiB with its
+    24 h cycle emulated in 120 s:
+        40e6 B/s × (16 GiB / 4.2e12 B) × (86400 s / 120 s) = 40e6 × 0.0040904 × 720 = 117.8e6 B/s
+    so `migration_mb_s` = 117.8 (10^6 bytes per second): the pool can move the same share of its capacity per
+    cycle as the real one (82 %), at 2.9× the real one's bytes per second of drive time (the members keep their
+    full speed: only the LBA space and the cycle shrink). Moves are paced: an extent's copy starts no earlier
+    than extent_bytes / rate after the previous one started. `max_migrations_per_cycle`, if set, caps the
+    number of moves planned per cycle as well (None: only the rate limits)."""
 
     ssd: DeviceSpec
     hdd: DeviceSpec
     extent_bytes: int = 16 << 20
     ssd_fraction: float = 0.1
     cycle_s: float = 60.0
-    window_cycles: int = 3
-    max_migrations_per_cycle: int = 64
+    window_cycles: int = 1
+    heat_max_io_bytes: int = 64 << 10
+    migration_mb_s: float = 117.8
+    max_migrations_per_cycle: int | None = None
     migration_chunk_bytes: int = 1 << 20
     new_allocation: Literal["hdd", "ssd"] = "hdd"
     kind: Literal["tier"] = "tier"
@@ -214,10 +236,16 @@ def validate_spec(spec: DeviceSpec, source: str, where: str = "spindle") -> None
             validate_spec(m, source, f"{where}.members[{i}]")
     elif isinstance(spec, TierSpec):
         _num(source, f"{where}.extent", spec.extent_bytes, positive=True, integer=True)
-        _num(source, f"{where}.ssd_fraction", spec.ssd_fraction, positive=True, maximum=1)
-        _num(source, f"{where}.cycle_s", spec.cycle_s, positive=True)
+        fraction = _num(source, f"{where}.ssd_fraction", spec.ssd_fraction, positive=True)
+        if fraction >= 1:   # an all-SSD pool has nothing to tier: the study would measure no placement at all
+            raise ConfigError(source, f"{where}.ssd_fraction", f"must be between 0 and 1 (exclusive), got {fraction!r}")
+        _num(source, f"{where}.cycle", spec.cycle_s, positive=True)
         _num(source, f"{where}.window_cycles", spec.window_cycles, positive=True, integer=True)
-        _num(source, f"{where}.max_migrations_per_cycle", spec.max_migrations_per_cycle, minimum=0, integer=True)
+        _num(source, f"{where}.heat_max_io", spec.heat_max_io_bytes, positive=True, integer=True)
+        _num(source, f"{where}.migration_mb_s", spec.migration_mb_s, positive=True)
+        if spec.max_migrations_per_cycle is not None:
+            _num(source, f"{where}.max_migrations_per_cycle", spec.max_migrations_per_cycle, minimum=0,
+                 integer=True)
         _num(source, f"{where}.migration_chunk", spec.migration_chunk_bytes, positive=True, integer=True)
         if spec.extent_bytes % spec.migration_chunk_bytes:
             raise ConfigError(source, f"{where}.migration_chunk", "must divide the extent size")

@@ -8,7 +8,8 @@ A `spindle:` mapping is either {device: NAME} (a named array from devices.yaml) 
     stripe_unit: 64K           raid5
     overrides: {write_cache: true, scheduler: clook, ...}   drive-profile fields changed for this device
     ssd: {...}  hdd: {...}     tier: two inline devices; extent, ssd_fraction, cycle (e.g. 120s),
-                               window_cycles, max_migrations_per_cycle, migration_chunk, new_allocation
+                               window_cycles, heat_max_io (64K), migration_mb_s, max_migrations_per_cycle
+                               (optional), migration_chunk, new_allocation (see profiles.TierSpec)
 """
 from __future__ import annotations
 
@@ -170,8 +171,8 @@ def parse_device(raw: Any, source: str, where: str = "spindle", directory: Path 
     allowed = {"disk": {"kind", "profile", "overrides"},
                "raid1": {"kind", "profile", "overrides"},
                "raid5": {"kind", "profile", "overrides", "members", "stripe_unit"},
-               "tier": {"kind", "ssd", "hdd", "extent", "ssd_fraction", "cycle", "window_cycles",
-                        "max_migrations_per_cycle", "migration_chunk", "new_allocation"}}
+               "tier": {"kind", "ssd", "hdd", "extent", "ssd_fraction", "cycle", "window_cycles", "heat_max_io",
+                        "migration_mb_s", "max_migrations_per_cycle", "migration_chunk", "new_allocation"}}
     if kind not in allowed:
         raise ConfigError(source, f"{where}.kind", f"{kind!r} is not one of {', '.join(allowed)}")
     unknown = set(raw) - allowed[kind]
@@ -182,10 +183,13 @@ def parse_device(raw: Any, source: str, where: str = "spindle", directory: Path 
             ssd=parse_device(_get(raw, source, "ssd", f"{where}."), source, f"{where}.ssd", directory),
             hdd=parse_device(_get(raw, source, "hdd", f"{where}."), source, f"{where}.hdd", directory),
             extent_bytes=parse_size(raw.get("extent", 16 << 20), source=source, field_name=f"{where}.extent"),
-            ssd_fraction=raw.get("ssd_fraction", 0.1),
-            cycle_s=_seconds(raw.get("cycle", 60), source, f"{where}.cycle"),
-            window_cycles=raw.get("window_cycles", 3),
-            max_migrations_per_cycle=raw.get("max_migrations_per_cycle", 64),
+            ssd_fraction=raw.get("ssd_fraction", TierSpec.ssd_fraction),
+            cycle_s=_seconds(raw.get("cycle", TierSpec.cycle_s), source, f"{where}.cycle"),
+            window_cycles=raw.get("window_cycles", TierSpec.window_cycles),
+            heat_max_io_bytes=parse_size(raw.get("heat_max_io", TierSpec.heat_max_io_bytes), source=source,
+                                         field_name=f"{where}.heat_max_io"),
+            migration_mb_s=raw.get("migration_mb_s", TierSpec.migration_mb_s),
+            max_migrations_per_cycle=raw.get("max_migrations_per_cycle", TierSpec.max_migrations_per_cycle),
             migration_chunk_bytes=parse_size(raw.get("migration_chunk", 1 << 20), source=source,
                                              field_name=f"{where}.migration_chunk"),
             new_allocation=raw.get("new_allocation", "hdd"))
