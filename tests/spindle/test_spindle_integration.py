@@ -80,3 +80,21 @@ def test_startup_failure_is_reported_and_cleaned(work_dir):
         with ProcessGroup() as group, serve(group, dev):
             pass
     assert not _nbdkit_pids(dev.socket)
+
+
+@needs
+def test_tier_pool_served_counts_where_io_landed(work_dir):
+    # the plugin runs the Tier under Debian's python3: the per-tier counters must reach the counters file
+    from snaptax.spindle.serve import flat_counters
+    dev = SpindleDevice(parse_device({"device": "tier_pool"}, "test"), 64 << 20, work_dir, "tier")
+    script = ("h.pwrite(b'a' * 4096, 0)\n"                      # small write: allocates extent 0 on HDD
+              "h.pwrite(b'b' * (256 << 10), 16 << 20)\n"        # large write: extent 1, no heat
+              "h.pread(4096, 0)\n"
+              "h.pread(4096, 48 << 20)\n")                      # never written: zeros, no media access
+    with measurement_lock(), ProcessGroup() as group, serve(group, dev) as s:
+        subprocess.run(["nbdsh", "-u", s.uri, "-c", script], check=True, timeout=60, env=NBDSH_ENV)
+    flat = flat_counters(json.loads(dev.counters.read_text()))
+    assert (flat["host.hdd_writes"], flat["host.hdd_reads"], flat["host.unmapped_reads"]) == (2, 1, 1)
+    assert flat["host.ssd_reads"] == flat["host.ssd_writes"] == 0
+    assert flat["host.hdd_bytes_written"] == 4096 + (256 << 10) and flat["host.unmapped_bytes_read"] == 4096
+    assert (flat["host.heat_ios"], flat["host.heat_ignored_ios"]) == (3, 1)
