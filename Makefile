@@ -62,6 +62,7 @@ render: setup
 pdf: render
 	@cd paper && latexmk -pdf -quiet snaptax.tex >/dev/null 2>&1 || \
 	  { tail -n 30 paper/snaptax.log 2>/dev/null; echo "latexmk failed: see paper/snaptax.log" >&2; exit 1; }
+	@$(PY) -m snaptax texlog paper/snaptax.log
 	@echo "paper/snaptax.pdf"
 
 paper: notebooks

@@ -39,8 +39,7 @@ rm -rf "$scratch/paper/generated" "$scratch/paper/figures"
 .venv/bin/python -m snaptax render --profile smoke --paper-dir "$scratch/paper"
 (cd "$scratch/paper" && latexmk -pdf -quiet snaptax.tex >/dev/null 2>&1) || {
   tail -n 40 "$scratch/paper/snaptax.log"; echo "paper: latexmk failed" >&2; exit 1; }
-if grep -q "undefined" "$scratch/paper/snaptax.log"; then
-  grep "undefined" "$scratch/paper/snaptax.log" >&2; echo "paper: undefined references or macros" >&2; exit 1
-fi
+# undefined references stop the test; overfull boxes only the quick paper (`make pdf`): smoke values differ in width
+.venv/bin/python -m snaptax texlog --allow-overfull "$scratch/paper/snaptax.log"
 echo "paper: ok ($(pdfinfo "$scratch/paper/snaptax.pdf" 2>/dev/null | awk '/^Pages/{print $2}') pages)"
 stamp

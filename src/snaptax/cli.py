@@ -177,6 +177,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_texlog(args: argparse.Namespace) -> int:
+    from . import texlog
+    texlog.check(Path(args.log), overfull=not args.allow_overfull)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m snaptax", description="Measure the performance tax of snapshots.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -222,6 +228,10 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="harness and engine benchmarks -> bench/latest.json")
     b.add_argument("--only", nargs="*", default=None, help="run only these benchmark groups")
     b.set_defaults(func=cmd_bench)
+    tl = sub.add_parser("texlog", help="fail if a LaTeX log reports an undefined reference or an overfull box")
+    tl.add_argument("log")
+    tl.add_argument("--allow-overfull", action="store_true", help="report only undefined references and macros")
+    tl.set_defaults(func=cmd_texlog)
     return p
 
 
