@@ -101,3 +101,20 @@ def test_proportion_interval_covers_about_95_percent_or_more():
     hits = sum(iv.low <= 0.3 <= iv.high
                for iv in (stats.proportion_interval(rng.random(20) < 0.3) for _ in range(400)))
     assert hits / 400 >= 0.93
+
+
+def test_pooled_log_sd_and_ratio_interval_cover_the_true_ratio():
+    rng = np.random.default_rng(5)
+    hits = 0
+    for _ in range(300):
+        groups = [np.exp(rng.normal(np.log(100.0 * (0.8 if k else 1.0)), 0.2, 2)) for k in range(6)]
+        sd, dof = stats.pooled_log_sd(groups)
+        assert dof == 6
+        iv = stats.pooled_log_ratio_interval(groups[3], groups[0], sd, dof)
+        hits += iv.low <= 0.8 <= iv.high
+    assert 0.9 <= hits / 300 <= 0.99
+
+
+def test_pooled_ratio_without_spread_has_no_interval():
+    iv = stats.pooled_log_ratio_interval([2.0], [1.0], math.nan, 0)
+    assert iv.estimate == pytest.approx(2.0) and not iv.defined

@@ -12,6 +12,10 @@ from typing import Literal
 
 from .fio import FioJob
 
+# What a Measure or Clone works on: the live volume (through the chain), or a flat volume of the same size on the
+# same device that is never snapshotted, the control that drift on the device is compared against.
+Target = Literal["live", "flat"]
+
 
 @dataclass(frozen=True)
 class TakeSnapshot:
@@ -28,7 +32,7 @@ class DeleteSnapshot:
 
 @dataclass(frozen=True)
 class Measure:
-    """Run one fio job against the live volume and record it.
+    """Run one fio job against the live volume (or the flat control, `target`) and record it.
 
     phase: what the experiment is doing ('prefill', 'create', 'delete', 'age', ...), used by analysis to
     select rows; repeat: the repetition index at this point of the plan.
@@ -37,13 +41,23 @@ class Measure:
     job: FioJob
     phase: str
     repeat: int = 0
+    target: Target = "live"
 
     @property
     def label(self) -> str:
         return f"{self.phase}-{self.job.name}-r{self.repeat}"
 
 
-Step = TakeSnapshot | DeleteSnapshot | Measure
+@dataclass(frozen=True)
+class Clone:
+    """Copy the live volume's current view, read through the whole chain, to a new flat image on the same device,
+    timed, then discard the copy: VMware's full clone of a VM that has snapshots (seed 001, figure 9)."""
+
+    repeat: int = 0
+    target: Target = "live"
+
+
+Step = TakeSnapshot | DeleteSnapshot | Measure | Clone
 
 
 @dataclass(frozen=True)
@@ -60,7 +74,7 @@ class Plan:
                 if chain == 0:
                     raise ValueError(f"plan step {index} deletes a snapshot from an empty chain")
                 chain -= 1
-            else:
+            elif isinstance(step, Measure):
                 yield index, step, chain
 
     @property

@@ -93,3 +93,18 @@ def test_bad_config_is_refused():
         Qcow2Config("x", cluster_size=4096, extended_l2=True)
     with pytest.raises(ConfigError, match="cluster_size"):
         Qcow2Config("x", cluster_size=3000)
+
+
+def test_clone_copies_the_chain_and_leaves_it_intact(work_dir, tmp_path):
+    a0, b1 = writer("a0", 0, 21), writer("b1", HALF, 22)
+    with engine() as e:
+        fio.run(a0, e.fio_target(), tmp_path / "a0")
+        e.take_snapshot()
+        fio.run(b1, e.fio_target(), tmp_path / "b1")
+        # twice: the first copy's region is freed, so the second fits where it was
+        assert e.clone() == SIZE and e.clone() == SIZE
+        assert e.chain_length == 1
+        check(a0, e.fio_target(), tmp_path / "after-a0")
+        check(b1, e.fio_target(), tmp_path / "after-b1")
+        assert not [r for r in e.store.regions if "clone" in r]
+    assert no_daemons()

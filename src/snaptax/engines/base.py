@@ -11,7 +11,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .. import fio
-from ..plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
+from ..errors import EngineError
+from ..plan import Clone, DeleteSnapshot, Measure, Plan, TakeSnapshot
 
 if TYPE_CHECKING:
     from ..record import RunSession
@@ -44,6 +45,16 @@ class SnapshotEngine(abc.ABC):
     def delete_snapshot(self, which: str = "newest") -> str:
         """Delete (merge) a snapshot; returns the deleted snapshot's name."""
 
+    def flat_target(self) -> fio.FioTarget:
+        """Where fio sends I/O for the flat control: a volume of the same size on the same device that is never
+        snapshotted. Engines without one raise EngineError."""
+        raise EngineError(f"the {self.kind} engine has no flat control volume")
+
+    def clone(self, target: str = "live") -> int:
+        """Copy the live volume's view (or the flat control's) to a new flat image on the same device, wait for
+        the copy to finish, and remove it; returns the bytes copied. Engines that cannot clone raise EngineError."""
+        raise EngineError(f"the {self.kind} engine cannot clone a volume")
+
     @abc.abstractmethod
     def counters(self) -> dict[str, float]:
         """Cumulative host-level and engine counters (backend reads/writes/bytes, copies, ...)."""
@@ -68,10 +79,22 @@ class SnapshotEngine(abc.ABC):
                 name = self.delete_snapshot(step.which)
                 session.log_event("delete", name=name, which=step.which, chain_length=self.chain_length,
                                   seconds=time.monotonic() - t0)
+            elif isinstance(step, Clone):
+                before = self.counters()
+                t0 = time.monotonic()
+                copied = self.clone(step.target)
+                seconds = time.monotonic() - t0
+                after = self.counters()
+                # a clone is not a fio run: its time and the host I/O it caused go into the manifest's events
+                session.log_event("clone", index=index, repeat=step.repeat, target=step.target,
+                                  chain_length=self.chain_length,
+                                  seconds=seconds, bytes=copied,
+                                  host={k: after[k] - before[k] for k in after if k in before})
             elif isinstance(step, Measure):
                 directory = session.measurement_dir(index, step)
                 before = self.counters()
-                run = fio.run(step.job, self.fio_target(), directory)
+                target = self.fio_target() if step.target == "live" else self.flat_target()
+                run = fio.run(step.job, target, directory)
                 after = self.counters()
                 session.record_measurement(index, step, chain_length=self.chain_length, fio_run=run,
                                            counters_before=before, counters_after=after)

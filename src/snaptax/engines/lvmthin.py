@@ -46,7 +46,7 @@ from ..errors import ConfigError, EngineError, MeasurementError
 from ..fio import FioRun, FioTarget
 from ..guest.vm import GuestConfig, GuestDisk, run_guest
 from ..lock import measurement_lock
-from ..plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
+from ..plan import Clone, DeleteSnapshot, Measure, Plan, TakeSnapshot
 from ..procs import ProcessGroup
 from ..rig import Device, Rig
 from .base import SnapshotEngine
@@ -238,6 +238,8 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
             events.append({"index": index, "event": "delete", "name": name, "which": step.which,
                            "chain_length": len(st.frozen)})
         elif isinstance(step, Measure):
+            if step.target != "live":
+                raise ConfigError("plan", f"steps[{index}].target", "the LVM thin guest has no flat control volume")
             if step.job.offset + step.job.size > disk_size:
                 raise ConfigError("plan", f"steps[{index}].job.size",
                                   f"offset+size {step.job.offset + step.job.size} exceeds the thin volume "
@@ -254,6 +256,8 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
             if config.integrity:
                 lines.append(f'ref {st.live}')
             measures[index] = (step, len(st.frozen), st.live)
+        elif isinstance(step, Clone):
+            raise ConfigError("plan", f"steps[{index}]", "the LVM thin guest does not clone volumes")
         else:  # pragma: no cover - Step is a closed union
             raise TypeError(f"unknown plan step {step!r}")
         if config.integrity:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..record import RunSession
 
 EXPORT = "vd"
+FLAT_EXPORT = "flat"      # the no-snapshot control volume (flat_target)
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ class Qcow2ChainEngine(SnapshotEngine):
         self._views: set[str] = set()
         self.daemon: StorageDaemon | None = None
         self.store: RegionStore | None = None
+        self._flat: Region | None = None
 
     # ------------------------------------------------------------ lifecycle
     def __enter__(self) -> Qcow2ChainEngine:
@@ -203,6 +205,37 @@ class Qcow2ChainEngine(SnapshotEngine):
         q.execute("blockdev-del", **{"node-name": top.name})
         self.store.free(top.region)
         return top.name
+
+    def flat_target(self) -> fio.FioTarget:
+        """A raw region of disk_size on the same device, in the same daemon, exported as `flat` (made on first
+        use, removed with the engine): the no-snapshot control measured beside the chain."""
+        assert self.daemon and self.store
+        if self._flat is None:
+            self._flat = self.store.allocate(self.disk_size, "flat")
+            self.daemon.export(self._flat.node, FLAT_EXPORT)
+        return fio.FioTarget("nbd", uri=self.daemon.uri(FLAT_EXPORT))
+
+    def clone(self, target: str = "live") -> int:
+        """A full copy of the active layer's view (qemu-storage-daemon's blockdev-backup, sync=full: every cluster
+        read through the chain, written to a raw region of the same device), or of the flat control's, then the
+        copy's region freed."""
+        assert self.daemon and self.store and self.daemon.qmp
+        if target == "flat":
+            self.flat_target()
+            assert self._flat is not None
+            source = self._flat.node
+        elif target == "live":
+            source = self.layers[-1].name
+        else:
+            raise ConfigError("clone", "target", f"{target!r} is not 'live' or 'flat'")
+        self._serial += 1
+        region = self.store.allocate(self.disk_size, f"clone{self._serial}")
+        try:
+            self.daemon.qmp.run_job("blockdev-backup", f"clone{self._serial}", timeout=self.commit_timeout_s,
+                                    device=source, target=region.node, sync="full", **{"auto-dismiss": False})
+        finally:
+            self.store.free(region)
+        return self.disk_size
 
     def view_target(self, layer: int) -> fio.FioTarget:
         """A read-only NBD export of layer `layer` (0 = base): the point-in-time view taken when layer

@@ -97,6 +97,9 @@ REGISTRY: tuple[Study, ...] = (
     Study("metadata_cache", "Seed 001: what the published losses mean for metadata caching",
           "06_metadata_cache.ipynb",
           "seed 001 (Table 1's 65 % and 35 %): loss with one snapshot against the redo log's L2 cache coverage"),
+    Study("chain_bulk", "Seed 001: large sequential I/O and clone time against chain length",
+          "07_chain_bulk.ipynb",
+          "seed 001 (figures 7-9): 512 KiB sequential reads and writes and a full clone with 0-n snapshots"),
 )
 
 

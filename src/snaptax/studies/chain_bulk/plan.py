@@ -1,0 +1,139 @@
+"""What the chain-bulk study measures: seed 001's 512 KiB sequential jobs and its VM clone against chain length.
+
+Per configuration (the chain study's two qcow2 presets: metadata on disk as SEsparse on VMFS, in memory as
+vSANsparse on vSAN), on a fresh volume of the rig's SSD-class device, beside a FLAT CONTROL: a raw volume of the
+same size on the same device, in the same daemon, never snapshotted. The host disk's throughput for 512 KiB
+streams varies by tens of per cent from one 5-s run to the next and between sessions (two unpaired quick runs of
+an earlier plan disagreed by 1.6x at the same point), so every measurement on the chain is paired with the same
+measurement on the control right next to it in time, in alternating order, and the study reports chain ÷ control.
+  prefill (the whole disk, both volumes), one untimed warm-up of each job on each, then for n = 0 … max_chain, a
+  snapshot taken before each n ≥ 1 (the seed's loop: create a snapshot, run fio, clone):
+  read    seed 001's large sequential read job (512 KiB, iodepth 32 × 4 jobs, direct, time-based), `repeats` pairs;
+  write   its write job, `repeats` pairs; the first pass over the disk allocates the newest layer's clusters and
+          later passes overwrite them, as the seed's 300-s runs over a 50 GB file did;
+  clone   a full copy of the volume's view to a new flat image on the same device, `repeats` pairs (figure 9:
+          "Create a full clone (child VM) from the parent VM and measure the duration").
+Reads run before writes at each n, so they read what was written while the previous layer was active and fall
+through the new, empty layer's metadata, as a VM's reads do right after a snapshot.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from ... import profiles
+from ...engines.qcow2 import Qcow2Config, metadata_configs
+from ...errors import ConfigError
+from ...fio import FioJob, prefill_job
+from ...plan import Clone, Measure, Plan, Step, StudyPlan, TakeSnapshot, Target, VariantPlan
+
+STUDY = "chain_bulk"
+Kind = Literal["read", "write"]
+KINDS: tuple[Kind, ...] = ("read", "write")
+BLOCK = 512 << 10
+FLAT_SUFFIX = "-flat"      # the phase of a measurement on the flat control
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class BulkScale:
+    """How much the study measures at one profile. max_chain: the longest chain (seed 001: 12; at least 3, since
+    the seed's read claim is about the snapshots after the first two); runtime_s/ramp_time_s: each fio run."""
+
+    max_chain: int
+    runtime_s: float
+    ramp_time_s: float
+    warmup: bool = True        # one untimed run of each job on each volume first (smoke skips it: CI time)
+
+    def __post_init__(self) -> None:
+        if self.max_chain < 3:
+            raise ConfigError("chain-bulk scale", "max_chain",
+                              f"{self.max_chain}: the per-snapshot claims need chains of at least 3")
+        if not (math.isfinite(self.runtime_s) and self.runtime_s > 0):
+            raise ConfigError("chain-bulk scale", "runtime_s", f"{self.runtime_s} is not a positive duration")
+        if not (math.isfinite(self.ramp_time_s) and self.ramp_time_s >= 0):
+            raise ConfigError("chain-bulk scale", "ramp_time_s", f"{self.ramp_time_s} is not a duration")
+
+
+SCALES: dict[str, BulkScale] = {
+    "smoke": BulkScale(max_chain=3, runtime_s=1, ramp_time_s=0, warmup=False),
+    # quick: chains 0-4 with 3-s runs, two pairs of each (chain and control; about 7 minutes with the clones)
+    "quick": BulkScale(max_chain=4, runtime_s=3, ramp_time_s=1),
+    "full": BulkScale(max_chain=12, runtime_s=30, ramp_time_s=5),
+}
+
+
+def scale(profile: profiles.Profile) -> BulkScale:
+    return profiles.study_scale(SCALES, profile, STUDY, "chain-bulk scale")
+
+
+def configs(profile: profiles.Profile) -> tuple[Qcow2Config, Qcow2Config]:
+    return metadata_configs(profile.disk_size)
+
+
+def bulk_job(kind: Kind, *, size: int, runtime_s: float, ramp_time_s: float = 0) -> FioJob:
+    """Seed 001's large-I/O jobs ('Workloads with large I/O sizes'):
+
+    READ:  -ioengine=libaio -iodepth=32 -rw=read  bs=512k -direct=1 -numjobs=4 -group_reporting=1 -size=50G
+           -time_based -runtime=300 -randrepeat=1
+    WRITE: the same with -rw=write
+    """
+    return FioJob(name=f"{kind}512k", rw=kind, bs=BLOCK, iodepth=32, numjobs=4, direct=True, size=size,
+                  runtime_s=runtime_s, ramp_time_s=ramp_time_s, time_based=True, randrepeat=True,
+                  group_reporting=True)
+
+
+def variant_plan(profile: profiles.Profile) -> Plan:
+    s = scale(profile)
+
+    def run(kind: Kind, phase: str, repeat: int = 0, target: Target = "live") -> Measure:
+        return Measure(bulk_job(kind, size=profile.disk_size, runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s),
+                       phase + FLAT_SUFFIX * (target == "flat"), repeat, target)
+
+    def pair(repeat: int) -> tuple[Target, Target]:
+        # alternating order, so a drift through the pairs cancels over each two of them
+        return ("live", "flat") if repeat % 2 == 0 else ("flat", "live")
+
+    prefill = prefill_job(profile.disk_size)
+    steps: list[Step] = [Measure(prefill, "prefill"), Measure(prefill, "prefill" + FLAT_SUFFIX, target="flat")]
+    if s.warmup:
+        steps += [run(kind, "warmup", 0, t) for kind in KINDS for t in ("live", "flat")]
+    for n in range(s.max_chain + 1):
+        if n:
+            steps.append(TakeSnapshot())
+        for kind in KINDS:
+            steps += [run(kind, kind, r, t) for r in range(profile.repeats) for t in pair(r)]
+        steps += [Clone(r, t) for r in range(profile.repeats) for t in pair(r)]
+    return Plan(tuple(steps))
+
+
+def build_plan(profile: profiles.Profile) -> StudyPlan:
+    plan = variant_plan(profile)
+    return StudyPlan(tuple(VariantPlan(c.name, plan) for c in configs(profile)))
+
+
+def parameters(profile: profiles.Profile, device: str) -> dict:
+    """The study's parameters as the manifest records them."""
+    s = scale(profile)
+    return {"device": device, "max_chain": s.max_chain, "runtime_s": s.runtime_s, "ramp_time_s": s.ramp_time_s,
+            "block_bytes": BLOCK, "repeats": profile.repeats, "disk_bytes": profile.disk_size}
+
+
+def describe(profile: profiles.Profile) -> str:
+    """What a run measures, in words and counts from the plan (deterministic: checked by nbval)."""
+    s = scale(profile)
+    study = build_plan(profile)
+    clones = sum(isinstance(st, Clone) for v in study.variants for st in v.plan.steps)
+    lines = [f"profile {profile.name}: disk {profile.disk_size // MiB} MiB, chain 0..{s.max_chain}, "
+             f"{profile.repeats} pairs (chain, flat control; order alternating) of each 512 KiB job "
+             f"({s.runtime_s:g} s + {s.ramp_time_s:g} s ramp) and of clones at each length",
+             f"{study.points()} fio runs and {clones} clones in {len(study.variants)} configurations: "
+             + ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()),
+             f"fio time >= {study.fio_seconds():.0f} s"]
+    for c in configs(profile):
+        lines.append(f"  {c.name} ({c.analogue}): L2 cache {(c.l2_cache_size or 0) >> 10} KiB of "
+                     f"{c.l2_bytes_for(profile.disk_size) >> 10} KiB tables")
+    lines.append("read job: " + " ".join(f"{k}={v}" for k, v in
+                                         bulk_job("read", size=profile.disk_size, runtime_s=s.runtime_s).options()))
+    return "\n".join(lines)

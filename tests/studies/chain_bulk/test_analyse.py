@@ -1,0 +1,90 @@
+"""The chain-bulk analysis on a synthetic run whose rates follow the chain model with known parameters: ratios,
+losses, clone-time changes and per-snapshot averages come out as constructed, the fits recover the parameters, and
+the claims are judged."""
+import pytest
+
+from snaptax import fio, profiles
+from snaptax.claims import verdict
+from snaptax.models import chain as chain_model
+from snaptax.plan import Clone, Measure
+from snaptax.record import RunRecord, RunWriter
+from snaptax.studies.chain_bulk import analyse as an, plan as planmod
+from tests.synthetic import fio_result, rig
+
+# τ0, τ1, τL per (variant, series) in µs per operation; reads lose a third over two snapshots on "VMFS"
+TAU = {("on-disk-metadata", "read"): (500.0, 150.0, 100.0), ("on-disk-metadata", "write"): (600.0, 320.0, 0.0),
+       ("on-disk-metadata", "clone"): (2e6, 2e6, 0.08e6),
+       ("in-memory-metadata", "read"): (500.0, 0.0, 0.0), ("in-memory-metadata", "write"): (600.0, 10.0, 0.0),
+       ("in-memory-metadata", "clone"): (2e6, 0.5e6, 0.15e6)}
+
+
+def rate(variant, series, n, repeat, target="live"):
+    """The chain follows the model, the flat control stays at τ0; both share a drift of the device that differs
+    from pair to pair by up to 1.6× (what the host disk did), which the pairing must take out."""
+    drift = 1 + 0.6 * ((3 * n + repeat) % 4) / 3
+    if target == "flat":
+        return float(chain_model.iops(0, *TAU[(variant, series)])) * drift
+    wobble = 1 + 0.01 * (-1) ** repeat       # ±1 % between the pairs: intervals exist and are narrow
+    return float(chain_model.iops(n, *TAU[(variant, series)])) * wobble * drift
+
+
+def make_run(tmp_path, profile="quick"):
+    p = profiles.get(profile)
+    study = planmod.build_plan(p)
+    w = RunWriter(rig(tmp_path), planmod.STUDY, p, planmod.parameters(p, "ssd"), tmp_path / "staging",
+                  run_id=f"20260101T000000Z-{profile}")
+    for vp in study.variants:
+        with w.in_variant(vp.variant, {}):
+            n = 0
+            for index, step in enumerate(vp.plan.steps):
+                if isinstance(step, Measure):
+                    d = w.measurement_dir(index, step)
+                    series = step.phase.removesuffix(planmod.FLAT_SUFFIX)
+                    r = (rate(vp.variant, series, n, step.repeat, step.target) if series in planmod.KINDS
+                         else 1000.0)
+                    res = fio_result(step.job.name, r if step.job.rw == "read" else 0.0,
+                                     r if step.job.rw != "read" else 0.0, runtime_s=4)
+                    w.record_measurement(index, step, chain_length=n, fio_run=fio.FioRun(d, res, 1.0),
+                                         counters_before={}, counters_after={})
+                elif isinstance(step, Clone):
+                    w.log_event("clone", index=index, repeat=step.repeat, target=step.target, chain_length=n,
+                                seconds=1.0 / rate(vp.variant, "clone", n, step.repeat, step.target),
+                                bytes=p.disk_size, host={})
+                else:
+                    n += 1
+    return RunRecord.load(w.publish(tmp_path / "data" / "t" / planmod.STUDY / w.run_id))
+
+
+def test_ratios_losses_and_fits_come_from_the_data(tmp_path):
+    a = an.analyse(make_run(tmp_path))
+    top = planmod.scale(profiles.get("quick")).max_chain
+    v = {x.key: x for x in a.values}
+    # VMFS reads after two snapshots: τ(2)/τ(0) = 750/500 → rate ÷1.5 → loss 33.3 %
+    loss = v["chain_bulk.on-disk-metadata.read_loss.n2"]
+    assert loss.value == pytest.approx(100 / 3, abs=0.5) and loss.low < 100 / 3 < loss.high
+    assert v["chain_bulk.on-disk-metadata.write_loss.n1"].value == pytest.approx(100 * 320 / 920, abs=0.5)
+    # per further read snapshot: (τ(2)/τ(top))^(1/(top-2)) − 1
+    want = 100 * ((750 / (750 + 100 * (top - 2))) ** (1 / (top - 2)) - 1)
+    assert v["chain_bulk.on-disk-metadata.read_per_snapshot_after2"].value == pytest.approx(want, abs=0.3)
+    assert v["chain_bulk.on-disk-metadata.clone_first_pct"].value == pytest.approx(100, abs=1)
+    want = 100 * (((4e6 + 0.08e6 * (top - 1)) / 4e6) ** (1 / (top - 1)) - 1)
+    assert v["chain_bulk.on-disk-metadata.clone_per_snapshot_after1"].value == pytest.approx(want, abs=0.2)
+    f = a.fits[("in-memory-metadata", "clone")]
+    # in units of the control's level over the sweep (drift included), so compare parameters relative to τ0
+    assert f.tau1_us / f.tau0_us == pytest.approx(0.25, rel=0.05)
+    assert f.tau_layer_us / f.tau0_us == pytest.approx(0.075, rel=0.05)
+    assert v["chain_bulk.fit.on-disk-metadata.read.first_pct"].value == pytest.approx(30, abs=1)
+    o = {x.claim.id: x for x in a.outcomes}
+    assert verdict(o["chain_bulk.C001-4a"].claim, o["chain_bulk.C001-4a"].ours) == "agrees"
+    assert verdict(o["chain_bulk.C001-4d"].claim, o["chain_bulk.C001-4d"].ours) == "agrees"
+    assert verdict(o["chain_bulk.C001-7c"].claim, o["chain_bulk.C001-7c"].ours) == "agrees"   # 25 % as built
+    # the pooled spread is the ±1 % wobble (sd of log(1.01), log(0.99)), not the 1.6x drift
+    assert v["chain_bulk.on-disk-metadata.read_noise_pct"].value == pytest.approx(100 * 2 ** 0.5 * 0.01, rel=0.01)
+    assert v["chain_bulk.vs_flat.in-memory-metadata.read.n0"].value == pytest.approx(1, abs=0.01)
+    assert len(a.outcomes) == 9
+
+
+def test_smoke_runs_have_every_value_the_quick_ones_have(tmp_path):
+    smoke = {x.key for x in an.analyse(make_run(tmp_path / "s", "smoke")).values}
+    quick = {x.key for x in an.analyse(make_run(tmp_path / "q", "quick")).values}
+    assert quick <= smoke | {k for k in quick if ".n4" in k}

@@ -1,0 +1,54 @@
+"""The chain-bulk plan: the seed's 512 KiB jobs, reads before writes and clones after them at each chain length,
+and scales that can carry the per-snapshot claims."""
+import pytest
+
+from snaptax import profiles
+from snaptax.errors import ConfigError
+from snaptax.plan import Clone, Measure, TakeSnapshot
+from snaptax.studies import get
+from snaptax.studies.chain_bulk import plan as planmod
+
+
+@pytest.mark.parametrize("name", list(profiles.PROFILES))
+def test_each_chain_length_pairs_chain_and_control_reads_then_writes_then_clones(name):
+    p = profiles.get(name)
+    s = planmod.scale(p)
+    steps = planmod.build_plan(p).variants[0].plan.steps
+    assert [(st.phase, st.target) for st in steps[:2]] == [("prefill", "live"), ("prefill-flat", "flat")]
+    first = 6 if s.warmup else 2
+    assert [(st.phase, st.target) for st in steps[2:first]] == [("warmup", "live"), ("warmup-flat", "flat")] * 2 * (
+        s.warmup)
+    chunks, n = {0: []}, 0
+    for st in steps[first:]:
+        if isinstance(st, TakeSnapshot):
+            n += 1
+            chunks[n] = []
+        else:
+            chunks[n].append((st.phase if isinstance(st, Measure) else "clone", st.repeat, st.target))
+    assert sorted(chunks) == list(range(s.max_chain + 1))
+    for seq in chunks.values():
+        assert [x[0].removesuffix("-flat") for x in seq] == [k for k in ("read", "write", "clone")
+                                                              for _ in range(2 * p.repeats)]
+        for i in range(0, len(seq), 2):          # neighbours: one repeat, chain and control, order alternating
+            (_, r1, t1), (_, r2, t2) = seq[i], seq[i + 1]
+            assert r1 == r2 and (t1, t2) == (("live", "flat") if r1 % 2 == 0 else ("flat", "live"))
+    assert sum(isinstance(st, Clone) for st in steps) == 2 * p.repeats * (s.max_chain + 1)
+
+
+def test_the_jobs_are_the_seeds():
+    job = planmod.bulk_job("write", size=1 << 30, runtime_s=4)
+    opts = dict(job.options())
+    assert opts["bs"] == str(512 << 10) and opts["iodepth"] == "32" and opts["numjobs"] == "4"
+    assert opts["rw"] == "write" and opts["direct"] == "1" and opts["time_based"] == "1"
+
+
+def test_short_chains_are_refused():
+    with pytest.raises(ConfigError, match="max_chain"):
+        planmod.BulkScale(max_chain=2, runtime_s=1, ramp_time_s=0)
+    with pytest.raises(ConfigError, match="runtime_s"):
+        planmod.BulkScale(max_chain=3, runtime_s=0, ramp_time_s=0)
+
+
+def test_describe_comes_from_the_plan():
+    text = get("chain_bulk").describe_plan(profiles.get("quick"))
+    assert "chain 0..4" in text and "clones" in text and "bs=524288" in text
