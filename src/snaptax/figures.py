@@ -11,6 +11,16 @@ from . import paths
 
 alt.data_transformers.disable_max_rows()
 
+# Okabe & Ito's eight colours ("Color Universal Design", 2008): distinguishable with every common colour-vision
+# deficiency and in greyscale order; every categorical colour of every chart comes from here (issue 15).
+OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442", "#000000")
+
+
+@alt.theme.register("snaptax", enable=True)
+def _theme() -> alt.theme.ThemeConfig:
+    return {"config": {"range": {"category": list(OKABE_ITO)}}}
+
+
 def save(chart: alt.TopLevelMixin, name: str, directory: Path | None = None) -> list[Path]:
     """Write `name`.pdf and `name`.svg (static, for LaTeX and the web) with vl-convert."""
     import vl_convert as vlc

@@ -81,6 +81,7 @@ def test_ratios_losses_and_fits_come_from_the_data(tmp_path):
     # the pooled spread is the ±1 % wobble (sd of log(1.01), log(0.99)), not the 1.6x drift
     assert v["chain_bulk.on-disk-metadata.read_noise_pct"].value == pytest.approx(100 * 2 ** 0.5 * 0.01, rel=0.01)
     assert v["chain_bulk.vs_flat.in-memory-metadata.read.n0"].value == pytest.approx(1, abs=0.01)
+    assert v["chain_bulk.on-disk-metadata.read_pairs_needed"].value == 3     # t(1) = 12.7 rules out 2 pairs
     assert len(a.outcomes) == 9
 
 
