@@ -38,6 +38,16 @@ def test_max_stun_lets_a_large_remainder_finish():
     assert tr.converged and tr.iterations == 1 and tr.remaining > MiB
 
 
+def test_the_stun_decision_uses_the_last_iterations_observed_rate():
+    # one iteration of 64 MiB at c = 20 MiB/s plus t0 = 2 s: 5.2 s, an observed 12.3 MiB/s; the remainder
+    # u·5.2 s = 5.2 MiB is predicted to take 0.42 s at that rate (the rule the measured deletion applies), although
+    # the stun itself takes t0 + D/c = 2.26 s: a limit of 1 s lets it finish, 0.4 s does not
+    d0, u, c, t0 = 64 * MiB, MiB, 20 * MiB, 2.0
+    tr = m.iterate(d0, u, c, MiB, t0=t0, max_iterations=1, max_stun_s=1.0)
+    assert tr.converged and tr.stun_s == pytest.approx(t0 + tr.remaining / c)
+    assert not m.iterate(d0, u, c, MiB, t0=t0, max_iterations=1, max_stun_s=0.4).converged
+
+
 def test_working_set_caps_the_helper():
     assert float(m.next_delta(100 * MiB, 50 * MiB, 10 * MiB, working_set=8 * MiB)) == 8 * MiB
 

@@ -104,9 +104,10 @@ class Trace:
 def iterate(d0: float, u: float, c: float, threshold: float, *, t0: float = 0.0, c_idle: float | None = None,
             max_iterations: int = 10, max_stun_s: float = 0.0, working_set: float = math.inf) -> Trace:
     """Simulate the deletion: iterate D_{k+1} = f(D_k) while D_k > θ, at most `max_iterations` times. The final
-    commit (stun) happens if the remainder is ≤ θ, or if its predicted stun t0 + D/c_idle ≤ max_stun_s
-    (VMware's snapshot.maxConsolidateTime); otherwise the trace is "did not converge" with stun_s = nan and the
-    total counts the iterations only."""
+    commit (stun) happens if the remainder D is ≤ θ, or if the stun predicted from the last iteration's observed
+    commit rate, D · t_k / D_k (s), is ≤ max_stun_s (VMware's snapshot.maxConsolidateTime; the rule the measured
+    deletion applies, snaptax.studies.lifecycle.measure); otherwise the trace is "did not converge" with stun_s =
+    nan and the total counts the iterations only. The stun itself takes t0 + D/c_idle (s)."""
     c_idle = c if c_idle is None else c_idle
     committed: list[float] = []
     seconds: list[float] = []
@@ -117,7 +118,9 @@ def iterate(d0: float, u: float, c: float, threshold: float, *, t0: float = 0.0,
         seconds.append(t)
         d = float(next_delta(d, u, c, t0, working_set))
     stun = float(commit_time_s(d, c_idle, t0))
-    ok = d <= threshold or stun <= max_stun_s
+    # the decision uses the rate the last iteration showed (bytes it committed over its time, fixed cost included)
+    predicted = d * seconds[-1] / committed[-1] if committed and committed[-1] > 0 else stun
+    ok = d <= threshold or predicted <= max_stun_s
     return Trace(tuple(committed), tuple(seconds), d, ok, stun if ok else math.nan,
                  sum(seconds) + (stun if ok else 0.0))
 
