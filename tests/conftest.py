@@ -51,3 +51,22 @@ def scratch_rig():
     yield make
     for d in made:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def smoke_run(data_dir, work_dir):
+    """Factory: the published smoke run of a study. `make test` measures every study at the smoke profile once, in
+    its notebook stage, before pytest, and names that data directory in SNAPTAX_SMOKE_DATA; a test that checks a
+    smoke run end to end reads that run instead of measuring the same plan a second time (minutes per study).
+    Without it (pytest alone, `make unit`), the run is measured here into the test's private data directory."""
+    from importlib import import_module
+
+    from snaptax.record import RunRecord
+
+    def get(study: str) -> RunRecord:
+        shared = os.environ.get("SNAPTAX_SMOKE_DATA")
+        runs = sorted((Path(shared) / "local" / study).glob("*-smoke")) if shared else []
+        if runs:
+            return RunRecord.load(runs[-1])
+        return RunRecord.load(import_module(f"snaptax.studies.{study}.measure").run("local", "smoke"))
+    return get

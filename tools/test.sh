@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# make test: static checks, pytest (unit + integration), nbval on the committed notebooks against the committed
-# data/, every notebook once more with papermill measuring at the smoke profile, and the paper built from those
-# smoke runs. Measured test data goes to a temporary data directory and the paper is built in a temporary copy:
-# nothing in the checkout's data/, notebooks/ or paper/ is touched.
+# make test: static checks, nbval on the committed notebooks against the committed data/, every notebook once more
+# with papermill measuring at the smoke profile, pytest (unit + integration; whole-run checks read those smoke runs),
+# and the paper built from the smoke runs. Measured test data goes to a temporary data directory and the paper is
+# built in a temporary copy: nothing in the checkout's data/, notebooks/ or paper/ is touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch="$(mktemp -d /var/tmp/snaptax-test.XXXXXX)"
@@ -22,14 +22,16 @@ echo "== nbval: committed notebooks against the committed data (checked cells mu
 stamp
 
 export SNAPTAX_DATA_DIR="$scratch/data"
-echo "== pytest"
-.venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"
-stamp
-
 echo "== every notebook measuring at the smoke profile (papermill, measure=True)"
 for nb in notebooks/*.ipynb; do
   .venv/bin/python -m snaptax notebook "$nb" "$scratch/executed/$(basename "$nb")" --profile smoke --measure
 done
+stamp
+
+# The tests that check a whole smoke run read the runs just measured (tests/conftest.py: smoke_run) instead of
+# measuring each plan a second time.
+echo "== pytest"
+SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"
 stamp
 
 echo "== paper from the smoke runs"

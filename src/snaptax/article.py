@@ -199,6 +199,14 @@ BENCH_KEYS: dict[str, tuple[str, str, int, float]] = {
     "emulator_accuracy_qd1": ("emulator_accuracy_qd1_pct", "%", 1, 100.0),
     "emulator_accuracy_qd32": ("emulator_accuracy_qd32_pct", "%", 1, 100.0),
     "tcg_guest_boot_s": ("tcg_guest_boot_s", "s", 1, 1.0),
+    "crosscheck_loss_on_disk_metadata": ("crosscheck_loss_on_disk_pct", "%", 0, 1.0),
+    "crosscheck_loss_on_disk_metadata_low": ("crosscheck_loss_on_disk_low_pct", "%", 0, 1.0),
+    "crosscheck_loss_on_disk_metadata_high": ("crosscheck_loss_on_disk_high_pct", "%", 0, 1.0),
+    "crosscheck_loss_in_memory_metadata": ("crosscheck_loss_in_memory_pct", "%", 0, 1.0),
+    "crosscheck_loss_in_memory_metadata_low": ("crosscheck_loss_in_memory_low_pct", "%", 0, 1.0),
+    "crosscheck_loss_in_memory_metadata_high": ("crosscheck_loss_in_memory_high_pct", "%", 0, 1.0),
+    "crosscheck_base_iops": ("crosscheck_base_iops", "IOPS", 0, 1.0),
+    "crosscheck_rounds": ("crosscheck_rounds", "pairs", 0, 1.0),
 }
 
 

@@ -110,6 +110,7 @@ def groups() -> dict[str, Callable[[], dict[str, float]]]:
         "spindle": _optional("spindle.bench", "run"),
         "guest": _optional("guest.bench", "bench"),
         "cofw": _optional("cofw.bench", "bench"),
+        "crosscheck": _optional("crosscheck", "run"),
     }
     return {k: v for k, v in found.items() if v is not None}
 

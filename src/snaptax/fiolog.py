@@ -6,7 +6,11 @@ block size, offset) while the script unpacks four (`ValueError: too many values 
 four columns (platform notes). Its sum mode (`-s`) prints `end_ms, value` per interval: for an IOPS log with
 log_avg_msec=1000 the value is the I/Os completed in that second, apportioned by fiologparser to 1 s intervals.
 
-`per_second(log)` runs the parser on a four-column copy in a temporary directory (the script and that copy are
+An IOPS log of a job that reads and writes has one line per direction and interval, with the same timestamp;
+fiologparser reads a file as one series and counts only one of two samples that end at the same time, so such a
+log is split into one four-column file per direction and the parser sums the files (`-s` sums across series).
+
+`per_second(log)` runs the parser on four-column copies in a temporary directory (the script and that copy are
 derived from the package and the log, so a run does not keep them), writes the parser's output next to the log as
 `<log>.parsed` (so the run keeps what came out) and returns (end_s, value) rows.
 """
@@ -34,13 +38,18 @@ def script(directory: Path) -> Path:
     return out
 
 
-def four_columns(log: Path, out: Path) -> Path:
-    """Copy of a fio 3.33 log with only the first four columns (what fiologparser unpacks)."""
-    lines = []
+def split_directions(log: Path, directory: Path) -> list[Path]:
+    """Four-column copies of a fio log, one per data direction (column 3) that occurs in it."""
+    by_dir: dict[str, list[str]] = {}
     for line in log.read_text().splitlines():
-        if line.strip():
-            lines.append(", ".join(part.strip() for part in line.split(",")[:4]))
-    out.write_text("\n".join(lines) + ("\n" if lines else ""))
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) >= 4 and line.strip():
+            by_dir.setdefault(parts[2], []).append(", ".join(parts[:4]))
+    out = []
+    for ddir, lines in sorted(by_dir.items()):
+        path = directory / f"{log.stem}.dir{ddir}{log.suffix}"
+        path.write_text("\n".join(lines) + "\n")
+        out.append(path)
     return out
 
 
@@ -59,11 +68,11 @@ def per_second(log: Path) -> list[tuple[float, float]]:
     """Per-second sums of one fio log, computed by fiologparser (-s, 1000 ms intervals). Leaves `<log>.parsed`
     (the parser's output) beside the log."""
     with tempfile.TemporaryDirectory(prefix="snaptax-fiolog-") as tmp:
-        four = four_columns(log, Path(tmp) / log.name)
-        if not four.read_text().strip():
+        series = split_directions(log, Path(tmp))
+        if not series:
             log.with_name(log.name + ".parsed").write_text("")
             return []
-        cp = procs.run([sys.executable, str(script(Path(tmp))), "-s", "-i", "1000", str(four)], timeout=120,
+        cp = procs.run([sys.executable, str(script(Path(tmp))), "-s", "-i", "1000", *map(str, series)], timeout=120,
                        check=False)
     if cp.returncode != 0:
         tail = " | ".join(cp.stderr.decode(errors="replace").strip().splitlines()[-2:])
@@ -73,4 +82,4 @@ def per_second(log: Path) -> list[tuple[float, float]]:
     return parse_sums(text)
 
 
-__all__ = ["SCRIPT_GZ", "script", "four_columns", "parse_sums", "per_second"]
+__all__ = ["SCRIPT_GZ", "script", "split_directions", "parse_sums", "per_second"]

@@ -54,10 +54,10 @@ SEEDS: tuple[Seed, ...] = (
     Seed("002", "kanap",
          "IOmeter 32 KiB, 80\u2009% read, 90\u2009% random on a Storwize V7000, SAS only and SAS + SSD Easy Tier: "
          "IOPS before, with, during and after consolidation",
-         ("tiering",),
+         ("tiering",), ("tiering.C002-2a", "tiering.C002-1a"),
          published="with a snapshot 12\u2009% of the initial IOPS (SAS only), 3.6\u2009% (SAS + SSD Easy Tier)",
          where="its two IOPS tables",
-         models=(Model("tiering", "recovery of a tier after a snapshot"),)),
+         models=(Model("tiering", "IOPS from the share of I/O on SSD extents (misplacement)"),)),
     Seed("003", "lavallee2013",
          "lazy checkpoint of a 4 GiB VM's memory: mainMem.ioBlockPages and mainMem.ioWait, defaults vs tuned",
          ("memory_dump",), ("memory_dump.default_4gib",),

@@ -179,6 +179,15 @@ class Qcow2ChainEngine(SnapshotEngine):
         self.layers.append(_Layer(name, region))
         return name
 
+    def layer_bytes(self, index: int) -> float:
+        """Highest offset written in layer `index`'s region: the qcow2 image's allocated size, metadata included."""
+        assert self.daemon
+        node = self.layers[index].region.node
+        for s in self.daemon.execute("query-blockstats", **{"query-nodes": True}):
+            if s.get("node-name") == node:
+                return float(s["stats"]["wr_highest_offset"])
+        return 0.0
+
     def delete_snapshot(self, which: str = "newest") -> str:
         if self.chain_length == 0:
             raise EngineError("no snapshot to delete")

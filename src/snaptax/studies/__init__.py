@@ -100,6 +100,9 @@ REGISTRY: tuple[Study, ...] = (
     Study("chain_bulk", "Seed 001: large sequential I/O and clone time against chain length",
           "07_chain_bulk.ipynb",
           "seed 001 (figures 7-9): 512 KiB sequential reads and writes and a full clone with 0-n snapshots"),
+    Study("tiering", "Seed 002: snapshots on an auto-tiered pool", "08_tiering.ipynb",
+          "seed 002 (Storwize V7000, SAS only and SAS + SSD Easy Tier): IOPS before, with, during consolidation and "
+          "after a snapshot, where the I/O landed, the tiering misplacement model"),
 )
 
 

@@ -1,8 +1,7 @@
 """The calibration measured end to end at the smoke profile (integration: nbdkit, fio, qemu-storage-daemon)."""
 import pytest
 
-from snaptax.record import RunRecord
-from snaptax.studies.calibration import analyse as an, measure, plan as planmod
+from snaptax.studies.calibration import analyse as an, plan as planmod
 
 from ...conftest import requires_root, requires_spindles
 
@@ -10,9 +9,9 @@ from ...conftest import requires_root, requires_spindles
 @pytest.mark.integration
 @requires_root
 @requires_spindles
-def test_smoke_run_publishes_an_analysable_run(data_dir, work_dir):
-    record = RunRecord.load(measure.run("local", "smoke"))
-    assert record.path.parent == data_dir / "local" / "calibration"
+def test_smoke_run_publishes_an_analysable_run(smoke_run):
+    record = smoke_run("calibration")
+    assert (record.path.parent.parent.name, record.path.parent.name) == ("local", "calibration")
     m = record.manifest
     study = planmod.build_plan(m.profile)
     assert m.measurements == study.points() == m.planned_points

@@ -11,8 +11,9 @@ import pytest
 
 from snaptax import fio, paths, profiles, rig as rigmod
 from snaptax.errors import EngineError, MeasurementError
-from snaptax.record import RunRecord, RunWriter
+from snaptax.record import RunWriter
 from snaptax.studies.lifecycle import analyse as an, measure, plan as planmod
+from snaptax.timeline import ATTEMPTS, Timeline
 
 from ...conftest import requires_root, requires_spindles
 from ...test_interrupt import _as_from_a_terminal, ours
@@ -44,12 +45,12 @@ def test_deletion_under_load_keeps_every_byte(load, method, tmp_path, work_dir):
     rig = rigmod.load("local")
     dev = measure.spindle_device(rig)
     s = SMALL
-    for k in range(measure.ATTEMPTS):
+    for k in range(ATTEMPTS):
         writer = RunWriter(rig, planmod.STUDY, profiles.get("smoke"), {}, tmp_path / f"staging{k}")
         try:
             with measure.LifecycleEngine(rig, dev, planmod.qcow2_config(s), s.disk_bytes) as engine:
                 with writer.in_variant(f"{load}-{method}", {}):
-                    tl = measure.Timeline(writer, engine, writer.variant)   # type: ignore[arg-type]
+                    tl = Timeline(writer, engine, writer.variant)   # type: ignore[arg-type]
                     a = pattern_job("a", "0x0a%o", "write", s)
                     b = pattern_job("b", "0x0b%o", "write", s)
                     tl.run(measure._fill_text(a), a, "create")
@@ -74,13 +75,13 @@ def test_deletion_under_load_keeps_every_byte(load, method, tmp_path, work_dir):
                         pytest.fail(f"verify after the deletion failed: {exc}")
             return
         except (MeasurementError, EngineError, TimeoutError):
-            if k == measure.ATTEMPTS - 1:
+            if k == ATTEMPTS - 1:
                 raise
 
 
-def test_smoke_run_publishes_an_analysable_run(data_dir, work_dir):
-    record = RunRecord.load(measure.run("local", "smoke"))
-    assert record.path.parent == data_dir / "local" / "lifecycle"
+def test_smoke_run_publishes_an_analysable_run(smoke_run):
+    record = smoke_run("lifecycle")
+    assert (record.path.parent.parent.name, record.path.parent.name) == ("local", "lifecycle")
     m = record.manifest
     assert set(m.variants) == {planmod.variant_name(lo, me) for lo, me in planmod.variants()} | {planmod.GRID}
     a = an.analyse(record)

@@ -3,7 +3,6 @@ import pytest
 
 from snaptax import profiles, rig as rigmod
 from snaptax.errors import ConfigError
-from snaptax.record import RunRecord
 from snaptax.rig import Device, Rig
 from snaptax.studies.memory_dump import analyse as an, measure, plan as planmod
 
@@ -23,9 +22,9 @@ def test_roles_resolve_to_the_rigs_devices():
 @pytest.mark.integration
 @requires_root
 @requires_spindles
-def test_smoke_run_publishes_an_analysable_run(data_dir, work_dir):
-    record = RunRecord.load(measure.run("local", "smoke"))
-    assert record.path.parent == data_dir / "local" / "memory_dump"
+def test_smoke_run_publishes_an_analysable_run(smoke_run):
+    record = smoke_run("memory_dump")
+    assert (record.path.parent.parent.name, record.path.parent.name) == ("local", "memory_dump")
     m = record.manifest
     study = planmod.build_plan(profiles.get("smoke"))
     assert m.measurements == study.points() == m.planned_points

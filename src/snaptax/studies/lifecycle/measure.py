@@ -10,28 +10,20 @@ is `measurements/<variant>/host_series.csv`, the deletion's steps are session ev
 """
 from __future__ import annotations
 
-import csv
 import functools
-import os
-import signal
-import subprocess
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ... import fio, fiolog, profiles, rig as rigmod
+from ... import fio, profiles, rig as rigmod
 from ...engines.qcow2 import Qcow2ChainEngine
-from ...errors import ConfigError, EngineError, MeasurementError
-from ...plan import Measure
-from ...procs import Child
+from ...errors import ConfigError
 from ...qsd import Region
 from ...record import RunSession
+from ...timeline import HostSampler, Load, Timeline, attempt, delete_active, stunned, wait_event
 from . import plan as planmod
 
-STUN_SETTLE_S = 0.1     # after stopping the guest: requests already sent to the device complete
 HOST_KEYS = ("host.reads", "host.writes", "host.member0.reads", "host.member0.writes", "host.member1.reads",
              "host.member1.writes", "host.bytes_read", "host.bytes_written")
 
@@ -45,15 +37,6 @@ class LifecycleEngine(Qcow2ChainEngine):
     def __enter__(self) -> LifecycleEngine:
         super().__enter__()
         return self
-
-    def layer_bytes(self, index: int) -> float:
-        """Highest offset written in layer `index`'s region: the qcow2 image's allocated size, metadata included."""
-        assert self.daemon
-        node = self.layers[index].region.node
-        for s in self.daemon.execute("query-blockstats", **{"query-nodes": True}):
-            if s.get("node-name") == node:
-                return float(s["stats"]["wr_highest_offset"])
-        return 0.0
 
     def commit_oldest(self, stun: Callable[[Callable[[], None]], float]) -> float:
         """Commit the oldest delta into the base (intermediate block-commit) while the guest writes on; the graph
@@ -92,7 +75,7 @@ class LifecycleEngine(Qcow2ChainEngine):
         t0 = time.monotonic()
         q.execute("blockdev-mirror", **{"job-id": job, "device": top.name, "target": node, "sync": "top",
                                         "copy-mode": "write-blocking", "auto-dismiss": False})
-        _wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
+        wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
                     timeout_s, on_wait)
         ready = time.monotonic() - t0
         stunned = stun(lambda: q.execute("job-complete", id=job))
@@ -108,154 +91,6 @@ class LifecycleEngine(Qcow2ChainEngine):
         return {"ready_s": ready, "done_s": done, "switch_stun_s": stunned}
 
 
-def _wait_event(q, match: Callable[[dict], bool], timeout_s: float, on_wait: Callable[[], None]) -> dict:
-    """Wait for a QMP event, calling on_wait about once a second meanwhile (the load's bookkeeping)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return q.wait_event(match, timeout=min(1.0, max(0.05, deadline - time.monotonic())))
-        except EngineError:
-            if time.monotonic() > deadline:
-                raise EngineError(f"QMP: no matching event within {timeout_s:.0f} s") from None
-            on_wait()
-
-
-# ------------------------------------------------------------------ host series sampler
-
-@dataclass
-class HostSampler:
-    """Samples cumulative host counters every `interval_s` in a thread: (t since t0, counters)."""
-
-    read: Callable[[], dict[str, float]]
-    t0: float
-    interval_s: float = 1.0
-    rows: list[tuple[float, dict[str, float]]] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def __enter__(self) -> HostSampler:
-        self._thread = threading.Thread(target=self._loop, name="host-sampler", daemon=True)
-        self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        nxt = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                c = self.read()
-                self.rows.append((time.monotonic() - self.t0, {k: c.get(k, 0.0) for k in HOST_KEYS}))
-            except (OSError, ValueError):
-                pass
-            nxt += self.interval_s
-            self._stop.wait(max(0.0, nxt - time.monotonic()))
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=5)
-
-    def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["t_s", *HOST_KEYS])
-            for t, c in self.rows:
-                w.writerow([f"{t:.3f}", *(c[k] for k in HOST_KEYS)])
-
-
-# ------------------------------------------------------------------ fio in the background
-
-@dataclass
-class Load:
-    """One fio run in the background."""
-
-    child: Child
-    directory: Path
-    started: float
-    step: Measure
-    index: int
-    before: dict[str, float]
-
-    def running(self) -> bool:
-        return self.child.proc.poll() is None
-
-    def stop_guest(self) -> None:
-        os.killpg(self.child.proc.pid, signal.SIGSTOP)
-
-    def resume_guest(self) -> None:
-        os.killpg(self.child.proc.pid, signal.SIGCONT)
-
-
-class Timeline:
-    """One variant's fio runs, events and host series against one clock."""
-
-    def __init__(self, session: RunSession, engine: LifecycleEngine, variant: str):
-        self.session, self.engine, self.variant = session, engine, variant
-        self.t0 = time.monotonic()
-        self.index = 0
-
-    def now(self) -> float:
-        return time.monotonic() - self.t0
-
-    def event(self, kind: str, **data: Any) -> None:
-        self.session.log_event(kind, t_s=round(self.now(), 3), **data)
-
-    def start(self, text_of: Callable[[fio.FioTarget, str], str], job: fio.FioJob, phase: str,
-              repeat: int = 0) -> Load:
-        step = Measure(job, phase, repeat)
-        self.index += 1
-        directory = self.session.measurement_dir(self.index, step)
-        (directory / "job.fio").write_text(text_of(self.engine.fio_target(), str(directory / "fio")))
-        before = self.engine.counters()
-        child = self.engine.group.spawn(["fio", "--output-format=json", f"--output={directory / 'fio.json'}",
-                                         str(directory / "job.fio")], name=f"fio[{step.label}]",
-                                        log_path=directory / "fio.stderr")
-        return Load(child, directory, self.now(), step, self.index, before)
-
-    def finish(self, load: Load, extra: dict[str, Any] | None = None, margin_s: float = 60) -> None:
-        limit = (load.step.job.runtime_s or 600) + margin_s
-        try:
-            load.child.proc.wait(timeout=max(1.0, load.started + limit - self.now()))
-        except subprocess.TimeoutExpired:
-            raise MeasurementError(f"fio {load.step.label} still running {limit:.0f} s after its start: a request "
-                                   "is stuck (see the qemu-storage-daemon drain note in measure.stunned)") from None
-        self.engine.group.stop(load.child)
-        wall = self.now() - load.started
-        json_path = load.directory / "fio.json"
-        if load.child.proc.returncode != 0 or not json_path.exists():
-            raise MeasurementError(f"fio {load.step.label} exited {load.child.proc.returncode}: "
-                                   f"{load.child.log_tail(3)}")
-        result = fio.load_json(json_path.read_text())
-        bad = [j.get("jobname") for j in result.get("jobs", []) if j.get("error")]
-        if bad:
-            raise MeasurementError(f"fio job(s) {bad} of {load.step.label} reported I/O errors")
-        series: dict[str, list[tuple[float, float]]] = {}
-        logs = sorted(load.directory.glob("fio_iops*.log"))
-        for log in logs:
-            series[_log_name(log, result)] = fiolog.per_second(log)
-        after = self.engine.counters()
-        self.session.record_measurement(load.index, load.step, chain_length=self.engine.chain_length,
-                                        fio_run=fio.FioRun(load.directory, result, wall), counters_before=load.before,
-                                        counters_after=after,
-                                        extra={"t_start_s": load.started, "t_end_s": self.now(),
-                                               "vm_series": {k: [list(r) for r in v] for k, v in series.items()},
-                                               **(extra or {})})
-
-    def run(self, text_of, job: fio.FioJob, phase: str, extra: dict[str, Any] | None = None) -> None:
-        load = self.start(text_of, job, phase)
-        self.finish(load, extra)
-
-
-def _log_name(log: Path, result: dict) -> str:
-    """fio_iops.1.log → the first job's name (per_job_logs=1 numbers the jobs from 1); fio_iops.log → 'all'."""
-    parts = log.name.split(".")
-    if len(parts) == 3 and parts[1].isdigit():
-        jobs = result.get("jobs", [])
-        i = int(parts[1]) - 1
-        return str(jobs[i].get("jobname")) if i < len(jobs) else parts[1]
-    return "all"
-
-
 def _fill_text(job: fio.FioJob) -> Callable[[fio.FioTarget, str], str]:
     return lambda target, prefix: job.job_file(target, log_prefix=prefix)
 
@@ -266,47 +101,7 @@ def _work_text(w: planmod.Workload) -> Callable[[fio.FioTarget, str], str]:
 
 # ------------------------------------------------------------------ deletion methods
 
-def delete_active(tl: Timeline, load: Load) -> dict[str, Any]:
-    """QEMU's active commit: block-commit of the active layer; it pivots (job-complete) once READY."""
-    e = tl.engine
-    assert e.daemon and e.daemon.qmp
-    q = e.daemon.qmp
-    job = f"activecommit{e._serial}"
-    e._serial += 1
-    top, base = e.layers[-1], e.layers[-2]
-    t0 = tl.now()
-    tl.event("delete_start", method="active", delta_bytes=e.layer_bytes(1))
-    q.execute("block-commit", **{"job-id": job, "device": top.name, "base-node": base.name, "auto-dismiss": False})
-    load_end: float | None = None
-
-    def tick() -> None:
-        nonlocal load_end
-        if load_end is None and not load.running():
-            load_end = tl.now()
-            tl.event("load_stopped", method="active")
-        for j in q.execute("query-block-jobs"):
-            if j.get("device") == job:
-                tl.event("job_progress", offset=j.get("offset"), len=j.get("len"))
-
-    _wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
-                e.commit_timeout_s, tick)
-    ready = tl.now()
-    switch = stunned(load, lambda: q.execute("job-complete", id=job))
-    q.wait_job(job, "concluded", timeout=e.commit_timeout_s)
-    e.layers.remove(top)
-    q.execute("blockdev-del", **{"node-name": top.name})
-    assert e.store
-    e.store.free(top.region)
-    done = tl.now()
-    converged = load_end is None or ready < load_end
-    tl.event("delete_done", method="active", converged=converged, seconds=done - t0)
-    return {"method": "active", "t_delete_start": t0, "t_ready": ready, "t_done": done, "converged": converged,
-            "switch_stun_s": switch,
-            "t_load_stopped": load_end, "seconds": done - t0,
-            "after_load_s": (done - load_end) if load_end is not None else 0.0}
-
-
-def delete_iterative(tl: Timeline, load: Load, s: planmod.LifecycleScale) -> dict[str, Any]:
+def delete_iterative(tl: Timeline[LifecycleEngine], load: Load, s: planmod.LifecycleScale) -> dict[str, Any]:
     """VMware's deletion before vSphere 6.0: helper snapshot, commit the older delta into the base (an
     intermediate block-commit) while the guest writes into the helper; repeat while the helper's data exceeds the
     threshold, at most max_iterations times; the final commit (active commit of the helper) runs with the guest
@@ -366,26 +161,7 @@ def delete_iterative(tl: Timeline, load: Load, s: planmod.LifecycleScale) -> dic
             "max_consolidate_s": s.max_consolidate_s, "predicted_stun_s": predicted_stun}
 
 
-def stunned(load: Load, op: Callable[[], object]) -> float:
-    """Run a graph change (snapshot, the pivot or finalization of a commit or mirror) with the guest stopped, as
-    VMware stuns a VM for them: fio's processes are stopped, requests already sent complete (STUN_SETTLE_S), the
-    operation runs, fio resumes. Without it, QEMU 7.2's drain at such a change under load sometimes left a guest
-    request stuck for good (blockdev-snapshot got no QMP reply in 60 s; a reader hung after an active commit's
-    pivot). Returns the stun time (s)."""
-    t0 = time.monotonic()
-    running = load.running()
-    if running:
-        load.stop_guest()
-    try:
-        time.sleep(STUN_SETTLE_S if running else 0.0)
-        op()
-    finally:
-        if running:
-            load.resume_guest()
-    return time.monotonic() - t0
-
-
-def delete_mirror(tl: Timeline, load: Load) -> dict[str, Any]:
+def delete_mirror(tl: Timeline[LifecycleEngine], load: Load) -> dict[str, Any]:
     e = tl.engine
     t0 = tl.now()
     tl.event("delete_start", method="mirror", delta_bytes=e.layer_bytes(1))
@@ -411,9 +187,9 @@ def spindle_device(rig: rigmod.Rig, device: str | None = None) -> rigmod.Device:
 
 def timeline(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale, load_name: str,
              method: str) -> None:
-    tl = Timeline(session, engine, session.variant)
+    tl = Timeline[LifecycleEngine](session, engine, session.variant)
     fill = planmod.fill_job(s, "fill")
-    with HostSampler(engine._host_counters, tl.t0) as sampler:
+    with HostSampler(engine._host_counters, tl.t0, HOST_KEYS) as sampler:
         tl.run(_fill_text(fill), fill, "create")
         w = planmod.workload(s, load_name, s.steady_for(load_name), f"iometer-{load_name}")
         tl.run(_work_text(w), w.summary_job(), "before")
@@ -437,9 +213,9 @@ def timeline(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleS
 
 def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale) -> None:
     """The model grid: per writer rate, a fresh full delta deleted iteratively beside that load."""
-    tl = Timeline(session, engine, session.variant)
+    tl = Timeline[LifecycleEngine](session, engine, session.variant)
     fill = planmod.fill_job(s, "fill")
-    with HostSampler(engine._host_counters, tl.t0) as sampler:
+    with HostSampler(engine._host_counters, tl.t0, HOST_KEYS) as sampler:
         tl.run(_fill_text(fill), fill, "create")
         for r in s.grid_rates:
             tl.event("snapshot", name=engine.take_snapshot(), rate_iops=r)
@@ -454,29 +230,6 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
 
 
 COMMIT_TIMEOUT_S = 90.0     # a commit or mirror job of these sizes takes seconds; longer means the daemon hung
-ATTEMPTS = 3     # per timeline: qemu-storage-daemon 7.2 sometimes hangs at a graph change under load (plan.HANG_NOTE)
-
-
-def attempt(session: RunSession, name: str, body: Callable[[RunSession, LifecycleEngine], None],
-            make_engine: Callable[[], LifecycleEngine], study: dict[str, Any]) -> None:
-    """Measure one timeline with a fresh engine; if the daemon hangs (a QMP reply or a guest request that never
-    comes), stop everything, drop what this attempt recorded, log an `attempt_failed` event with the error, and
-    measure the timeline again, at most ATTEMPTS times (then the error stands)."""
-    for k in range(1, ATTEMPTS + 1):
-        try:
-            with make_engine() as engine:
-                with session.in_variant(name, {**engine.describe(), "study": study, "attempt": k}):
-                    body(session, engine)
-            return
-        except (MeasurementError, EngineError, TimeoutError) as exc:
-            if k == ATTEMPTS:
-                raise
-            dropped = session.discard_variant(name)
-            with session.in_variant(name, session.variants[name]):
-                session.log_event("attempt_failed", attempt=k, dropped_measurements=dropped,
-                                  error=f"{type(exc).__name__}: {exc}"[:300])
-
-
 def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
     """Measure every timeline and the model grid on the rig's raid1_10k (or `device`); returns the published run."""
     profile = profiles.get(profile_name)

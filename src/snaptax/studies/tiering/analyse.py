@@ -1,0 +1,377 @@
+"""Analysis of a tiering run: per pool and phase the VM-level IOPS (fio's per-second logs, parsed by fiologparser)
+and where the pool served the I/O (the SSD-served share p from the pool's counters), the ratios to the initial
+phase that seed 002 reports, the misplacement model fitted to the tiered pool's per-second points with its
+predictions, and the verdicts on the seed's claims. Pure: a run in, tables, a fit and values out.
+
+Intervals. A phase is one fio run; its per-second IOPS are not independent (a second's queue carries into the
+next), so each phase is cut into BATCH_S-second batches and the ratio of two phases' means is formed from their
+batch means (ratio of means, Welch, snaptax.stats) — the batch-means method of simulation output analysis. Both
+phases of a ratio are minutes apart in one timeline on one device.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...analysis import Analysis
+from ...claims import Claim, outcome
+from ...models import tiering as tm
+from ...record import RunRecord
+from ...stats import Interval, ratio_of_means_interval
+from ...values import Value
+from .plan import POOLS, READ_PERCENT, STUDY, TIERED
+
+CITE = "kanap"
+WHERE_SAS = "table 'V7000 full SAS'"
+WHERE_TIER = "table 'V7000 SAS + SSD tiering'"
+LOAD_END_MARGIN_S = 1.0                       # a commit ending this close to the load's end ended with it
+BATCH_S = 3                                   # seconds per batch mean
+MODEL_PHASES = ("initial", "settle", "with", "after", "relearned")   # per-second points the model is fitted to
+RATIO_PHASES = ("with", "delete", "after", "relearned")
+SEED = {"sas_pool": {"initial": 2450.0, "with": 300.0, "delete": 180.0, "after": 2650.0},
+        "tier_pool": {"initial": 11500.0, "with": 420.0, "delete": 300.0, "after": 11500.0}}
+SEED_CYCLE_S = 86400.0                        # Easy Tier's cycle in the seed's era
+WHAT_IF_CYCLES_S = {"24h": 86400.0, "1h": 3600.0, "5min": 300.0}
+SEED_MIGRATION_B_S = 40e6                     # 12 GB per 5 min
+SEED_DISK_BYTES = 100e9
+RATIO_BASIS = ("a judgment: the seed's figures are single IOmeter readings of a plateau; ±5 pp of the initial rate "
+               "separates 'a tenth' from 'a twentieth' and from 'a third'")
+AFTER_BASIS = ("a judgment: the seed reads its 2650 after 2450 as recovered ('even a bit better, but that's not "
+               "related to our test'), so the claim is 100 %; ±10 pp separates recovered from not")
+RELATIVE_BASIS = ("a judgment: the ratio of two ratios each read to ±5 pp; ±15 pp separates 'loses a larger "
+                  "fraction' (below 100 %) from the same fraction")
+
+
+TIER_SPEED = ("misplacement model at the measured SSD-served shares, SSD tier at its emulated speed "
+              "(the harness cannot time it)")
+
+
+@dataclass
+class TieringAnalysis(Analysis):
+    meas: pd.DataFrame = field(default_factory=pd.DataFrame)       # one row per fio run (phase)
+    seconds: pd.DataFrame = field(default_factory=pd.DataFrame)    # per pool and second: VM IOPS, SSD share
+    phases: pd.DataFrame = field(default_factory=pd.DataFrame)     # per pool and phase: IOPS, ratio, p
+    events: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fit: tm.TierFit | None = None
+    what_if: pd.DataFrame = field(default_factory=pd.DataFrame)
+    model_us: dict[str, dict[str, float]] = field(default_factory=dict)    # per pool: the emulator's own τ's
+    at_tier_speed: pd.DataFrame = field(default_factory=pd.DataFrame)      # tier_pool ratios at the SSD's speed
+
+
+def model_time_per_io(record: RunRecord) -> dict[str, dict[str, float]]:
+    """Per pool, the emulated device's own µs per I/O per tier for the workload (measure.emulated_time_per_io)."""
+    return {pool: dict(meta.get("study", {}).get("model_time_per_io") or {})
+            for pool, meta in record.manifest.variants.items()}
+
+
+def at_tier_speed(phases: pd.DataFrame, fit: tm.TierFit | None, model_us: dict[str, dict[str, float]]) \
+        -> pd.DataFrame:
+    """The tiered pool's phase ratios as the misplacement model gives them at the measured SSD-served shares,
+    with the SSD tier at its own speed: τ_ssd from the emulated tier's model (the served emulator, one Python
+    process, cannot deliver it: its lateness reaches ~10x the SSD's service time) or, on a real pool, the fitted
+    τ_ssd; τ_hdd fitted. Interval: the ratio at the ends of τ_hdd's 95 % interval (it is monotone in τ_hdd)."""
+    tier = phases[phases.pool == TIERED] if not phases.empty else phases
+    if fit is None or tier.empty or "initial" not in set(tier.phase):
+        return pd.DataFrame(columns=["phase", "ssd_share", "ratio_pct", "ratio_low", "ratio_high", "n"])
+    tau_s = model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us)
+    p0 = float(tier[tier.phase == "initial"].ssd_share.iloc[0])
+    rows = []
+    for r in tier[tier.phase != "initial"].itertuples():
+        def ratio(tau_h: float, p: float = float(r.ssd_share)) -> float:
+            return 100 * float(tm.time_per_io_us(p0, tau_s, tau_h) / tm.time_per_io_us(p, tau_s, tau_h))
+        ends = sorted(ratio(t) for t in fit.ci95[1])
+        rows.append({"phase": r.phase, "ssd_share": r.ssd_share, "ratio_pct": ratio(fit.tau_hdd_us),
+                     "ratio_low": ends[0], "ratio_high": ends[1], "n": fit.points, "tau_ssd_us": tau_s})
+    return pd.DataFrame(rows)
+
+
+def _host_series(run_dir, variant: str) -> pd.DataFrame:
+    path = run_dir / "measurements" / variant / "host_series.csv"
+    if not path.exists():
+        return pd.DataFrame()
+    with open(path) as f:
+        return pd.DataFrame([{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)])
+
+
+def _share(c: dict[str, float]) -> float:
+    total = c.get("host.reads", 0.0) + c.get("host.writes", 0.0)
+    return (c.get("host.ssd_reads", 0.0) + c.get("host.ssd_writes", 0.0)) / total if total > 0 else math.nan
+
+
+def measurements_table(record: RunRecord) -> pd.DataFrame:
+    rows = []
+    for m in record.measurements:
+        c = {n: (v.delta or 0.0) for n, v in m.counters.items() if v.delta is not None}
+        rows.append({"pool": m.variant, "index": m.index, "phase": m.phase,
+                     "t_start_s": m.extra.get("t_start_s", math.nan), "t_end_s": m.extra.get("t_end_s", math.nan),
+                     "iops": m.iops(), "ssd_share": _share(c), "tier_cycles": c.get("host.tier_cycles", 0.0),
+                     "promotions": c.get("host.promotions", 0.0), "demotions": c.get("host.demotions", 0.0),
+                     "lateness_pct": 100 * m.lateness_fraction, "deletion": m.extra.get("deletion"),
+                     "fio_runtime_s": max((float(r["runtime_ms"]) for r in m.fio), default=math.nan) / 1e3})
+    return pd.DataFrame(rows)
+
+
+def seconds_table(record: RunRecord) -> pd.DataFrame:
+    """Per pool and second of the timeline: the phase, VM IOPS (fio's log, all directions) and the SSD-served
+    share of the pool's I/O over the host-counter sample ending nearest that second."""
+    rows: list[dict[str, Any]] = []
+    hosts = {v: _host_series(record.path, v) for v in sorted({m.variant for m in record.measurements})}
+    for m in record.measurements:
+        t0 = float(m.extra.get("t_start_s", 0.0))
+        h = hosts.get(m.variant, pd.DataFrame())
+        for series in (m.extra.get("vm_series") or {}).values():
+            for end_s, value in series:
+                t = t0 + float(end_s)
+                p = math.nan
+                if len(h) >= 2:
+                    i = int(np.searchsorted(h["t_s"].to_numpy(), t))
+                    if 1 <= i < len(h):
+                        p = _share({k: float(h[k].iloc[i] - h[k].iloc[i - 1]) for k in h.columns if k != "t_s"})
+                rows.append({"pool": m.variant, "phase": m.phase, "index": m.index, "t_s": t,
+                             "t_in_phase_s": float(end_s), "iops": float(value), "ssd_share": p})
+    return pd.DataFrame(rows, columns=["pool", "phase", "index", "t_s", "t_in_phase_s", "iops", "ssd_share"])
+
+
+def events_table(record: RunRecord) -> pd.DataFrame:
+    rows = [{"pool": e["variant"], "event": e["event"], "t_s": e.get("t_s", math.nan),
+             "learned": e.get("learned"), "seconds": e.get("seconds", math.nan)}
+            for e in record.manifest.events if "t_s" in e and e["event"] != "job_progress"]
+    return pd.DataFrame(rows, columns=["pool", "event", "t_s", "learned", "seconds"])
+
+
+def phase_samples(seconds: pd.DataFrame, meas: pd.DataFrame, pool: str, phase: str) -> np.ndarray:
+    """Batch means (BATCH_S seconds) of a phase's per-second VM IOPS. The consolidation phase ('delete') is the
+    seconds between the commit's start and its end, not the whole load window; the first second of every run
+    (fio starting) is left out."""
+    s = seconds[(seconds.pool == pool) & (seconds.phase == phase) & (seconds.t_in_phase_s > 1.0)]
+    if phase == "delete":
+        rows = meas[(meas.pool == pool) & (meas.phase == "delete")]
+        info = rows.deletion.iloc[0] if len(rows) else None
+        if info:
+            s = s[(s.t_s - 0.5 >= info["t_delete_start"]) & (s.t_s - 0.5 <= info["t_done"])]
+    v = s.iops.to_numpy()
+    if len(v) < BATCH_S:
+        return v
+    n = len(v) // BATCH_S
+    return v[: n * BATCH_S].reshape(n, BATCH_S).mean(axis=1)
+
+
+def phases_table(seconds: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for pool in sorted(meas.pool.unique()):
+        initial = phase_samples(seconds, meas, pool, "initial")
+        for phase in ("initial", *RATIO_PHASES):
+            m = meas[(meas.pool == pool) & (meas.phase == phase)]
+            if m.empty:
+                continue
+            x = phase_samples(seconds, meas, pool, phase)
+            r = ratio_of_means_interval(x, initial)
+            rows.append({"pool": pool, "phase": phase, "iops": float(np.mean(x)) if len(x) else math.nan,
+                         "batches": len(x), "ratio_pct": 100 * r.estimate, "ratio_low": 100 * r.low,
+                         "ratio_high": 100 * r.high, "n": r.n, "ssd_share": float(m.ssd_share.iloc[0]),
+                         "cycles_inside": float(m.tier_cycles.iloc[0]), "seed_iops": SEED[pool].get(phase, math.nan),
+                         "seed_ratio_pct": 100 * SEED[pool].get(phase, math.nan) / SEED[pool]["initial"]})
+    return pd.DataFrame(rows)
+
+
+def fit_model(seconds: pd.DataFrame) -> tm.TierFit | None:
+    """The misplacement model on the tiered pool's per-second (p, IOPS) points outside consolidation and
+    learning (migrations and the commit's copy add I/O the model does not describe); None when the points do
+    not span the share (the pool did not learn, e.g. at smoke)."""
+    s = seconds[(seconds.pool == TIERED) & seconds.phase.isin(MODEL_PHASES) & (seconds.t_in_phase_s > 1.0)]
+    try:
+        return tm.fit(s.ssd_share.to_numpy(), s.iops.to_numpy())
+    except ValueError:
+        return None
+
+
+def what_if_table(fit: tm.TierFit | None, phases: pd.DataFrame, tau_ssd_us: float) -> pd.DataFrame:
+    """The seed's pool with other cycles (loss duration at the seed's disk and migration rate) and with flash as a
+    write cache (the ratio with a snapshot if every write were served by flash; the model with the SSD tier at
+    `tau_ssd_us` and the fitted τ_hdd, as at_tier_speed)."""
+    rows = []
+    for name, cycle in WHAT_IF_CYCLES_S.items():
+        rows.append({"what": f"cycle {name}", "cycle_s": cycle,
+                     "loss_hours": float(tm.loss_duration_s(cycle, SEED_DISK_BYTES, SEED_MIGRATION_B_S)) / 3600})
+    tier = phases[(phases.pool == TIERED)] if not phases.empty else phases
+    if fit is not None and not tier.empty and {"initial", "with"} <= set(tier.phase):
+        p0 = float(tier[tier.phase == "initial"].ssd_share.iloc[0])
+        pw = float(tier[tier.phase == "with"].ssd_share.iloc[0])
+        # the share of reads served by SSD is not split out from the measured p: take p as the reads' share
+        p_cached = float(tm.write_cache_share(pw, READ_PERCENT / 100))
+        for what, p in (("measured share with snapshot", pw), ("flash write cache", p_cached)):
+            ratio = tm.time_per_io_us(p0, tau_ssd_us, fit.tau_hdd_us) / tm.time_per_io_us(p, tau_ssd_us,
+                                                                                         fit.tau_hdd_us)
+            rows.append({"what": what, "ssd_share": p, "ratio_pct": 100 * float(ratio)})
+    return pd.DataFrame(rows)
+
+
+def _claims(pools: set[str]) -> list[Claim]:
+    k = STUDY
+    out: list[Claim] = []
+    if "sas_pool" in pools:
+        out += [
+            Claim(f"{k}.C002-1a", CITE, WHERE_SAS, "SAS only: IOPS with a snapshot, % of initial", 12.2, "%", 100.0,
+                  5.0, RATIO_BASIS, f"{k}.sas_pool.with.ratio", "qcow2 on sas_pool"),
+            Claim(f"{k}.C002-1b", CITE, WHERE_SAS, "SAS only: IOPS during consolidation, % of initial", 7.3, "%",
+                  100.0, 5.0, RATIO_BASIS, f"{k}.sas_pool.delete.ratio", "qcow2 on sas_pool"),
+            Claim(f"{k}.C002-1c", CITE, WHERE_SAS, "SAS only: IOPS after consolidation, % of initial", 100.0, "%",
+                  100.0, 10.0, AFTER_BASIS, f"{k}.sas_pool.after.ratio", "qcow2 on sas_pool",
+                  "recovered (2650 of 2450, 108 %)")]
+    if TIERED in pools:
+        out += [
+            Claim(f"{k}.C002-2a", CITE, WHERE_TIER, "SAS + SSD Easy Tier: IOPS with a snapshot, % of initial", 3.7,
+                  "%", 100.0, 5.0, RATIO_BASIS, f"{k}.tier_pool.with.at_tier_speed", TIER_SPEED),
+            Claim(f"{k}.C002-2b", CITE, WHERE_TIER, "SAS + SSD Easy Tier: IOPS during consolidation, % of initial",
+                  2.6, "%", 100.0, 5.0, RATIO_BASIS, f"{k}.tier_pool.delete.at_tier_speed", TIER_SPEED),
+            Claim(f"{k}.C002-2c", CITE, WHERE_TIER, "SAS + SSD Easy Tier: IOPS after consolidation, % of initial",
+                  100.0, "%", 100.0, 10.0, AFTER_BASIS, f"{k}.tier_pool.after.at_tier_speed", TIER_SPEED,
+                  "recovered (11500 of 11500)")]
+    if {"sas_pool", TIERED} <= pools:
+        out.append(Claim(f"{k}.C002-3", CITE, "Summary, point 2", "the tiered pool keeps a smaller fraction with a "
+                         "snapshot: its ratio over the SAS-only pool's, %", 100 * (420 / 11500) / (300 / 2450), "%",
+                         100.0, 15.0, RELATIVE_BASIS, f"{k}.tier_over_sas.with", "tier_pool vs sas_pool"))
+    return out
+
+
+def _relative(phases: pd.DataFrame, speed: pd.DataFrame) -> Interval:
+    """The tiered pool's with-snapshot ratio (at the SSD tier's speed) over the SAS-only pool's (measured), in %:
+    a ratio of two independent ratios, its log half-width the root sum of squares of theirs."""
+    sas = phases[(phases.pool == "sas_pool") & (phases.phase == "with")] if not phases.empty else phases
+    tier = speed[speed.phase == "with"] if not speed.empty else speed
+    if sas.empty or tier.empty:
+        return Interval(math.nan, math.nan, math.nan, 0, "ratio of ratios")
+    a, b = tier.iloc[0], sas.iloc[0]
+    est = float(100 * a.ratio_pct / b.ratio_pct)
+    n = int(min(a.n, b.n))
+    if not all(math.isfinite(x) and x > 0 for x in (a.ratio_low, a.ratio_high, b.ratio_low, b.ratio_high)):
+        return Interval(est, math.nan, math.nan, n, "ratio of ratios")
+    ha = math.log(a.ratio_high / a.ratio_low) / 2
+    hb = math.log(b.ratio_high / b.ratio_low) / 2
+    h = math.hypot(ha, hb)
+    return Interval(est, float(est * math.exp(-h)), float(est * math.exp(h)), n,
+                    "ratio of ratios (log half-widths combined)")
+
+
+def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFrame,
+            fit: tm.TierFit | None, what_if: pd.DataFrame, speed: pd.DataFrame,
+            model_us: dict[str, dict[str, float]]) -> list[Value]:
+    k, params = STUDY, record.manifest.parameters
+    out = [Value(f"{k}.disk_mib", float(params["disk_bytes"]) / (1 << 20), "MiB"),
+           Value(f"{k}.iodepth", float(params["iodepth"]), ""),
+           Value(f"{k}.phase_s", float(params["phase_s"]), "s"), Value(f"{k}.with_s", float(params["with_s"]), "s"),
+           Value(f"{k}.settle_s", float(params["settle_s"]), "s"),
+           Value(f"{k}.delete_window_s", float(params["delete_window_s"]), "s"),
+           Value(f"{k}.batch_s", float(BATCH_S), "s"),
+           Value(f"{k}.untiered_factor", float(params.get("untiered_factor", 1.0)), "", digits=0),
+           Value(f"{k}.cycles_inside_steady", float(phases[phases.phase.isin(("initial", "with", "after"))]
+                                                    .cycles_inside.sum()) if not phases.empty else math.nan, "")]
+    for pool in POOLS:
+        for phase in ("initial", *RATIO_PHASES):
+            r = phases[(phases.pool == pool) & (phases.phase == phase)] if not phases.empty else phases
+            base = f"{k}.{pool}.{phase}"
+            if r.empty:
+                if pool == TIERED or phase != "relearned":
+                    out += [Value(f"{base}.iops", math.nan, "IOPS"), Value(f"{base}.ssd_share", math.nan, "%")]
+                    if phase != "initial":
+                        out.append(Value(f"{base}.ratio", math.nan, "%"))
+                continue
+            row = r.iloc[0]
+            out.append(Value(f"{base}.iops", float(row.iops), "IOPS", n=int(row.batches)))
+            out.append(Value(f"{base}.ssd_share", 100 * float(row.ssd_share), "%", digits=0))
+            if phase != "initial":
+                out.append(Value.where_defined(f"{base}.ratio", float(row.ratio_pct), float(row.ratio_low),
+                                               float(row.ratio_high), int(row.n), "%", 1,
+                                               f"ratio of means of {BATCH_S}-s batches, Welch"))
+        learn = events[(events.pool == pool) & events.event.isin(("learn_done", "relearn_done"))]
+        for ev in ("learn_done", "relearn_done"):
+            row = learn[learn.event == ev]
+            if pool == TIERED:
+                out.append(Value(f"{k}.{pool}.{ev.split('_')[0]}_s",
+                                 float(row.seconds.iloc[0]) if len(row) else math.nan, "s"))
+                out.append(Value(f"{k}.{pool}.{ev.split('_')[0]}ed",
+                                 text=("yes" if bool(row.learned.iloc[0]) else "no") if len(row) else "n/a"))
+        dels = meas[(meas.pool == pool) & (meas.phase == "delete")]
+        info = dels.deletion.iloc[0] if len(dels) else None
+        out.append(Value(f"{k}.{pool}.commit_s", float(info["t_done"] - info["t_delete_start"]) if info else math.nan,
+                         "s", digits=1))
+        out.append(Value(f"{k}.{pool}.commit_ready_s",
+                         float(info["t_ready"] - info["t_delete_start"]) if info else math.nan, "s", digits=1))
+        # Did the commit end while the load still ran? The load ended fio's runtime after the run's start (the
+        # deletion's own flag is taken when the deletion notices, which can be after the load has gone).
+        if info:
+            load_end = float(dels.t_start_s.iloc[0]) + float(dels.fio_runtime_s.iloc[0])
+            under_load = info["t_done"] < load_end - LOAD_END_MARGIN_S
+        out.append(Value(f"{k}.{pool}.commit_under_load", text=("yes" if under_load else "no") if info else "n/a"))
+    for phase in RATIO_PHASES:
+        r = speed[speed.phase == phase] if not speed.empty else speed
+        out.append(Value.where_defined(f"{k}.{TIERED}.{phase}.at_tier_speed",
+                                       float(r.ratio_pct.iloc[0]) if len(r) else math.nan,
+                                       float(r.ratio_low.iloc[0]) if len(r) else math.nan,
+                                       float(r.ratio_high.iloc[0]) if len(r) else math.nan,
+                                       int(r.n.iloc[0]) if len(r) else 0, "%", 1, "fitted τ_hdd's interval"))
+    for pool in POOLS:
+        for tier in ("ssd", "hdd"):
+            if pool == TIERED or tier == "hdd":
+                out.append(Value(f"{k}.model.{pool}.{tier}_us_per_io",
+                                 model_us.get(pool, {}).get(f"{tier}_us_per_io", math.nan), "µs"))
+    out.append(Value.of(f"{k}.tier_over_sas.with", _relative(phases, speed), "%", 1))
+    if fit is not None:
+        (ls, hs), (lh, hh) = fit.ci95
+        out += [Value(f"{k}.fit.tau_ssd_us", fit.tau_ssd_us, "µs", ls, hs, fit.points, 0, method="least squares, t"),
+                Value(f"{k}.fit.tau_hdd_us", fit.tau_hdd_us, "µs", lh, hh, fit.points, 0, method="least squares, t"),
+                Value(f"{k}.fit.ssd_iops", fit.ssd_iops, "IOPS", 1e6 / hs if hs > 0 else math.nan, 1e6 / ls
+                      if ls > 0 else math.nan, fit.points, 0, method="from τ_ssd's interval"),
+                Value(f"{k}.fit.hdd_iops", fit.hdd_iops, "IOPS", 1e6 / hh if hh > 0 else math.nan, 1e6 / lh
+                      if lh > 0 else math.nan, fit.points, 0, method="from τ_hdd's interval"),
+                Value(f"{k}.fit.r2", fit.r2, "", n=fit.points, digits=2),
+                Value(f"{k}.fit.points", float(fit.points), "seconds")]
+    else:
+        out += [Value(f"{k}.fit.{n}", math.nan, u) for n, u in
+                (("tau_ssd_us", "µs"), ("tau_hdd_us", "µs"), ("ssd_iops", "IOPS"), ("hdd_iops", "IOPS"), ("r2", ""),
+                 ("points", "seconds"))]
+    # prediction (2): the SAS-only pool with a snapshot runs at the tiered pool's fitted HDD rate
+    sas_with = phases[(phases.pool == "sas_pool") & (phases.phase == "with")] if not phases.empty else phases
+    measured = float(sas_with.iops.iloc[0]) if len(sas_with) else math.nan
+    out.append(Value(f"{k}.predict.sas_with_over_hdd", 100 * measured / fit.hdd_iops if fit else math.nan, "%",
+                     100 * measured / (1e6 / fit.ci95[1][0]) if fit and fit.ci95[1][0] > 0 else math.nan,
+                     100 * measured / (1e6 / fit.ci95[1][1]) if fit and fit.ci95[1][1] > 0 else math.nan,
+                     fit.points if fit else 0, 0, method="fitted τ_hdd's interval"))
+    hdd_model = model_us.get(TIERED, {}).get("hdd_us_per_io", math.nan)
+    out.append(Value(f"{k}.predict.hdd_fit_over_model", 100 * fit.tau_hdd_us / hdd_model if fit else math.nan, "%",
+                     100 * fit.ci95[1][0] / hdd_model if fit else math.nan,
+                     100 * fit.ci95[1][1] / hdd_model if fit else math.nan, fit.points if fit else 0, 0,
+                     method="fitted τ_hdd's interval"))
+    for r in what_if.itertuples():
+        if r.what.startswith("cycle"):
+            out.append(Value(f"{k}.whatif.loss_hours_{r.what.split()[1]}", float(r.loss_hours), "h", digits=1))
+    for what, key in (("measured share with snapshot", "model_with_ratio"), ("flash write cache", "write_cache_ratio")):
+        row = what_if[what_if.what == what] if not what_if.empty else what_if
+        out.append(Value(f"{k}.whatif.{key}", float(row.ratio_pct.iloc[0]) if len(row) else math.nan, "%",
+                         digits=1))
+    return out
+
+
+def analyse(record: RunRecord) -> TieringAnalysis:
+    meas = measurements_table(record)
+    seconds = seconds_table(record)
+    events = events_table(record)
+    phases = phases_table(seconds, meas)
+    fit = fit_model(seconds)
+    model_us = model_time_per_io(record)
+    speed = at_tier_speed(phases, fit, model_us)
+    what_if = what_if_table(fit, phases, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit
+                                                                         else math.nan))
+    values = _values(record, meas, phases, events, fit, what_if, speed, model_us)
+    by_key = {v.key: v for v in values}
+    outcomes = [outcome(c, by_key) for c in _claims(set(meas.pool))]
+    return TieringAnalysis(record, values, outcomes, meas, seconds, phases, events, fit, what_if, model_us, speed)
+
+
+__all__ = ["TieringAnalysis", "analyse", "measurements_table", "seconds_table", "events_table", "phases_table",
+           "phase_samples", "fit_model", "what_if_table", "at_tier_speed", "model_time_per_io", "SEED", "BATCH_S"]

@@ -1,0 +1,143 @@
+"""Measure the tiering study (needs root): one timeline per pool, the qcow2 redo log on it, in one RunSession.
+
+Each timeline is fill → (learn) → initial → snapshot → settle → with → delete (QEMU's active commit under the load)
+→ after → (relearn → relearned), every phase one fio run through snaptax.timeline, the pool's counters sampled
+every second into `measurements/<pool>/host_series.csv`. A timeline whose daemon hangs at the commit's pivot is
+measured again with a fresh engine (snaptax.timeline.attempt; studies.lifecycle.plan.HANG_NOTE).
+Learning is ended by the pool's own counters, never by a
+fixed wait: the study cannot know when the emulated (or a real) Easy Tier plans, only see that it did.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from ... import fio, profiles, rig as rigmod
+from ...engines.qcow2 import Qcow2ChainEngine
+from ...errors import ConfigError
+from ...record import RunSession
+from ...spindle.predict import closed_loop
+from ...spindle.profiles import TierSpec
+from ...spindle.rigfiles import parse_device
+from ...timeline import HostSampler, Timeline, attempt, delete_active
+from . import plan as planmod
+
+HOST_KEYS = ("host.reads", "host.writes", "host.ssd_reads", "host.ssd_writes", "host.hdd_reads", "host.hdd_writes",
+             "host.split_reads", "host.split_writes", "host.unmapped_reads", "host.promotions", "host.demotions",
+             "host.migrated_bytes", "host.tier_cycles", "host.heat_ios")
+COMMIT_TIMEOUT_S = 120.0    # a consolidation of a few hundred MiB on the emulated pool takes seconds
+
+
+def pool_devices(rig: rigmod.Rig) -> dict[str, rigmod.Device]:
+    """The rig's device for each pool: an emulated device built on the named array, else a device of that name."""
+    out: dict[str, rigmod.Device] = {}
+    for pool in planmod.POOLS:
+        found = [d for d in rig.devices if d.emulated and d.spindle.get("device") == pool] \
+            or [d for d in rig.devices if d.name == pool]
+        if not found:
+            raise ConfigError(rig.source, "devices", f"no device for the tiering study's {pool} (an emulated "
+                              f"`spindle: {{device: {pool}}}` or a device named {pool})")
+        out[pool] = found[0]
+    return out
+
+
+def emulated_time_per_io(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale) -> dict[str, float]:
+    """What the emulated pool's own model (spindle.predict, virtual time, no harness) gives for the workload at its
+    queue depth, per tier: µs per I/O, the read/write mix of closed loops of reads and of writes
+    (τ = f_r/IOPS_read + (1 − f_r)/IOPS_write), over the disk's span of the tier. The served emulator cannot
+    deliver the SSD tier's rate on this machine (one Python process per pool); the analysis uses these to say what
+    the measured SSD-served shares would cost at the tier's own speed. Empty for a real pool."""
+    if not dev.emulated:
+        return {}
+    spec = parse_device(dev.spindle, rig.source, f"devices.{dev.name}.spindle")
+    fr = planmod.READ_PERCENT / 100
+    tiers = {"ssd": (spec.ssd, spec.ssd_fraction), "hdd": (spec.hdd, 1 - spec.ssd_fraction)} \
+        if isinstance(spec, TierSpec) else {"hdd": (spec, 1.0)}
+    out = {}
+    for tier, (sub, share) in tiers.items():
+        cap = int(dev.capacity * share)
+        span = min(1.0, s.disk_bytes / cap)
+        r, w = (closed_loop(sub, cap, qd=planmod.IODEPTH, write=wr, bs=planmod.BS, span=span, ios=2000).iops
+                for wr in (False, True))
+        out[f"{tier}_us_per_io"] = 1e6 * (fr / r + (1 - fr) / w)
+    return out
+
+
+def ssd_share(before: dict[str, float], after: dict[str, float]) -> float:
+    """Share of the host I/Os between two counter readings that SSD extents served (nan: no I/O)."""
+    def d(k: str) -> float:
+        return after.get(k, 0.0) - before.get(k, 0.0)
+    total = d("host.reads") + d("host.writes")
+    return (d("host.ssd_reads") + d("host.ssd_writes")) / total if total > 0 else float("nan")
+
+
+def wait_until_learned(tl: Timeline[Qcow2ChainEngine], s: planmod.TieringScale, phase: str, limit_s: float,
+                       cycles_needed: float) -> bool:
+    """Run the workload in short runs until a cycle ended past `cycles_needed` and a run's SSD-served share is at
+    least s.learned_fraction, or `limit_s` passed. Returns whether the pool learned; logs the decision."""
+    t0 = tl.now()
+    job = planmod.workload(s, s.learn_segment_s)
+    while True:
+        before = tl.engine.counters()
+        tl.run(lambda target, prefix: job.job_file(target, log_prefix=prefix), job, phase)
+        after = tl.engine.counters()
+        share = ssd_share(before, after)
+        cycles = after.get("host.tier_cycles", 0.0)
+        learned = cycles >= cycles_needed and share >= s.learned_fraction
+        if learned or tl.now() - t0 >= limit_s:
+            tl.event(f"{phase}_done", learned=learned, seconds=tl.now() - t0, ssd_share=share, tier_cycles=cycles)
+            return learned
+
+
+def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringScale, pool: str) -> None:
+    tl = Timeline[Qcow2ChainEngine](session, engine, session.variant)
+
+    def text(job: fio.FioJob):
+        return lambda target, prefix: job.job_file(target, log_prefix=prefix)
+
+    def steady(phase: str, seconds: float) -> None:
+        job = planmod.workload(s, s.phase_length(pool, seconds))
+        tl.run(text(job), job, phase)
+
+    with HostSampler(engine._host_counters, tl.t0, HOST_KEYS) as sampler:
+        fill = planmod.fill_job(s)
+        tl.run(text(fill), fill, "fill")
+        if planmod.tiered(pool):
+            wait_until_learned(tl, s, "learn", s.learn_limit_s, 1)
+        steady("initial", s.phase_s)
+        tl.event("snapshot", name=engine.take_snapshot())
+        steady("settle", s.settle_s)
+        steady("with", s.with_s)
+        cycles_before = engine.counters().get("host.tier_cycles", 0.0)
+        job = planmod.workload(s, s.phase_length(pool, s.delete_window_s))
+        load = tl.start(text(job), job, "delete")
+        info = delete_active(tl, load)
+        tl.finish(load, {"deletion": info})
+        steady("after", s.phase_s)
+        if planmod.tiered(pool):
+            wait_until_learned(tl, s, "relearn", s.relearn_limit_s, cycles_before + 1)
+            steady("relearned", s.phase_s)
+    sampler.write(session.staging / "measurements" / session.variant / "host_series.csv")
+
+
+def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
+    """Measure both pools (`device` is not used: the study needs one device per pool, named by the rig)."""
+    profile = profiles.get(profile_name)
+    rig = rigmod.load(rig_name)
+    devices = pool_devices(rig)
+    s = planmod.scale(profile)
+    cfg = planmod.qcow2_config(s)
+    params = planmod.parameters(s, {p: d.name for p, d in devices.items()})
+    with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devices.values()),
+                    planned_points=planmod.planned_points(s),
+                    planned_seconds=planmod.estimated_seconds(s)) as session:
+        for pool, dev in devices.items():
+            attempt(session, pool, functools.partial(timeline, s=s, pool=pool),
+                    functools.partial(Qcow2ChainEngine, rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
+                    {"pool": pool, "device": dev.name, "emulated": dev.emulated,
+                     "model_time_per_io": emulated_time_per_io(rig, dev, s)})
+    assert session.published is not None
+    return session.published
+
+
+__all__ = ["HOST_KEYS", "pool_devices", "emulated_time_per_io", "ssd_share", "wait_until_learned", "timeline", "run"]

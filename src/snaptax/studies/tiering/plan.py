@@ -1,0 +1,192 @@
+"""What the tiering study measures: seed 002's IOmeter load on an SAS-only pool and on an SAS + SSD Easy Tier pool,
+before a snapshot, with it, during its consolidation and after, and where each phase's I/O landed.
+
+Devices: the rig's `sas_pool` and `tier_pool` (emulated Storwize V7000 pools, rigs/spindles/devices.yaml: an
+8-drive 10K RAID5, and the same RAID5 behind 10 % SSD extents with Easy Tier's cycle scaled 24 h -> 120 s; on a
+real rig, the attached pools the rig file names so). Engine: the qcow2 redo log (the VMware delta stand-in) with
+its L2 tables cached, base volume at the start of the pool and the delta in the next free region, which nothing
+wrote before: its extents are new, so the pool allocates them on the SAS tier, as the seed's "new data".
+
+Workload, as the seed's IOmeter: 32 KiB, 80 % read, 90 % random (fio `rwmixread=80`, `percentage_random=90`), one
+worker with 16 outstanding I/Os (the seed names none; 16 keeps both tiers busy without queueing the emulated SSD
+tier beyond what the emulator can time). Disk: the seed's 100 GB VM disk scaled by the pool's capacity
+(16 GiB / 4.2 TB): 100 GB x 0.0041 = 409 MB -> 384 MiB (24 extents of 16 MiB, a quarter of the pool's 102 SSD
+extents, as 100 GB was of ~420 GB of SSD). It is filled first with 1 MiB writes, which Easy Tier does not count
+as heat (only I/Os of 64 KiB or less are), so the first plan sees only the workload.
+
+Phases, each one fio run (per-second IOPS logs), the pool's counters sampled every second throughout:
+  fill       the disk written once, 1 MiB sequential
+  learn      (tier_pool) the workload in `learn_segment_s` runs until the pool has learned, measured from its
+             counters: a tiering cycle has ended and at least `learned_fraction` of a segment's I/O was served by
+             SSD extents, or `learn_limit_s` has passed (then the run records that it did not learn)
+  initial    the workload, no snapshot
+  (snapshot taken between runs)
+  settle     the workload while the delta fills (the seed: "wait a few minutes")
+  with       the workload with the snapshot
+  delete     the workload for `delete_window_s` while QEMU's active commit consolidates the snapshot
+  after      the workload once the snapshot is gone
+  relearn    (tier_pool) the workload until a further cycle has ended after the consolidation and the SSD share
+             is back, or `relearn_limit_s`
+  relearned  (tier_pool) the workload
+On tier_pool, learn ends a few seconds after a cycle end, and initial ... after must fit before the next one, or
+that cycle's plan would promote the delta and `with` would measure a recovered pool: the scales keep them within
+the cycle and the analysis reports any cycle that ended inside a phase.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ... import profiles
+from ...engines.qcow2 import Qcow2Config, metadata_configs
+from ...errors import ConfigError
+from ...fio import FioJob, format_size
+
+STUDY = "tiering"
+KiB, MiB = 1 << 10, 1 << 20
+POOLS = ("sas_pool", "tier_pool")          # the seed's two V7000s, in measuring order
+TIERED = "tier_pool"
+BS = 32 * KiB
+READ_PERCENT = 80
+RANDOM_PERCENT = 90
+IODEPTH = 16
+SEED_DISK_BYTES = 100e9                    # the seed's VM disk
+SEED_POOL_BYTES = 4.2e12                   # the V7000's usable capacity the emulated pools scale (16 GiB)
+PHASES = ("fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned")
+STEADY = ("initial", "with", "after", "relearned")
+
+
+@dataclass(frozen=True)
+class TieringScale:
+    """How much the tiering study measures at one profile.
+
+    disk_bytes: the VM disk; phase_s: the initial, after and relearned runs; settle_s: the run right after the
+    snapshot (kept apart: the SSD-served share falls fastest then); with_s: the run with the snapshot;
+    delete_window_s: the load's run while the snapshot is consolidated; learn_segment_s: one run while waiting
+    for the pool to learn; learn_limit_s/relearn_limit_s: how long to wait at most; learned_fraction: the
+    SSD-served share of I/O that counts as learned; untiered_factor: how much longer the runs are on the pool
+    without tiering (phase_length)."""
+
+    disk_bytes: int
+    phase_s: float
+    settle_s: float
+    with_s: float
+    delete_window_s: float
+    learn_segment_s: float
+    learn_limit_s: float
+    relearn_limit_s: float
+    learned_fraction: float = 0.9
+    untiered_factor: float = 2.0
+
+    def __post_init__(self) -> None:
+        src = "tiering scale"
+        if self.disk_bytes <= 0 or self.disk_bytes % MiB:
+            raise ConfigError(src, "disk_bytes", f"must be a positive whole number of MiB, got {self.disk_bytes}")
+        for name in ("phase_s", "settle_s", "with_s", "delete_window_s", "learn_segment_s"):
+            if not getattr(self, name) >= 2:
+                raise ConfigError(src, name, "runs need at least 2 s")
+        for name in ("learn_limit_s", "relearn_limit_s"):
+            if not getattr(self, name) >= 0:
+                raise ConfigError(src, name, "must be a duration ≥ 0")
+        if not 0 < self.learned_fraction <= 1:
+            raise ConfigError(src, "learned_fraction", f"must be in (0, 1], got {self.learned_fraction}")
+        if not self.untiered_factor >= 1:
+            raise ConfigError(src, "untiered_factor", f"must be ≥ 1, got {self.untiered_factor}")
+
+    def phase_length(self, pool: str, seconds: float) -> float:
+        """A run's length on `pool`: a pool without tiering has no cycle to fit its phases into, so they run
+        `untiered_factor` times longer there (narrower intervals for the SAS-only claims)."""
+        return seconds if tiered(pool) else seconds * self.untiered_factor
+
+    @property
+    def between_cycles_s(self) -> float:
+        """Load time from the end of learning to the end of `after` (must fit in one tiering cycle)."""
+        return 2 * self.phase_s + self.settle_s + self.with_s + self.delete_window_s
+
+
+SCALES: dict[str, TieringScale] = {
+    # smoke: every phase once, short; the pool does not get to learn (no cycle ends): numbers are not meaningful
+    "smoke": TieringScale(64 * MiB, phase_s=3, settle_s=2, with_s=3, delete_window_s=6, learn_segment_s=3,
+                          learn_limit_s=3, relearn_limit_s=3, untiered_factor=1.0),
+    # quick: the seed's disk scaled; learning takes one 120 s cycle; initial ... after take 95 s of the ~110 s
+    # left in the next cycle; sas_pool's runs twice as long (its claims' intervals were about ±6 pp with 3-s
+    # batches of 20 s, against ±5 pp tolerances)
+    "quick": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
+                          learn_limit_s=200, relearn_limit_s=150),
+    "full": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
+                         learn_limit_s=260, relearn_limit_s=260),
+}
+
+
+def scale(profile: profiles.Profile) -> TieringScale:
+    return profiles.study_scale(SCALES, profile, STUDY, "tiering scale")
+
+
+def qcow2_config(s: TieringScale) -> Qcow2Config:
+    """The delta: qcow2 with its L2 tables cached (engines.qcow2's `in-memory-metadata` preset), so what changes
+    with the snapshot is where the data lands, not metadata reads."""
+    return metadata_configs(s.disk_bytes)[1]
+
+
+def workload(s: TieringScale, runtime_s: float, name: str = "iometer") -> FioJob:
+    """Seed 002's IOmeter pattern: 32 KiB, 80 % read, 90 % random, over the whole disk."""
+    return FioJob(name, "randrw", bs=BS, iodepth=IODEPTH, numjobs=1, size=s.disk_bytes, runtime_s=runtime_s,
+                  rwmixread=READ_PERCENT, percentage_random=RANDOM_PERCENT)
+
+
+def fill_job(s: TieringScale) -> FioJob:
+    """The disk written once, 1 MiB at a time: commands above 64 KiB heat no extent."""
+    return FioJob("fill", "write", bs=MiB, iodepth=4, numjobs=1, size=s.disk_bytes, time_based=False,
+                  runtime_s=None)
+
+
+def tiered(pool: str) -> bool:
+    return pool == TIERED
+
+
+def phases_of(pool: str) -> tuple[str, ...]:
+    return PHASES if tiered(pool) else tuple(p for p in PHASES if p not in ("learn", "relearn", "relearned"))
+
+
+def estimated_seconds(s: TieringScale) -> float:
+    """Planned time (s), for the ETA: the tier pool's waits at their limits (learning ends earlier when the
+    counters say so), the phases, 5 s per fill and engine start."""
+    per_pool = s.between_cycles_s + 10
+    return per_pool * (1 + s.untiered_factor) + s.learn_limit_s + s.relearn_limit_s + s.phase_s
+
+
+def planned_points(s: TieringScale) -> int:
+    """fio runs at most: every phase of both pools, learning segments at their limits."""
+    learn = -(-s.learn_limit_s // s.learn_segment_s) + -(-s.relearn_limit_s // s.learn_segment_s)
+    return len(phases_of("sas_pool")) + len(phases_of(TIERED)) - 2 + int(learn)
+
+
+def parameters(s: TieringScale, devices: dict[str, str]) -> dict[str, Any]:
+    return {"devices": devices, "disk_bytes": s.disk_bytes, "phase_s": s.phase_s, "settle_s": s.settle_s,
+            "with_s": s.with_s, "delete_window_s": s.delete_window_s, "learn_segment_s": s.learn_segment_s,
+            "learn_limit_s": s.learn_limit_s, "relearn_limit_s": s.relearn_limit_s,
+            "learned_fraction": s.learned_fraction, "untiered_factor": s.untiered_factor, "bs": BS,
+            "read_percent": READ_PERCENT, "random_percent": RANDOM_PERCENT, "iodepth": IODEPTH,
+            "qcow2": qcow2_config(s).name, "disk_scale": s.disk_bytes / SEED_DISK_BYTES}
+
+
+def describe(profile: profiles.Profile) -> str:
+    """What a run measures, in words and numbers from the scale (deterministic: checked by nbval)."""
+    s = scale(profile)
+    return "\n".join([
+        f"profile {profile.name}: IOmeter as seed 002, {BS // KiB} KiB, {READ_PERCENT} % read, {RANDOM_PERCENT} % "
+        f"random, QD{IODEPTH}, over a {format_size(s.disk_bytes)} disk (the seed's 100 GB scaled by "
+        f"{s.disk_bytes / SEED_DISK_BYTES:.2e}), qcow2 redo log ({qcow2_config(s).name})",
+        f"pools {', '.join(POOLS)}; phases {', '.join(phases_of(TIERED))} (sas_pool without learn/relearn)",
+        f"runs: initial/after/relearned {s.phase_s:g} s, settle {s.settle_s:g} s, with {s.with_s:g} s, "
+        f"consolidation window {s.delete_window_s:g} s ({s.between_cycles_s:g} s from learned to after; "
+        f"x{s.untiered_factor:g} on sas_pool)",
+        f"learning: {s.learn_segment_s:g}-s runs until a cycle has ended and >= {s.learned_fraction:.0%} of I/O is "
+        f"SSD-served, at most {s.learn_limit_s:g} s (re-learning at most {s.relearn_limit_s:g} s)",
+        f"planned at most about {estimated_seconds(s) / 60:.1f} min",
+    ])
+
+
+__all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "STEADY", "BS", "IODEPTH", "TieringScale", "SCALES", "scale",
+           "qcow2_config", "workload", "fill_job", "tiered", "phases_of", "estimated_seconds", "planned_points",
+           "parameters", "describe"]

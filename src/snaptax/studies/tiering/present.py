@@ -1,0 +1,124 @@
+"""Charts and TeX tables of the tiering study, from its analysis."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ... import figures, macros
+from ...models import tiering as tm
+from .analyse import TieringAnalysis
+from .plan import POOLS
+
+PHASE_ORDER = ["fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned"]
+PHASE_TITLES = {"initial": "initial", "with": "with snapshot", "delete": "during consolidation",
+                "after": "after consolidation", "relearned": "after re-learning"}
+SPEED_LABEL = "tier_pool, model at SSD speed"
+MARKS = ("snapshot", "delete_start", "delete_done", "learn_done", "relearn_done")
+
+
+def timeline_chart(a: TieringAnalysis) -> alt.VConcatChart:
+    """Seed 002's vCenter graphs, per pool: the VM's IOPS per second (fio's log, log scale) coloured by phase, and
+    the share of the pool's I/O served by SSD extents (the pool's counters); rules mark the snapshot and the
+    consolidation's start and end."""
+    s = a.seconds[a.seconds.phase != "fill"].copy()
+    s["ssd_pct"] = 100 * s.ssd_share
+    ev = a.events[a.events.event.isin(MARKS)]
+    rows = []
+    for pool in [p for p in POOLS if p in set(s.pool)]:
+        d = s[s.pool == pool]
+        x = alt.X("t_s:Q", title="time (s)")
+        color = alt.Color("phase:N", sort=PHASE_ORDER, title="phase")
+        iops = alt.Chart(d).mark_point(size=12, filled=True).encode(
+            x=x, y=alt.Y("iops:Q", title="VM IO/s", scale=alt.Scale(type="log")), color=color,
+            tooltip=["phase", alt.Tooltip("t_s:Q", format=".0f"), alt.Tooltip("iops:Q", format=".0f")])
+        rules = alt.Chart(ev[ev.pool == pool]).mark_rule(strokeDash=[3, 3], color="gray").encode(
+            x="t_s:Q", tooltip=["event", alt.Tooltip("t_s:Q", format=".1f")])
+        share = alt.Chart(d).mark_line(interpolate="step-after", color="black").encode(
+            x=x, y=alt.Y("ssd_pct:Q", title="SSD-served %", scale=alt.Scale(domain=[0, 100])))
+        rows.append(alt.vconcat(alt.layer(iops, rules).properties(width=420, height=120, title=pool),
+                                alt.layer(share, rules).properties(width=420, height=50)))
+    return alt.vconcat(*rows)
+
+
+def ratio_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
+    """IOPS of each phase as a % of the initial phase, ours (point, 95 % interval) and the seed's (tick), per pool;
+    for the tiered pool also the misplacement model's ratio at the SSD tier's own speed (analyse.at_tier_speed)."""
+    p = a.phases[a.phases.phase.isin(list(PHASE_TITLES)[1:])].copy()
+    if not a.at_tier_speed.empty:
+        model = a.at_tier_speed.assign(pool=SPEED_LABEL, seed_ratio_pct=math.nan)
+        p = pd.concat([p, model[model.phase.isin(list(PHASE_TITLES)[1:])]], ignore_index=True)
+    p["phase_title"] = p.phase.map(PHASE_TITLES)
+    order = [PHASE_TITLES[k] for k in list(PHASE_TITLES)[1:]]
+    x = alt.X("phase_title:N", title=None, sort=order, axis=alt.Axis(labelAngle=0))
+    series = [*POOLS, SPEED_LABEL]
+    xo = alt.XOffset("pool:N", sort=series)
+    y = alt.Y("ratio_pct:Q", title="IOPS, % of initial (log)", scale=alt.Scale(type="log"))
+    # points, not bars: a bar on a log scale has no base
+    bars = alt.Chart(p).mark_point(filled=True, size=70).encode(
+        x=x, xOffset=xo, y=y, color=alt.Color("pool:N", sort=series, title=None),
+        tooltip=["pool", "phase", alt.Tooltip("ratio_pct:Q", format=".1f"), alt.Tooltip("seed_ratio_pct:Q",
+                                                                                       format=".1f")])
+    err = alt.Chart(p).mark_rule().encode(x=x, xOffset=xo, y="ratio_low:Q", y2="ratio_high:Q",
+                                          color=alt.Color("pool:N", sort=series, title=None))
+    seed = alt.Chart(p.dropna(subset=["seed_ratio_pct"])).mark_tick(color="black", thickness=2, size=14).encode(
+        x=x, xOffset=xo, y="seed_ratio_pct:Q")
+    return alt.layer(bars, err, seed).properties(width=380, height=190)
+
+
+def model_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
+    """The tiered pool's per-second points (SSD-served share, VM IOPS) by phase, the fitted model's curve, and the
+    model with the SSD tier's own τ (what the harness-bound seconds would be at the tier's speed)."""
+    s = a.seconds[(a.seconds.pool == "tier_pool") & a.seconds.phase.isin(
+        ["initial", "settle", "with", "delete", "after", "relearned"]) & (a.seconds.t_in_phase_s > 1)].copy()
+    s["ssd_pct"] = 100 * s.ssd_share
+    x = alt.X("ssd_pct:Q", title="share of I/O served by SSD extents (%)", scale=alt.Scale(domain=[0, 100]))
+    y = alt.Y("iops:Q", title="VM IO/s (log)", scale=alt.Scale(type="log"))
+    pts = alt.Chart(s).mark_point(size=16).encode(
+        x=x, y=y, color=alt.Color("phase:N", sort=PHASE_ORDER), tooltip=["phase", "t_s", "iops", "ssd_pct"])
+    layers: list[alt.Chart] = [pts]
+    if a.fit is not None:
+        grid = np.linspace(0, 1, 101)
+        curves = [pd.DataFrame({"ssd_pct": 100 * grid, "iops": a.fit.predict_iops(grid), "curve": "fitted"})]
+        tau_s = a.model_us.get("tier_pool", {}).get("ssd_us_per_io")
+        if tau_s:
+            curves.append(pd.DataFrame({"ssd_pct": 100 * grid, "iops": tm.iops(grid, tau_s, a.fit.tau_hdd_us),
+                                        "curve": "SSD tier at its own speed"}))
+        layers.append(alt.Chart(pd.concat(curves)).mark_line(color="black").encode(
+            x=x, y=y, strokeDash=alt.StrokeDash("curve:N", title="model")))
+    return alt.layer(*layers).properties(width=300, height=200)
+
+
+def phases_tex(a: TieringAnalysis) -> str:
+    def ci(r) -> str:
+        if r.phase == "initial" or not math.isfinite(r.ratio_pct):
+            return "--"
+        if not (math.isfinite(r.ratio_low) and math.isfinite(r.ratio_high)):
+            return macros.fmt(r.ratio_pct, 1)
+        return f"{macros.fmt(r.ratio_pct, 1)} [{macros.fmt(r.ratio_low, 1)}, {macros.fmt(r.ratio_high, 1)}]"
+    speed = {r.phase: r for r in a.at_tier_speed.itertuples()}
+
+    def at_speed(r) -> str:
+        m = speed.get(r.phase)
+        return ci(m._replace(phase=r.phase)) if r.pool == "tier_pool" and m is not None else "--"
+    rows = [[macros.tex_escape(r.pool), PHASE_TITLES.get(r.phase, r.phase), macros.fmt(r.iops, 0), ci(r), at_speed(r),
+             macros.fmt(100 * r.ssd_share, 0) if math.isfinite(r.ssd_share) else "--",
+             macros.fmt(r.seed_iops, 0) if math.isfinite(r.seed_iops) else "--",
+             macros.fmt(r.seed_ratio_pct, 1) if math.isfinite(r.seed_ratio_pct) and r.phase != "initial" else "--"]
+            for r in a.phases.itertuples()]
+    return macros.render_table(["pool", "phase", "IO/s", "\\% of initial [95\\% CI]", "at SSD speed \\%",
+                                "SSD-served \\%", "seed IO/s", "seed \\%"], rows, align="llrrrrrr")
+
+
+def what_if_table(a: TieringAnalysis) -> pd.DataFrame:
+    return a.what_if
+
+
+def write(a: TieringAnalysis, figure_dir: Path | None = None, generated_dir: Path | None = None) -> None:
+    figures.save(timeline_chart(a), "tiering-timeline", figure_dir)
+    figures.save(ratio_chart(a), "tiering-ratios", figure_dir)
+    figures.save(model_chart(a), "tiering-model", figure_dir)
+    macros.write_table("tiering-phases", phases_tex(a), generated_dir)

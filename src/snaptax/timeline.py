@@ -1,0 +1,270 @@
+"""A measurement on one clock: fio in the background while the engine changes under it, the device's counters
+sampled every second, and the deletion of a snapshot by QEMU's active commit under that load.
+
+Shared by the studies whose phases are a timeline (lifecycle, tiering). fio runs as a background process of the
+engine's ProcessGroup (so a deletion can be driven over QMP while the load runs, and Ctrl-C stops fio before the
+daemons it talks to); the device's counters are sampled every second by a thread that only reads the emulator's
+counter file (QMP stays in the main thread). Each phase's fio run is recorded through the session like any
+measurement (job file, fio JSON, logs, counters), with its start time on the timeline and fio's per-second IOPS
+parsed by fiologparser in `extra`.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from . import fio, fiolog
+from .engines.qcow2 import Qcow2ChainEngine
+from .errors import EngineError, MeasurementError
+from .plan import Measure
+from .procs import Child
+from .record import RunSession
+
+E = TypeVar("E", bound=Qcow2ChainEngine)
+STUN_SETTLE_S = 0.1     # after stopping the guest: requests already sent to the device complete
+
+
+def wait_event(q, match: Callable[[dict], bool], timeout_s: float, on_wait: Callable[[], None]) -> dict:
+    """Wait for a QMP event, calling on_wait about once a second meanwhile (the load's bookkeeping)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return q.wait_event(match, timeout=min(1.0, max(0.05, deadline - time.monotonic())))
+        except EngineError:
+            if time.monotonic() > deadline:
+                raise EngineError(f"QMP: no matching event within {timeout_s:.0f} s") from None
+            on_wait()
+
+
+
+
+# ------------------------------------------------------------------ host series sampler
+
+@dataclass
+class HostSampler:
+    """Samples cumulative host counters every `interval_s` in a thread: (t since t0, counters)."""
+
+    read: Callable[[], dict[str, float]]
+    t0: float
+    keys: tuple[str, ...]
+    interval_s: float = 1.0
+    rows: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __enter__(self) -> HostSampler:
+        self._thread = threading.Thread(target=self._loop, name="host-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        nxt = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                c = self.read()
+                self.rows.append((time.monotonic() - self.t0, {k: c.get(k, 0.0) for k in self.keys}))
+            except (OSError, ValueError):
+                pass
+            nxt += self.interval_s
+            self._stop.wait(max(0.0, nxt - time.monotonic()))
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_s", *self.keys])
+            for t, c in self.rows:
+                w.writerow([f"{t:.3f}", *(c[k] for k in self.keys)])
+
+
+# ------------------------------------------------------------------ fio in the background
+
+@dataclass
+class Load:
+    """One fio run in the background."""
+
+    child: Child
+    directory: Path
+    started: float
+    step: Measure
+    index: int
+    before: dict[str, float]
+
+    def running(self) -> bool:
+        return self.child.proc.poll() is None
+
+    def stop_guest(self) -> None:
+        os.killpg(self.child.proc.pid, signal.SIGSTOP)
+
+    def resume_guest(self) -> None:
+        os.killpg(self.child.proc.pid, signal.SIGCONT)
+
+
+class Timeline(Generic[E]):
+    """One variant's fio runs, events and host series against one clock."""
+
+    def __init__(self, session: RunSession, engine: E, variant: str):
+        self.session, self.engine, self.variant = session, engine, variant
+        self.t0 = time.monotonic()
+        self.index = 0
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def event(self, kind: str, **data: Any) -> None:
+        self.session.log_event(kind, t_s=round(self.now(), 3), **data)
+
+    def start(self, text_of: Callable[[fio.FioTarget, str], str], job: fio.FioJob, phase: str,
+              repeat: int = 0) -> Load:
+        step = Measure(job, phase, repeat)
+        self.index += 1
+        directory = self.session.measurement_dir(self.index, step)
+        (directory / "job.fio").write_text(text_of(self.engine.fio_target(), str(directory / "fio")))
+        before = self.engine.counters()
+        child = self.engine.group.spawn(["fio", "--output-format=json", f"--output={directory / 'fio.json'}",
+                                         str(directory / "job.fio")], name=f"fio[{step.label}]",
+                                        log_path=directory / "fio.stderr")
+        return Load(child, directory, self.now(), step, self.index, before)
+
+    def finish(self, load: Load, extra: dict[str, Any] | None = None, margin_s: float = 60) -> None:
+        limit = (load.step.job.runtime_s or 600) + margin_s
+        try:
+            load.child.proc.wait(timeout=max(1.0, load.started + limit - self.now()))
+        except subprocess.TimeoutExpired:
+            raise MeasurementError(f"fio {load.step.label} still running {limit:.0f} s after its start: a request "
+                                   "is stuck (see the qemu-storage-daemon drain note in timeline.stunned)") from None
+        self.engine.group.stop(load.child)
+        wall = self.now() - load.started
+        json_path = load.directory / "fio.json"
+        if load.child.proc.returncode != 0 or not json_path.exists():
+            raise MeasurementError(f"fio {load.step.label} exited {load.child.proc.returncode}: "
+                                   f"{load.child.log_tail(3)}")
+        result = fio.load_json(json_path.read_text())
+        bad = [j.get("jobname") for j in result.get("jobs", []) if j.get("error")]
+        if bad:
+            raise MeasurementError(f"fio job(s) {bad} of {load.step.label} reported I/O errors")
+        series: dict[str, list[tuple[float, float]]] = {}
+        logs = sorted(load.directory.glob("fio_iops*.log"))
+        for log in logs:
+            series[_log_name(log, result)] = fiolog.per_second(log)
+        after = self.engine.counters()
+        self.session.record_measurement(load.index, load.step, chain_length=self.engine.chain_length,
+                                        fio_run=fio.FioRun(load.directory, result, wall), counters_before=load.before,
+                                        counters_after=after,
+                                        extra={"t_start_s": load.started, "t_end_s": self.now(),
+                                               "vm_series": {k: [list(r) for r in v] for k, v in series.items()},
+                                               **(extra or {})})
+
+    def run(self, text_of, job: fio.FioJob, phase: str, extra: dict[str, Any] | None = None) -> None:
+        load = self.start(text_of, job, phase)
+        self.finish(load, extra)
+
+
+def _log_name(log: Path, result: dict) -> str:
+    """fio_iops.1.log → the first job's name (per_job_logs=1 numbers the jobs from 1); fio_iops.log → 'all'."""
+    parts = log.name.split(".")
+    if len(parts) == 3 and parts[1].isdigit():
+        jobs = result.get("jobs", [])
+        i = int(parts[1]) - 1
+        return str(jobs[i].get("jobname")) if i < len(jobs) else parts[1]
+    return "all"
+
+
+
+
+def stunned(load: Load, op: Callable[[], object]) -> float:
+    """Run a graph change (snapshot, the pivot or finalization of a commit or mirror) with the guest stopped, as
+    VMware stuns a VM for them: fio's processes are stopped, requests already sent complete (STUN_SETTLE_S), the
+    operation runs, fio resumes. Without it, QEMU 7.2's drain at such a change under load sometimes left a guest
+    request stuck for good (blockdev-snapshot got no QMP reply in 60 s; a reader hung after an active commit's
+    pivot). Returns the stun time (s)."""
+    t0 = time.monotonic()
+    running = load.running()
+    if running:
+        load.stop_guest()
+    try:
+        time.sleep(STUN_SETTLE_S if running else 0.0)
+        op()
+    finally:
+        if running:
+            load.resume_guest()
+    return time.monotonic() - t0
+
+
+
+def delete_active(tl: Timeline[Any], load: Load) -> dict[str, Any]:
+    """QEMU's active commit: block-commit of the active layer; it pivots (job-complete) once READY."""
+    e = tl.engine
+    assert e.daemon and e.daemon.qmp
+    q = e.daemon.qmp
+    job = f"activecommit{e._serial}"
+    e._serial += 1
+    top, base = e.layers[-1], e.layers[-2]
+    t0 = tl.now()
+    tl.event("delete_start", method="active", delta_bytes=e.layer_bytes(1))
+    q.execute("block-commit", **{"job-id": job, "device": top.name, "base-node": base.name, "auto-dismiss": False})
+    load_end: float | None = None
+
+    def tick() -> None:
+        nonlocal load_end
+        if load_end is None and not load.running():
+            load_end = tl.now()
+            tl.event("load_stopped", method="active")
+        for j in q.execute("query-block-jobs"):
+            if j.get("device") == job:
+                tl.event("job_progress", offset=j.get("offset"), len=j.get("len"))
+
+    wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
+                e.commit_timeout_s, tick)
+    ready = tl.now()
+    switch = stunned(load, lambda: q.execute("job-complete", id=job))
+    q.wait_job(job, "concluded", timeout=e.commit_timeout_s)
+    e.layers.remove(top)
+    q.execute("blockdev-del", **{"node-name": top.name})
+    assert e.store
+    e.store.free(top.region)
+    done = tl.now()
+    converged = load_end is None or ready < load_end
+    tl.event("delete_done", method="active", converged=converged, seconds=done - t0)
+    return {"method": "active", "t_delete_start": t0, "t_ready": ready, "t_done": done, "converged": converged,
+            "switch_stun_s": switch,
+            "t_load_stopped": load_end, "seconds": done - t0,
+            "after_load_s": (done - load_end) if load_end is not None else 0.0}
+
+
+# per timeline: qemu-storage-daemon 7.2 sometimes hangs at a graph change under load (studies.lifecycle.plan.HANG_NOTE)
+ATTEMPTS = 3
+
+
+def attempt(session: RunSession, name: str, body: Callable[[RunSession, E], None],
+            make_engine: Callable[[], E], study: dict[str, Any]) -> None:
+    """Measure one timeline with a fresh engine; if the daemon hangs (a QMP reply or a guest request that never
+    comes), stop everything, drop what this attempt recorded, log an `attempt_failed` event with the error, and
+    measure the timeline again, at most ATTEMPTS times (then the error stands)."""
+    for k in range(1, ATTEMPTS + 1):
+        try:
+            engine = make_engine()
+            with engine:        # (not `as`: __enter__ is typed as the base engine)
+                with session.in_variant(name, {**engine.describe(), "study": study, "attempt": k}):
+                    body(session, engine)
+            return
+        except (MeasurementError, EngineError, TimeoutError) as exc:
+            if k == ATTEMPTS:
+                raise
+            dropped = session.discard_variant(name)
+            with session.in_variant(name, session.variants[name]):
+                session.log_event("attempt_failed", attempt=k, dropped_measurements=dropped,
+                                  error=f"{type(exc).__name__}: {exc}"[:300])

@@ -1,0 +1,43 @@
+"""The tiering study measured end to end at the smoke profile (integration: nbdkit pools, qemu-storage-daemon,
+fio), and the emulated pools' own model of the workload."""
+import pytest
+
+from snaptax import profiles, rig as rigmod
+from snaptax.studies.tiering import analyse as an, measure, plan as planmod
+
+from ...conftest import requires_root, requires_spindles
+
+
+def test_the_emulated_tiers_own_times_per_io():
+    rig = rigmod.load("local")
+    s = planmod.scale(profiles.get("quick"))
+    devs = measure.pool_devices(rig)
+    tier = measure.emulated_time_per_io(rig, devs["tier_pool"], s)
+    sas = measure.emulated_time_per_io(rig, devs["sas_pool"], s)
+    # the SSD tier is tens of times faster than the RAID5 behind it, which is sas_pool's array
+    assert 20 * tier["ssd_us_per_io"] < tier["hdd_us_per_io"]
+    assert tier["hdd_us_per_io"] == pytest.approx(sas["hdd_us_per_io"], rel=0.1)
+    assert set(sas) == {"hdd_us_per_io"}
+
+
+@pytest.mark.integration
+@requires_root
+@requires_spindles
+def test_smoke_run_publishes_an_analysable_run(smoke_run):
+    record = smoke_run("tiering")
+    assert (record.path.parent.parent.name, record.path.parent.name) == ("local", "tiering")
+    m = record.manifest
+    assert set(m.variants) == set(planmod.POOLS) and m.emulated
+    for pool in planmod.POOLS:
+        assert [x.phase for x in record.measurements if x.variant == pool and x.phase not in ("learn", "relearn")] \
+            == [p for p in planmod.phases_of(pool) if p not in ("learn", "relearn")]
+        assert (record.path / "measurements" / pool / "host_series.csv").exists()
+        assert m.variants[pool]["study"]["model_time_per_io"]
+    a = an.analyse(record)
+    # per-second VM IOPS count both directions of the mixed job (fiologparser fed one file per direction)
+    init = [x for x in record.measurements if x.variant == "sas_pool" and x.phase == "initial"][0]
+    assert a.seconds[(a.seconds.pool == "sas_pool") & (a.seconds.phase == "initial")].iops.mean() == pytest.approx(
+        init.iops(), rel=0.25)
+    assert {o.claim.id for o in a.outcomes} == {f"tiering.C002-{c}" for c in ("1a", "1b", "1c", "2a", "2b", "2c", "3")}
+    deletions = a.meas.dropna(subset=["deletion"])
+    assert len(deletions) == 2 and all(d["converged"] for d in deletions.deletion)

@@ -1,0 +1,64 @@
+"""The tiering plan: the seed's IOmeter pattern, a disk scaled from the seed's, phases that fit between two tiering
+cycles of the rig's tier_pool, and scales that refuse what cannot be measured."""
+import dataclasses
+
+import pytest
+
+from snaptax import profiles, rig as rigmod
+from snaptax.errors import ConfigError
+from snaptax.spindle.rigfiles import parse_device
+from snaptax.studies.tiering import measure, plan as planmod
+
+
+def test_the_workload_is_the_seeds_iometer_pattern():
+    opts = dict(planmod.workload(planmod.scale(profiles.get("quick")), 15).options())
+    assert (opts["rw"], opts["rwmixread"], opts["percentage_random"], opts["bs"]) == ("randrw", "80", "90", "32768")
+    assert opts["iodepth"] == str(planmod.IODEPTH)
+
+
+def test_the_fill_heats_nothing():
+    # Easy Tier counts only I/Os of 64 KiB or less as heat: the fill must be larger, so learning sees the workload
+    spec = parse_device({"device": "tier_pool"}, "test")
+    assert planmod.fill_job(planmod.scale(profiles.get("quick"))).bs > spec.heat_max_io_bytes
+
+
+def test_quick_disk_is_the_seeds_share_of_the_pool_and_of_its_ssd():
+    s = planmod.scale(profiles.get("quick"))
+    assert s.disk_bytes / (16 << 30) == pytest.approx(planmod.SEED_DISK_BYTES / planmod.SEED_POOL_BYTES, rel=0.1)
+
+
+@pytest.mark.parametrize("name", ["quick", "full"])
+def test_phases_from_learned_to_after_fit_in_one_cycle_of_the_rigs_tier_pool(name):
+    s = planmod.scale(profiles.get(name))
+    rig = rigmod.load("local")
+    dev = measure.pool_devices(rig)[planmod.TIERED]
+    cycle = parse_device(dev.spindle, rig.source).cycle_s
+    # learning ends a few seconds after a cycle end (the migration); ~1 s per fio start and the commit's pivot
+    assert s.between_cycles_s + 15 < cycle
+    assert s.learn_limit_s > cycle         # the first cycle can end inside the learning wait
+
+
+@pytest.mark.parametrize("field,value", [("phase_s", 1), ("disk_bytes", 1000), ("learned_fraction", 1.5),
+                                         ("relearn_limit_s", -1)])
+def test_bad_scales_are_refused_naming_the_field(field, value):
+    s = planmod.scale(profiles.get("smoke"))
+    with pytest.raises(ConfigError, match=field):
+        dataclasses.replace(s, **{field: value})
+
+
+def test_sas_pool_has_no_learning_phases():
+    assert "learn" not in planmod.phases_of("sas_pool") and "relearned" in planmod.phases_of("tier_pool")
+
+
+def test_ssd_share_from_counter_readings():
+    before = {"host.reads": 100.0, "host.writes": 0.0, "host.ssd_reads": 50.0}
+    after = {"host.reads": 180.0, "host.writes": 20.0, "host.ssd_reads": 110.0, "host.ssd_writes": 15.0}
+    assert measure.ssd_share(before, after) == pytest.approx(75 / 100)
+    assert measure.ssd_share(after, after) != measure.ssd_share(after, after)    # nan without I/O
+
+
+def test_a_rig_without_the_pools_is_refused_in_one_line(tmp_path):
+    rig = rigmod.load("local")
+    bare = dataclasses.replace(rig, devices=tuple(d for d in rig.devices if d.name != "tier_pool"))
+    with pytest.raises(ConfigError, match="tier_pool"):
+        measure.pool_devices(bare)
