@@ -3,6 +3,7 @@
 A counter's name is `<source>.<name>`; the source says who counted:
   host      the rig device below every engine: what the "disk" received (loop device /sys/block stat, or the
             emulated spindle's array; `host.member<i>.*` are an emulated array's member drives)
+  snapdev   a second rig device holding an engine's snapshots (as host, for that device)
   emulator  the emulated spindle's own timing (how late it released requests against its schedule)
   engine    the snapshot engine's internals (copies, metadata operations, pool usage)
   guest     block devices inside a TCG guest (the LV fio ran against)
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["counter", "gauge"]
-SOURCES = ("host", "emulator", "engine", "guest")
+SOURCES = ("host", "snapdev", "emulator", "engine", "guest")
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,11 @@ CATALOGUE: tuple[CounterSpec, ...] = (
                 r"recovery_punched_pages|snapshots_created|snapshots_deleted|syncs)", "counter", "events",
                 "copy-on-first-write engine operations"),
     CounterSpec(r"engine\.bytes_copied", "counter", "bytes", "bytes copied into snapshots"),
+    CounterSpec(r"engine\.(source_write|copy_read|copy_write|commit)_s", "counter", "thread-seconds",
+                "copy-on-first-write engine time in source writes / reading old pages / writing them into the "
+                "snapshots / making the copies durable (summed over request threads)"),
+    CounterSpec(r"engine\.snap\d+\.(copy_write|commit)_s", "counter", "thread-seconds",
+                "the same, for one snapshot (snap1 the oldest name)"),
     CounterSpec(r"engine\.(pool_data_percent|pool_metadata_percent)", "gauge", "%", "thin pool usage"),
     CounterSpec(r"engine\.(pool_data_total_chunks|pool_data_used_chunks)", "gauge", "chunks",
                 "thin pool data chunks (total, used)"),
@@ -77,6 +83,10 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     CounterSpec(r"guest\.sectors_(read|written)", "counter", "512-byte sectors", "sectors the guest's LV moved"),
     CounterSpec(r"guest\.io_ms", "counter", "ms", "time the guest's LV had I/O in flight"),
 )
+# snapdev: a second rig device an engine keeps its snapshots on (the cofw engine's snapshot_device), counted as
+# the host counts the source device.
+CATALOGUE += tuple(CounterSpec(s.pattern.replace(r"host\.", r"snapdev\."), s.kind, s.unit, s.doc + " (snapshot device)")
+                   for s in CATALOGUE if s.pattern.startswith(r"host\."))
 _COMPILED = tuple((re.compile(s.pattern), s) for s in CATALOGUE)
 
 

@@ -46,11 +46,14 @@ import mmap
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError, EngineError
+from .extents import MAP_SUFFIX, BlockClient, ExtentAllocator, ExtentStore
 
 SNAPSHOT_SUFFIX = ".snap"
 UNSAFE_SUFFIX = ".unsafe"
@@ -67,6 +70,7 @@ class CofwConfig:
     direct: bool = False           # O_DIRECT on source and snapshot files (bypass the page cache,
                                    # like qsd cache.direct=on)
     stripes: int = 4096            # number of page locks (page % stripes)
+    extent_size: int = 65536       # allocation unit on a snapshot device of its own (extents.py; NTFS: 64 KiB)
 
     def __post_init__(self) -> None:
         src = "cofw config"
@@ -92,6 +96,7 @@ class Counters:
     bitmap_marks   bits set in in-memory bitmaps (== pages_copied; recovery marks are not counted)
     metadata_ops   syncs + snapshot creates + deletes + holes punched at recovery: work on bookkeeping, not data
     snap_pages_read  pages a snapshot view served from its sparse file
+    *_s            where the time went (see SnapshotTimes; per snapshot in counters_dict()['times'])
     """
 
     pages_copied: int = 0
@@ -105,18 +110,65 @@ class Counters:
     snapshots_created: int = 0
     snapshots_deleted: int = 0
     recovery_punched_pages: int = 0
+    source_write_s: float = 0.0      # live writes to the source (thread-seconds)
+    copy_read_s: float = 0.0         # reading old pages out of the source before copying them
+    copy_write_s: float = 0.0        # writing them into the snapshots (all snapshots)
+    commit_s: float = 0.0            # making the copies durable before the source write (all snapshots)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+class FileStore:
+    """A snapshot's sparse file on the host file system, pages at their source offsets; its allocation is the
+    durable map of copied pages (see the module docstring). The store interface, shared with
+    extents.ExtentStore: write/read whole pages at source offsets, commit copied pages, sync, close."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path, self.fd = path, fd
+
+    def write(self, view, offset: int) -> None:
+        _pwrite_full(self.fd, view, offset)
+
+    def read(self, view: memoryview, offset: int) -> None:
+        _pread_full(self.fd, view, offset)
+
+    def commit(self, pages: list[int], durable: bool) -> None:
+        if durable:
+            os.fdatasync(self.fd)
+
+    def sync(self) -> None:
+        os.fdatasync(self.fd)
+
+    @property
+    def allocated_bytes(self) -> int:
+        return os.fstat(self.fd).st_blocks * 512
+
+    def close(self, remove: bool = False) -> None:
+        os.close(self.fd)
+        if remove:
+            self.path.unlink(missing_ok=True)
+            _fsync_dir(self.path.parent)
+
+
+@dataclass
+class SnapshotTimes:
+    """Where a snapshot's copy-on-write time went, in seconds summed over the request threads (the analogue of
+    SQL Server's wait statistics: copy writes ~ PREEMPTIVE_OS_WRITEFILE / FCB_REPLICA_WRITE, commits ~
+    WRITE_COMPLETION)."""
+
+    copy_write_s: float = 0.0        # writing old pages into this snapshot
+    commit_s: float = 0.0            # making them durable (fdatasync; device flush + journal for extent stores)
 
 
 @dataclass
 class Snapshot:
     name: str
     path: Path
-    fd: int
+    store: Any                        # FileStore or extents.ExtentStore
     bitmap: bytearray                 # one byte per page: 1 = copied (bytes, not bits: no read-modify-write races)
     alive: bool = True
+    times: SnapshotTimes = field(default_factory=SnapshotTimes)
 
     def copied_pages(self) -> int:
         return self.bitmap.count(1)
@@ -205,9 +257,15 @@ def allocated_ranges(fd: int, size: int) -> list[tuple[int, int]]:
 class CofwVolume:
     """A source file plus any number of copy-on-first-write snapshots. Thread-safe (see module docstring)."""
 
-    def __init__(self, source: str | Path, config: CofwConfig = CofwConfig(), size: int | None = None) -> None:
-        """`size`: bytes of the source that form the volume (default: all of it; block devices: their size)."""
+    def __init__(self, source: str | Path, config: CofwConfig = CofwConfig(), size: int | None = None,
+                 snapshot_device: BlockClient | None = None) -> None:
+        """`size`: bytes of the source that form the volume (default: all of it; block devices: their size).
+        `snapshot_device`: put the snapshots' pages on this device, in extents (extents.py), each snapshot's map
+        in the journal file its create/attach names; default: a sparse file per snapshot at that path."""
         self.config = config
+        self.snapshot_device = snapshot_device
+        self._allocator = (ExtentAllocator(snapshot_device.size, config.extent_size)
+                           if snapshot_device is not None else None)
         self.source = Path(source)
         self.page_size = ps = config.page_size
         self._shift = ps.bit_length() - 1
@@ -264,6 +322,8 @@ class CofwVolume:
             raise ConfigError("snapshot", "name", f"{name!r} must match {_NAME_RE.pattern}")
         if name in self._by_name:
             raise EngineError(f"snapshot {name!r} already exists")
+        if self.snapshot_device is not None:
+            return
         fs_block = os.statvfs(path.parent).f_bsize
         if self.page_size % fs_block:
             # A page must be a whole number of file-system blocks, or allocation cannot tell a copied page.
@@ -271,10 +331,22 @@ class CofwVolume:
                                                        f"{fs_block} of {path.parent}")
 
     def create_snapshot(self, name: str, path: str | Path) -> Snapshot:
-        """Take a snapshot now: a new sparse file at `path` (must not exist)."""
+        """Take a snapshot now: a new sparse file at `path` (must not exist), or with a snapshot device a new
+        journal at `path` for the snapshot's extents there."""
         path = Path(path)
         self._check_new(name, path)
         with self._gate.exclusive():
+            if self._allocator is not None:
+                assert self.snapshot_device is not None
+                if self.config.durability == "none":
+                    Path(str(path) + UNSAFE_SUFFIX).touch()
+                store = ExtentStore.create(path, self.snapshot_device, self._allocator, self.page_size)
+                _fsync_dir(path.parent)
+                self._add(Snapshot(name, path, store, bytearray(self.pages)))
+                with self._count_lock:
+                    self.counters.snapshots_created += 1
+                    self.counters.metadata_ops += 1
+                return self._by_name[name]
             try:
                 fd = os.open(path, self._flags | os.O_CREAT | os.O_EXCL, 0o644)
             except OSError as e:
@@ -289,7 +361,7 @@ class CofwVolume:
                 os.close(fd)
                 path.unlink(missing_ok=True)
                 raise
-            snap = Snapshot(name, path, fd, bytearray(self.pages))
+            snap = Snapshot(name, path, FileStore(path, fd), bytearray(self.pages))
             self._add(snap)
             with self._count_lock:
                 self.counters.snapshots_created += 1
@@ -304,6 +376,14 @@ class CofwVolume:
         if Path(str(path) + UNSAFE_SUFFIX).exists():
             raise EngineError(f"snapshot {name!r} was open with durability=none when the engine stopped uncleanly;"
                               f" its contents are undefined (remove {path} to discard it)")
+        if self._allocator is not None:
+            assert self.snapshot_device is not None
+            store, bitmap = ExtentStore.attach(path, self.snapshot_device, self._allocator, self.page_size,
+                                               self.pages)
+            snap = Snapshot(name, path, store, bitmap)
+            with self._gate.exclusive():
+                self._add(snap)
+            return snap
         try:
             fd = os.open(path, self._flags)
         except OSError as e:
@@ -326,7 +406,7 @@ class CofwVolume:
                     punched += 1
         if punched:
             os.fdatasync(fd)
-        snap = Snapshot(name, path, fd, bitmap)
+        snap = Snapshot(name, path, FileStore(path, fd), bitmap)
         with self._gate.exclusive():
             self._add(snap)
         with self._count_lock:
@@ -345,10 +425,7 @@ class CofwVolume:
             snap.alive = False
             self._snaps = tuple(s for s in self._snaps if s is not snap)
             del self._by_name[name]
-            os.close(snap.fd)
-        if remove_file:
-            snap.path.unlink(missing_ok=True)
-            _fsync_dir(snap.path.parent)
+            snap.store.close(remove=remove_file)
         Path(str(snap.path) + UNSAFE_SUFFIX).unlink(missing_ok=True)
         with self._count_lock:
             self.counters.snapshots_deleted += 1
@@ -378,12 +455,16 @@ class CofwVolume:
                 if snap.bitmap.find(0, first, last + 1) != -1:
                     self._copy_out(first, last)
                     break
+            t0 = time.perf_counter()
             if self.config.direct:
                 buf = self._scratch(n)[:n]
                 buf[:] = data
                 _pwrite_full(self._src, buf, offset)
             else:
                 _pwrite_full(self._src, data, offset)
+            dt = time.perf_counter() - t0
+            with self._count_lock:
+                self.counters.source_write_s += dt
         finally:
             gate.leave()
 
@@ -403,20 +484,28 @@ class CofwVolume:
             need = sorted(set().union(*(m for _, m in todo)))
             base = first << shift
             buf = self._scratch((last - first + 1) << shift)
+            t0 = time.perf_counter()
             for start, end in _runs(need):                       # read each run of old pages once
                 lo, hi = (start << shift) - base, (end << shift) - base
                 _pread_full(self._src, buf[lo:hi], start << shift)
+            t_read = time.perf_counter() - t0
             copies = 0
+            write_s: list[float] = []
+            commit_s: list[float] = []
             for snap, missing in todo:
+                t0 = time.perf_counter()
                 for start, end in _runs(missing):
                     lo, hi = (start << shift) - base, (end << shift) - base
-                    _pwrite_full(snap.fd, buf[lo:hi], start << shift)
+                    snap.store.write(buf[lo:hi], start << shift)
                 copies += len(missing)
+                write_s.append(time.perf_counter() - t0)
+            durable = self.config.durability == "sync"
             syncs = 0
-            if self.config.durability == "sync":
-                for snap, _ in todo:                             # the copy must be stable before the source changes
-                    os.fdatasync(snap.fd)
-                    syncs += 1
+            for snap, missing in todo:                           # the copy must be stable before the source changes
+                t0 = time.perf_counter()
+                snap.store.commit(missing, durable)
+                commit_s.append(time.perf_counter() - t0)
+                syncs += durable
             for snap, missing in todo:
                 bm = snap.bitmap
                 for p in missing:
@@ -430,6 +519,12 @@ class CofwVolume:
                 c.cow_requests += 1
                 c.syncs += syncs
                 c.metadata_ops += syncs
+                c.copy_read_s += t_read
+                for (snap, _), t_write, t_commit in zip(todo, write_s, commit_s, strict=True):
+                    snap.times.copy_write_s += t_write
+                    snap.times.commit_s += t_commit
+                    c.copy_write_s += t_write
+                    c.commit_s += t_commit
         finally:
             for i in reversed(stripes):
                 locks[i].release()
@@ -468,9 +563,9 @@ class CofwVolume:
                 tmp = self._scratch(span)[:span]
             if bm.find(0, first, last + 1) == -1:                # all copied: the sparse file alone
                 if direct:
-                    _pread_full(snap.fd, tmp, base)
+                    snap.store.read(tmp, base)
                 else:
-                    _pread_full(snap.fd, buf, offset)
+                    snap.store.read(buf, offset)
                     self._count_snap_pages(last - first + 1)
                     return
                 copied_pages = last - first + 1
@@ -489,10 +584,10 @@ class CofwVolume:
                         q += 1
                     lo, hi = p << self._shift, (q + 1) << self._shift
                     if direct:
-                        _pread_full(snap.fd, tmp[lo - base:hi - base], lo)
+                        snap.store.read(tmp[lo - base:hi - base], lo)
                     else:
                         lo2, hi2 = max(lo, offset), min(hi, offset + n)
-                        _pread_full(snap.fd, buf[lo2 - offset:hi2 - offset], lo2)
+                        snap.store.read(buf[lo2 - offset:hi2 - offset], lo2)
                     copied_pages += q - p + 1
                     p = bm.find(1, q + 1, last + 1) if q < last else -1
             if direct:
@@ -512,7 +607,7 @@ class CofwVolume:
         try:
             if self.config.durability == "none":
                 for snap in self._snaps:        # copies first, then the source that depends on them
-                    os.fdatasync(snap.fd)
+                    snap.store.sync()
             os.fdatasync(self._src)
         finally:
             self._gate.leave()
@@ -520,8 +615,10 @@ class CofwVolume:
     def counters_dict(self) -> dict:
         with self._count_lock:
             d = self.counters.as_dict()
+            times = {s.name: dict(s.times.__dict__) for s in self._snaps}
         d.update(page_size=self.page_size, snapshots=[s.name for s in self._snaps],
-                 copied_pages={s.name: s.copied_pages() for s in self._snaps})
+                 copied_pages={s.name: s.copied_pages() for s in self._snaps}, times=times,
+                 snapshot_allocated_bytes=sum(s.store.allocated_bytes for s in self._snaps))
         return d
 
     def close(self) -> None:
@@ -531,10 +628,10 @@ class CofwVolume:
         with self._gate.exclusive():
             self._closed = True
             for snap in self._snaps:
-                os.fdatasync(snap.fd)
+                snap.store.sync()
             os.fdatasync(self._src)
             for snap in self._snaps:
-                os.close(snap.fd)
+                snap.store.close()
                 Path(str(snap.path) + UNSAFE_SUFFIX).unlink(missing_ok=True)
             os.close(self._src)
             self._snaps = ()
@@ -561,8 +658,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def snapshot_files(snapdir: str | Path) -> list[tuple[str, Path]]:
-    """Existing snapshot files in a directory, by name. Order does not matter: snapshots are independent (each
-    holds the pages overwritten since *its* creation)."""
-    files = sorted(p for p in Path(snapdir).glob("*" + SNAPSHOT_SUFFIX) if p.is_file())
-    return [(p.name[: -len(SNAPSHOT_SUFFIX)], p) for p in files]
+def snapshot_files(snapdir: str | Path, suffix: str = SNAPSHOT_SUFFIX) -> list[tuple[str, Path]]:
+    """Existing snapshot files (sparse files, or with `suffix` MAP_SUFFIX the journals of snapshots on a device of
+    their own) in a directory, by name. Order does not matter: snapshots are independent (each holds the pages
+    overwritten since *its* creation)."""
+    files = sorted(p for p in Path(snapdir).glob("*" + suffix) if p.is_file())
+    return [(p.name[: -len(suffix)], p) for p in files]
+
+
+__all__ = ["DURABILITY", "MAP_SUFFIX", "SNAPSHOT_SUFFIX", "UNSAFE_SUFFIX", "CofwConfig", "CofwVolume", "Counters",
+           "FileStore", "Snapshot", "SnapshotTimes", "allocated_ranges", "snapshot_files"]

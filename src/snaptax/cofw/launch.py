@@ -29,6 +29,8 @@ class CofwEngineConfig:
     direct: O_DIRECT on the volume and snapshot files, as qemu-storage-daemon's cache.direct=on for the other
         engines (the host page cache would otherwise absorb the copies).
     threads: nbdkit worker threads per connection.
+    extent_size: allocation unit when the snapshots have a device of their own (NTFS: 64 KiB).
+    snapdev_connections: NBD connections to such a device (concurrent copies; a libnbd call holds its handle).
     """
 
     name: str = "cofw8k"
@@ -36,6 +38,8 @@ class CofwEngineConfig:
     durability: str = "sync"
     direct: bool = True
     threads: int = 16
+    extent_size: int = 65536
+    snapdev_connections: int = 16            # as many as nbdkit threads: every request thread can copy at once
     analogue: str = "SQL Server database snapshot (sparse file, 8 KiB pages)"
 
     def __post_init__(self) -> None:
@@ -47,7 +51,8 @@ class CofwEngineConfig:
         self.core()  # validates page_size against direct
 
     def core(self) -> CofwConfig:
-        return CofwConfig(page_size=self.page_size, durability=self.durability, direct=self.direct)
+        return CofwConfig(page_size=self.page_size, durability=self.durability, direct=self.direct,
+                          extent_size=self.extent_size)
 
 
 def plugin_available() -> None:
@@ -74,8 +79,10 @@ class CofwServer:
     """One nbdkit serving a copy-on-first-write volume; started and stopped through `group`."""
 
     def __init__(self, group: ProcessGroup, run_dir: Path, source: Path, snapshot_dir: Path,
-                 config: CofwEngineConfig, size: int | None = None) -> None:
+                 config: CofwEngineConfig, size: int | None = None, snapshot_device: str | None = None) -> None:
+        """`snapshot_device`: an NBD URI or a path for the snapshots' pages (plugin parameter snapdev)."""
         self.group, self.run_dir = group, Path(run_dir)
+        self.snapshot_device = snapshot_device
         self.source, self.snapshot_dir = Path(source), Path(snapshot_dir)
         self.config, self.size = config, size
         self.control: ControlClient | None = None
@@ -110,6 +117,9 @@ class CofwServer:
             argv += ["minblock=4096"]
         if self.size is not None:
             argv += [f"size={self.size}"]
+        if self.snapshot_device is not None:
+            argv += [f"snapdev={self.snapshot_device}", f"snapdev_connections={c.snapdev_connections}",
+                     f"extent_size={c.extent_size}"]
         env = dict(os.environ)
         # The plugin runs in nbdkit's embedded system python: a venv's or pyenv's settings must not leak into it.
         for var in ("PYTHONHOME", "PYTHONPATH", "VIRTUAL_ENV"):

@@ -3,6 +3,7 @@
     nbdkit -f -U SOCK [--filter=blocksize minblock=4096] python nbdkit_plugin.py \
         source=FILE snapdir=DIR control=CTLSOCK [size=BYTES] \
         [page_size=8192] [durability=sync|none] [direct=0|1] [stripes=4096]
+        [snapdev=NBD-URI|PATH [snapdev_connections=4] [extent_size=65536]]
 
 Exports: "live" (default, writable) and "snap-NAME" (read-only point-in-time view of snapshot NAME).
 
@@ -11,6 +12,8 @@ snapshot's bitmap under the same page locks, and a snapshot view must see copies
 Separate processes would need shared memory and cross-process locks for what is here a bytearray and a Lock.
 
 Snapshots found in snapdir at start (`NAME.snap`) are re-attached, i.e. recovered (see core's crash semantics).
+With snapdev, the snapshots' pages go to that device in extents (see extents.py) and snapdir holds their maps
+(`NAME.map`), re-attached the same way.
 Control (create/delete/list/counters) is a unix socket served by a thread (see control.py).
 """
 import errno
@@ -25,14 +28,17 @@ if _SRC not in sys.path:
 import nbdkit  # noqa: E402  (provided by nbdkit's python plugin)
 
 from snaptax.cofw.control import ControlServer  # noqa: E402
-from snaptax.cofw.core import SNAPSHOT_SUFFIX, CofwConfig, CofwVolume, snapshot_files  # noqa: E402
+from snaptax.cofw.core import MAP_SUFFIX, SNAPSHOT_SUFFIX, CofwConfig, CofwVolume, snapshot_files  # noqa: E402
+from snaptax.cofw.extents import open_client  # noqa: E402
 
 API_VERSION = 2
 
-_cfg = {"page_size": "8192", "durability": "sync", "direct": "0", "stripes": "4096"}
+_cfg = {"page_size": "8192", "durability": "sync", "direct": "0", "stripes": "4096", "extent_size": "65536",
+        "snapdev_connections": "4"}
 _volume = None
 _control = None
-_KEYS = ("source", "snapdir", "control", "page_size", "durability", "direct", "stripes", "size")
+_KEYS = ("source", "snapdir", "control", "page_size", "durability", "direct", "stripes", "size", "snapdev",
+         "snapdev_connections", "extent_size")
 
 
 def config(key, value):
@@ -49,14 +55,26 @@ def config_complete():
 
 def _config():
     return CofwConfig(page_size=int(nbdkit.parse_size(_cfg["page_size"])), durability=_cfg["durability"],
-                      direct=_cfg["direct"] in ("1", "true", "on", "yes"), stripes=int(_cfg["stripes"]))
+                      direct=_cfg["direct"] in ("1", "true", "on", "yes"), stripes=int(_cfg["stripes"]),
+                      extent_size=int(nbdkit.parse_size(_cfg["extent_size"])))
+
+
+def _suffix():
+    return MAP_SUFFIX if "snapdev" in _cfg else SNAPSHOT_SUFFIX
 
 
 def get_ready():
     global _volume
     size = int(nbdkit.parse_size(_cfg["size"])) if "size" in _cfg else None
-    _volume = CofwVolume(_cfg["source"], _config(), size=size)
-    for name, path in snapshot_files(_cfg["snapdir"]):
+    config = _config()
+    device = None
+    if "snapdev" in _cfg:
+        target = _cfg["snapdev"]
+        if os.path.exists(target) and os.path.samefile(target, _cfg["source"]):
+            raise RuntimeError(f"snapdev={target} is the source itself: snapshots need a device of their own")
+        device = open_client(target, direct=config.direct, connections=int(_cfg["snapdev_connections"]))
+    _volume = CofwVolume(_cfg["source"], config, size=size, snapshot_device=device)
+    for name, path in snapshot_files(_cfg["snapdir"], _suffix()):
         _volume.attach_snapshot(name, path)
 
 
@@ -72,6 +90,8 @@ def cleanup():
         _control.close()
     if _volume is not None:
         _volume.close()
+        if _volume.snapshot_device is not None:
+            _volume.snapshot_device.close()
 
 
 def _handle_control(req):
@@ -80,7 +100,7 @@ def _handle_control(req):
         return "pong"
     if op == "create":
         name = str(req.get("name", ""))
-        snap = _volume.create_snapshot(name, os.path.join(_cfg["snapdir"], name + SNAPSHOT_SUFFIX))
+        snap = _volume.create_snapshot(name, os.path.join(_cfg["snapdir"], name + _suffix()))
         return {"name": snap.name, "path": str(snap.path), "export": "snap-" + snap.name}
     if op == "delete":
         _volume.delete_snapshot(str(req.get("name", "")), remove_file=not req.get("keep_file", False))

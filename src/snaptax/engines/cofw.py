@@ -26,7 +26,7 @@ from .base import SnapshotEngine
 # (page_size) and per-snapshot listings are not counters: the page size is in describe().
 ENGINE_COUNTERS = ("pages_copied", "bytes_copied", "cow_faults", "cow_requests", "syncs", "bitmap_marks",
                    "metadata_ops", "snap_pages_read", "snapshots_created", "snapshots_deleted",
-                   "recovery_punched_pages")
+                   "recovery_punched_pages", "source_write_s", "copy_read_s", "copy_write_s", "commit_s")
 
 
 class CofwEngine(SnapshotEngine):
@@ -35,7 +35,10 @@ class CofwEngine(SnapshotEngine):
     kind = "cofw"
 
     def __init__(self, rig, device, config: CofwEngineConfig, disk_size: int,
-                 snapshot_dir: Path | None = None) -> None:
+                 snapshot_dir: Path | None = None, snapshot_device=None) -> None:
+        """`snapshot_device`: a rig device of its own for the snapshots' pages (SQL Server's sparse files on
+        another volume: an emulated spindle, a block device or a file), laid out in 64 KiB extents
+        (snaptax.cofw.extents); default: sparse files beside the run, on the host file system."""
         if disk_size > device.capacity:
             raise ConfigError(rig.source, f"devices.{device.name}.capacity",
                               f"smaller than the study's disk size {disk_size}")
@@ -46,7 +49,11 @@ class CofwEngine(SnapshotEngine):
             # The core needs a file descriptor; an emulated spindle is an NBD export (not done yet).
             raise ConfigError(rig.source, f"devices.{device.name}.type",
                               f"the cofw engine runs on file or block devices, not {device.type!r}")
+        if snapshot_device is not None and snapshot_device.name == device.name:
+            raise ConfigError(rig.source, "snapshot_device",
+                              f"is the source device {device.name!r}: snapshots need a device of their own")
         self.rig, self.device, self.config, self.disk_size = rig, device, config, disk_size
+        self.snapshot_device = snapshot_device
         self._snapshot_dir = snapshot_dir
         self.group = ProcessGroup()
         self.snapshots: list[str] = []        # oldest first
@@ -63,8 +70,18 @@ class CofwEngine(SnapshotEngine):
             snap_dir = self._snapshot_dir or run_dir / "snapshots"
             if backend.path is None:     # open_device gives file and block devices a path (spindles are refused)
                 raise EngineError(f"cofw: rig device {self.device.name!r} has no file or block node")
+            snapdev = None
+            if self.snapshot_device is not None:
+                snap_backend = open_device(self.rig, self.snapshot_device, self.group, tag=f"{tag}-snapshots")
+                snapdev = snapshot_target(snap_backend)
+                host = self._host_counters
+                snap_counters = snap_backend.host_counters
+                # The snapshot device's own counters, as snapdev.* beside the source's host.* (its emulator's
+                # lateness counters are not kept: the flags judge the source device's timing only).
+                self._host_counters = lambda: {**host(), **{"snapdev." + k[5:]: v for k, v in snap_counters().items()
+                                                            if k.startswith("host.")}}
             self.server = CofwServer(self.group, run_dir, backend.path, snap_dir, self.config,
-                                     size=self.disk_size).start()
+                                     size=self.disk_size, snapshot_device=snapdev).start()
         except BaseException:
             self.group.close()
             raise
@@ -118,10 +135,25 @@ class CofwEngine(SnapshotEngine):
         raw = self.server.counters()
         out = self._host_counters()
         out.update({f"engine.{k}": float(raw[k]) for k in ENGINE_COUNTERS})
-        out["engine.snapshot_allocated_bytes"] = float(self.server.snapshot_allocated_bytes())
+        for name, times in raw.get("times", {}).items():
+            out.update({f"engine.{name}.{k}": float(v) for k, v in times.items()})
+        out["engine.snapshot_allocated_bytes"] = float(
+            raw["snapshot_allocated_bytes"] if self.snapshot_device is not None
+            else self.server.snapshot_allocated_bytes())
         return out
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.kind, "config": asdict(self.config), "disk_size": self.disk_size,
-                "device": self.device.name, "export": "live", "snapshot_suffix": SNAPSHOT_SUFFIX,
+                "device": self.device.name,
+                "snapshot_device": self.snapshot_device.name if self.snapshot_device is not None else None,
+                "export": "live", "snapshot_suffix": SNAPSHOT_SUFFIX,
                 "page_size": self.config.page_size}
+
+
+def snapshot_target(backend) -> str:
+    """What the plugin's snapdev= takes for a rig device's backend: an NBD URI (emulated spindle) or a path."""
+    if backend.kind == "nbd":
+        return f"nbd+unix:///{backend.nbd_export or ''}?socket={backend.nbd_socket}"
+    if backend.path is None:
+        raise EngineError(f"cofw: snapshot device {backend.device.name!r} has no file, block node or NBD export")
+    return str(backend.path)
