@@ -31,16 +31,23 @@ def apply(model: bytearray, ops, payload) -> None:
         pos += n
 
 
-def test_integrity_snapshots_delete_fio_restart_and_crash(workdir):
+@pytest.mark.parametrize("on_device", [False, True], ids=["sparse-files", "snapshot-device"])
+def test_integrity_snapshots_delete_fio_restart_and_crash(workdir, on_device):
+    """Sparse files beside the run, or (on_device) the pages on a device of their own with journals in snaps/."""
     size = 32 * MiB
     original = random.Random(11).randbytes(size)
     src, snaps = workdir / "src.img", workdir / "snaps"
     src.write_bytes(original)
     model = bytearray(original)
     cfg = CofwEngineConfig(page_size=8192)
+    snapdev, suffix = None, ".snap"
+    if on_device:
+        snapdev, suffix = str(workdir / "dev.img"), ".map"
+        with open(snapdev, "wb") as f:
+            f.truncate(4 * size)
     spawned = []
     with ProcessGroup() as group:
-        server = CofwServer(group, workdir / "run", src, snaps, cfg).start()
+        server = CofwServer(group, workdir / "run", src, snaps, cfg, snapshot_device=snapdev).start()
         spawned += group.children
 
         def check(views: dict[str, bytes], tag: str) -> None:
@@ -77,13 +84,13 @@ def test_integrity_snapshots_delete_fio_restart_and_crash(workdir):
         apply(model, ops, payload)
         server.delete("s1")
         del expected["s1"]
-        assert not (snaps / "s1.snap").exists()
+        assert not (snaps / f"s1{suffix}").exists() and (snaps / f"s2{suffix}").exists()
         check(expected, "after delete")
 
         # Clean restart: nbdkit's cleanup closes the volume; the snapshot is re-attached from its file.
         server.close()
         group.stop(group.children[-1])
-        server = CofwServer(group, workdir / "run", src, snaps, cfg).start()
+        server = CofwServer(group, workdir / "run", src, snaps, cfg, snapshot_device=snapdev).start()
         spawned += group.children
         check(expected, "after restart")
 
@@ -96,7 +103,7 @@ def test_integrity_snapshots_delete_fio_restart_and_crash(workdir):
         os.killpg(child.proc.pid, signal.SIGKILL)
         child.proc.wait(timeout=10)
         group.children.remove(child)
-        server = CofwServer(group, workdir / "run", src, snaps, cfg).start()
+        server = CofwServer(group, workdir / "run", src, snaps, cfg, snapshot_device=snapdev).start()
         spawned += group.children
         check(expected, "after SIGKILL")
         assert server.counters()["snapshots"] == ["s2"]
@@ -134,6 +141,12 @@ def test_start_failure_is_one_line_and_leaves_nothing(workdir):
     with ProcessGroup() as group:
         with pytest.raises(EngineError, match="cannot open source") as exc:
             CofwServer(group, workdir / "run", workdir / "missing.img", workdir / "snaps", CofwEngineConfig()).start()
+        assert "\n" not in str(exc.value)
+        src = workdir / "src.img"
+        src.write_bytes(bytes(MiB))
+        with pytest.raises(EngineError, match="the source itself") as exc:
+            CofwServer(group, workdir / "run", src, workdir / "snaps", CofwEngineConfig(),
+                       snapshot_device=str(src)).start()
         assert "\n" not in str(exc.value)
         spawned = list(group.children)
     assert_all_stopped(spawned)
