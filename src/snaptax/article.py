@@ -195,6 +195,8 @@ BENCH_KEYS: dict[str, tuple[str, str, int, float]] = {
     "harness_rounds": ("rounds", "rounds", 0, 1.0),
     "cofw_engine_iops_median": ("cofw_iops", "IOPS", 0, 1.0),
     "cofw_engine_over_raw": ("cofw_over_raw_pct", "%", 0, 100.0),
+    "cofw_first_write_over_raw": ("cofw_first_write_over_raw_pct", "%", 0, 100.0),
+    "cofw_first_write_iops_median": ("cofw_first_write_iops", "IOPS", 0, 1.0),
     "emulator_round_trip_us": ("emulator_round_trip_us", "us", 0, 1.0),
     "emulator_accuracy_qd1": ("emulator_accuracy_qd1_pct", "%", 1, 100.0),
     "emulator_accuracy_qd32": ("emulator_accuracy_qd32_pct", "%", 1, 100.0),

@@ -1,10 +1,17 @@
-"""cofw_engine_over_raw: how much the copy-on-first-write engine itself costs, with no snapshot at all.
+"""cofw_engine_over_raw: how much the copy-on-first-write engine itself costs, with no snapshot at all;
+cofw_first_write_over_raw: what a write that breaks a page costs, against the same write on the raw path.
 
 IOPS of fio 4 KiB randrw at QD32 through the engine (nbdkit + Python plugin, O_DIRECT) divided by IOPS of the raw
 NBD path (qemu-storage-daemon exporting the same file, cache.direct=on, aio=io_uring). Both serve the *same*
 prefilled file, never at the same time; rounds alternate the order (engine first, then raw first, ...) so a drift
 of the shared virtual disk hits both, and the result is the median of the per-round ratios. The whole bench holds
 the machine-wide measurement lock.
+
+First writes: each round takes a fresh snapshot (sparse file beside the volume, durability=sync), then writes every
+page of a `first_write_span` region exactly once (random order, page-sized, QD32, not time-based), so every write
+copies its page — read old page, write it to the snapshot, fdatasync, write the source — and drops the snapshot;
+the raw path runs the identical job. Their IOPS ratio is the price of copy-on-first-write on this machine, engine
+overhead included (compare with cofw_engine_over_raw to separate the two).
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import fio
-from ..errors import ConfigError
+from ..errors import ConfigError, EngineError
 from ..lock import measurement_lock
 from ..paths import work_dir
 from ..procs import ProcessGroup
@@ -31,12 +38,16 @@ class BenchConfig:
     iodepth: int = 32
     page_size: int = 8192
     threads: int = 16              # nbdkit worker threads per connection
+    first_write_span: int = 64 << 20   # bytes written once per round after a fresh snapshot (8192 page breaks)
 
     def __post_init__(self) -> None:
         if self.rounds < 1:
             raise ConfigError("cofw bench", "rounds", "must be >= 1")
         if self.size % self.page_size:
             raise ConfigError("cofw bench", "size", f"must be a multiple of page_size {self.page_size}")
+        if not 0 < self.first_write_span <= self.size or self.first_write_span % self.page_size:
+            raise ConfigError("cofw bench", "first_write_span",
+                              f"must be a multiple of page_size {self.page_size} within size {self.size}")
 
 
 @dataclass
@@ -45,6 +56,10 @@ class BenchResult:
     engine_iops: list[float] = field(default_factory=list)
     raw_iops: list[float] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
+    first_write: float = float("nan")          # median of per-round first-write/raw-write IOPS ratios
+    first_write_iops: list[float] = field(default_factory=list)
+    raw_write_iops: list[float] = field(default_factory=list)
+    first_write_ratios: list[float] = field(default_factory=list)
     config: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -70,6 +85,8 @@ def cofw_engine_over_raw(workdir: Path | None = None, config: BenchConfig = Benc
     base.mkdir(parents=True, exist_ok=True)
     job = fio.FioJob(name="randrw4k", rw="randrw", bs=4096, iodepth=config.iodepth, size=config.size,
                      runtime_s=config.runtime_s, ramp_time_s=config.ramp_time_s, log_avg_msec=None)
+    breaks = fio.FioJob(name="firstwrite", rw="randwrite", bs=config.page_size, iodepth=config.iodepth,
+                        size=config.first_write_span, time_based=False, log_avg_msec=None)
     result = BenchResult(value=float("nan"), config=asdict(config))
     with ProcessGroup() as group:
         scratch = group.own(Path(tempfile.mkdtemp(prefix="cofw-bench-", dir=base)))
@@ -94,11 +111,30 @@ def cofw_engine_over_raw(workdir: Path | None = None, config: BenchConfig = Benc
                 result.engine_iops.append(got["engine"])
                 result.raw_iops.append(got["raw"])
                 result.ratios.append(got["engine"] / got["raw"])
-        assert server.counters()["pages_copied"] == 0      # no snapshot: the engine must not have copied
+            assert server.counters()["pages_copied"] == 0      # no snapshot: the engine must not have copied
+            pages = config.first_write_span // config.page_size
+            for r in range(config.rounds):
+                got = {}
+                for label in (("engine", "raw") if r % 2 == 0 else ("raw", "engine")):
+                    if label == "engine":
+                        before = server.counters()["pages_copied"]
+                        server.create(f"bench{r}")
+                        run = fio.run(breaks, engine, scratch / f"first{r}-engine")
+                        copied = server.counters()["pages_copied"] - before
+                        server.delete(f"bench{r}")
+                        if copied != pages:       # the figure is only what it says if every write broke a page
+                            raise EngineError(f"cofw bench: {copied} pages copied, expected {pages}")
+                    else:
+                        run = fio.run(breaks, raw, scratch / f"first{r}-raw")
+                    got[label] = fio.total_iops(run.result)
+                result.first_write_iops.append(got["engine"])
+                result.raw_write_iops.append(got["raw"])
+                result.first_write_ratios.append(got["engine"] / got["raw"])
         server.close()
         if qsd.qmp:
             qsd.qmp.close()
     result.value = statistics.median(result.ratios)
+    result.first_write = statistics.median(result.first_write_ratios)
     return result
 
 
@@ -112,6 +148,11 @@ def bench() -> dict[str, float]:
         "cofw_engine_iops_median": statistics.median(r.engine_iops),
         "cofw_raw_iops_median": statistics.median(r.raw_iops),
         "cofw_rounds": float(len(r.ratios)),
+        "cofw_first_write_over_raw": r.first_write,
+        "cofw_first_write_over_raw_min": min(r.first_write_ratios),
+        "cofw_first_write_over_raw_max": max(r.first_write_ratios),
+        "cofw_first_write_iops_median": statistics.median(r.first_write_iops),
+        "cofw_raw_write_iops_median": statistics.median(r.raw_write_iops),
     }
 
 
