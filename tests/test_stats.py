@@ -118,3 +118,16 @@ def test_pooled_log_sd_and_ratio_interval_cover_the_true_ratio():
 def test_pooled_ratio_without_spread_has_no_interval():
     iv = stats.pooled_log_ratio_interval([2.0], [1.0], math.nan, 0)
     assert iv.estimate == pytest.approx(2.0) and not iv.defined
+
+
+def test_least_squares_recovers_a_line_and_has_no_interval_when_exact():
+    import numpy as np
+
+    from snaptax.stats import least_squares
+    x = np.arange(10.0)
+    y = 2 + 3 * x + np.random.default_rng(1).normal(0, 0.1, 10)
+    ls = least_squares(np.column_stack([np.ones_like(x), x]), y)
+    assert ls.dof == 8 and ls.r2 > 0.99
+    assert all(lo < true < hi for (lo, hi), true in zip(ls.ci, (2, 3), strict=True))
+    exact = least_squares(np.column_stack([np.ones(2), [0.0, 1.0]]), np.array([1.0, 2.0]))
+    assert exact.beta == pytest.approx((1.0, 1.0)) and all(np.isnan(v) for ci in exact.ci for v in ci)

@@ -40,6 +40,36 @@ class Interval:
         return Interval(factor * self.estimate + offset, lo, hi, self.n, self.method)
 
 
+@dataclass(frozen=True)
+class LeastSquares:
+    """An ordinary least-squares fit y ≈ X·β with t-based intervals per coefficient (nan without residual degrees
+    of freedom, i.e. when the fit is exact)."""
+
+    beta: tuple[float, ...]
+    ci: tuple[tuple[float, float], ...]
+    r2: float
+    dof: int
+
+
+def least_squares(X: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) -> LeastSquares:
+    """β = argmin |y − Xβ|²; each coefficient's interval β ± t(dof)·√(s²·(XᵀX)⁺)ᵢᵢ with s² = |residual|²/dof,
+    dof = points − coefficients; r2 = 1 − SS_res/SS_tot (1 when y is constant)."""
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ beta
+    dof = len(y) - X.shape[1]
+    ss_res = float(resid @ resid)
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    if dof > 0:
+        cov = ss_res / dof * np.linalg.pinv(X.T @ X)
+        half = sps.t.ppf(0.5 + confidence / 2, dof) * np.sqrt(np.diag(cov))
+    else:
+        half = np.full(X.shape[1], np.nan)
+    return LeastSquares(tuple(float(b) for b in beta),
+                        tuple((float(b - h), float(b + h)) for b, h in zip(beta, half, strict=True)),
+                        1 - ss_res / ss_tot if ss_tot > 0 else 1.0, dof)
+
+
 def mean_interval(samples: ArrayLike, confidence: float = CONFIDENCE) -> Interval:
     """Student-t interval of the mean of independent samples: x̄ ± t(n−1)·s/√n."""
     x = np.asarray(samples, dtype=float)

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from ..stats import least_squares
 
 
 def time_per_io_us(n: np.ndarray | int, tau0_us: float, tau1_us: float, tau_layer_us: float) -> np.ndarray:
@@ -53,17 +54,5 @@ def fit(chain_length: np.ndarray, measured_iops: np.ndarray) -> ChainFit:
     if not ((n == 0).any() and (n == 1).any() and (n >= 2).any()):
         raise ValueError("the chain model needs points at n = 0, n = 1 and some n ≥ 2")
     X = np.column_stack([np.ones_like(n), (n >= 1).astype(float), np.maximum(n - 1, 0)])
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
-    resid = y - X @ beta
-    dof = len(y) - X.shape[1]
-    ss_res = float(resid @ resid)
-    ss_tot = float(((y - y.mean()) ** 2).sum())
-    if dof > 0:
-        sigma2 = ss_res / dof
-        cov = sigma2 * np.linalg.pinv(X.T @ X)
-        half = stats.t.ppf(0.975, dof) * np.sqrt(np.diag(cov))
-    else:
-        half = np.full(3, np.nan)
-    ci = tuple((float(b - h), float(b + h)) for b, h in zip(beta, half, strict=False))
-    return ChainFit(float(beta[0]), float(beta[1]), float(beta[2]), ci,  # type: ignore[arg-type]
-                    1 - ss_res / ss_tot if ss_tot > 0 else 1.0, len(y))
+    ls = least_squares(X, y)
+    return ChainFit(ls.beta[0], ls.beta[1], ls.beta[2], ls.ci, ls.r2, len(y))  # type: ignore[arg-type]

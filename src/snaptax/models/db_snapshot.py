@@ -30,7 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from ..stats import least_squares
 
 
 def time_per_page_s(k: np.ndarray | int, tau1_s: float, tau2_s: float) -> np.ndarray:
@@ -83,14 +84,5 @@ def fit(snapshots: np.ndarray, pages: np.ndarray, durations_s: np.ndarray) -> Db
         raise ValueError("snapshots, pages and durations must have the same length")
     if not ((k == 0).any() and (k == 1).any() and (k >= 2).any()):
         raise ValueError("the database-snapshot model needs runs with 0, 1 and 2 snapshots")
-    X = np.column_stack([np.ones_like(k), p * (k >= 1), p * np.maximum(k - 1, 0)])
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
-    dof = len(y) - X.shape[1]
-    if dof > 0:
-        resid = y - X @ beta
-        cov = float(resid @ resid) / dof * np.linalg.pinv(X.T @ X)
-        half = stats.t.ppf(0.975, dof) * np.sqrt(np.diag(cov))
-    else:
-        half = np.full(3, np.nan)
-    ci = tuple((float(b - h), float(b + h)) for b, h in zip(beta, half, strict=True))
-    return DbSnapshotFit(float(beta[0]), float(beta[1]), float(beta[2]), ci, len(y))  # type: ignore[arg-type]
+    ls = least_squares(np.column_stack([np.ones_like(k), p * (k >= 1), p * np.maximum(k - 1, 0)]), y)
+    return DbSnapshotFit(ls.beta[0], ls.beta[1], ls.beta[2], ls.ci, len(y))  # type: ignore[arg-type]

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from ..stats import least_squares
 
 MIN_SHARE_SPREAD = 0.3      # the fit needs points across the p range to tell τ_ssd from τ_hdd
 
@@ -81,20 +82,8 @@ def fit(share: np.ndarray, measured_iops: np.ndarray) -> TierFit:
     if len(p) < 3 or float(p.max() - p.min()) < MIN_SHARE_SPREAD:
         raise ValueError(f"the tiering model needs at least 3 points whose SSD-served shares span "
                          f"≥ {MIN_SHARE_SPREAD} (got {len(p)} points)")
-    X = np.column_stack([p, 1 - p])
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
-    resid = y - X @ beta
-    dof = len(y) - 2
-    ss_res = float(resid @ resid)
-    ss_tot = float(((y - y.mean()) ** 2).sum())
-    if dof > 0:
-        cov = ss_res / dof * np.linalg.pinv(X.T @ X)
-        half = stats.t.ppf(0.975, dof) * np.sqrt(np.diag(cov))
-    else:
-        half = np.full(2, np.nan)
-    ci = tuple((float(b - h), float(b + h)) for b, h in zip(beta, half, strict=True))
-    return TierFit(float(beta[0]), float(beta[1]), ci, 1 - ss_res / ss_tot if ss_tot > 0 else 1.0,  # type: ignore[arg-type]
-                   len(y))
+    ls = least_squares(np.column_stack([p, 1 - p]), y)
+    return TierFit(ls.beta[0], ls.beta[1], ls.ci, ls.r2, len(y))  # type: ignore[arg-type]
 
 
 __all__ = ["MIN_SHARE_SPREAD", "time_per_io_us", "iops", "write_cache_share", "loss_duration_s", "TierFit", "fit"]
