@@ -1,11 +1,13 @@
-"""The nbdkit launcher's pieces that need no nbdkit: configuration and the snapshots' allocated space."""
+"""The nbdkit launcher's pieces that need no nbdkit: configuration and the snapshots' allocated space (which the
+plugin reports from the core's counters_dict)."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from snaptax.cofw.launch import PLUGIN, CofwEngineConfig, allocated_bytes
+from snaptax.cofw.core import CofwConfig, CofwVolume
+from snaptax.cofw.launch import PLUGIN, CofwEngineConfig
 from snaptax.errors import ConfigError
 
 
@@ -19,16 +21,15 @@ def test_config_validation():
 
 
 def test_allocated_bytes_counts_the_snapshot_files_blocks(workdir):
-    snaps = workdir / "snaps"
-    assert allocated_bytes(snaps) == 0                      # no directory yet: no snapshots
-    snaps.mkdir()
-    with open(snaps / "s1.snap", "wb") as f:                # a sparse 64 MiB file with one 8 KiB page copied
-        f.truncate(64 << 20)
-        f.seek(1 << 20)
-        f.write(os.urandom(8192))
-        f.flush()
-        os.fsync(f.fileno())
-    (snaps / "s1.snap.unsafe").write_bytes(b"x" * 100000)   # not a snapshot file
-    got = allocated_bytes(snaps)
-    assert got == os.stat(snaps / "s1.snap").st_blocks * 512
+    (workdir / "src.img").write_bytes(os.urandom(64 << 20))
+    vol = CofwVolume(workdir / "src.img", CofwConfig(page_size=8192, durability="none"))
+    allocated_bytes = lambda: vol.counters_dict()["snapshot_allocated_bytes"]  # noqa: E731
+    assert allocated_bytes() == 0                           # no snapshots
+    vol.create_snapshot("s1", workdir / "s1.snap")          # a sparse 64 MiB file with one 8 KiB page copied
+    vol.write(b"y" * 8192, 1 << 20)
+    vol.snapshot("s1").store.sync()
+    (workdir / "s1.snap.unsafe").write_bytes(b"x" * 100000)   # not a snapshot file
+    got = allocated_bytes()
+    assert got == os.stat(workdir / "s1.snap").st_blocks * 512
     assert 8192 <= got < 1 << 20
+    vol.close()

@@ -50,10 +50,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError, EngineError
-from .extents import MAP_SUFFIX, BlockClient, ExtentAllocator, ExtentStore
+from .extents import (
+    MAP_SUFFIX,
+    BlockClient,
+    ExtentAllocator,
+    ExtentStore,
+    pread_full as _pread_full,
+    pwrite_full as _pwrite_full,
+)
 
 SNAPSHOT_SUFFIX = ".snap"
 UNSAFE_SUFFIX = ".unsafe"
@@ -165,7 +171,7 @@ class SnapshotTimes:
 class Snapshot:
     name: str
     path: Path
-    store: Any                        # FileStore or extents.ExtentStore
+    store: FileStore | ExtentStore
     bitmap: bytearray                 # one byte per page: 1 = copied (bytes, not bits: no read-modify-write races)
     alive: bool = True
     times: SnapshotTimes = field(default_factory=SnapshotTimes)
@@ -220,22 +226,6 @@ def _punch_hole(fd: int, offset: int, length: int) -> None:
     if _libc.fallocate(fd, _FALLOC_FL_KEEP_SIZE | _FALLOC_FL_PUNCH_HOLE, offset, length) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"fallocate(PUNCH_HOLE) failed: {os.strerror(err)}")
-
-
-def _pread_full(fd: int, view: memoryview, offset: int) -> None:
-    """Fill `view` from fd at offset; short reads loop, EOF is an error (views never extend past the volume)."""
-    done, n = 0, len(view)
-    while done < n:
-        got = os.preadv(fd, [view[done:]] if done else [view], offset + done)
-        if got <= 0:
-            raise EngineError(f"short read at offset {offset + done}")
-        done += got
-
-
-def _pwrite_full(fd: int, view, offset: int) -> None:
-    done, n = 0, len(view)
-    while done < n:
-        done += os.pwrite(fd, view[done:] if done else view, offset + done)
 
 
 def allocated_ranges(fd: int, size: int) -> list[tuple[int, int]]:
@@ -340,33 +330,34 @@ class CofwVolume:
                 assert self.snapshot_device is not None
                 if self.config.durability == "none":
                     Path(str(path) + UNSAFE_SUFFIX).touch()
-                store = ExtentStore.create(path, self.snapshot_device, self._allocator, self.page_size)
+                store: FileStore | ExtentStore = ExtentStore.create(path, self.snapshot_device, self._allocator,
+                                                                    self.page_size)
                 _fsync_dir(path.parent)
-                self._add(Snapshot(name, path, store, bytearray(self.pages)))
-                with self._count_lock:
-                    self.counters.snapshots_created += 1
-                    self.counters.metadata_ops += 1
-                return self._by_name[name]
-            try:
-                fd = os.open(path, self._flags | os.O_CREAT | os.O_EXCL, 0o644)
-            except OSError as e:
-                raise EngineError(f"cannot create snapshot file {path}: {e.strerror}") from None
-            try:
-                if self.config.durability == "none":
-                    Path(str(path) + UNSAFE_SUFFIX).touch()
-                os.ftruncate(fd, self.size)
-                os.fsync(fd)
-                _fsync_dir(path.parent)
-            except BaseException:
-                os.close(fd)
-                path.unlink(missing_ok=True)
-                raise
-            snap = Snapshot(name, path, FileStore(path, fd), bytearray(self.pages))
+            else:
+                store = self._create_sparse_file(path)
+            snap = Snapshot(name, path, store, bytearray(self.pages))
             self._add(snap)
             with self._count_lock:
                 self.counters.snapshots_created += 1
                 self.counters.metadata_ops += 1
         return snap
+
+    def _create_sparse_file(self, path: Path) -> FileStore:
+        try:
+            fd = os.open(path, self._flags | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as e:
+            raise EngineError(f"cannot create snapshot file {path}: {e.strerror}") from None
+        try:
+            if self.config.durability == "none":
+                Path(str(path) + UNSAFE_SUFFIX).touch()
+            os.ftruncate(fd, self.size)
+            os.fsync(fd)
+            _fsync_dir(path.parent)
+        except BaseException:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+        return FileStore(path, fd)
 
     def attach_snapshot(self, name: str, path: str | Path) -> Snapshot:
         """Reopen an existing snapshot file (restart, or recovery after a crash): rebuild its bitmap from the file's
@@ -613,12 +604,19 @@ class CofwVolume:
             self._gate.leave()
 
     def counters_dict(self) -> dict:
-        with self._count_lock:
-            d = self.counters.as_dict()
-            times = {s.name: dict(s.times.__dict__) for s in self._snaps}
-        d.update(page_size=self.page_size, snapshots=[s.name for s in self._snaps],
-                 copied_pages={s.name: s.copied_pages() for s in self._snaps}, times=times,
-                 snapshot_allocated_bytes=sum(s.store.allocated_bytes for s in self._snaps))
+        """Counters, plus per snapshot its copied pages and times, and the space all snapshots take (under the
+        gate: a concurrent delete must not close a store while its space is read)."""
+        self._gate.enter()
+        try:
+            snaps = self._snaps
+            with self._count_lock:
+                d = self.counters.as_dict()
+                times = {s.name: dict(s.times.__dict__) for s in snaps}
+            d.update(page_size=self.page_size, snapshots=[s.name for s in snaps],
+                     copied_pages={s.name: s.copied_pages() for s in snaps}, times=times,
+                     snapshot_allocated_bytes=sum(s.store.allocated_bytes for s in snaps))
+        finally:
+            self._gate.leave()
         return d
 
     def close(self) -> None:

@@ -37,6 +37,22 @@ MAP_SUFFIX = ".map"
 EXTENT_SIZE = 65536          # NTFS's allocation unit for a database snapshot's sparse file
 
 
+def pread_full(fd: int, view: memoryview, offset: int) -> None:
+    """Fill `view` from fd at offset; short reads loop, EOF is an error (views never extend past the volume)."""
+    done, n = 0, len(view)
+    while done < n:
+        got = os.preadv(fd, [view[done:]] if done else [view], offset + done)
+        if got <= 0:
+            raise EngineError(f"short read at offset {offset + done}")
+        done += got
+
+
+def pwrite_full(fd: int, view, offset: int) -> None:
+    done, n = 0, len(view)
+    while done < n:
+        done += os.pwrite(fd, view[done:] if done else view, offset + done)
+
+
 class BlockClient:
     """A byte-addressed device: pread/pwrite of whole buffers, flush (make written data stable), size."""
 
@@ -67,17 +83,10 @@ class FileClient(BlockClient):
         self.size = os.lseek(self.fd, 0, os.SEEK_END)
 
     def pread(self, view: memoryview, offset: int) -> None:
-        done = 0
-        while done < len(view):
-            got = os.preadv(self.fd, [view[done:]], offset + done)
-            if got <= 0:
-                raise EngineError(f"short read at offset {offset + done} of {self.path}")
-            done += got
+        pread_full(self.fd, view, offset)
 
     def pwrite(self, view, offset: int) -> None:
-        done = 0
-        while done < len(view):
-            done += os.pwrite(self.fd, view[done:], offset + done)
+        pwrite_full(self.fd, view, offset)
 
     def flush(self) -> None:
         os.fdatasync(self.fd)

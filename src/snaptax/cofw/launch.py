@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ConfigError, EngineError
 from ..procs import ProcessGroup, require, run
 from .control import ControlClient, try_ping
-from .core import DURABILITY, CofwConfig, snapshot_files
+from .core import DURABILITY, CofwConfig
 
 PLUGIN = Path(__file__).resolve().parent / "nbdkit_plugin.py"
 
@@ -61,18 +61,6 @@ def plugin_available() -> None:
     # nbdkit's python plugin embeds the system python3; without the Debian package it fails at load time.
     if run(["nbdkit", "python", "--version"], check=False, timeout=30).returncode != 0:
         raise EngineError("nbdkit cannot load its python plugin: install the Debian package 'nbdkit-plugin-python'")
-
-
-def allocated_bytes(snapshot_dir: Path) -> int:
-    """Bytes the host file system allocated to the snapshot files in `snapshot_dir` (st_blocks, as du counts):
-    the space the snapshots take, file-system metadata of the sparse files included."""
-    total = 0
-    for _, path in snapshot_files(snapshot_dir) if Path(snapshot_dir).is_dir() else ():
-        try:
-            total += os.stat(path).st_blocks * 512
-        except FileNotFoundError:   # deleted between the listing and the stat
-            pass
-    return total
 
 
 class CofwServer:
@@ -153,13 +141,10 @@ class CofwServer:
         """The plugin's cumulative counters (snaptax.cofw.core.Counters) plus page_size and per-snapshot pages."""
         return self.call("counters")
 
-    def snapshot_allocated_bytes(self) -> int:
-        return allocated_bytes(self.snapshot_dir)
-
     def close(self) -> None:
         if self.control is not None:
             self.control.close()
             self.control = None
 
 
-__all__ = ["PLUGIN", "CofwEngineConfig", "CofwServer", "allocated_bytes", "plugin_available"]
+__all__ = ["PLUGIN", "CofwEngineConfig", "CofwServer", "plugin_available"]

@@ -137,9 +137,7 @@ class CofwEngine(SnapshotEngine):
         out.update({f"engine.{k}": float(raw[k]) for k in ENGINE_COUNTERS})
         for name, times in raw.get("times", {}).items():
             out.update({f"engine.{name}.{k}": float(v) for k, v in times.items()})
-        out["engine.snapshot_allocated_bytes"] = float(
-            raw["snapshot_allocated_bytes"] if self.snapshot_device is not None
-            else self.server.snapshot_allocated_bytes())
+        out["engine.snapshot_allocated_bytes"] = float(raw["snapshot_allocated_bytes"])
         return out
 
     def describe(self) -> dict[str, Any]:
