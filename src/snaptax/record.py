@@ -390,9 +390,11 @@ class Measurement:
 
     @property
     def service_time_s(self) -> float:
-        """Mean time a member drive was busy per request it served (nan without member counters)."""
+        """Mean time a member drive was busy per request it served (nan without member counters): the rig
+        device's members, and a snapshot device's (snapdev.*) when an engine keeps its snapshots on one."""
         busy = sum(c.delta or 0.0 for n, c in self.counters.items() if n.endswith(".busy_s"))
-        served = sum(self.counters[n].delta or 0.0 for n in ("host.member_reads", "host.member_writes")
+        served = sum(self.counters[n].delta or 0.0 for n in ("host.member_reads", "host.member_writes",
+                                                            "snapdev.member_reads", "snapdev.member_writes")
                      if n in self.counters)
         return busy / served if served and busy else math.nan
 

@@ -76,10 +76,11 @@ class CofwEngine(SnapshotEngine):
                 snapdev = snapshot_target(snap_backend)
                 host = self._host_counters
                 snap_counters = snap_backend.host_counters
-                # The snapshot device's own counters, as snapdev.* beside the source's host.* (its emulator's
-                # lateness counters are not kept: the flags judge the source device's timing only).
-                self._host_counters = lambda: {**host(), **{"snapdev." + k[5:]: v for k, v in snap_counters().items()
-                                                            if k.startswith("host.")}}
+                # The snapshot device's own counters, as snapdev.* beside the source's host.*. Its emulator's
+                # lateness counters are kept as emulator.* when the source has no emulator of its own (an SSD-class
+                # source, snapshots on an emulated array: seed 004), so the run's timing flags judge the one
+                # emulated device; with two emulated devices the source's are kept.
+                self._host_counters = lambda: _merge_snapdev(host(), snap_counters())
             self.server = CofwServer(self.group, run_dir, backend.path, snap_dir, self.config,
                                      size=self.disk_size, snapshot_device=snapdev).start()
         except BaseException:
@@ -146,6 +147,15 @@ class CofwEngine(SnapshotEngine):
                 "snapshot_device": self.snapshot_device.name if self.snapshot_device is not None else None,
                 "export": "live", "snapshot_suffix": SNAPSHOT_SUFFIX,
                 "page_size": self.config.page_size}
+
+
+def _merge_snapdev(source: dict[str, float], snapdev: dict[str, float]) -> dict[str, float]:
+    """The source's counters plus the snapshot device's host.* as snapdev.*, and its emulator.* when the source
+    has none."""
+    out = {**source, **{"snapdev." + k[5:]: v for k, v in snapdev.items() if k.startswith("host.")}}
+    if not any(k.startswith("emulator.") for k in source):
+        out.update({k: v for k, v in snapdev.items() if k.startswith("emulator.")})
+    return out
 
 
 def snapshot_target(backend) -> str:

@@ -103,6 +103,9 @@ REGISTRY: tuple[Study, ...] = (
     Study("tiering", "Seed 002: snapshots on an auto-tiered pool", "08_tiering.ipynb",
           "seed 002 (Storwize V7000, SAS only and SAS + SSD Easy Tier): IOPS before, with, during consolidation and "
           "after a snapshot, where the I/O landed, the tiering misplacement model"),
+    Study("db_snapshots", "Seed 004: database snapshots on a 15K RAID5 and on SSD", "09_db_snapshots.ipynb",
+          "seed 004 (SQL Server 2012 database snapshots): a SELECT INTO with 0, 1 or 2 snapshots whose sparse files "
+          "sit on a six-disk 15K RAID5 or an SSD, where the time goes, the database-snapshot cost model"),
 )
 
 

@@ -1,0 +1,263 @@
+"""Analysis of a database-snapshot run: per snapshot device and snapshot count the SELECT INTO's duration (fio's
+runtime of the eight data-file jobs) with its spread, where the engine's time went (its counters: source writes,
+copy reads, copy writes and commits per snapshot, the analogue of the seed's wait statistics), the cost model
+(snaptax.models.db_snapshot) fitted per device, and the verdicts on the seed's claims. Pure: a run in, tables, fits
+and values out.
+
+Intervals. Each repetition ran k = 0, 1, 2 back to back, so a ratio to the baseline is paired within a repetition
+(paired log-ratio t interval); increments (T2 − T1 against T1 − T0) are a ratio of means over the repetitions
+(delta method, Welch); ratios between the two snapshot devices (measured minutes apart on fresh engines) are
+formed from each device's own ratio to its own baseline, their log half-widths combined.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ...analysis import Analysis
+from ...claims import Claim, outcome
+from ...models import db_snapshot as dbm
+from ...record import RunRecord
+from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval
+from ...values import Value
+from .plan import PHASE, SEED_BASELINE_S, SNAPSHOT_DEVICES, STUDY
+
+CITE = "kehayias"
+WHERE = "Figure 1 and its text"
+RAID5, SSD = SNAPSHOT_DEVICES
+DIRECTION_BASIS = ("the seed states a direction without a number (Figure 1's bars are not in its text): the "
+                   "published value is put at the smallest effect in that direction the tolerance resolves "
+                   "(no-effect value ∓ 2 × tolerance), so an effect of ours in that direction gives 'agrees' or "
+                   "'same direction' and anything else 'differs'")
+TIME_KEYS = ("source_write_s", "copy_read_s", "copy_write_s", "commit_s")
+
+
+@dataclass
+class DbSnapshotAnalysis(Analysis):
+    runs: pd.DataFrame = field(default_factory=pd.DataFrame)       # one row per SELECT INTO run
+    summary: pd.DataFrame = field(default_factory=pd.DataFrame)    # per device and k: duration, ratio, time split
+    fits: dict[str, dbm.DbSnapshotFit] = field(default_factory=dict)
+    model: pd.DataFrame = field(default_factory=pd.DataFrame)      # per device: fit, overlap, predictions
+
+
+def _delta(m, name: str) -> float:
+    c = m.counters.get(name)
+    return float(c.delta) if c is not None and c.delta is not None else math.nan
+
+
+def _snapshot_times(m) -> list[float]:
+    """Per snapshot present during the run, oldest first: its copy write + commit thread-seconds."""
+    names = sorted({n.split(".")[1] for n in m.counters if n.startswith("engine.snap") and n.count(".") == 2},
+                   key=lambda s: int(s[4:]) if s[4:].isdigit() else 0)
+    return [_delta(m, f"engine.{s}.copy_write_s") + _delta(m, f"engine.{s}.commit_s") for s in names]
+
+
+def runs_table(record: RunRecord) -> pd.DataFrame:
+    """One row per SELECT INTO run: duration (fio's runtime; the eight jobs start together and group reporting
+    gives the longest), pages first-written (cow_faults), copies, the engine's time counters (thread-seconds), the
+    engine's mean concurrency (their sum over the duration: Little's law) and the snapshot device's requests."""
+    rows = []
+    for m in record.measurements:
+        if m.phase != PHASE:
+            continue
+        duration = max((float(r["runtime_ms"]) for r in m.fio), default=math.nan) / 1e3
+        times = {k: _delta(m, f"engine.{k}") for k in TIME_KEYS}
+        per_snap = _snapshot_times(m)
+        busy = sum(v for v in times.values() if math.isfinite(v))
+        rows.append({"device": m.variant, "repeat": m.repeat, "k": m.chain_length, "index": m.index,
+                     "duration_s": duration, "pages_first_written": _delta(m, "engine.cow_faults"),
+                     "pages_copied": _delta(m, "engine.pages_copied"), **times,
+                     "first_snapshot_s": per_snap[0] if len(per_snap) > 0 else 0.0,
+                     "second_snapshot_s": per_snap[1] if len(per_snap) > 1 else 0.0,
+                     "concurrency": busy / duration if duration > 0 else math.nan,
+                     "snapdev_writes": _delta(m, "snapdev.writes"),
+                     "snapdev_rmw_rows": _delta(m, "snapdev.rmw_rows"),
+                     "lateness_pct": 100 * m.lateness_fraction})
+    return pd.DataFrame(rows, columns=["device", "repeat", "k", "index", "duration_s", "pages_first_written",
+                                       "pages_copied", *TIME_KEYS, "first_snapshot_s", "second_snapshot_s",
+                                       "concurrency", "snapdev_writes", "snapdev_rmw_rows", "lateness_pct"])
+
+
+def _paired(runs: pd.DataFrame, device: str, k: int, base: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Durations with k and with `base` snapshots on one device, paired by repetition."""
+    d = runs[runs.device == device].pivot_table(index="repeat", columns="k", values="duration_s")
+    if k not in d.columns or base not in d.columns:
+        return np.array([]), np.array([])
+    d = d[[k, base]].dropna()
+    return d[k].to_numpy(), d[base].to_numpy()
+
+
+def ratio_to_baseline(runs: pd.DataFrame, device: str, k: int) -> Interval:
+    """T(k)/T(0) on one device, paired by repetition."""
+    a, b = _paired(runs, device, k)
+    return paired_ratio_interval(a, b)
+
+
+def second_over_first(runs: pd.DataFrame, device: str) -> Interval:
+    """What the second snapshot adds over what the first adds: mean(T2 − T1) / mean(T1 − T0), per repetition's
+    increments (ratio of means)."""
+    d = runs[runs.device == device].pivot_table(index="repeat", columns="k", values="duration_s")
+    if not {0, 1, 2} <= set(d.columns):
+        return Interval(math.nan, math.nan, math.nan, 0, "ratio of means")
+    d = d[[0, 1, 2]].dropna()
+    return ratio_of_means_interval((d[2] - d[1]).to_numpy(), (d[1] - d[0]).to_numpy())
+
+
+def device_over_device(runs: pd.DataFrame, k: int) -> Interval:
+    """The RAID5's T(k)/T(0) over the SSD's: how much worse the RAID5 keeps up, each device against its own
+    baseline (a ratio of two independent ratios: log half-widths combined)."""
+    a, b = ratio_to_baseline(runs, RAID5, k), ratio_to_baseline(runs, SSD, k)
+    if not (math.isfinite(a.estimate) and math.isfinite(b.estimate)):
+        return Interval(math.nan, math.nan, math.nan, 0, "ratio of ratios")
+    est = a.estimate / b.estimate
+    n = min(a.n, b.n)
+    if not (a.defined and b.defined):
+        return Interval(est, math.nan, math.nan, n, "ratio of ratios")
+    h = math.hypot(math.log(a.high / a.low) / 2, math.log(b.high / b.low) / 2)
+    return Interval(est, est * math.exp(-h), est * math.exp(h), n, "ratio of paired ratios (log half-widths combined)")
+
+
+def _per_page(seconds_column: str) -> str:
+    """'copy_write_s' -> 'copy_write_us_per_page'."""
+    return seconds_column[:-2] + "_us_per_page"
+
+
+def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per device and k: mean duration with its t interval, min–max, ratio to k = 0 (paired), and where the
+    engine's time went per first-written page (thread-µs)."""
+    rows = []
+    for device in [d for d in SNAPSHOT_DEVICES if d in set(runs.device)]:
+        for k in sorted(runs[runs.device == device].k.unique()):
+            g = runs[(runs.device == device) & (runs.k == k)]
+            t = mean_interval(g.duration_s.to_numpy())
+            r = ratio_to_baseline(runs, device, int(k)) if k else None
+            pages = float(g.pages_first_written.mean()) if k else math.nan
+            row = {"device": device, "k": int(k), "runs": len(g), "duration_s": t.estimate,
+                   "duration_low": t.low, "duration_high": t.high, "min_s": float(g.duration_s.min()),
+                   "max_s": float(g.duration_s.max()),
+                   "ratio_pct": 100 * r.estimate if r else 100.0, "ratio_low": 100 * r.low if r else math.nan,
+                   "ratio_high": 100 * r.high if r else math.nan, "pages_first_written": pages,
+                   "concurrency": float(g.concurrency.mean())}
+            for key in TIME_KEYS + ("first_snapshot_s", "second_snapshot_s"):
+                row[_per_page(key)] = 1e6 * float(g[key].mean()) / pages if k else math.nan
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def fit_models(runs: pd.DataFrame) -> dict[str, dbm.DbSnapshotFit]:
+    """The cost model per snapshot device on every run (k = 0 runs' P does not enter the model)."""
+    out = {}
+    for device in [d for d in SNAPSHOT_DEVICES if d in set(runs.device)]:
+        g = runs[runs.device == device]
+        pages = g.pages_first_written.where(g.k > 0, 0.0).to_numpy()
+        try:
+            out[device] = dbm.fit(g.k.to_numpy(), pages, g.duration_s.to_numpy())
+        except (ValueError, np.linalg.LinAlgError):
+            continue
+    return out
+
+
+def model_table(runs: pd.DataFrame, fits: dict[str, dbm.DbSnapshotFit]) -> pd.DataFrame:
+    """Per device: the fitted T0, τ1, τ2 (µs per first-written page) with intervals, τ2/τ1, and the overlap ω of
+    the second snapshot's copies: c = its own copy write + commit thread-seconds per page over the engine's mean
+    concurrency (Little's law turns thread-seconds into wall seconds), ω = 1 − τ2/c."""
+    rows = []
+    for device, f in fits.items():
+        two = runs[(runs.device == device) & (runs.k == 2)]
+        c = float((two.second_snapshot_s / two.concurrency / two.pages_first_written).mean()) if len(two) \
+            else math.nan
+        rows.append({"device": device, "t0_s": f.t0_s, "t0_low": f.ci95[0][0], "t0_high": f.ci95[0][1],
+                     "tau1_us": 1e6 * f.tau1_s, "tau1_low": 1e6 * f.ci95[1][0], "tau1_high": 1e6 * f.ci95[1][1],
+                     "tau2_us": 1e6 * f.tau2_s, "tau2_low": 1e6 * f.ci95[2][0], "tau2_high": 1e6 * f.ci95[2][1],
+                     "second_over_first": f.second_over_first, "second_copy_us": 1e6 * c,
+                     "overlap": dbm.overlap(f.tau2_s, c) if math.isfinite(c) and c > 0 else math.nan,
+                     "points": f.points})
+    return pd.DataFrame(rows)
+
+
+def claims() -> list[Claim]:
+    """Seed 004's claims (Kehayias, SQLPerformance.com), each with the value of ours that tests it."""
+    k = STUDY
+    cow = "8 KiB copy-on-first-write engine, 64 KiB allocation units"
+    return [
+        Claim(f"{k}.C004-1", CITE, WHERE, "one snapshot on storage as fast as the source: duration against none",
+              110.0, "%", 100.0, 5.0, DIRECTION_BASIS + "; ±5 % is the spread the seed's ten-run averages hide",
+              f"{k}.{SSD}.k1.ratio", f"{cow}, snapshots on ssd_snapshots", "overhead (no number)"),
+        Claim(f"{k}.C004-2a", CITE, WHERE, "15K RAID5: what the second snapshot adds, % of what the first adds",
+              70.0, "%", 100.0, 15.0, DIRECTION_BASIS, f"{k}.{RAID5}.second_over_first",
+              f"{cow}, snapshots on emulated raid5_15k_6", "lower (no number)"),
+        Claim(f"{k}.C004-2b", CITE, WHERE, "SSD: what the second snapshot adds, % of what the first adds",
+              70.0, "%", 100.0, 15.0, DIRECTION_BASIS, f"{k}.{SSD}.second_over_first",
+              f"{cow}, snapshots on ssd_snapshots", "lower (no number)"),
+        Claim(f"{k}.C004-3", CITE, WHERE, "two snapshots: the 15K RAID5's slowdown over the SSD's (T2/T0 over "
+              "T2/T0)", 120.0, "%", 100.0, 10.0, DIRECTION_BASIS, f"{k}.raid5_over_ssd.k2",
+              "raid5_15k_6 vs ssd_snapshots", "'a much more difficult time' (no number)"),
+    ]
+
+
+def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model: pd.DataFrame) -> list[Value]:
+    k, p = STUDY, record.manifest.parameters
+    out = [Value(f"{k}.table_mib", float(p["table_bytes"]) / (1 << 20), "MiB"),
+           Value(f"{k}.pages", float(p["pages"]), "pages"),
+           Value(f"{k}.repeats", float(p["repeats"]), ""),
+           Value(f"{k}.iodepth", float(p["iodepth"]), ""),
+           Value(f"{k}.data_files", float(p["data_files"]), ""),
+           Value(f"{k}.seed_baseline_s", SEED_BASELINE_S, "s", digits=1)]
+    for device in SNAPSHOT_DEVICES:
+        for kk in (0, 1, 2):
+            row = summary[(summary.device == device) & (summary.k == kk)] if not summary.empty else summary
+            base = f"{k}.{device}.k{kk}"
+            if row.empty:
+                out += [Value(f"{base}.duration_s", math.nan, "s", digits=2)]
+                if kk:
+                    out += [Value(f"{base}.ratio", math.nan, "%")] + [
+                        Value(f"{base}.{t[:-2]}_us", math.nan, "µs") for t in TIME_KEYS]
+                continue
+            r = row.iloc[0]
+            out.append(Value.where_defined(f"{base}.duration_s", float(r.duration_s), float(r.duration_low),
+                                           float(r.duration_high), int(r.runs), "s", 2, "t"))
+            if kk:
+                out.append(Value.where_defined(f"{base}.ratio", float(r.ratio_pct), float(r.ratio_low),
+                                               float(r.ratio_high), int(r.runs), "%", 0, "paired log-ratio t"))
+                for t in TIME_KEYS:
+                    out.append(Value(f"{base}.{t[:-2]}_us", float(r[_per_page(t)]), "µs", digits=0))
+        out.append(Value.of(f"{k}.{device}.second_over_first", second_over_first(runs, device).scaled(100), "%"))
+        m = model[model.device == device] if not model.empty else model
+        if m.empty:
+            out += [Value(f"{k}.{device}.fit.{n}", math.nan, u) for n, u in
+                    (("t0_s", "s"), ("tau1_us", "µs"), ("tau2_us", "µs"), ("overlap", ""), ("second_copy_us", "µs"))]
+            continue
+        r = m.iloc[0]
+        n = int(r.points)
+        out += [Value(f"{k}.{device}.fit.t0_s", float(r.t0_s), "s", float(r.t0_low), float(r.t0_high), n, 2,
+                      method="least squares, t"),
+                Value(f"{k}.{device}.fit.tau1_us", float(r.tau1_us), "µs", float(r.tau1_low), float(r.tau1_high), n,
+                      1, method="least squares, t"),
+                Value(f"{k}.{device}.fit.tau2_us", float(r.tau2_us), "µs", float(r.tau2_low), float(r.tau2_high), n,
+                      1, method="least squares, t"),
+                Value(f"{k}.{device}.fit.overlap", float(r.overlap), "", digits=2),
+                Value(f"{k}.{device}.fit.second_copy_us", float(r.second_copy_us), "µs", digits=1)]
+    for kk in (1, 2):
+        out.append(Value.of(f"{k}.raid5_over_ssd.k{kk}", device_over_device(runs, kk).scaled(100), "%"))
+    base = summary[(summary.device == SSD) & (summary.k == 0)] if not summary.empty else summary
+    out.append(Value(f"{k}.baseline_over_seed", 100 * float(base.duration_s.iloc[0]) / SEED_BASELINE_S
+                     if len(base) else math.nan, "%"))
+    return out
+
+
+def analyse(record: RunRecord) -> DbSnapshotAnalysis:
+    runs = runs_table(record)
+    summary = summary_table(runs)
+    fits = fit_models(runs)
+    model = model_table(runs, fits)
+    values = _values(record, runs, summary, model)
+    by_key = {v.key: v for v in values}
+    outcomes = [outcome(c, by_key) for c in claims()]
+    return DbSnapshotAnalysis(record, values, outcomes, runs, summary, fits, model)
+
+
+__all__ = ["DbSnapshotAnalysis", "analyse", "runs_table", "summary_table", "fit_models", "model_table",
+           "ratio_to_baseline", "second_over_first", "device_over_device", "claims"]

@@ -1,0 +1,52 @@
+"""Measure the database-snapshot study (needs root): one variant per snapshot device, each a fresh
+copy-on-first-write volume on the rig's default device with its snapshots on that device, in one RunSession."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ... import profiles, rig as rigmod
+from ...engines.cofw import CofwEngine
+from ...errors import ConfigError
+from ...record import RunSession
+from . import plan as planmod
+
+
+def snapshot_devices(rig: rigmod.Rig, source: rigmod.Device) -> dict[str, rigmod.Device]:
+    """The rig's device for each of the study's snapshot devices (by name), none of them the source."""
+    out: dict[str, rigmod.Device] = {}
+    have = {d.name: d for d in rig.devices}
+    for name in planmod.SNAPSHOT_DEVICES:
+        if name not in have:
+            raise ConfigError(rig.source, "devices", f"no device named {name!r} for the db_snapshots study's "
+                              f"snapshot files (have: {', '.join(have)})")
+        if name == source.name:
+            raise ConfigError(rig.source, "devices", f"{name!r} is the source device: the snapshots need a device "
+                              "of their own")
+        out[name] = have[name]
+    return out
+
+
+def run(rig_name: str = "local", profile_name: str | profiles.Profile = profiles.DEFAULT,
+        device: str | None = None) -> Path:
+    """Measure both snapshot devices; `device` names the source device (default: the rig's first)."""
+    profile = profile_name if isinstance(profile_name, profiles.Profile) else profiles.get(profile_name)
+    rig = rigmod.load(rig_name)
+    source = rig.device(device)
+    snapdevs = snapshot_devices(rig, source)
+    s = planmod.scale(profile)
+    study = planmod.build_plan(profile)
+    cfg = planmod.engine_config()
+    with RunSession(rig, planmod.STUDY, profile, planmod.parameters(s, source.name),
+                    devices_used=(source.name, *snapdevs), planned_points=study.points(),
+                    planned_seconds=planmod.estimated_seconds(s)) as session:
+        for vp in study.variants:
+            snapdev = snapdevs[vp.variant]
+            with CofwEngine(rig, source, cfg, s.table_bytes, snapshot_device=snapdev) as engine:
+                with session.in_variant(vp.variant, {**engine.describe(), "snapshot_device_emulated":
+                                                     snapdev.emulated, "source_emulated": source.emulated}):
+                    engine.execute(vp.plan, session)
+    assert session.published is not None
+    return session.published
+
+
+__all__ = ["snapshot_devices", "run"]

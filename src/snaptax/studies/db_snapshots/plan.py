@@ -1,0 +1,168 @@
+"""What the database-snapshot study measures: seed 004's `SELECT INTO` of a 1,000,000-row table with 0, 1 or 2
+SQL Server database snapshots, the snapshots' sparse files on a six-disk 15K RAID5 or on an SSD.
+
+Engine: the 8 KiB copy-on-first-write engine (snaptax.engines.cofw, SQL Server's semantics: the first write to a
+page after a snapshot copies the old page into every snapshot lacking it, durably, before the source write), with
+the snapshots on a device of their own laid out in NTFS's 64 KiB allocation units (snaptax.cofw.extents).
+
+Devices: the source (the database's data files) on the rig's default device (SSD-class; the seed: two Fusion-io
+cards); the snapshots on `raid5_15k_6` (emulated six-disk 15K RAID5, the seed's iSCSI array) or on `ssd_snapshots`
+(SSD-class, the seed's LSI Nytro card). On the local rig the source and `ssd_snapshots` are two files on the same
+host disk: the seed's "storage as fast as the source", sharing its bandwidth (the seed's two were separate cards).
+
+Workload standing for the SELECT INTO (choices, and why):
+  * Eight data files (the seed's eight, two per SSD half): the source volume cut into eight equal regions.
+  * SQL Server fills a new table a 64 KiB extent (eight 8 KiB pages) at a time and spreads its extents over a
+    filegroup's files by proportional fill, so each file receives a sequential stream of extents: eight fio jobs,
+    one per file (`offset_increment` = the file's size), 64 KiB sequential writes, IODEPTH outstanding each.
+  * The table's pages are written once (the lazy writer / eager writes of a minimally logged SELECT INTO), and
+    the whole volume is the table: every page of every file is first-written in every run, so with k snapshots
+    every page is copied k times. Each run therefore needs no re-prepared source: a snapshot taken just before
+    the run has copied nothing yet, whatever earlier runs wrote. The source is written once before the first run
+    (prefill), so that the old pages hold data.
+  * Allocation-map pages (GAM, SGAM, PFS, IAM: a handful per file) are left out: about 32 pages against the
+    table's tens of thousands of first writes, a fraction of a per cent of the copies.
+  * The table's size: the duration without snapshots is the seed's 1.8 s on the local rig's SSD-class device at
+    quick (see SCALES); the seed's table (1,000,000 rows of an enlarged SalesOrderHeader) is not sized in the
+    seed, so its size is not reproduced, its time is.
+  * Ten runs per configuration (the seed's ten), in repetitions that each run k = 0, 1, 2 back to back in a
+    rotating order, so drift through the session falls on every k alike and each k's run has a k = 0 neighbour.
+    Snapshots are taken before their run and dropped after it (SQL Server's DROP DATABASE: the file goes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ... import profiles
+from ...engines.cofw import CofwEngineConfig
+from ...errors import ConfigError
+from ...fio import FioJob, format_size
+from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
+
+STUDY = "db_snapshots"
+KiB, MiB = 1 << 10, 1 << 20
+PAGE = 8 * KiB                       # SQL Server's page
+EXTENT = 64 * KiB                    # SQL Server's extent = NTFS's allocation unit of a snapshot's sparse file
+DATA_FILES = 8                       # the seed's eight data files
+IODEPTH = 4                          # outstanding writes per data file (32 in all: SQL Server's eager writes keep
+                                     # many in flight; the seed does not say how many)
+SNAPSHOT_DEVICES = ("raid5_15k_6", "ssd_snapshots")     # measuring order; each one variant
+SNAPSHOT_COUNTS = (0, 1, 2)
+SEED_BASELINE_S = 1.8                # the seed's average duration without snapshots (Figure 1's text)
+PHASE = "select_into"
+
+
+@dataclass(frozen=True)
+class DbSnapshotScale:
+    """How much the study measures at one profile. table_bytes: the new table (= the source volume, cut into
+    DATA_FILES files); repeats: runs per configuration (each a repetition of k = 0, 1, 2)."""
+
+    table_bytes: int
+    repeats: int
+
+    def __post_init__(self) -> None:
+        src = "db_snapshots scale"
+        if self.table_bytes <= 0 or self.table_bytes % (DATA_FILES * EXTENT):
+            raise ConfigError(src, "table_bytes", f"must be a positive multiple of {DATA_FILES} extents "
+                                                  f"({DATA_FILES * EXTENT} bytes), got {self.table_bytes}")
+        if self.repeats < 1:
+            raise ConfigError(src, "repeats", f"must be >= 1, got {self.repeats}")
+
+    @property
+    def file_bytes(self) -> int:
+        return self.table_bytes // DATA_FILES
+
+    @property
+    def pages(self) -> int:
+        return self.table_bytes // PAGE
+
+
+SCALES: dict[str, DbSnapshotScale] = {
+    # smoke: every configuration twice on a small table (numbers not meaningful)
+    "smoke": DbSnapshotScale(32 * MiB, repeats=2),
+    # quick: the table sized so the run without snapshots takes about the seed's 1.8 s on the local rig (the smoke
+    # runs of 2026-11-24 wrote 32 MiB in 0.12-0.14 s without snapshots: ~250 MB/s through the engine)
+    "quick": DbSnapshotScale(448 * MiB, repeats=10),
+    "full": DbSnapshotScale(448 * MiB, repeats=20),
+}
+
+
+def scale(profile: profiles.Profile) -> DbSnapshotScale:
+    return profiles.study_scale(SCALES, profile, STUDY, "db_snapshots scale")
+
+
+def engine_config() -> CofwEngineConfig:
+    """SQL Server's database snapshot: 8 KiB pages copied durably before the source write, snapshot files laid
+    out in 64 KiB allocation units, O_DIRECT (SQL Server opens its files unbuffered)."""
+    return CofwEngineConfig(name="sqlsnap", page_size=PAGE, durability="sync", direct=True, extent_size=EXTENT)
+
+
+def select_into(s: DbSnapshotScale) -> FioJob:
+    """The SELECT INTO: every data file receives its share of the table as sequential 64 KiB extents."""
+    return FioJob("select_into", "write", bs=EXTENT, iodepth=IODEPTH, numjobs=DATA_FILES, size=s.file_bytes,
+                  time_based=False, runtime_s=None, extra=(("offset_increment", format_size(s.file_bytes)),))
+
+
+def prefill(s: DbSnapshotScale) -> FioJob:
+    """The database's old pages: the volume written once, 1 MiB at a time."""
+    return FioJob("prefill", "write", bs=MiB, iodepth=4, numjobs=1, size=s.table_bytes, time_based=False,
+                  runtime_s=None)
+
+
+def order(repeat: int) -> tuple[int, ...]:
+    """k = 0, 1, 2 rotated by the repetition: each k runs first, second and third equally often."""
+    i = repeat % len(SNAPSHOT_COUNTS)
+    return SNAPSHOT_COUNTS[i:] + SNAPSHOT_COUNTS[:i]
+
+
+def variant_plan(s: DbSnapshotScale) -> Plan:
+    """prefill, one unrecorded-in-analysis warm-up run without snapshots, then the repetitions."""
+    job = select_into(s)
+    steps: list = [Measure(prefill(s), "prefill"), Measure(job, "warmup")]
+    for r in range(s.repeats):
+        for k in order(r):
+            steps += [TakeSnapshot()] * k
+            steps.append(Measure(job, PHASE, repeat=r))
+            steps += [DeleteSnapshot("newest")] * k
+    return Plan(tuple(steps))
+
+
+def build_plan(profile: profiles.Profile) -> StudyPlan:
+    s = scale(profile)
+    return StudyPlan(tuple(VariantPlan(device, variant_plan(s)) for device in SNAPSHOT_DEVICES))
+
+
+def estimated_seconds(s: DbSnapshotScale) -> float:
+    """For the ETA: the baseline at the seed's 1.8 s per 448 MiB, the runs with snapshots (smoke runs on the local
+    rig: about 2x the baseline with SSD snapshots and up to 8x with two on the RAID5), plus 1 s per snapshot
+    create/drop and 10 s per variant of engine start and prefill."""
+    base = SEED_BASELINE_S * s.table_bytes / (448 * MiB)
+    per_repeat = base * (1 + 2 + 3) + base * (1 + 4 + 8) + 2 * 3 * 2
+    return s.repeats * per_repeat + 2 * (10 + 2 * base)
+
+
+def parameters(s: DbSnapshotScale, source: str) -> dict[str, Any]:
+    return {"source_device": source, "snapshot_devices": list(SNAPSHOT_DEVICES), "table_bytes": s.table_bytes,
+            "file_bytes": s.file_bytes, "pages": s.pages, "repeats": s.repeats, "data_files": DATA_FILES,
+            "extent_bytes": EXTENT, "page_bytes": PAGE, "iodepth": IODEPTH, "snapshot_counts": list(SNAPSHOT_COUNTS),
+            "engine": engine_config().name}
+
+
+def describe(profile: profiles.Profile) -> str:
+    """What a run measures, in words and numbers from the scale (deterministic: checked by nbval)."""
+    s = scale(profile)
+    return "\n".join([
+        f"profile {profile.name}: SELECT INTO standing-in, a {format_size(s.table_bytes)} table "
+        f"({s.pages} pages of {PAGE // KiB} KiB) in {DATA_FILES} data files of {format_size(s.file_bytes)}, "
+        f"sequential {EXTENT // KiB} KiB extents, QD{IODEPTH} per file",
+        f"snapshots: {', '.join(map(str, SNAPSHOT_COUNTS))} on each of {', '.join(SNAPSHOT_DEVICES)} "
+        f"(8 KiB copy-on-first-write, {EXTENT // KiB} KiB allocation units, copies durable before the write)",
+        f"{s.repeats} runs per configuration, k = 0, 1, 2 back to back in rotating order; "
+        f"planned about {estimated_seconds(s) / 60:.1f} min",
+    ])
+
+
+__all__ = ["STUDY", "PAGE", "EXTENT", "DATA_FILES", "IODEPTH", "SNAPSHOT_DEVICES", "SNAPSHOT_COUNTS",
+           "SEED_BASELINE_S", "PHASE", "DbSnapshotScale", "SCALES", "scale", "engine_config", "select_into",
+           "prefill", "order", "variant_plan", "build_plan", "estimated_seconds", "parameters", "describe"]

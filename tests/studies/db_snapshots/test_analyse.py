@@ -1,0 +1,74 @@
+"""The database-snapshot analysis on synthetic runs with known costs: ratios paired by repetition, the second
+snapshot's increment against the first's, the RAID5 against the SSD each on its own baseline, and the model fit
+recovering its parameters."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from snaptax.studies.db_snapshots import analyse as an
+
+PAGES = 32768
+
+
+def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None):
+    rows = []
+    for r in range(repeats):
+        drift = 1 + 0.05 * r                       # drift shared by a repetition's three runs
+        for k in (0, 1, 2):
+            t = (t0 + PAGES * (tau1 * (k >= 1) + tau2 * max(k - 1, 0))) * drift
+            if noise:
+                t *= 1 + noise * rng.standard_normal()
+            rows.append({"device": device, "repeat": r, "k": k, "duration_s": t,
+                         "pages_first_written": PAGES if k else 0.0, "concurrency": 8.0,
+                         "second_snapshot_s": 8.0 * PAGES * 2 * tau2 * (k == 2) * drift})
+    return pd.DataFrame(rows)
+
+
+def test_pairing_cancels_drift_shared_by_a_repetition():
+    runs = _runs(1.0, 10e-6, 5e-6, "ssd_snapshots")
+    iv = an.ratio_to_baseline(runs, "ssd_snapshots", 1)
+    assert iv.estimate == pytest.approx(1 + PAGES * 10e-6)
+    assert iv.high - iv.low == pytest.approx(0, abs=1e-9)     # the drift cancels exactly
+
+
+def test_second_over_first_is_the_ratio_of_the_increments():
+    runs = _runs(1.0, 10e-6, 4e-6, "raid5_15k_6")
+    assert an.second_over_first(runs, "raid5_15k_6").estimate == pytest.approx(0.4)
+
+
+def test_raid5_over_ssd_divides_each_devices_own_slowdown():
+    runs = pd.concat([_runs(1.0, 30e-6, 20e-6, "raid5_15k_6"), _runs(0.5, 10e-6, 5e-6, "ssd_snapshots")])
+    iv = an.device_over_device(runs, 2)
+    expect = (1 + PAGES * 50e-6) / (1 + PAGES * 15e-6 / 0.5)
+    assert iv.estimate == pytest.approx(expect)
+
+
+def test_the_model_fit_recovers_known_costs_within_its_interval():
+    rng = np.random.default_rng(4)
+    runs = _runs(1.8, 20e-6, 8e-6, "raid5_15k_6", repeats=10, noise=0.01, rng=rng)
+    runs["duration_s"] /= 1 + 0.05 * runs.repeat         # the model has no drift term
+    fits = an.fit_models(runs)
+    f = fits["raid5_15k_6"]
+    lo1, hi1 = f.ci95[1]
+    lo2, hi2 = f.ci95[2]
+    assert lo1 < 20e-6 < hi1 and lo2 < 8e-6 < hi2
+    model = an.model_table(runs, fits).iloc[0]
+    # c = the second snapshot's thread-seconds over the concurrency, per page: 2·τ2 here, so ω = 1 − τ2/(2·τ2)
+    assert model.overlap == pytest.approx(0.5, abs=0.1)
+
+
+def test_without_runs_at_two_snapshots_there_is_no_fit():
+    runs = _runs(1.0, 10e-6, 5e-6, "ssd_snapshots")
+    assert an.fit_models(runs[runs.k < 2]) == {}
+    assert math.isnan(an.second_over_first(runs[runs.k < 2], "ssd_snapshots").estimate)
+
+
+def test_every_claim_tests_a_value_the_analysis_produces():
+    runs = pd.concat([_runs(1.0, 30e-6, 20e-6, "raid5_15k_6"), _runs(0.5, 10e-6, 5e-6, "ssd_snapshots")])
+    summary = an.summary_table(runs.assign(**{k: 0.0 for k in an.TIME_KEYS}, first_snapshot_s=0.0))
+    assert set(summary.device) == {"raid5_15k_6", "ssd_snapshots"}
+    keys = {c.value_key for c in an.claims()}
+    assert keys == {"db_snapshots.ssd_snapshots.k1.ratio", "db_snapshots.raid5_15k_6.second_over_first",
+                    "db_snapshots.ssd_snapshots.second_over_first", "db_snapshots.raid5_over_ssd.k2"}

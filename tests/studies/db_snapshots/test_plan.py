@@ -1,0 +1,52 @@
+"""The database-snapshot plan: every device measures k = 0, 1, 2 in rotating order, snapshots taken before their
+run and dropped after it; the workload writes each data file's share once, as 64 KiB extents."""
+import pytest
+
+from snaptax import profiles
+from snaptax.errors import ConfigError
+from snaptax.fio import FioTarget
+from snaptax.studies.db_snapshots import plan as pl
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick", "full"])
+def test_every_device_runs_every_snapshot_count_repeats_times(profile):
+    prof = profiles.get(profile)
+    s = pl.scale(prof)
+    study = pl.build_plan(prof)
+    assert [v.variant for v in study.variants] == list(pl.SNAPSHOT_DEVICES)
+    for v in study.variants:
+        runs = [(m.repeat, k) for _, m, k in v.plan.measurements() if m.phase == pl.PHASE]
+        assert sorted(runs) == sorted((r, k) for r in range(s.repeats) for k in pl.SNAPSHOT_COUNTS)
+        assert v.plan.max_chain_length == 2
+        # every repetition ends with no snapshot left
+        assert sum(1 for st in v.plan.steps if type(st).__name__ == "TakeSnapshot") == \
+            sum(1 for st in v.plan.steps if type(st).__name__ == "DeleteSnapshot")
+
+
+def test_the_order_rotates_so_each_count_runs_first_equally_often():
+    firsts = [pl.order(r)[0] for r in range(6)]
+    assert sorted(firsts) == [0, 0, 1, 1, 2, 2]
+    assert all(sorted(pl.order(r)) == [0, 1, 2] for r in range(6))
+
+
+def test_the_select_into_writes_each_file_once_in_extents():
+    s = pl.scale(profiles.get("quick"))
+    job = pl.select_into(s)
+    text = job.job_file(FioTarget("nbd", uri="nbd+unix:///live?socket=/x"))
+    assert "numjobs=8" in text and "bs=65536" in text and "rw=write" in text
+    assert "time_based" not in text
+    assert f"offset_increment={s.file_bytes // (1 << 20)}M" in text
+    assert job.size * pl.DATA_FILES == s.table_bytes
+
+
+def test_a_table_that_is_not_whole_extents_per_file_is_refused():
+    with pytest.raises(ConfigError, match="table_bytes"):
+        pl.DbSnapshotScale(pl.EXTENT * 9, repeats=2)
+    with pytest.raises(ConfigError, match="repeats"):
+        pl.DbSnapshotScale(pl.EXTENT * 8, repeats=0)
+
+
+def test_describe_is_deterministic_and_names_both_devices():
+    text = pl.describe(profiles.get("smoke"))
+    assert text == pl.describe(profiles.get("smoke"))
+    assert all(d in text for d in pl.SNAPSHOT_DEVICES)
