@@ -20,7 +20,7 @@ def duration_chart(a: DbSnapshotAnalysis) -> alt.LayerChart | alt.FacetChart:
     """Seed 004's Figure 1: the SELECT INTO's duration with 0, 1, 2 snapshots per snapshot device, every run (dots)
     and the mean with its 95 % interval (bar and rule)."""
     runs, s = a.runs.copy(), a.summary.copy()
-    x = alt.X("k:O", title="database snapshots")
+    x = alt.X("k:O", title="database snapshots", axis=alt.Axis(labelAngle=0))
     xo = alt.XOffset("device:N", sort=list(SNAPSHOT_DEVICES))
     color = alt.Color("device:N", sort=list(SNAPSHOT_DEVICES), title="snapshot files on")
     y = alt.Y("duration_s:Q", title="duration (s)", scale=alt.Scale(zero=True))
