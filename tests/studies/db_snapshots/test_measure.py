@@ -26,7 +26,7 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     assert set(m.variants) == set(planmod.SNAPSHOT_DEVICES) and m.emulated
     a = an.analyse(record)
     s = planmod.scale(record.manifest.profile)
-    assert len(a.runs) == 2 * 3 * s.repeats
+    assert len(a.runs) == 3 * (s.repeats + s.ssd_repeats)
     with_snaps = a.runs[a.runs.k > 0]
     # every page of the table is a first write for each snapshot taken before the run: copied k times
     assert (with_snaps.pages_first_written == s.pages).all()

@@ -16,7 +16,8 @@ def test_every_device_runs_every_snapshot_count_repeats_times(profile):
     assert [v.variant for v in study.variants] == list(pl.SNAPSHOT_DEVICES)
     for v in study.variants:
         runs = [(m.repeat, k) for _, m, k in v.plan.measurements() if m.phase == pl.PHASE]
-        assert sorted(runs) == sorted((r, k) for r in range(s.repeats) for k in pl.SNAPSHOT_COUNTS)
+        n = s.repeats_on(v.variant)
+        assert sorted(runs) == sorted((r, k) for r in range(n) for k in pl.SNAPSHOT_COUNTS)
         assert v.plan.max_chain_length == 2
         # every repetition ends with no snapshot left
         assert sum(1 for st in v.plan.steps if type(st).__name__ == "TakeSnapshot") == \
@@ -41,9 +42,11 @@ def test_the_select_into_writes_each_file_once_in_extents():
 
 def test_a_table_that_is_not_whole_extents_per_file_is_refused():
     with pytest.raises(ConfigError, match="table_bytes"):
-        pl.DbSnapshotScale(pl.EXTENT * 9, repeats=2)
+        pl.DbSnapshotScale(pl.EXTENT * 9, repeats=2, ssd_repeats=2)
     with pytest.raises(ConfigError, match="repeats"):
-        pl.DbSnapshotScale(pl.EXTENT * 8, repeats=0)
+        pl.DbSnapshotScale(pl.EXTENT * 8, repeats=0, ssd_repeats=2)
+    with pytest.raises(ConfigError, match="ssd_repeats"):
+        pl.DbSnapshotScale(pl.EXTENT * 8, repeats=2, ssd_repeats=0)
 
 
 def test_describe_is_deterministic_and_names_both_devices():

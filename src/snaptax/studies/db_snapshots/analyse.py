@@ -206,6 +206,7 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
     out = [Value(f"{k}.table_mib", float(p["table_bytes"]) / (1 << 20), "MiB"),
            Value(f"{k}.pages", float(p["pages"]), "pages"),
            Value(f"{k}.repeats", float(p["repeats"]), ""),
+           Value(f"{k}.ssd_repeats", float(p.get("ssd_repeats", p["repeats"])), ""),
            Value(f"{k}.iodepth", float(p["iodepth"]), ""),
            Value(f"{k}.data_files", float(p["data_files"]), ""),
            Value(f"{k}.seed_baseline_s", SEED_BASELINE_S, "s", digits=1)]
