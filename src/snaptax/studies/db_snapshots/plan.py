@@ -26,7 +26,8 @@ Workload standing for the SELECT INTO (choices, and why):
     quick (see SCALES); the seed's table (1,000,000 rows of an enlarged SalesOrderHeader) is not sized in the
     seed, so its size is not reproduced, its time is.
   * Ten runs per configuration (the seed's ten; twice as many with SSD-class snapshots, see SCALES), in
-    repetitions that each run k = 0, 1, 2 back to back in a rotating order, so drift through the session falls on every k alike and each k's run has a k = 0 neighbour.
+    repetitions that each run k = 0, 1, 2 back to back in a rotating order, so drift through the session falls
+    on every k alike and each k's run has a k = 0 neighbour.
     Snapshots are taken before their run and dropped after it (SQL Server's DROP DATABASE: the file goes).
 """
 from __future__ import annotations
@@ -179,5 +180,5 @@ def describe(profile: profiles.Profile) -> str:
 
 
 __all__ = ["STUDY", "PAGE", "EXTENT", "DATA_FILES", "IODEPTH", "SNAPSHOT_DEVICES", "SNAPSHOT_COUNTS",
-           "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "DbSnapshotScale", "SCALES", "scale", "engine_config", "select_into",
-           "prefill", "order", "variant_plan", "build_plan", "estimated_seconds", "parameters", "describe"]
+           "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "DbSnapshotScale", "SCALES", "scale", "engine_config",
+           "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds", "parameters", "describe"]
