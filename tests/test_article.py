@@ -36,6 +36,17 @@ def test_rows_fill_from_claims_and_say_what_is_not_measured():
     assert vals["paper.seeds.total"].value == 2 and vals["paper.seeds.reproduced"].value == 1
     assert vals["paper.seeds.not_yet_list"].text == "001"
     assert vals["paper.seeds.studies_missing"].text == "beta and planned"
+    assert vals["paper.seeds.coverage"].text == ("1 have at least one claim tested in this build; seeds 001 are not "
+                                                 "yet reproduced (their studies, beta and planned, are not part of "
+                                                 "this build)")
+
+
+def test_coverage_of_a_build_with_every_study_says_so():
+    rows = article.glance_rows([outcome("alpha.x", "a", 1.9, 1.85, 1.95), outcome("beta.z", "b", 3.0, 2.9, 3.1)],
+                               ["alpha", "planned", "beta"], SEEDS)
+    vals = {v.key: v for v in article.glance_values(rows)}
+    assert vals["paper.seeds.coverage"].text == "every one has at least one claim tested in this build"
+    assert "none" not in vals["paper.seeds.coverage"].text
 
 
 def test_a_study_that_lands_fills_its_row():

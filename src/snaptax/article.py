@@ -101,7 +101,18 @@ def glance_values(rows: Sequence[GlanceRow]) -> list[Value]:
             Value("paper.seeds.reproduced", float(len(rows) - len(not_yet)), "documents"),
             Value("paper.seeds.not_yet", float(len(not_yet)), "documents"),
             Value("paper.seeds.not_yet_list", text=join_words(not_yet) or "none"),
-            Value("paper.seeds.studies_missing", text=join_words(missing) or "none")]
+            Value("paper.seeds.studies_missing", text=join_words(missing) or "none"),
+            Value("paper.seeds.coverage", text=coverage_text(len(rows) - len(not_yet), not_yet, missing))]
+
+
+def coverage_text(reproduced: int, not_yet: Sequence[str], missing: Sequence[str]) -> str:
+    """The introduction's clause on how many seeds this build reproduces (a build with every study reads
+    differently from one without: no 'seeds none are not yet reproduced')."""
+    if not not_yet:
+        return "every one has at least one claim tested in this build"
+    clause = (f"{reproduced} have at least one claim tested in this build; "
+              f"seeds {join_words(not_yet)} are not yet reproduced")
+    return f"{clause} (their studies, {join_words(missing)}, are not part of this build)" if missing else clause
 
 
 def join_words(items: Sequence[str]) -> str:
