@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..procs import ProcessGroup, run
-from .core import allocated_ranges
+from .spec import allocated_ranges
 from .launch import CofwEngineConfig, CofwServer
 
 NBDIO = Path(__file__).resolve().parent / "nbdio.py"
