@@ -76,7 +76,6 @@ def test_engine_lifecycle(rig):
 
 
 def test_counter_names_are_in_the_catalogue():
-    from dataclasses import fields
 
     from snaptax.cofw.spec import COUNTERS
     from snaptax.engines.cofw import ENGINE_COUNTERS

@@ -7,7 +7,6 @@ imports from snaptax.engines: the engine imports this module, never the reverse.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

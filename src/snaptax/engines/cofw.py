@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import fio
-from ..cofw.spec import COUNTERS, SNAPSHOT_SUFFIX
 from ..cofw.launch import CofwEngineConfig, CofwServer
+from ..cofw.spec import COUNTERS, SNAPSHOT_SUFFIX
 from ..errors import ConfigError, EngineError
 from ..procs import ProcessGroup
 from .base import SnapshotEngine

@@ -182,4 +182,5 @@ def describe(profile: profiles.Profile) -> str:
 
 __all__ = ["STUDY", "PAGE", "EXTENT", "DATA_FILES", "IODEPTH", "SNAPSHOT_DEVICES", "SNAPSHOT_COUNTS",
            "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "DbSnapshotScale", "SCALES", "scale", "engine_config",
-           "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds", "parameters", "describe"]
+           "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds", "parameters",
+           "describe"]
