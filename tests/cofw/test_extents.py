@@ -182,3 +182,31 @@ def test_an_unreachable_or_missing_device_is_named_in_one_line(workdir):
     assert "\n" not in str(exc.value)
     with pytest.raises(EngineError, match="cannot open snapshot device"):
         Volume(workdir / "src.img", snapdev=workdir / "missing.img")
+
+
+@pytest.mark.parametrize("on_device", [False, True], ids=["sparse-file", "snapshot-device"])
+def test_a_kill_between_copy_and_source_write_leaves_a_consistent_snapshot(workdir, monkeypatch, on_device):
+    """The plugin dies (SIGKILL, its test hook) after the first copy is durable and before its source write: the
+    restarted engine has the page in the snapshot, the snapshot view and the live volume both as before."""
+    size = 2 * MiB
+    model = make_source(workdir / "src.img", size)
+    dev = device(workdir / "dev.img", size) if on_device else None
+    vol = Volume(workdir / "src.img", snapdev=dev)
+    vol.create_snapshot("s")
+    vol.write(b"p" * 8192, 0)                          # a copy and its write, before the hook is armed
+    model[0:8192] = b"p" * 8192
+    at_snapshot = bytes(make_source(workdir / "ref.img", size))
+    vol.close()
+    monkeypatch.setenv("SNAPTAX_COFW_KILL_AFTER_COPY", "1")
+    vol = Volume(workdir / "src.img", snapdev=dev)
+    with pytest.raises(NbdError, match="closed"):
+        vol.write(b"k" * 12288, 5 * 8192 + 4096)       # pages 5 and 6: copied, then the engine dies
+    vol.crash()
+    monkeypatch.delenv("SNAPTAX_COFW_KILL_AFTER_COPY")
+    with Volume(workdir / "src.img", snapdev=dev) as vol2:
+        k = vol2.counters()
+        assert k["copied_pages"]["s"] == 3 and k["recovery_punched_pages"] == 0
+        assert vol2.view("s") == at_snapshot
+        assert vol2.view() == model                    # the source write never happened
+        vol2.write(b"k" * 12288, 5 * 8192 + 4096)      # retried: nothing more to copy
+        assert vol2.counters()["pages_copied"] == 0 and vol2.view("s") == at_snapshot

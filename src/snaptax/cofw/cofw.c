@@ -56,6 +56,9 @@
  *   - Source writes are as durable as on a disk with a volatile write cache: NBD FLUSH (and FUA, emulated by
  *     nbdkit as a flush) fdatasyncs the source. Create is durable when acknowledged (file created and synced,
  *     directory fsynced); delete is unlink (a crash mid-delete leaves the snapshot whole or gone).
+ *   - Tested (tests/cofw): SIGKILL after a copy is durable and before its source write (the test hook
+ *     SNAPTAX_COFW_KILL_AFTER_COPY) leaves the snapshot and the live volume consistent; a torn sparse page is
+ *     punched; a torn journal line is dropped; a contradictory line is refused in one line naming file:line.
  *   - durability=none skips the syncs (to measure the bare copy cost). A snapshot is then accompanied by a
  *     NAME.snap.unsafe (NAME.map.unsafe) marker while open; after a crash the marker remains and the snapshot is
  *     refused at start, since its copies may be missing. A clean shutdown syncs everything and removes markers.
@@ -72,7 +75,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
-#include <regex.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -157,6 +160,10 @@ static struct {
 } ctr;
 #define ADD(field, n) __atomic_fetch_add (&(field), (uint64_t) (n), __ATOMIC_RELAXED)
 #define GET(field) __atomic_load_n (&(field), __ATOMIC_RELAXED)
+
+/* Test hook: with SNAPTAX_COFW_KILL_AFTER_COPY set in its environment the plugin SIGKILLs itself right after
+ * its first copy is durable and marked, before that request's source write: the crash the ordering is for. */
+static bool kill_after_copy;
 
 static int ctl_fd = -1;
 static char ctl_path[PATH_MAX];
@@ -899,6 +906,7 @@ copy_out (int64_t first, int64_t last, char *err)
   ADD (ctr.cow_requests, 1);
   ADD (ctr.syncs, syncs);
   ADD (ctr.metadata_ops, syncs);
+  if (kill_after_copy) kill (getpid (), SIGKILL);
  out:
   if (need != need_small) free (need);
   if (missing != miss_small) free (missing);
@@ -1025,6 +1033,7 @@ cofw_get_ready (void)
 {
   char err[ERRLEN] = "";
   page_shift = __builtin_ctzll (page_size);
+  kill_after_copy = getenv ("SNAPTAX_COFW_KILL_AFTER_COPY") != NULL;
   src_fd = open (cfg_source, O_RDWR | O_CLOEXEC | (direct ? O_DIRECT : 0));
   if (src_fd < 0) { nbdkit_error ("cannot open source %s: %s", cfg_source, strerror (errno)); return -1; }
   int64_t whole = lseek (src_fd, 0, SEEK_END);       /* also right for block devices (st_size is 0) */
