@@ -2,6 +2,8 @@
 # Install what snaptax needs, from the repository's own files. Idempotent: a second run only checks.
 #   Debian packages: tools/apt-packages.txt   (apt-get, via sudo when not root)
 #   Python:          requirements.txt (exact pins) into .venv, plus the package itself and a Jupyter kernel
+#   C:               the cofw engine's nbdkit plugin (src/snaptax/cofw/cofw.c -> paths.COFW_PLUGIN), rebuilt
+#                    when the source is newer; $CC picks the compiler (default gcc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,3 +35,6 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/python -m ipykernel install --sys-prefix --name snaptax --display-name "snaptax (.venv)" >/dev/null
   echo "$want" > "$stamp"
 fi
+
+# The cofw engine's C plugin. A missing compiler or header package is one line naming the Debian package.
+PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m snaptax.cofw.build

@@ -15,6 +15,9 @@ PAPER_DIR = REPO_ROOT / "paper"
 GENERATED_DIR = PAPER_DIR / "generated"
 FIGURES_DIR = PAPER_DIR / "figures"
 BENCH_DIR = REPO_ROOT / "bench"
+BUILD_DIR = REPO_ROOT / "build"                       # compiled artefacts (git-ignored), rebuilt by make setup
+COFW_SOURCE = REPO_ROOT / "src" / "snaptax" / "cofw" / "cofw.c"
+COFW_PLUGIN = BUILD_DIR / "nbdkit-cofw.so"            # the copy-on-first-write engine's nbdkit plugin
 
 DEFAULT_WORK_DIR = Path("/var/tmp/snaptax")
 # One lock for the whole machine: measurements are timing-sensitive and must never overlap,

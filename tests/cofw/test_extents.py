@@ -1,42 +1,71 @@
-"""Snapshots on a device of their own (extents.py): NTFS-like 64 KiB allocation, byte-exact views with one and two
-snapshots, the journal as the durable map across a crash, and refusals. The device here is a file (FileClient);
-the same store over an emulated spindle's NBD export is tested in test_integration."""
+"""Snapshots on a device of their own (the plugin's snapdev=): NTFS-like 64 KiB allocation, byte-exact views with
+one and two snapshots, the journal as the durable map across a crash, and refusals. The device here is a file;
+the same store over an emulated spindle's NBD export is tested in test_integration and tests/engines."""
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
 import pytest
 
-from snaptax.cofw.core import UNSAFE_SUFFIX, CofwConfig, CofwVolume
-from snaptax.cofw.extents import ExtentAllocator, FileClient, open_client
-from snaptax.errors import ConfigError, EngineError
-from tests.cofw.test_core import make_source, random_write, read_view
+from snaptax.cofw.spec import UNSAFE_SUFFIX
+from snaptax.errors import EngineError
+from tests.cofw.test_core import make_source, random_write
+from tests.cofw.volume import NbdError, Volume
 
 MiB = 1 << 20
 KiB = 1 << 10
 
+pytestmark = pytest.mark.integration
 
-def device(path: Path, size: int) -> FileClient:
+
+def device(path: Path, size: int) -> Path:
     with open(path, "wb") as f:
         f.truncate(size)
-    return FileClient(path)
+    return path
 
 
-def test_allocator_lowest_free_first_reuses_freed_and_refuses_when_full():
-    a = ExtentAllocator(4 * 64 * KiB)
-    assert [a.allocate() for _ in range(3)] == [0, 1, 2]
-    a.free([1])
-    assert a.allocate() == 1 and a.allocate() == 3
-    with pytest.raises(EngineError, match="full"):
-        a.allocate()
-    b = ExtentAllocator(8 * 64 * KiB)
-    b.reserve({0, 2, 5})
-    assert [b.allocate() for _ in range(4)] == [1, 3, 4, 6]
-    assert b.used == 7
-    with pytest.raises(ConfigError, match="extent_size"):
-        ExtentAllocator(MiB, 3000)
+def journal(path: Path) -> list[tuple[int, int]]:
+    return [tuple(int(x) for x in line.split()) for line in path.read_text().splitlines()]  # type: ignore[misc]
+
+
+def slots(path: Path, ppe: int = 8) -> dict[int, int]:
+    """source extent -> device slot, from a journal"""
+    return {page // ppe: slot for page, slot in journal(path)}
+
+
+def test_allocator_lowest_free_first_reuses_freed_and_refuses_when_full(workdir):
+    make_source(workdir / "src.img", MiB)
+    dev = device(workdir / "dev.img", 4 * 64 * KiB)
+    with Volume(workdir / "src.img", snapdev=dev) as vol:
+        vol.create_snapshot("a")
+        for extent in (0, 1):                             # slots 0, 1 for a
+            vol.write(b"a" * 8192, extent * 64 * KiB)
+        vol.create_snapshot("b")
+        vol.write(b"b" * 8192, 2 * 64 * KiB)              # slot 2 for a, slot 3 for b
+        assert slots(workdir / "a.map") == {0: 0, 1: 1, 2: 2} and slots(workdir / "b.map") == {2: 3}
+        vol.delete_snapshot("a")                          # slots 0..2 freed: lowest first again
+        vol.write(b"c" * 8192, 5 * 64 * KiB)
+        vol.write(b"d" * 8192, 6 * 64 * KiB)
+        assert slots(workdir / "b.map") == {2: 3, 5: 0, 6: 1}
+        vol.write(b"e" * 8192, 7 * 64 * KiB)              # slot 2
+        before = vol.view()
+        with pytest.raises(NbdError) as exc:              # no slot left
+            vol.write(b"f" * 8192, 8 * 64 * KiB)
+        assert exc.value.errno == 28                      # ENOSPC
+        assert vol.view() == before                       # the source did not change
+    # At start, slots the re-attached snapshots hold are taken; the free ones below the highest are used first.
+    (workdir / "b.map").unlink()
+    device(workdir / "dev8.img", 8 * 64 * KiB)
+    (workdir / "r.map").write_text("0 0\n8 2\n40 5\n")
+    with Volume(workdir / "src.img", snapdev=workdir / "dev8.img") as vol:
+        vol.create_snapshot("n")
+        for page in (0, 8, 40, 1):                        # r holds these extents: only n allocates
+            vol.write(b"g" * 8192, page * 8192)
+        assert slots(workdir / "n.map") == {0: 1, 1: 3, 5: 4}
+        vol.write(b"h" * 8192, 24 * 8192)                 # extent 3 is new to both: r (older) first, then n
+        assert slots(workdir / "r.map")[3] == 6 and slots(workdir / "n.map")[3] == 7
+        assert vol.counters()["snapshot_allocated_bytes"] == 8 * 64 * KiB
 
 
 @pytest.mark.parametrize("direct", [False, True])
@@ -44,138 +73,140 @@ def test_views_with_one_and_two_snapshots_on_a_device_are_byte_exact(workdir, di
     size = 4 * MiB
     model = make_source(workdir / "src.img", size)
     dev = device(workdir / "dev.img", 2 * size)
-    if direct:
-        dev.close()
-        dev = FileClient(workdir / "dev.img", direct=True)
-    cfg = CofwConfig(page_size=8192, direct=direct)
-    vol = CofwVolume(workdir / "src.img", cfg, snapshot_device=dev)
     rng = random.Random(11)
     align = 4096 if direct else 1
     expected = {}
-    for step in range(300):
-        if step in (20, 150):
-            name = f"s{len(expected) + 1}"
-            vol.create_snapshot(name, workdir / f"{name}.map")
-            expected[name] = bytes(model)
-        off, data = random_write(rng, size, align)
-        vol.write(data, off)
-        model[off:off + len(data)] = data
-    assert read_view(vol) == model
-    for name, want in expected.items():
-        snap = vol.snapshot(name)
-        assert read_view(vol, snap) == want, name
-        # 64 KiB units: at least one page per unit, at most eight
-        units = snap.store.allocated_bytes // (64 * KiB)
-        assert units * 1 <= snap.copied_pages() <= units * 8
-    d = vol.counters_dict()
-    assert d["snapshot_allocated_bytes"] == sum(vol.snapshot(n).store.allocated_bytes for n in expected)
-    assert set(d["times"]) == {"s1", "s2"} and d["times"]["s1"]["copy_write_s"] > 0
-    assert d["copy_write_s"] == pytest.approx(sum(t["copy_write_s"] for t in d["times"].values()))
-    assert d["source_write_s"] > 0 and d["copy_read_s"] > 0 and d["commit_s"] > 0
-    vol.delete_snapshot("s1")
-    assert not (workdir / "s1.map").exists()
-    assert read_view(vol, vol.snapshot("s2")) == expected["s2"]
-    vol.close()
-    dev.close()
+    with Volume(workdir / "src.img", snapdev=dev, direct=direct) as vol:
+        for step in range(300):
+            if step in (20, 150):
+                name = f"s{len(expected) + 1}"
+                vol.create_snapshot(name)
+                expected[name] = bytes(model)
+            off, data = random_write(rng, size, align)
+            vol.write(data, off)
+            model[off:off + len(data)] = data
+        assert vol.view() == model
+        d = vol.counters()
+        for name, want in expected.items():
+            assert vol.view(name) == want, name
+            # 64 KiB units: at least one page per unit, at most eight
+            units = len(set(slots(workdir / f"{name}.map").values()))
+            assert units <= d["copied_pages"][name] <= units * 8
+        assert d["snapshot_allocated_bytes"] == sum(len(slots(workdir / f"{n}.map")) for n in expected) * 64 * KiB
+        assert set(d["times"]) == {"s1", "s2"} and d["times"]["s1"]["copy_write_s"] > 0
+        assert d["copy_write_s"] == pytest.approx(sum(t["copy_write_s"] for t in d["times"].values()), abs=1e-8)
+        assert d["source_write_s"] > 0 and d["copy_read_s"] > 0 and d["commit_s"] > 0
+        vol.delete_snapshot("s1")
+        assert not (workdir / "s1.map").exists()
+        assert vol.view("s2") == expected["s2"]
 
 
 def test_pages_of_one_extent_sit_together_and_two_snapshots_interleave(workdir):
-    make_source(workdir / "src.img", MiB)
+    src_at_snapshot = make_source(workdir / "src.img", MiB)
     dev = device(workdir / "dev.img", MiB)
-    vol = CofwVolume(workdir / "src.img", CofwConfig(page_size=8192), snapshot_device=dev)
-    a = vol.create_snapshot("a", workdir / "a.map")
-    vol.write(b"1" * 8192, 3 * 8192)            # extent 0 of a -> slot 0, page 3 at 24 KiB
-    b = vol.create_snapshot("b", workdir / "b.map")
-    vol.write(b"2" * 8192, 10 * 8192)           # extent 1: a -> slot 1, b -> slot 2 (allocation order)
-    vol.write(b"3" * 8192, 4 * 8192)            # extent 0 again: a has slot 0, b gets slot 3
-    assert a.store._map == {0: 0, 1: 1} and b.store._map == {1: 2, 0: 3}
+    with Volume(workdir / "src.img", snapdev=dev) as vol:
+        vol.create_snapshot("a")
+        vol.write(b"1" * 8192, 3 * 8192)            # extent 0 of a -> slot 0, page 3 at 24 KiB
+        vol.create_snapshot("b")
+        vol.write(b"2" * 8192, 10 * 8192)           # extent 1: a -> slot 1, b -> slot 2 (allocation order)
+        vol.write(b"3" * 8192, 4 * 8192)            # extent 0 again: a has slot 0, b gets slot 3
+        assert slots(workdir / "a.map") == {0: 0, 1: 1} and slots(workdir / "b.map") == {1: 2, 0: 3}
+        vol.flush()
     raw = (workdir / "dev.img").read_bytes()
-    src_at_snapshot = make_source(workdir / "ref.img", MiB)
     assert raw[3 * 8192:4 * 8192] == src_at_snapshot[3 * 8192:4 * 8192]          # a's page 3 in slot 0
     assert raw[3 * 64 * KiB + 4 * 8192:3 * 64 * KiB + 5 * 8192] == src_at_snapshot[4 * 8192:5 * 8192]
-    vol.close()
-    dev.close()
 
 
 def test_a_crash_keeps_the_journal_s_pages_and_drops_a_torn_line(workdir):
     size = 2 * MiB
     model = make_source(workdir / "src.img", size)
-    cfg = CofwConfig(page_size=8192)
     dev = device(workdir / "dev.img", size)
-    vol = CofwVolume(workdir / "src.img", cfg, snapshot_device=dev)
-    vol.create_snapshot("s", workdir / "s.map")
+    vol = Volume(workdir / "src.img", snapdev=dev)
+    vol.create_snapshot("s")
     at_snapshot = bytes(model)
     rng = random.Random(3)
     for _ in range(60):
         off, data = random_write(rng, size, 1)
         vol.write(data, off)
-    copied = vol.snapshot("s").copied_pages()
-    used = vol.snapshot("s").store.allocated_bytes
+    k = vol.counters()
+    copied, used = k["copied_pages"]["s"], k["snapshot_allocated_bytes"]
+    vol.crash()
     # "Crash" mid-append: the last record of a copy whose source write never happened is half written.
     with open(workdir / "s.map", "ab") as f:
         f.write(b"17")
-    del vol
-
-    vol2 = CofwVolume(workdir / "src.img", cfg, snapshot_device=FileClient(workdir / "dev.img"))
-    snap = vol2.attach_snapshot("s", workdir / "s.map")
-    assert snap.copied_pages() == copied and snap.store.allocated_bytes == used
-    assert read_view(vol2, snap) == at_snapshot
-    vol2.write(b"n" * 8192, 0)                   # and it keeps working: new copies go to fresh slots
-    assert read_view(vol2, snap) == at_snapshot
+    with Volume(workdir / "src.img", snapdev=dev) as vol2:
+        k = vol2.counters()
+        assert k["copied_pages"]["s"] == copied and k["snapshot_allocated_bytes"] == used
+        assert vol2.view("s") == at_snapshot
+        vol2.write(b"n" * 8192, 0)                   # and it keeps working: new copies go to fresh slots
+        assert vol2.view("s") == at_snapshot
     assert (workdir / "s.map").read_bytes().endswith(b"\n")
-    vol2.close()
 
 
-def test_a_contradictory_journal_is_refused_in_one_line(workdir):
+@pytest.mark.parametrize("text,line", [(b"0 0\n1 5\n", 2), (b"0 0\nzz\n", 2), (b"99999 0\n", 1)])
+def test_a_contradictory_journal_is_refused_in_one_line(workdir, text, line):
     make_source(workdir / "src.img", MiB)
-    (workdir / "s.map").write_bytes(b"0 0\n1 5\n")       # pages 0 and 1 share extent 0: one slot, not two
-    vol = CofwVolume(workdir / "src.img", CofwConfig(page_size=8192),
-                     snapshot_device=device(workdir / "dev.img", MiB))
-    with pytest.raises(EngineError, match=r"s\.map:2"):
-        vol.attach_snapshot("s", workdir / "s.map")
-    vol.close()
+    (workdir / "s.map").write_bytes(text)       # two slots for one extent; not a line; a page outside the volume
+    with pytest.raises(EngineError, match=rf"s\.map:{line}") as exc:
+        Volume(workdir / "src.img", snapdev=device(workdir / "dev.img", MiB))
+    assert "\n" not in str(exc.value)
 
 
 def test_durability_none_on_a_device_is_refused_after_a_crash(workdir):
     make_source(workdir / "src.img", MiB)
-    cfg = CofwConfig(page_size=8192, durability="none")
-    vol = CofwVolume(workdir / "src.img", cfg, snapshot_device=device(workdir / "dev.img", MiB))
-    vol.create_snapshot("a", workdir / "a.map")
+    dev = device(workdir / "dev.img", MiB)
+    vol = Volume(workdir / "src.img", durability="none", snapdev=dev)
+    vol.create_snapshot("a")
     assert (workdir / ("a.map" + UNSAFE_SUFFIX)).exists()
     vol.write(b"x" * 8192, 0)
-    assert vol.counters.syncs == 0
-    del vol
-    vol2 = CofwVolume(workdir / "src.img", cfg, snapshot_device=FileClient(workdir / "dev.img"))
+    assert vol.counters()["syncs"] == 0
+    vol.crash()
     with pytest.raises(EngineError, match="durability=none"):
-        vol2.attach_snapshot("a", workdir / "a.map")
-    vol2.close()
+        Volume(workdir / "src.img", durability="none", snapdev=dev)
 
 
 def test_a_full_device_fails_the_write_before_the_source_changes(workdir):
     model = make_source(workdir / "src.img", MiB)
-    vol = CofwVolume(workdir / "src.img", CofwConfig(page_size=8192),
-                     snapshot_device=device(workdir / "dev.img", 64 * KiB))    # room for one extent
-    vol.create_snapshot("a", workdir / "a.map")
-    vol.write(b"x" * 8192, 0)
-    with pytest.raises(EngineError, match="full"):
-        vol.write(b"y" * 8192, 64 * KiB)
-    assert read_view(vol)[64 * KiB:72 * KiB] == model[64 * KiB:72 * KiB]
-    vol.close()
+    with Volume(workdir / "src.img", snapdev=device(workdir / "dev.img", 64 * KiB)) as vol:   # one extent
+        vol.create_snapshot("a")
+        vol.write(b"x" * 8192, 0)
+        with pytest.raises(NbdError):
+            vol.write(b"y" * 8192, 64 * KiB)
+        assert vol.view()[64 * KiB:72 * KiB] == model[64 * KiB:72 * KiB]
 
 
-def test_open_client_names_the_missing_binding_or_path(workdir, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_nbd(name, *args, **kwargs):
-        if name == "nbd":
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_nbd)
-    with pytest.raises(EngineError, match="python3-libnbd"):
-        open_client("nbd+unix:///?socket=/nonexistent.sock")
+def test_an_unreachable_or_missing_device_is_named_in_one_line(workdir):
+    make_source(workdir / "src.img", MiB)
+    with pytest.raises(EngineError, match="cannot connect to the snapshot device") as exc:
+        Volume(workdir / "src.img", snapdev="nbd+unix:///?socket=/nonexistent.sock")
+    assert "\n" not in str(exc.value)
     with pytest.raises(EngineError, match="cannot open snapshot device"):
-        open_client(str(workdir / "missing.img"))
-    assert os.path.exists(workdir)
+        Volume(workdir / "src.img", snapdev=workdir / "missing.img")
+
+
+@pytest.mark.parametrize("on_device", [False, True], ids=["sparse-file", "snapshot-device"])
+def test_a_kill_between_copy_and_source_write_leaves_a_consistent_snapshot(workdir, monkeypatch, on_device):
+    """The plugin dies (SIGKILL, its test hook) after the first copy is durable and before its source write: the
+    restarted engine has the page in the snapshot, the snapshot view and the live volume both as before."""
+    size = 2 * MiB
+    model = make_source(workdir / "src.img", size)
+    dev = device(workdir / "dev.img", size) if on_device else None
+    vol = Volume(workdir / "src.img", snapdev=dev)
+    vol.create_snapshot("s")
+    vol.write(b"p" * 8192, 0)                          # a copy and its write, before the hook is armed
+    model[0:8192] = b"p" * 8192
+    at_snapshot = bytes(make_source(workdir / "ref.img", size))
+    vol.close()
+    monkeypatch.setenv("SNAPTAX_COFW_KILL_AFTER_COPY", "1")
+    vol = Volume(workdir / "src.img", snapdev=dev)
+    with pytest.raises(NbdError, match="closed"):
+        vol.write(b"k" * 12288, 5 * 8192 + 4096)       # pages 5 and 6: copied, then the engine dies
+    vol.crash()
+    monkeypatch.delenv("SNAPTAX_COFW_KILL_AFTER_COPY")
+    with Volume(workdir / "src.img", snapdev=dev) as vol2:
+        k = vol2.counters()
+        assert k["copied_pages"]["s"] == 3 and k["recovery_punched_pages"] == 0
+        assert vol2.view("s") == at_snapshot
+        assert vol2.view() == model                    # the source write never happened
+        vol2.write(b"k" * 12288, 5 * 8192 + 4096)      # retried: nothing more to copy
+        assert vol2.counters()["pages_copied"] == 0 and vol2.view("s") == at_snapshot

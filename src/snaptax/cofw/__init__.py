@@ -1,11 +1,14 @@
 """Sparse-file copy-on-first-write snapshots (SQL Server database-snapshot semantics).
 
-core            the bookkeeping (stdlib only: also imported by the nbdkit plugin under the system python3)
-control         the line-JSON control protocol between the engine and the running nbdkit (stdlib only)
-nbdkit_plugin   the nbdkit Python plugin serving the live volume and every snapshot view as NBD exports
+cofw.c          the engine: a C nbdkit plugin serving the live volume and every snapshot view as NBD exports
+                (copy-on-first-write, sparse-file and snapshot-device stores, journals, crash recovery, counters)
+build           compiles cofw.c into paths.COFW_PLUGIN (make setup; rebuilt when the source is newer)
+spec            what Python and the plugin agree on: configuration checks, file suffixes, counter names
+control         the line-JSON control protocol: the client (and a Python server, used only by tests)
 launch          CofwServer: one nbdkit running the plugin, and its configuration (CofwEngineConfig)
-bench           cofw_engine_over_raw(): the engine's own overhead against qemu-storage-daemon's raw export
+validate        the engine against QEMU's copy-before-write
+bench           cofw_engine_over_raw(), cofw_first_write_over_raw: the engine against qemu-storage-daemon's raw export
 """
-from .core import CofwConfig, CofwVolume, Counters, Snapshot
+from .spec import COUNTERS, CofwConfig
 
-__all__ = ["CofwConfig", "CofwVolume", "Counters", "Snapshot"]
+__all__ = ["COUNTERS", "CofwConfig"]

@@ -1,4 +1,4 @@
-"""Control channel between the engine (client) and the running nbdkit plugin (server). Stdlib only.
+"""Control channel between the engine (client) and the running nbdkit plugin (the server is in cofw.c).
 
 A unix stream socket; each request is one JSON object on one line, answered by one JSON line:
   {"op": "create", "name": "s1"}   -> {"ok": true, "result": {...}}   or {"ok": false, "error": "one line"}
@@ -14,62 +14,12 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import EngineError
 
 _MAX_LINE = 1 << 16
-
-
-class ControlServer:
-    """Serves `handler(request_dict) -> result` on a unix socket from one daemon thread."""
-
-    def __init__(self, path: str | Path, handler: Callable[[dict], Any]) -> None:
-        self.path = str(path)
-        self.handler = handler
-        if os.path.exists(self.path):
-            os.unlink(self.path)        # a stale socket from a killed run; the engine owns the directory
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.bind(self.path)
-        self._sock.listen(4)
-        self._thread = threading.Thread(target=self._serve, name="cofw-control", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return                  # socket closed: shutting down
-            with conn:
-                try:
-                    self._serve_conn(conn)
-                except OSError:
-                    pass                # client went away
-
-    def _serve_conn(self, conn: socket.socket) -> None:
-        f = conn.makefile("rwb")
-        for line in f:
-            try:
-                req = json.loads(line)
-                if not isinstance(req, dict) or not isinstance(req.get("op"), str):
-                    raise ValueError("request must be a JSON object with a string 'op'")
-                reply = {"ok": True, "result": self.handler(req)}
-            except Exception as e:     # every failure goes back to the caller as one line
-                reply = {"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0]}
-            f.write(json.dumps(reply).encode() + b"\n")
-            f.flush()
-
-    def close(self) -> None:
-        try:
-            self._sock.close()
-        finally:
-            if os.path.exists(self.path):
-                os.unlink(self.path)
 
 
 class ControlClient:

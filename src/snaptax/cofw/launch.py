@@ -1,5 +1,5 @@
-"""Launching the copy-on-first-write volume: one nbdkit running the Python plugin (nbdkit_plugin.py), driven over
-the control socket (control.py).
+"""Launching the copy-on-first-write volume: one nbdkit running the C plugin (cofw.c, built by build.py), driven
+over the control socket (control.py).
 
 Lower level than the engine (snaptax.engines.cofw, which adds a rig device and the SnapshotEngine interface):
 used by the engine, the integrity tests, the QEMU validation (validate.py) and the bench (bench.py). Nothing here
@@ -7,17 +7,18 @@ imports from snaptax.engines: the engine imports this module, never the reverse.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, EngineError
-from ..procs import ProcessGroup, require, run
+from ..paths import COFW_PLUGIN
+from ..procs import ProcessGroup, require
+from .build import ensure_plugin
 from .control import ControlClient, try_ping
-from .core import DURABILITY, CofwConfig
+from .spec import DURABILITY, CofwConfig
 
-PLUGIN = Path(__file__).resolve().parent / "nbdkit_plugin.py"
+PLUGIN = COFW_PLUGIN
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,11 @@ class CofwEngineConfig:
                           extent_size=self.extent_size)
 
 
-def plugin_available() -> None:
-    """Raise EngineError unless nbdkit and its python plugin can run."""
+def plugin_available() -> Path:
+    """The built plugin (rebuilt if its source is newer); MissingTool naming the package when nbdkit, the
+    compiler or a header package is missing."""
     require("nbdkit")
-    # nbdkit's python plugin embeds the system python3; without the Debian package it fails at load time.
-    if run(["nbdkit", "python", "--version"], check=False, timeout=30).returncode != 0:
-        raise EngineError("nbdkit cannot load its python plugin: install the Debian package 'nbdkit-plugin-python'")
+    return ensure_plugin()
 
 
 class CofwServer:
@@ -87,7 +87,7 @@ class CofwServer:
         return f"nbd+unix:///{export}?socket={self.nbd_socket}"
 
     def start(self) -> CofwServer:
-        plugin_available()
+        plugin = plugin_available()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.snapshot_dir.mkdir(parents=True, exist_ok=True)
         for sock in (self.nbd_socket, self.control_socket):   # nbdkit leaves its socket behind on exit
@@ -98,9 +98,8 @@ class CofwServer:
         if c.direct:
             # O_DIRECT needs 4 KiB-aligned requests; the filter turns unaligned ones into serialised RMW.
             argv += ["--filter=blocksize"]
-        argv += ["python", str(PLUGIN), f"source={self.source}", f"snapdir={self.snapshot_dir}",
-                 f"control={self.control_socket}", f"page_size={c.page_size}", f"durability={c.durability}",
-                 f"direct={int(c.direct)}"]
+        argv += [str(plugin), f"source={self.source}", f"snapdir={self.snapshot_dir}",
+                 f"control={self.control_socket}", *c.core().plugin_args()]
         if c.direct:
             argv += ["minblock=4096"]
         if self.size is not None:
@@ -108,19 +107,17 @@ class CofwServer:
         if self.snapshot_device is not None:
             argv += [f"snapdev={self.snapshot_device}", f"snapdev_connections={c.snapdev_connections}",
                      f"extent_size={c.extent_size}"]
-        env = dict(os.environ)
-        # The plugin runs in nbdkit's embedded system python: a venv's or pyenv's settings must not leak into it.
-        for var in ("PYTHONHOME", "PYTHONPATH", "VIRTUAL_ENV"):
-            env.pop(var, None)
         log = self.run_dir / "nbdkit.log"
         try:
             self.group.spawn(argv, name="nbdkit-cofw", log_path=log,
-                             ready=lambda: self.nbd_socket.exists() and try_ping(self.control_socket), env=env)
+                             ready=lambda: self.nbd_socket.exists() and try_ping(self.control_socket))
         except EngineError as exc:
-            # The plugin's failure is a Python traceback in the log; its last line is the one that matters.
+            # The plugin reports why in nbdkit's "error:" line (nbdkit: PLUGIN[1]: error: MESSAGE).
             lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
-            if lines:
-                raise EngineError(f"cofw nbdkit did not start: {lines[-1].strip()} (log: {log})") from exc
+            errors = [ln.split("error: ", 1)[1] for ln in lines if "error: " in ln]
+            if errors or lines:
+                why = errors[-1] if errors else lines[-1].strip()   # the log may hold earlier runs
+                raise EngineError(f"cofw nbdkit did not start: {why} (log: {log})") from exc
             raise
         self.control = ControlClient(self.control_socket)
         return self
@@ -138,7 +135,8 @@ class CofwServer:
         self.call("delete", name=name)
 
     def counters(self) -> dict[str, Any]:
-        """The plugin's cumulative counters (snaptax.cofw.core.Counters) plus page_size and per-snapshot pages."""
+        """The plugin's cumulative counters (snaptax.cofw.spec.COUNTERS) plus page_size, the snapshots, their copied
+        pages and times, and snapshot_allocated_bytes."""
         return self.call("counters")
 
     def close(self) -> None:

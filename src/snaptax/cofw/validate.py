@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..procs import ProcessGroup, run
-from .core import allocated_ranges
 from .launch import CofwEngineConfig, CofwServer
+from .spec import allocated_ranges
 
 NBDIO = Path(__file__).resolve().parent / "nbdio.py"
 SYSTEM_PYTHON = "/usr/bin/python3"

@@ -2,10 +2,9 @@
 
 The live volume is a file (or block device) written in place; each snapshot is a sparse file in `snapshot_dir`
 that receives the old contents of a page (default 8 KiB) before that page's first write after the snapshot.
-The bookkeeping is snaptax.cofw.core; nbdkit's Python plugin (snaptax/cofw/nbdkit_plugin.py) serves the live
-volume as export `live` and each snapshot as read-only `snap-NAME`; snapshots are created and deleted at run time
-over a unix control socket (snaptax.cofw.control); snaptax.cofw.launch starts the nbdkit. Crash semantics: see
-snaptax.cofw.core.
+The engine is a C nbdkit plugin (src/snaptax/cofw/cofw.c, built by make setup) serving the live volume as export
+`live` and each snapshot as read-only `snap-NAME`; snapshots are created and deleted at run time over a unix
+control socket (snaptax.cofw.control); snaptax.cofw.launch starts the nbdkit. Crash semantics: cofw.c's header.
 
 Delete is SQL Server's DROP DATABASE of a snapshot: the sparse file is discarded; nothing is merged.
 """
@@ -16,17 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import fio
-from ..cofw.core import SNAPSHOT_SUFFIX
 from ..cofw.launch import CofwEngineConfig, CofwServer
+from ..cofw.spec import COUNTERS, SNAPSHOT_SUFFIX
 from ..errors import ConfigError, EngineError
 from ..procs import ProcessGroup
 from .base import SnapshotEngine
 
-# The plugin's counters (snaptax.cofw.core.Counters) recorded per measurement, as engine.<name>. Its constants
+# The plugin's counters (snaptax.cofw.spec.COUNTERS) recorded per measurement, as engine.<name>. Its constants
 # (page_size) and per-snapshot listings are not counters: the page size is in describe().
-ENGINE_COUNTERS = ("pages_copied", "bytes_copied", "cow_faults", "cow_requests", "syncs", "bitmap_marks",
-                   "metadata_ops", "snap_pages_read", "snapshots_created", "snapshots_deleted",
-                   "recovery_punched_pages", "source_write_s", "copy_read_s", "copy_write_s", "commit_s")
+ENGINE_COUNTERS = COUNTERS
 
 
 class CofwEngine(SnapshotEngine):
@@ -38,7 +35,7 @@ class CofwEngine(SnapshotEngine):
                  snapshot_dir: Path | None = None, snapshot_device=None) -> None:
         """`snapshot_device`: a rig device of its own for the snapshots' pages (SQL Server's sparse files on
         another volume: an emulated spindle, a block device or a file), laid out in 64 KiB extents
-        (snaptax.cofw.extents); default: sparse files beside the run, on the host file system."""
+        (see cofw.c); default: sparse files beside the run, on the host file system."""
         if disk_size > device.capacity:
             raise ConfigError(rig.source, f"devices.{device.name}.capacity",
                               f"smaller than the study's disk size {disk_size}")
@@ -46,7 +43,7 @@ class CofwEngine(SnapshotEngine):
             raise ConfigError(f"cofw config {config.name!r}", "page_size",
                               f"does not divide the disk size {disk_size}")
         if device.type not in ("file", "block"):
-            # The core needs a file descriptor; an emulated spindle is an NBD export (not done yet).
+            # The plugin writes the source through a file descriptor; a spindle source would be an NBD export.
             raise ConfigError(rig.source, f"devices.{device.name}.type",
                               f"the cofw engine runs on file or block devices, not {device.type!r}")
         if snapshot_device is not None and snapshot_device.name == device.name:

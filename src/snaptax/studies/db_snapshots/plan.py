@@ -3,7 +3,8 @@ SQL Server database snapshots, the snapshots' sparse files on a six-disk 15K RAI
 
 Engine: the 8 KiB copy-on-first-write engine (snaptax.engines.cofw, SQL Server's semantics: the first write to a
 page after a snapshot copies the old page into every snapshot lacking it, durably, before the source write), with
-the snapshots on a device of their own laid out in NTFS's 64 KiB allocation units (snaptax.cofw.extents).
+the snapshots on a device of their own laid out in NTFS's 64 KiB allocation units
+(the cofw plugin, src/snaptax/cofw/cofw.c).
 
 Devices: the source (the database's data files) on the rig's default device (SSD-class; the seed: two Fusion-io
 cards); the snapshots on `raid5_15k_6` (emulated six-disk 15K RAID5, the seed's iSCSI array) or on `ssd_snapshots`
