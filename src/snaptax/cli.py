@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import profiles
+from . import paths, profiles
 from .errors import DeviceRefused, SnaptaxError
 
 
@@ -26,10 +26,13 @@ def _engine_support(rig) -> list[str]:
             else:
                 lines.append("lvmthin: missing qemu-system-x86_64 (qemu-system-x86) for the TCG guest")
         elif engine == "cofw":
-            plugin = Path("/usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-python-plugin.so")
-            have = bool(shutil.which("nbdkit")) and plugin.exists()
-            lines.append(f"cofw: {'available' if have else 'missing nbdkit-plugin-python'} "
-                         "(8 KiB copy-on-first-write over nbdkit)")
+            if not shutil.which("nbdkit"):
+                state = "missing nbdkit"
+            elif not paths.COFW_PLUGIN.exists():
+                state = f"not built ({paths.COFW_PLUGIN}; make setup builds it)"
+            else:
+                state = "available"
+            lines.append(f"cofw: {state} (8 KiB copy-on-first-write, a C nbdkit plugin)")
     return lines
 
 

@@ -20,9 +20,9 @@ and a closing base-write and base-read, so that each cycle's steady phases are s
 measurements that bracket them in time (its own cycle's and the next's: drift through the cycle cancels).
 Writes and reads run at queue depth 1 with a fixed number of I/Os (fio number_ios; each at a random block chosen
 uniformly, norandommap, so the fraction of first writes follows snaptax.models.cow.first_write_fraction). QD1
-because the cofw engine's Python plugin saturates near 10k IOPS at depth (its GIL), which would flatten every
-difference into the plugin's ceiling; at QD1 it adds a constant ~20 µs per request, so ratios within an engine
-stay honest. The random jobs are counted, not timed, so the plan's fio time (StudyPlan.fio_seconds) is 0.
+so that a first write's extra work (copy read, copy write, flush) adds its own time to the request that caused it
+instead of overlapping with other requests in the device's queue (the cofw engine, a C plugin since issue 12, is
+no longer a ceiling at depth: make bench's cofw_engine_over_raw). The random jobs are counted, not timed, so the plan's fio time (StudyPlan.fio_seconds) is 0.
 """
 from __future__ import annotations
 
