@@ -60,9 +60,6 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     return session.published
 
 
-GUEST_FILE = "guest_dump.json"
-
-
 def guest_phase(rig: rigmod.Rig, profile: profiles.Profile, session: RunSession) -> Path:
     """Boot the guest once and take the plan's dumps of its memory while it runs; writes guest_dump.json into the
     run (the planned dumps beside what each measured). Every process, socket and file of the phase is gone when
@@ -78,7 +75,7 @@ def guest_phase(rig: rigmod.Rig, profile: profiles.Profile, session: RunSession)
         pg.own(scratch)
         run = run_memsnap(image, Dirtier(g.fill_mib, planmod.GUEST_DIRTY_PAGES_S), requests,
                           memory_mib=g.memory_mib, scratch=scratch, pg=pg)
-        out = session.staging / GUEST_FILE
+        out = session.staging / planmod.GUEST_FILE
         doc = run.to_json()
         doc["planned"] = [{"method": d.method, "label": d.label, "repeat": d.repeat,
                            "point": None if d.point is None else [d.point.block_pages, d.point.wait_ms],
@@ -86,7 +83,7 @@ def guest_phase(rig: rigmod.Rig, profile: profiles.Profile, session: RunSession)
         doc["image"] = {"key": image.key, "kernel_release": image.provenance.get("kernel_release")}
         out.write_text(json.dumps(doc, indent=1) + "\n")
         console = run.console_path.read_text(errors="replace")
-        (session.staging / "guest_console.log").write_text(console[-200_000:])
+        (session.staging / planmod.GUEST_CONSOLE).write_text(console[-200_000:])
     session.log_event("guest_done", wall_s=round(run.wall_s, 2), background_snapshot=run.background_snapshot)
     session.progress.say(f"guest phase: {len(run.dumps)} dumps in {run.wall_s:.0f} s")
     return out

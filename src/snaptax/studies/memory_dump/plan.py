@@ -124,7 +124,9 @@ def scale(profile: profiles.Profile) -> MemoryDumpScale:
     return profiles.study_scale(SCALES, profile, "memory_dump", "memory-dump scale")
 
 
-GUEST = "guest"                    # the guest phase's name in the run (events, guest_dump.json)
+GUEST = "guest"                    # the guest phase's name in the run (events)
+GUEST_FILE = "guest_dump.json"     # the guest phase's record in the run: planned and measured dumps, progress samples
+GUEST_CONSOLE = "guest_console.log"
 BACKGROUND, PRECOPY = "background-snapshot", "precopy"
 GUEST_RESERVED_MIB = 224           # guest RAM not filled: the unpacked initramfs (~95 MiB), kernel, fio
 GUEST_DIRTY_PAGES_S = 256          # the known dirty rate (1 MiB/s): far below every precopy bandwidth, so it converges
@@ -314,6 +316,7 @@ def describe(profile: profiles.Profile) -> str:
 
 __all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "DEFAULT", "TUNED", "SEED_MEMORY", "MEMORY_FILE", "NOMINAL",
            "MemoryDumpScale", "SCALES", "scale", "walker_job", "point_of", "role_plan", "build_plan",
-           "estimated_seconds", "wait_seconds", "parameters", "describe", "GUEST", "BACKGROUND", "PRECOPY",
+           "estimated_seconds", "wait_seconds", "parameters", "describe", "GUEST", "GUEST_FILE", "GUEST_CONSOLE",
+           "BACKGROUND", "PRECOPY",
            "GuestDumpScale", "GUEST_SCALES", "guest_scale", "implied_bandwidth", "GuestDump", "guest_dumps",
            "guest_estimated_seconds", "guest_parameters"]
