@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from snaptax.guest.memsnap import (
-    START_MARK, Dirtier, DumpRequest, Sample, _Console, probe_background_snapshot, progress_rate,
+    START_MARK,
+    Dirtier,
+    DumpRequest,
+    Sample,
+    _Console,
+    probe_background_snapshot,
+    progress_rate,
 )
 from snaptax.guest.vm import GuestError
 from snaptax.qmp import QMPError

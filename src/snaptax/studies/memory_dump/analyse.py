@@ -202,7 +202,8 @@ def best_curve(fits: dict[str, dict[str, md.DumpFit]]) -> pd.DataFrame:
 # ------------------------------------------------------------------ the guest phase (a real QEMU memory dump)
 
 UNTHROTTLED = md.WalkerPoint(2048, 0)   # the walker point a dump without a bandwidth limit is set beside
-GUEST_COLUMNS = ["method", "label", "repeat", "pages", "wait_ms", "bandwidth_mib_s", "memory_bytes", "dump_s",
+GUEST_COLUMNS = ["method", "label", "repeat", "start_s", "end_s", "pages", "wait_ms", "bandwidth_mib_s",
+                 "memory_bytes", "dump_s",
                  "transferred_bytes", "file_bytes", "ram_bytes", "rate_mib_s", "s_per_gib", "file_per_ram", "passes",
                  "downtime_ms", "probe_before", "probe_during", "slowdown", "dirty_before", "dirty_during"]
 
@@ -233,6 +234,7 @@ def guest_table(doc: dict | None) -> pd.DataFrame:
         pb, pd_ = _rate(samples, "probe", *before), _rate(samples, "probe", *during)
         bw = plan["bandwidth_bytes_s"]
         rows.append({"method": plan["method"], "label": plan["label"], "repeat": int(plan["repeat"]),
+                     "start_s": float(d["start_s"]), "end_s": float(d["end_s"]),
                      "pages": point[0] if point else UNTHROTTLED.block_pages,
                      "wait_ms": float(point[1]) if point else UNTHROTTLED.wait_ms,
                      "bandwidth_mib_s": bw / MiB if bw else math.nan, "memory_bytes": memory,
