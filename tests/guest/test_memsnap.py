@@ -17,7 +17,18 @@ from snaptax.guest.image import build_image
 from snaptax.guest.memsnap import Dirtier, DumpRequest, run_memsnap
 from snaptax.guest.vm import GuestError
 
-from .test_guest_boot import qemu_processes_mentioning
+
+def qemu_processes_mentioning(text: str) -> list[int]:
+    """PIDs of live processes whose command line contains `text` (each test's scratch directory is unique)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if text.encode() in (d / "cmdline").read_bytes():
+                    pids.append(int(d.name))
+            except OSError:
+                pass
+    return [p for p in pids if p != os.getpid()]
 
 pytestmark = pytest.mark.guest
 MiB = 1 << 20
