@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from ...analysis import Analysis
@@ -279,7 +280,7 @@ def guest_summarize(guest: pd.DataFrame, meas: pd.DataFrame, fits: dict[str, dic
         rate = mean_interval(g.rate_mib_s.to_numpy())
         slow = paired_ratio_interval(g.probe_during.to_numpy(), g.probe_before.to_numpy())
         p = md.WalkerPoint(int(g.pages.iloc[0]), float(g.wait_ms.iloc[0]))
-        w = walker[walker.label == p.label].s_per_gib.to_numpy() if len(walker) else []
+        w = walker[walker.label == p.label].s_per_gib.to_numpy() if len(walker) else np.array([])
         to_w = ratio_of_means_interval(g.s_per_gib.to_numpy(), w)
         memory = float(g.memory_bytes.iloc[0])
         bw = float(g.bandwidth_mib_s.iloc[0])

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 from ... import profiles, rig as rigmod
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...guest import build_image
-from ...guest.memsnap import Dirtier, DumpRequest, run_memsnap
+from ...guest.memsnap import Dirtier, DumpRequest, Method, UNLIMITED_BANDWIDTH, run_memsnap
 from ...procs import ProcessGroup
 from ...record import RunSession
 from . import plan as planmod
@@ -66,8 +67,8 @@ def guest_phase(rig: rigmod.Rig, profile: profiles.Profile, session: RunSession)
     this returns or raises (the console log stays in the run for inspection)."""
     g = planmod.guest_scale(profile)
     planned = planmod.guest_dumps(profile)
-    requests = [DumpRequest(d.method, int(d.bandwidth_bytes_s or (1 << 40)), planmod.GUEST_BASELINE_S, d.label)
-                for d in planned]
+    requests = [DumpRequest(cast(Method, d.method), int(d.bandwidth_bytes_s or UNLIMITED_BANDWIDTH),
+                            planmod.GUEST_BASELINE_S, d.label) for d in planned]
     image = build_image()
     scratch = rig.rig_work_dir / "memdump-guest"
     session.log_event("guest_start", memory_mib=g.memory_mib, dumps=len(planned))

@@ -95,7 +95,7 @@ def curve_chart(a: MemoryDumpAnalysis) -> alt.FacetChart:
         title="Best setting for a device: wait = s(B)(1 - u)/u keeps it busy a fraction u")
 
 
-def guest_progress_chart(a: MemoryDumpAnalysis) -> alt.LayerChart:
+def guest_progress_chart(a: MemoryDumpAnalysis) -> alt.LayerChart | alt.FacetChart:
     """The real VM dump: the guest program's progress (probe pages per second between status lines) over the
     guest's life, with each dump's window shaded by its method. Where the line drops inside a window, the dump
     slowed the guest down."""
@@ -133,7 +133,7 @@ def guest_compare_frame(a: MemoryDumpAnalysis) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def guest_compare_chart(a: MemoryDumpAnalysis) -> alt.LayerChart:
+def guest_compare_chart(a: MemoryDumpAnalysis) -> alt.LayerChart | alt.FacetChart:
     """Time per GiB of the real VM dump (95 % interval) beside the page-walker at the same point and the models."""
     data = guest_compare_frame(a)
     base = alt.Chart(data).encode(x=alt.X("label:N", title=None), xOffset="what:N",
