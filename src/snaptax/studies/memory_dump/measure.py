@@ -13,7 +13,7 @@ from ... import profiles, rig as rigmod
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...guest import build_image
-from ...guest.memsnap import Dirtier, DumpRequest, Method, UNLIMITED_BANDWIDTH, run_memsnap
+from ...guest.memsnap import UNLIMITED_BANDWIDTH, Dirtier, DumpRequest, Method, run_memsnap
 from ...procs import ProcessGroup
 from ...record import RunSession
 from . import plan as planmod
