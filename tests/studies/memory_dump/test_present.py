@@ -22,7 +22,7 @@ def test_guest_figures_and_table_when_the_run_has_a_guest_phase(tmp_path):
     from tests.studies.memory_dump.test_analyse import make_guest_run
     a = an.analyse(make_guest_run(tmp_path / "run"))
     present.write(a, tmp_path / "fig", tmp_path / "gen")
-    for stem in ("memory_dump-guest", "memory_dump-guest-compare"):
+    for stem in ("memory_dump-guest-progress", "memory_dump-guest-compare"):
         assert (tmp_path / "fig" / f"{stem}.pdf").stat().st_size > 1000
     tab = (tmp_path / "gen" / "memory_dump-guest.tex").read_text()
     assert tab.count("\\\\") == 1 + len(a.guest_summary) and "precopy-p2048-w2 & 274 &" in tab

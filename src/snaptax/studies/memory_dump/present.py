@@ -123,7 +123,7 @@ def guest_compare_frame(a: MemoryDumpAnalysis) -> pd.DataFrame:
     for r in g.itertuples(index=False):
         rows.append({"label": r.label, "what": "guest dump (measured)", "s_per_gib": r.s_per_gib,
                      "low": r.s_per_gib_low, "high": r.s_per_gib_high})
-        rows.append({"label": r.label, "what": f"fio page-walker {r.point} (ssd)", "s_per_gib": r.walker_s_per_gib,
+        rows.append({"label": r.label, "what": "fio page-walker, same point (ssd)", "s_per_gib": r.walker_s_per_gib,
                      "low": np.nan, "high": np.nan})
         rows.append({"label": r.label, "what": "ssd 'after' fit", "s_per_gib": r.predict_fit_s * GiB / mem,
                      "low": r.predict_fit_low * GiB / mem, "high": r.predict_fit_high * GiB / mem})
@@ -136,7 +136,7 @@ def guest_compare_frame(a: MemoryDumpAnalysis) -> pd.DataFrame:
 def guest_compare_chart(a: MemoryDumpAnalysis) -> alt.LayerChart | alt.FacetChart:
     """Time per GiB of the real VM dump (95 % interval) beside the page-walker at the same point and the models."""
     data = guest_compare_frame(a)
-    base = alt.Chart(data).encode(x=alt.X("label:N", title=None), xOffset="what:N",
+    base = alt.Chart(data).encode(x=alt.X("label:N", title=None, axis=alt.Axis(labelAngle=0)), xOffset="what:N",
                                   color=alt.Color("what:N", title=None))
     pts = base.mark_point(filled=True, size=60).encode(
         y=alt.Y("s_per_gib:Q", title="dump time per GiB (s)"),
@@ -191,6 +191,6 @@ def write(a: MemoryDumpAnalysis, figure_dir: Path | None = None, generated_dir: 
     figures.save(curve_chart(a), "memory_dump-curve", figure_dir)
     macros.write_table("memory_dump-fit", fit_tex(a), generated_dir)
     if not a.guest.empty:
-        figures.save(guest_progress_chart(a), "memory_dump-guest", figure_dir)
+        figures.save(guest_progress_chart(a), "memory_dump-guest-progress", figure_dir)
         figures.save(guest_compare_chart(a), "memory_dump-guest-compare", figure_dir)
         macros.write_table("memory_dump-guest", guest_tex(a), generated_dir)
