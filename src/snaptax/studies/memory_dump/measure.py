@@ -72,6 +72,8 @@ def guest_phase(rig: rigmod.Rig, profile: profiles.Profile, session: RunSession)
     image = build_image()
     scratch = rig.rig_work_dir / "memdump-guest"
     session.log_event("guest_start", memory_mib=g.memory_mib, dumps=len(planned))
+    session.progress.say(f"guest phase: a {g.memory_mib} MiB TCG guest, {len(planned)} memory dumps while it runs, "
+                         f"~{planmod.guest_estimated_seconds(profile):.0f} s planned")
     with ProcessGroup() as pg:
         pg.own(scratch)
         run = run_memsnap(image, Dirtier(g.fill_mib, planmod.GUEST_DIRTY_PAGES_S), requests,
