@@ -254,13 +254,14 @@ def probe_background_snapshot(qmp: QMPClient) -> tuple[bool, str]:
 
 
 def run_memsnap(image: GuestImage, dirtier: Dirtier, dumps: list[DumpRequest], *, memory_mib: int,
-                scratch: Path, warmup_s: float = 2.0, dump_timeout_s: float = 300.0,
+                scratch: Path, warmup_s: float = 2.0, dump_timeout_s: float | None = None,
                 config: GuestConfig | None = None, pg: ProcessGroup | None = None) -> MemsnapRun:
     """Boot the guest with `memory_mib`, start the dirtier, then run each dump in turn (each after its baseline
     window), on the running guest; stop the guest. `scratch` (on the rig's SSD-class device) holds the dump file,
     the xfer disk, the console log and the QMP socket; all but the console log are removed when this returns,
     whatever happens (an exception, Ctrl-C). A background-snapshot request on a host where the capability is
-    refused raises with QEMU's reason."""
+    refused raises with QEMU's reason. dump_timeout_s: how long one dump may take (default: three times the RAM at
+    the lesser of its bandwidth and 50 MiB/s, plus a minute)."""
     cfg = config or GuestConfig(memory_mib=memory_mib, boot_timeout_s=120.0)
     if cfg.memory_mib != memory_mib:
         raise GuestError(f"memory_mib {memory_mib} differs from the config's {cfg.memory_mib}")
@@ -285,7 +286,8 @@ def run_memsnap(image: GuestImage, dirtier: Dirtier, dumps: list[DumpRequest], *
             if not ok and any(d.method == "background-snapshot" for d in dumps):
                 raise GuestError(f"background-snapshot refused by QEMU here: {why}")
             _wait(console, child, lambda: console.seen(READY_MARK), cfg.boot_timeout_s, "READY line")
-            _wait(console, child, lambda: console.seen(START_MARK), 120.0, "dirtier start (fill too large?)")
+            _wait(console, child, lambda: console.seen(START_MARK), 60.0 + dirtier.fill_mib / 20,
+                  "dirtier start (fill too large?)")
             started = time.monotonic() - t0
             _wait(console, child, lambda: sum(s.job == "probe" for s in console.samples) >= 2, 30.0,
                   "fio status lines")
@@ -293,7 +295,8 @@ def run_memsnap(image: GuestImage, dirtier: Dirtier, dumps: list[DumpRequest], *
             results = []
             for req in dumps:
                 _sleep_polling(console, req.baseline_s)
-                results.append(_dump(qmp, console, req, dest, t0, dump_timeout_s))
+                limit = dump_timeout_s or 60.0 + 3 * memory_mib * MiB / min(req.bandwidth_bytes_s, 50 * MiB)
+                results.append(_dump(qmp, console, req, dest, t0, limit))
             _sleep_polling(console, dirtier.report_s * 2)   # the status line after the last dump's end
             meminfo = {ln.split(":")[0]: int(ln.split()[1]) for ln in console.lines
                        if re.match(r"^(MemTotal|MemFree|Shmem):\s+\d+ kB", ln)}

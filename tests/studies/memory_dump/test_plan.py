@@ -122,3 +122,10 @@ def test_guest_scale_validation():
     # an impossible walker point cannot even be named as a precopy point
     with pytest.raises(ConfigError, match="'ioBlockPages'"):
         planmod.GuestDumpScale(384, 2, (md.WalkerPoint(0, 2),))
+
+
+@pytest.mark.parametrize("pages, wait", [(0, 25), (64, -2), (-64, 2), (64, float("nan"))])
+def test_an_impossible_grid_point_is_refused_with_one_line(pages, wait):
+    with pytest.raises(ConfigError) as exc:
+        planmod.MemoryDumpScale(16 * MiB, 2, 2, block_pages=(pages, 64, 2048), waits_ms=(wait, 2, 25))
+    assert "\n" not in str(exc.value) and ("ioBlockPages" in str(exc.value) or "ioWait" in str(exc.value))
