@@ -105,3 +105,27 @@ def test_ctrl_c_during_a_dump_leaves_nothing(image, scratch):
     assert proc.returncode != 0 and b"KeyboardInterrupt" in err
     time.sleep(0.3)
     nothing_left(scratch)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(os.geteuid() != 0, reason="the study's devices need root (loop devices)")
+def test_ctrl_c_in_the_studys_guest_phase_leaves_nothing_and_publishes_nothing(data_dir, work_dir):
+    env = dict(os.environ, SNAPTAX_DATA_DIR=str(data_dir), SNAPTAX_WORK_DIR=str(work_dir),
+               PYTHONPATH=str(paths.REPO_ROOT / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "snaptax", "run", "memory_dump", "--profile", "smoke"],
+                            cwd=paths.REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=_as_from_a_terminal)
+    dump = work_dir / "local" / "memdump-guest" / "memsnap-dump.bin"
+    deadline = time.monotonic() + 300
+    while not (dump.exists() and dump.stat().st_size > MiB):
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the study never reached its guest phase's first dump"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()[-2000:]
+    time.sleep(0.3)
+    assert qemu_processes_mentioning(str(work_dir)) == []
+    assert not (work_dir / "local" / "memdump-guest").exists()
+    assert not list(work_dir.glob("local/staging/memory_dump/*"))
+    assert not list((data_dir / "local" / "memory_dump").glob("*")) if data_dir.exists() else True
