@@ -449,6 +449,17 @@ class RunRecord:
 
         return pd.read_csv(self.path / COUNTERS)
 
+    def extra_json(self, name: str) -> Any:
+        """A study's own JSON file beside the measurements (e.g. memory_dump's guest_dump.json), or None when the
+        run has none (a run of an older version of the study)."""
+        p = self.path / name
+        if not p.exists():
+            return None
+        try:
+            return json.loads(p.read_text())
+        except ValueError as exc:
+            raise RecordError(f"{p}: not JSON ({exc})") from None
+
     def per_measurement(self, counters: tuple[str, ...] = ()) -> pd.DataFrame:
         """One row per fio run: KEYS, iops, read_iops, write_iops, read_ios, write_ios, clat_mean_us, and the
         difference of each named counter (a column named like the counter; gauges give their `after` value)."""

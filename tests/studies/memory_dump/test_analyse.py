@@ -163,3 +163,109 @@ def test_point_labels_round_trip_and_bad_runs_are_refused(tmp_path):
     for p in planmod.scale(profiles.get("quick")).points():
         assert an.point_from_label(p.label) == p
     assert an.point_from_label("p64-w2p5") == md.WalkerPoint(64, 2.5)
+
+
+# ------------------------------------------------------------------ the guest phase
+
+PROBE_IDLE = 1000.0                          # guest probe pages/s without a dump
+PROBE_DURING = {"background-snapshot": 600.0, "precopy": 900.0}
+
+
+def guest_doc(profile="smoke", bg_s=2.0, jitter=0.05):
+    """A guest_dump.json as measure.guest_phase writes it: planned dumps from the plan, each dump after its 2 s
+    baseline, a precopy dump taking exactly bytes/bandwidth, the probe at PROBE_IDLE pages/s except during a dump,
+    status lines every 0.25 s. Dump times alternate by ±jitter between passes."""
+    p = profiles.get(profile)
+    g = planmod.guest_scale(p)
+    planned = planmod.guest_dumps(p)
+    ram = g.memory_mib * MiB
+    sent = int(0.9 * ram)
+    t, dumps, windows = 12.0, [], []
+    for d in planned:
+        t += planmod.GUEST_BASELINE_S
+        base = bg_s if d.bandwidth_bytes_s is None else sent / d.bandwidth_bytes_s
+        dur = base * (1 + jitter * (1 if d.repeat % 2 == 0 else -1))
+        dumps.append({"request": {"method": d.method, "bandwidth_bytes_s": int(d.bandwidth_bytes_s or 1 << 40),
+                                  "baseline_s": planmod.GUEST_BASELINE_S, "label": d.label},
+                      "start_s": t, "end_s": t + dur, "qemu_total_ms": dur * 1e3, "downtime_ms": 20,
+                      "transferred_bytes": sent, "file_bytes": sent + 4096, "ram_total_bytes": ram,
+                      "dirty_sync_count": 3 if d.method == "precopy" else 0, "status": "completed", "dump_s": dur})
+        windows.append((t, t + dur, PROBE_DURING[d.method]))
+        t += dur
+    samples, pages, dirty, now, step = [], 0.0, 0.0, 10.0, 0.25
+    while now < t + 1:
+        rate = next((r for a, b, r in windows if a < now + step / 2 <= b), PROBE_IDLE)   # mid-interval
+        pages += rate * step
+        dirty += planmod.GUEST_DIRTY_PAGES_S * step
+        now += step
+        samples += [{"t": now, "job": "probe", "pages": pages, "runtime_s": now - 10.0},
+                    {"t": now, "job": "dirty", "pages": dirty, "runtime_s": now - 10.0}]
+    return {"memory_mib": g.memory_mib, "dirtier": {"fill_mib": g.fill_mib, "dirty_pages_s": 256, "probe_kib": 1024,
+                                                    "report_s": step},
+            "dumps": dumps, "samples": samples, "boot_to_start_s": 9.0, "wall_s": t + 1, "background_snapshot": True,
+            "note": "accepted", "meminfo": {}, "planned": [
+                {"method": d.method, "label": d.label, "repeat": d.repeat,
+                 "point": None if d.point is None else [d.point.block_pages, d.point.wait_ms],
+                 "bandwidth_bytes_s": d.bandwidth_bytes_s} for d in planned]}
+
+
+def make_guest_run(tmp_path, profile="smoke", **kw):
+    import json
+    rec = make_run(tmp_path, profile)
+    (rec.path / planmod.GUEST_FILE).write_text(json.dumps(guest_doc(profile, **kw)))
+    return RunRecord.load(rec.path)
+
+
+def test_a_run_without_a_guest_phase_still_analyses(tmp_path):
+    a = an.analyse(make_run(tmp_path, "smoke"))
+    assert a.guest.empty and a.guest_summary.empty
+    assert not [v for v in a.values if v.key.startswith("memory_dump.guest.")]
+
+
+def test_guest_dumps_times_rates_and_slowdown(tmp_path):
+    a = an.analyse(make_guest_run(tmp_path))
+    g = a.guest
+    assert len(g) == len(planmod.guest_dumps(profiles.get("smoke")))
+    bg = g[g.method == "background-snapshot"]
+    assert bg.dump_s.to_numpy() == pytest.approx([2.1, 1.9])
+    # the probe's rate inside each window, from its status lines (0.25 s apart: exact for a constant rate)
+    assert bg.slowdown.to_numpy() == pytest.approx([0.6, 0.6], rel=0.02)
+    assert g.probe_before.to_numpy() == pytest.approx(PROBE_IDLE, rel=1e-6)
+    assert g.dirty_before.to_numpy() == pytest.approx(256, rel=1e-6)
+    s = a.guest_summary.set_index("label")
+    ram = 384 * MiB
+    assert s.loc["background", "dump_s"] == pytest.approx(2.0)
+    assert s.loc["background", "s_per_gib"] == pytest.approx(2.0 * GiB / ram)
+    assert s.loc["background", "slowdown"] == pytest.approx(0.6, rel=0.02)
+    assert s.loc["background", "slowdown_low"] < 0.6 < s.loc["background", "slowdown_high"] or \
+        s.loc["background", "slowdown_low"] == pytest.approx(s.loc["background", "slowdown_high"], rel=0.02)
+    # precopy took bytes / bandwidth (± jitter): the bandwidth model predicts it exactly on average
+    pre = s.loc["precopy-p2048-w2"]
+    assert pre.to_bw == pytest.approx(1.0, rel=1e-6) and pre.slowdown == pytest.approx(0.9, rel=0.02)
+    assert pre.passes == 3 and pre.point == "p2048-w2"
+    # beside the page-walker at the same point on the ssd role, and its fitted `after` model for the guest's RAM
+    walker = a.summary[(a.summary.role == "ssd") & (a.summary.label == "p2048-w2")].iloc[0]
+    assert pre.walker_s_per_gib == pytest.approx(a.meas[(a.meas.role == "ssd") & (a.meas.label == "p2048-w2")]
+                                                 .s_per_gib.mean())
+    assert pre.to_walker == pytest.approx(pre.s_per_gib / pre.walker_s_per_gib)
+    assert walker.s_per_gib > 0
+    t_fit = exact("ssd", planmod.TUNED, ram)
+    assert pre.predict_fit_s == pytest.approx(t_fit, rel=0.02) and pre.to_fit == pytest.approx(pre.dump_s / t_fit,
+                                                                                                   rel=0.02)
+    # the unthrottled snapshot stands beside the walker's fastest point (2048 pages, no wait)
+    assert s.loc["background", "point"] == "p2048-w0"
+
+
+def test_guest_values_for_the_paper(tmp_path):
+    a = an.analyse(make_guest_run(tmp_path))
+    v = {x.key: x for x in a.values}
+    k = "memory_dump.guest"
+    assert v[f"{k}.background_works"].text == "yes" and v[f"{k}.memory_mib"].value == 384
+    d = v[f"{k}.dump_s.background"]
+    assert d.n == 2 and d.has_interval and d.low < 2.0 < d.high
+    assert v[f"{k}.slowdown.background"].value == pytest.approx(0.6, rel=0.02)
+    for key in ("bandwidth_mib_s", "predict_bw_s", "to_bw", "walker_s_per_gib", "to_walker", "predict_fit_s",
+                "to_fit", "passes", "rate_mib_s", "s_per_gib", "file_per_ram"):
+        assert f"{k}.{key}.precopy-p2048-w2" in v, key
+    assert f"{k}.bandwidth_mib_s.background" not in v      # unthrottled: no limit to quote
+    values.render_tex(a.values)                               # every key is a valid TeX macro name

@@ -34,3 +34,13 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     # every wait is waited: no point is faster than its waits, n·w
     assert (s.dump_s >= s.estimate_s).all()
     assert len(a.outcomes) == 4 and set(a.fits) == {"ssd", "raid1_10k"}
+    # the guest phase: every planned dump of the running guest completed, the guest kept running through them
+    planned = planmod.guest_dumps(profiles.get("smoke"))
+    assert [(r.label, r.repeat) for r in a.guest.itertuples()] == [(d.label, d.repeat) for d in planned]
+    g = a.guest
+    assert (g.dump_s > 0).all() and (g.file_per_ram > 0.3).all() and (g.probe_during > 0).all()
+    assert set(a.guest_summary.label) == {d.label for d in planned}
+    assert (record.path / planmod.GUEST_CONSOLE).exists()
+    # nothing of the guest phase is left in the rig's work directory (no qemu, dump file or socket)
+    work = rigmod.load("local").rig_work_dir / "memdump-guest"
+    assert not work.exists()

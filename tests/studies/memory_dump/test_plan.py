@@ -77,3 +77,55 @@ def test_scale_validation():
         planmod.MemoryDumpScale(16 * MiB, 3, 2)
     with pytest.raises(ConfigError, match="no memory-dump scale"):
         planmod.scale(profiles.Profile("huge", 1, 1, 0, 1 << 30))
+
+
+# ------------------------------------------------------------------ the guest phase
+
+def test_guest_dumps_interleave_background_and_precopy_at_implied_rates():
+    p = profiles.get("quick")
+    g = planmod.guest_scale(p)
+    dumps = planmod.guest_dumps(p)
+    per_pass = 1 + len(g.precopy_points)
+    assert len(dumps) == g.repeats * per_pass
+    assert [d.repeat for d in dumps] == [r for r in range(g.repeats) for _ in range(per_pass)]
+    assert dumps[0].method == planmod.BACKGROUND and dumps[0].bandwidth_bytes_s is None
+    assert dumps[0].label == "background"
+    pre = dumps[1]
+    assert pre.method == planmod.PRECOPY and pre.point == planmod.TUNED and pre.label == "precopy-p2048-w2"
+    # B / (s0 + B/bw + w) with the ssd role's nominal service time
+    s0, bw = planmod.NOMINAL["ssd"]
+    b = planmod.TUNED.block_bytes
+    assert pre.bandwidth_bytes_s == pytest.approx(b / (s0 + b / bw + 0.002))
+    # the seed's default point implies ~9.5 MiB/s, the tuned one ~274 MiB/s on the nominal SSD
+    assert planmod.implied_bandwidth(planmod.DEFAULT) / MiB == pytest.approx(9.5, abs=0.1)
+    assert planmod.guest_parameters(p)["precopy_points"] == [[q.block_pages, q.wait_ms] for q in g.precopy_points]
+
+
+def test_guest_budgets():
+    smoke, quick = (planmod.guest_estimated_seconds(profiles.get(n)) for n in ("smoke", "quick"))
+    assert smoke < 45 and quick < 100
+    # the whole study: smoke within 2 minutes (fio estimate plus the guest phase plus ~30 s of daemons)
+    assert sum(planmod.estimated_seconds(profiles.get("smoke")).values()) + smoke < 90
+    assert planmod.guest_scale(profiles.get("full")).memory_mib == 4096
+    assert "guest phase: a 384 MiB TCG guest" in planmod.describe(profiles.get("smoke"))
+
+
+def test_guest_scale_validation():
+    with pytest.raises(ConfigError, match="'memory_mib'"):
+        planmod.GuestDumpScale(256, 2, (planmod.TUNED,))
+    with pytest.raises(ConfigError, match="'repeats'"):
+        planmod.GuestDumpScale(384, 1, (planmod.TUNED,))
+    with pytest.raises(ConfigError, match="'precopy_points'"):
+        planmod.GuestDumpScale(384, 2, (), background=False)
+    with pytest.raises(ConfigError, match="no memory-dump guest scale"):
+        planmod.guest_scale(profiles.Profile("huge", 1, 1, 0, 1 << 30))
+    # an impossible walker point cannot even be named as a precopy point
+    with pytest.raises(ConfigError, match="'ioBlockPages'"):
+        planmod.GuestDumpScale(384, 2, (md.WalkerPoint(0, 2),))
+
+
+@pytest.mark.parametrize("pages, wait", [(0, 25), (64, -2), (-64, 2), (64, float("nan"))])
+def test_an_impossible_grid_point_is_refused_with_one_line(pages, wait):
+    with pytest.raises(ConfigError) as exc:
+        planmod.MemoryDumpScale(16 * MiB, 2, 2, block_pages=(pages, 64, 2048), waits_ms=(wait, 2, 25))
+    assert "\n" not in str(exc.value) and ("ioBlockPages" in str(exc.value) or "ioWait" in str(exc.value))

@@ -16,3 +16,21 @@ def test_write_saves_figures_and_table(tmp_path):
     m = present.model_frame(a)
     assert set(m.role) == {"ssd", "raid1_10k"} and set(m.model) == {"after"} | set(m.model)
     assert set(m.wait_ms) == set(a.meas.wait_ms)
+
+
+def test_guest_figures_and_table_when_the_run_has_a_guest_phase(tmp_path):
+    from tests.studies.memory_dump.test_analyse import make_guest_run
+    a = an.analyse(make_guest_run(tmp_path / "run"))
+    present.write(a, tmp_path / "fig", tmp_path / "gen")
+    for stem in ("memory_dump-guest-progress", "memory_dump-guest-compare"):
+        assert (tmp_path / "fig" / f"{stem}.pdf").stat().st_size > 1000
+    tab = (tmp_path / "gen" / "memory_dump-guest.tex").read_text()
+    assert tab.count("\\\\") == 1 + len(a.guest_summary) and "precopy-p2048-w2 & 274 &" in tab
+    frame = present.guest_compare_frame(a)
+    assert set(frame.label) == set(a.guest_summary.label) and len(frame) == 7   # bg has no bandwidth model
+
+
+def test_no_guest_figures_without_a_guest_phase(tmp_path):
+    a = an.analyse(make_run(tmp_path / "run", "smoke"))
+    present.write(a, tmp_path / "fig", tmp_path / "gen")
+    assert not (tmp_path / "gen" / "memory_dump-guest.tex").exists()

@@ -1,13 +1,20 @@
 """Measure the memory-dump study on a rig (needs root: loop devices). Each device role gets the qcow2 engine's bare
 base volume (a raw region exported by qemu-storage-daemon over NBD, never snapshotted) as the memory file, and the
-role's plan of page-walker jobs runs against it inside one RunSession."""
+role's plan of page-walker jobs runs against it inside one RunSession. Then the guest phase: a TCG guest whose memory
+QEMU saves while it runs (snaptax.guest.memsnap), into the rig's work directory; its dumps and the guest's progress
+samples go into the run as guest_dump.json."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import cast
 
 from ... import profiles, rig as rigmod
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
+from ...guest import build_image
+from ...guest.memsnap import UNLIMITED_BANDWIDTH, Dirtier, DumpRequest, Method, run_memsnap
+from ...procs import ProcessGroup
 from ...record import RunSession
 from . import plan as planmod
 
@@ -38,7 +45,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     devs = role_devices(rig, device)
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)
-    planned = sum(planmod.estimated_seconds(profile).values())
+    planned = sum(planmod.estimated_seconds(profile).values()) + planmod.guest_estimated_seconds(profile)
     params = planmod.parameters(profile, {role: d.name for role, d in devs.items()})
     with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devs.values()),
                     planned_points=study.points(), planned_seconds=planned) as session:
@@ -49,5 +56,37 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                         "role": vp.variant, "device": dev.name, "medium": dev.medium, "emulated": dev.emulated,
                         "description": dev.description}}):
                     engine.execute(vp.plan, session)
+        guest_phase(rig, profile, session)
     assert session.published is not None
     return session.published
+
+
+def guest_phase(rig: rigmod.Rig, profile: profiles.Profile, session: RunSession) -> Path:
+    """Boot the guest once and take the plan's dumps of its memory while it runs; writes guest_dump.json into the
+    run (the planned dumps beside what each measured). Every process, socket and file of the phase is gone when
+    this returns or raises (the console log stays in the run for inspection)."""
+    g = planmod.guest_scale(profile)
+    planned = planmod.guest_dumps(profile)
+    requests = [DumpRequest(cast(Method, d.method), int(d.bandwidth_bytes_s or UNLIMITED_BANDWIDTH),
+                            planmod.GUEST_BASELINE_S, d.label) for d in planned]
+    image = build_image()
+    scratch = rig.rig_work_dir / "memdump-guest"
+    session.log_event("guest_start", memory_mib=g.memory_mib, dumps=len(planned))
+    session.progress.say(f"guest phase: a {g.memory_mib} MiB TCG guest, {len(planned)} memory dumps while it runs, "
+                         f"~{planmod.guest_estimated_seconds(profile):.0f} s planned")
+    with ProcessGroup() as pg:
+        pg.own(scratch)
+        run = run_memsnap(image, Dirtier(g.fill_mib, planmod.GUEST_DIRTY_PAGES_S), requests,
+                          memory_mib=g.memory_mib, scratch=scratch, pg=pg)
+        out = session.staging / planmod.GUEST_FILE
+        doc = run.to_json()
+        doc["planned"] = [{"method": d.method, "label": d.label, "repeat": d.repeat,
+                           "point": None if d.point is None else [d.point.block_pages, d.point.wait_ms],
+                           "bandwidth_bytes_s": d.bandwidth_bytes_s} for d in planned]
+        doc["image"] = {"key": image.key, "kernel_release": image.provenance.get("kernel_release")}
+        out.write_text(json.dumps(doc, indent=1) + "\n")
+        console = run.console_path.read_text(errors="replace")
+        (session.staging / planmod.GUEST_CONSOLE).write_text(console[-200_000:])
+    session.log_event("guest_done", wall_s=round(run.wall_s, 2), background_snapshot=run.background_snapshot)
+    session.progress.say(f"guest phase: {len(run.dumps)} dumps in {run.wall_s:.0f} s")
+    return out

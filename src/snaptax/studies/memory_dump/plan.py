@@ -23,6 +23,19 @@ the qcow2 engine's base volume with no snapshot, the "memory file" the dump writ
              faster), and a local two-disk mirror of 10K SAS is the typical datastore of a single ESX host of that
              time (seed 000's setup). It is still faster than the seed's array; the claims and the model say by how
              much.
+Guest phase (issue 11 part 2, after the page-walker): a real VM memory dump by QEMU. A TCG guest of
+GuestDumpScale.memory_mib MiB fills most of its RAM with non-zero data (fio on tmpfs), keeps dirtying it at a
+known rate, and reports its own progress (snaptax.guest.memsnap); while it runs, QEMU saves its memory to a file in
+the rig's work directory (on the host's SSD-class disk, like the `ssd` role's file), `repeats` times per dump:
+  background  the `background-snapshot` migration capability (userfaultfd write-protection): QEMU 7.2 accepts it
+              here under TCG (host kernel 6.x) and it completes with the guest running, but it does NOT honour
+              `max-bandwidth` (measured 2026-11-25: 16 MiB/s and unlimited both took ≈2.3 s for 384 MiB; QEMU 7.2's
+              bg_migration_thread never sleeps on the rate limit as the precopy thread does), so it is measured
+              once per pass, unthrottled: the dump as fast as QEMU, the vCPU and the disk allow;
+  precopy     a live migration into the file (`exec:cat > FILE`), `max-bandwidth` set to the rate a page-walker
+              point implies on the ssd role (B / (s(B) + w), NOMINAL service time): the lazy checkpoint at that
+              (ioBlockPages, ioWait) with the guest running; its last pass stops the guest for milliseconds.
+`snapshot-save` is not used: it stops the guest's CPUs for the whole save (a stun, not a lazy checkpoint).
 Repeats are interleaved: the whole grid is measured once, then again, so that drift over the minutes of a run hits
 all points of a device alike and every point gets a 95 % interval over its repeats.
 """
@@ -111,6 +124,100 @@ def scale(profile: profiles.Profile) -> MemoryDumpScale:
     return profiles.study_scale(SCALES, profile, "memory_dump", "memory-dump scale")
 
 
+GUEST = "guest"                    # the guest phase's name in the run (events)
+GUEST_FILE = "guest_dump.json"     # the guest phase's record in the run: planned and measured dumps, progress samples
+GUEST_CONSOLE = "guest_console.log"
+BACKGROUND, PRECOPY = "background-snapshot", "precopy"
+GUEST_RESERVED_MIB = 224           # guest RAM not filled: the unpacked initramfs (~95 MiB), kernel, fio
+GUEST_DIRTY_PAGES_S = 256          # the known dirty rate (1 MiB/s): far below every precopy bandwidth, so it converges
+GUEST_BASELINE_S = 2.0             # quiet seconds before each dump: the guest's progress without a dump
+# Planning only (the ETA): measured 2026-11-25 on the 2-core machine with a 384 MiB guest.
+GUEST_BOOT_S = 9.0                 # qemu start to the dirtier's start, fill of 160 MiB included
+GUEST_CPU_BOUND_MIB_S = 150.0      # an unthrottled dump's rate (background-snapshot: 363 MB in 2.2–2.4 s)
+
+
+@dataclass(frozen=True)
+class GuestDumpScale:
+    """The guest phase at one profile. memory_mib: the guest's RAM (≥ 384: the initramfs alone needs ~200 MiB
+    while it unpacks); repeats: passes over the dumps (interleaved); precopy_points: the page-walker points whose
+    implied ssd bandwidth each precopy dump is limited to; background: whether each pass also takes an unthrottled
+    background snapshot."""
+
+    memory_mib: int
+    repeats: int
+    precopy_points: tuple[model.WalkerPoint, ...]
+    background: bool = True
+
+    def __post_init__(self) -> None:
+        src = "memory-dump guest scale"
+        if self.memory_mib < 384:
+            raise ConfigError(src, "memory_mib", f"at least 384 MiB (the initramfs unpacks in RAM), got "
+                              f"{self.memory_mib}")
+        if self.repeats < 2:
+            raise ConfigError(src, "repeats", f"at least 2 (a 95 % interval over repeats), got {self.repeats}")
+        if not (self.precopy_points or self.background):
+            raise ConfigError(src, "precopy_points", "no dump at all")
+
+    @property
+    def fill_mib(self) -> int:
+        return self.memory_mib - GUEST_RESERVED_MIB
+
+
+GUEST_SCALES: dict[str, GuestDumpScale] = {
+    # smoke: one boot, 2 × (background + precopy at the tuned point's rate): ~35 s
+    "smoke": GuestDumpScale(384, repeats=2, precopy_points=(TUNED,)),
+    # quick: 3 passes, precopy at the tuned rate and at 256 pages / 25 ms (the seed's wait, ~35 MiB/s): ~80 s
+    "quick": GuestDumpScale(384, repeats=3, precopy_points=(TUNED, model.WalkerPoint(256, 25))),
+    # full: the seed's 4 GiB VM at its two settings (the default's ~9.5 MiB/s: ~7 min per dump)
+    "full": GuestDumpScale(4096, repeats=3, precopy_points=(TUNED, DEFAULT)),
+}
+
+
+def guest_scale(profile: profiles.Profile) -> GuestDumpScale:
+    return profiles.study_scale(GUEST_SCALES, profile, "memory_dump", "memory-dump guest scale")
+
+
+def implied_bandwidth(point: model.WalkerPoint, role: str = SSD) -> float:
+    """Bytes per second a page-walker at `point` writes on `role` by the NOMINAL service time: B / (s(B) + w)."""
+    s0, bw = NOMINAL[role]
+    return point.block_bytes / (float(model.service_s(point.block_bytes, s0, bw)) + point.wait_s)
+
+
+@dataclass(frozen=True)
+class GuestDump:
+    """One planned dump: method, the page-walker point it stands for (None: unthrottled), bandwidth (bytes/s,
+    None: unthrottled), pass."""
+
+    method: str
+    point: model.WalkerPoint | None
+    bandwidth_bytes_s: float | None
+    repeat: int
+
+    @property
+    def label(self) -> str:
+        return "background" if self.point is None else f"precopy-{self.point.label}"
+
+
+def guest_dumps(profile: profiles.Profile) -> list[GuestDump]:
+    """The guest phase's dumps in order: per pass the background snapshot, then each precopy point."""
+    g = guest_scale(profile)
+    out = []
+    for r in range(g.repeats):
+        if g.background:
+            out.append(GuestDump(BACKGROUND, None, None, r))
+        out += [GuestDump(PRECOPY, p, implied_bandwidth(p), r) for p in g.precopy_points]
+    return out
+
+
+def guest_estimated_seconds(profile: profiles.Profile) -> float:
+    """Planned seconds of the guest phase: boot and fill, then per dump its baseline and the memory at the lesser
+    of its bandwidth and the CPU-bound rate (ASSUMED, not measured)."""
+    g = guest_scale(profile)
+    cap = GUEST_CPU_BOUND_MIB_S * MiB
+    return GUEST_BOOT_S + 2.0 + sum(GUEST_BASELINE_S + g.memory_mib * MiB / min(d.bandwidth_bytes_s or cap, cap)
+                                    for d in guest_dumps(profile))
+
+
 def walker_job(point: model.WalkerPoint, memory_bytes: int) -> FioJob:
     """The page-walker at one grid point: sequential B-byte writes at QD1, each followed by the wait, M bytes."""
     return FioJob(point.label, "write", bs=point.block_bytes, iodepth=1, numjobs=1, direct=True, size=memory_bytes,
@@ -166,7 +273,15 @@ def parameters(profile: profiles.Profile, devices: dict[str, str]) -> dict[str, 
             "block_pages": list(s.block_pages),
             "waits_ms": list(s.waits_ms), "page_bytes": PAGE, "devices": devices, "spindle_role": SPINDLE,
             "default": [DEFAULT.block_pages, DEFAULT.wait_ms], "tuned": [TUNED.block_pages, TUNED.wait_ms],
-            "seed_memory_bytes": SEED_MEMORY}
+            "seed_memory_bytes": SEED_MEMORY, "guest": guest_parameters(profile)}
+
+
+def guest_parameters(profile: profiles.Profile) -> dict[str, Any]:
+    g = guest_scale(profile)
+    return {"memory_mib": g.memory_mib, "fill_mib": g.fill_mib, "repeats": g.repeats,
+            "dirty_pages_s": GUEST_DIRTY_PAGES_S, "baseline_s": GUEST_BASELINE_S, "background": g.background,
+            "precopy_points": [[p.block_pages, p.wait_ms] for p in g.precopy_points],
+            "bandwidth_role": SSD, "nominal_ssd": list(NOMINAL[SSD])}
 
 
 def describe(profile: profiles.Profile) -> str:
@@ -189,9 +304,19 @@ def describe(profile: profiles.Profile) -> str:
              f"of {DEFAULT.block_bytes // KiB} KiB; tuned point {TUNED.label}: "
              f"{int(model.iterations(s.memory_bytes, TUNED.block_bytes))} writes of {TUNED.block_bytes // KiB} KiB",
              "walker job: " + " ".join(f"{k}={v}" for k, v in job.options())]
+    g = guest_scale(profile)
+    dumps = guest_dumps(profile)
+    rates = ", ".join(f"{p.label} {implied_bandwidth(p) / MiB:.1f} MiB/s" for p in g.precopy_points)
+    lines.append(f"guest phase: a {g.memory_mib} MiB TCG guest ({g.fill_mib} MiB filled, {GUEST_DIRTY_PAGES_S} "
+                 f"pages/s dirtied), {len(dumps)} dumps in {g.repeats} passes: "
+                 + ("background-snapshot unthrottled, " if g.background else "")
+                 + f"precopy at {rates}; estimated {guest_estimated_seconds(profile):.0f} s")
     return "\n".join(lines)
 
 
 __all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "DEFAULT", "TUNED", "SEED_MEMORY", "MEMORY_FILE", "NOMINAL",
            "MemoryDumpScale", "SCALES", "scale", "walker_job", "point_of", "role_plan", "build_plan",
-           "estimated_seconds", "wait_seconds", "parameters", "describe"]
+           "estimated_seconds", "wait_seconds", "parameters", "describe", "GUEST", "GUEST_FILE", "GUEST_CONSOLE",
+           "BACKGROUND", "PRECOPY",
+           "GuestDumpScale", "GUEST_SCALES", "guest_scale", "implied_bandwidth", "GuestDump", "guest_dumps",
+           "guest_estimated_seconds", "guest_parameters"]

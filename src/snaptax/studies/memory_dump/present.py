@@ -95,6 +95,74 @@ def curve_chart(a: MemoryDumpAnalysis) -> alt.FacetChart:
         title="Best setting for a device: wait = s(B)(1 - u)/u keeps it busy a fraction u")
 
 
+def guest_progress_chart(a: MemoryDumpAnalysis) -> alt.LayerChart | alt.FacetChart:
+    """The real VM dump: the guest program's progress (probe pages per second between status lines) over the
+    guest's life, with each dump's window shaded by its method. Where the line drops inside a window, the dump
+    slowed the guest down."""
+    dumps = a.guest.rename(columns={"start_s": "start", "end_s": "end"})
+    probe = a.guest_samples[a.guest_samples.job == "probe"]
+    x = alt.X("t:Q", title="seconds since the guest started (host clock)")
+    shade = alt.Chart(dumps).mark_rect(opacity=0.25).encode(
+        x=alt.X("start:Q", title="seconds since the guest started (host clock)"), x2="end:Q",
+        color=alt.Color("label:N", title="dump"),
+        tooltip=["label", "repeat", alt.Tooltip("dump_s:Q", format=".2f"), alt.Tooltip("slowdown:Q", format=".2f")])
+    line = alt.Chart(probe).mark_line(color="black", strokeWidth=1).encode(
+        x=x, y=alt.Y("pages_s:Q", title="guest progress (probe pages/s)"))
+    return alt.layer(shade, line).properties(width=560, height=220, title=(
+        "Real VM memory dump (QEMU, TCG guest): the guest program's progress; shaded: the dumps"))
+
+
+def guest_compare_frame(a: MemoryDumpAnalysis) -> pd.DataFrame:
+    """Per dump label, the guest's time per GiB of RAM beside the page-walker's at the same point on the ssd role
+    and the two models' predictions (s per GiB), long form for a chart."""
+    g = a.guest_summary
+    if g.empty:
+        return pd.DataFrame(columns=["label", "what", "s_per_gib", "low", "high"])
+    mem = float(a.guest.memory_bytes.iloc[0])
+    rows = []
+    for r in g.itertuples(index=False):
+        rows.append({"label": r.label, "what": "guest dump (measured)", "s_per_gib": r.s_per_gib,
+                     "low": r.s_per_gib_low, "high": r.s_per_gib_high})
+        rows.append({"label": r.label, "what": "fio page-walker, same point (ssd)", "s_per_gib": r.walker_s_per_gib,
+                     "low": np.nan, "high": np.nan})
+        rows.append({"label": r.label, "what": "ssd 'after' fit", "s_per_gib": r.predict_fit_s * GiB / mem,
+                     "low": r.predict_fit_low * GiB / mem, "high": r.predict_fit_high * GiB / mem})
+        if np.isfinite(r.predict_bw_s):
+            rows.append({"label": r.label, "what": "bytes sent / bandwidth limit", "s_per_gib": r.predict_bw_s * GiB
+                         / mem, "low": np.nan, "high": np.nan})
+    return pd.DataFrame(rows)
+
+
+def guest_compare_chart(a: MemoryDumpAnalysis) -> alt.LayerChart | alt.FacetChart:
+    """Time per GiB of the real VM dump (95 % interval) beside the page-walker at the same point and the models."""
+    data = guest_compare_frame(a)
+    base = alt.Chart(data).encode(x=alt.X("label:N", title=None, axis=alt.Axis(labelAngle=0)), xOffset="what:N",
+                                  color=alt.Color("what:N", title=None))
+    pts = base.mark_point(filled=True, size=60).encode(
+        y=alt.Y("s_per_gib:Q", title="dump time per GiB (s)"),
+        tooltip=["label", "what", alt.Tooltip("s_per_gib:Q", format=".2f")])
+    bars = base.mark_rule().encode(y="low:Q", y2="high:Q")
+    return alt.layer(bars, pts).properties(width=360, height=220, title=(
+        "Real VM dump vs. the fio page-walker and the models (per GiB)"))
+
+
+def guest_tex(a: MemoryDumpAnalysis) -> str:
+    """Per dump: bandwidth limit, dump time and time per GiB with 95 % intervals, rate, bytes written per byte of
+    RAM, passes, the guest's slowdown (95 % interval), and measured ÷ page-walker, ÷ bandwidth model, ÷ fit."""
+    rows = []
+    for r in a.guest_summary.itertuples(index=False):
+        def ci(est: float, lo: float, hi: float, d: int) -> str:
+            return f"{macros.fmt(est, d)} [{macros.fmt(lo, d)}, {macros.fmt(hi, d)}]"
+        rows.append([macros.tex_escape(r.label), "--" if not np.isfinite(r.bandwidth_mib_s)
+                     else macros.fmt(r.bandwidth_mib_s, 0), ci(r.dump_s, r.dump_s_low, r.dump_s_high, 2),
+                     ci(r.s_per_gib, r.s_per_gib_low, r.s_per_gib_high, 1), macros.fmt(r.rate_mib_s, 0),
+                     macros.fmt(r.file_per_ram, 2), macros.fmt(r.passes, 0),
+                     ci(r.slowdown, r.slowdown_low, r.slowdown_high, 2), macros.fmt(r.to_walker, 2),
+                     "--" if not np.isfinite(r.to_bw) else macros.fmt(r.to_bw, 2), macros.fmt(r.to_fit, 2)])
+    return macros.render_table(["dump", "limit (MiB/s)", "time (s)", "s/GiB", "MiB/s", "file/RAM", "passes",
+                                "guest speed", "/walker", "/bw", "/fit"], rows, align="lrrrrrrrrrr")
+
+
 def fit_tex(a: MemoryDumpAnalysis) -> str:
     """Per device and model: s0 (ms), bandwidth (MiB/s), the model's own parameter, each with its 95 % interval;
     rms relative residual and ΔAIC."""
@@ -122,3 +190,7 @@ def write(a: MemoryDumpAnalysis, figure_dir: Path | None = None, generated_dir: 
     figures.save(prediction_chart(a), "memory_dump-predictions", figure_dir)
     figures.save(curve_chart(a), "memory_dump-curve", figure_dir)
     macros.write_table("memory_dump-fit", fit_tex(a), generated_dir)
+    if not a.guest.empty:
+        figures.save(guest_progress_chart(a), "memory_dump-guest-progress", figure_dir)
+        figures.save(guest_compare_chart(a), "memory_dump-guest-compare", figure_dir)
+        macros.write_table("memory_dump-guest", guest_tex(a), generated_dir)
