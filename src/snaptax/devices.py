@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 from .errors import DeviceRefused
-from .rig import Device, Rig
+from .rig import Device, Rig, is_stable_id
 
 
 def block_name_of_path(path: Path) -> str | None:
@@ -85,12 +86,16 @@ def check_destroyable(rig: Rig, device: Device) -> Path:
         raise DeviceRefused(f"{where}: the rig is disabled (set enabled: true once you have read the README)")
     if not rig.allow_destroy:
         raise DeviceRefused(f"{where}: allow_destroy is not true; refusing to overwrite {device.path}")
-    if not device.path.startswith("/dev/disk/by-id/"):
+    if not is_stable_id(device.path):
         raise DeviceRefused(f"{where}: {device.path} is not a /dev/disk/by-id name")
     link = Path(device.path)
     if not link.exists():
         raise DeviceRefused(f"{where}: {device.path} does not exist")
     node = link.resolve()
+    # A stable-id link to anything but a block device (a regular file, a directory) would otherwise pass every
+    # check below (no holders, not mounted, opens exclusively) and be handed to qemu-storage-daemon as one.
+    if not stat.S_ISBLK(os.stat(node).st_mode):
+        raise DeviceRefused(f"{where}: {device.path} -> {node} is not a block device")
     name = node.name
     holders = Path("/sys/class/block") / name / "holders"
     if holders.exists() and any(holders.iterdir()):

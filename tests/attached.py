@@ -1,0 +1,297 @@
+"""An attached rig made of loop devices, built at test time (tests/test_attached_rig.py).
+
+Each "attached disk" is a sparse file in a private temporary directory under /var/tmp (not tmpfs: the devices are
+opened with O_DIRECT), attached as a direct-I/O loop device. The rig file, written into the same directory, is
+enabled and allows destruction, and names each device by a link the test creates to its loop device.
+
+Stable ids. The rig schema and the guards (snaptax.rig.is_stable_id) accept only names under /dev/disk/by-id,
+because /dev/sdX and /dev/loopN names change across boots. These machines have no udev and no /dev/disk at all,
+and a link the test put into /dev/disk/by-id would be shared, machine-wide state: another checkout's test run
+could see or remove it, and a killed run would leave it in /dev. So the links live in the test's own directory
+(`<tmp>/by-id/snaptax-test-<device>`), and while the rig exists `stable_ids_under` adds exactly that directory
+to snaptax.rig.STABLE_ID_PREFIXES — in this process only, restored afterwards. The production guard is not
+weakened: no rig-file field, environment variable or setting widens it, and everything after that one prefix
+test (link resolution, block-device check, holders, mounts, swap, exclusive open) runs unchanged on the loop
+devices. A child process that needs the rig (the interrupt test) enters the same context itself.
+
+Cleanup. `loop_rig` undoes everything it made, in reverse: helper processes, mounts, swap, stacked devices,
+partitions and loop devices (only those whose backing file is ours: loop numbers are reused), then the
+directory. It runs in a `finally` with SIGINT/SIGTERM deferred, so a Ctrl-C during the test (pytest runs fixture
+finalizers on KeyboardInterrupt) or during the cleanup itself does not leave half of it. `leftovers` lists what
+would have been left behind; the tests assert it is empty.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from snaptax import rig as rigmod
+
+GiB = 1 << 30
+LINK_PREFIX = "snaptax-test-"
+_HOLD_EXCLUSIVE = ("import os, sys, time\n"
+                   "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL)\n"
+                   "print('held', flush=True)\n"
+                   "time.sleep(3600)\n")
+
+
+def _sh(*argv: str, check: bool = True) -> str:
+    cp = subprocess.run(list(argv), capture_output=True, text=True, timeout=120)
+    if check and cp.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {cp.returncode}: {cp.stderr.strip()}")
+    return cp.stdout
+
+
+def _die_with_parent() -> None:  # between fork and exec: a helper must not outlive a killed test
+    import ctypes
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def backing_file(loop: Path) -> str:
+    try:
+        return (Path("/sys/block") / loop.name / "loop" / "backing_file").read_text().strip()
+    except OSError:
+        return ""
+
+
+@dataclass
+class LoopRig:
+    root: Path
+    capacity: int
+    loops: dict[str, Path] = field(default_factory=dict)      # device name -> /dev/loopN
+    links: dict[str, Path] = field(default_factory=dict)      # device name -> root/by-id/snaptax-test-NAME
+    rig_file: Path | None = None
+    extra_loops: list[Path] = field(default_factory=list)     # partitioned loops made by partition_mounted
+    mounts: list[Path] = field(default_factory=list)
+    swaps: list[Path] = field(default_factory=list)
+    stacked: list[str] = field(default_factory=list)          # dm names
+    helpers: list[subprocess.Popen] = field(default_factory=list)
+
+    @property
+    def links_dir(self) -> Path:
+        return self.root / "by-id"
+
+    @property
+    def work_dir(self) -> Path:
+        return self.root / "work"
+
+    def rig(self) -> rigmod.Rig:
+        assert self.rig_file is not None
+        return rigmod.load(self.rig_file)
+
+    # ------------------------------------------------------------ building
+    def attach(self, image: Path, partitions: bool = False) -> Path:
+        argv = ["losetup", "--find", "--show", "--direct-io=on", *(["--partscan"] if partitions else []), str(image)]
+        loop = Path(_sh(*argv).strip())
+        if backing_file(loop) != str(image):
+            raise RuntimeError(f"{loop} is not backed by {image}")
+        return loop
+
+    def add_device(self, name: str) -> None:
+        image = self.root / "images" / f"{name}.img"
+        image.parent.mkdir(parents=True, exist_ok=True)
+        with open(image, "wb") as f:
+            f.truncate(self.capacity)
+        self.loops[name] = self.attach(image)
+        link = self.links_dir / f"{LINK_PREFIX}{name}"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(self.loops[name])
+        self.links[name] = link
+
+    def write_rig_file(self) -> Path:
+        import yaml
+        raw = {"name": "loop-test", "kind": "attached",
+               "description": "loop devices standing in for attached disks (tests/attached.py)",
+               "enabled": True, "allow_destroy": True, "work_dir": str(self.work_dir),
+               "engines": ["qcow2", "lvmthin"],
+               "devices": {name: {"type": "block", "medium": "ssd", "capacity": self.capacity,
+                                  "path": str(link), "description": f"loop device over {name}.img"}
+                           for name, link in self.links.items()}}
+        self.rig_file = self.root / "loop-test.yaml"
+        self.rig_file.write_text(yaml.safe_dump(raw, sort_keys=False))
+        return self.rig_file
+
+    # ------------------------------------------------------------ the states the guards must refuse
+    def mount(self, name: str) -> Path:
+        """mkfs.ext4 on the device and mount it in the test's directory."""
+        return self._mount(self.loops[name], name)
+
+    def _mount(self, node: Path, tag: str) -> Path:
+        _sh("mkfs.ext4", "-q", "-F", str(node))
+        point = self.root / "mnt" / tag
+        point.mkdir(parents=True, exist_ok=True)
+        _sh("mount", str(node), str(point))
+        self.mounts.append(point)
+        return point
+
+    def swap(self, name: str) -> None:
+        _sh("mkswap", "-f", str(self.loops[name]))
+        _sh("swapon", str(self.loops[name]))
+        self.swaps.append(self.loops[name])
+
+    def hold_exclusive(self, name: str) -> subprocess.Popen:
+        """A helper process that holds the device open with O_EXCL (as a mounted filesystem or mdadm would)."""
+        proc = subprocess.Popen([sys.executable, "-c", _HOLD_EXCLUSIVE, str(self.loops[name])], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
+        self.helpers.append(proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if line.strip() != "held":
+            raise RuntimeError(f"the O_EXCL helper failed: {proc.stderr.read() if proc.stderr else ''}")
+        return proc
+
+    def partition_mounted(self, name: str) -> Path:
+        """Give the device's image one MBR partition, attach it with partition scanning and mount the partition.
+        Replaces the device's loop by the partitioned one (and re-points its link); returns the partition node."""
+        old = self.loops[name]
+        image = Path(backing_file(old))
+        _sh("losetup", "-d", str(old))
+        sectors = self.capacity // 512
+        with open(image, "r+b") as f:
+            f.seek(446)
+            f.write(bytes([0, 0, 0, 0, 0x83, 0, 0, 0]) + struct.pack("<II", 2048, sectors - 2048))
+            f.seek(510)
+            f.write(b"\x55\xaa")
+            f.flush()
+            os.fsync(f.fileno())
+        loop = self.attach(image, partitions=True)
+        self.loops[name] = loop
+        part = Path(f"{loop}p1")
+        # Without udev the kernel's own scan at attach time may miss the table; partx asks again.
+        for _ in range(20):
+            if part.exists():
+                break
+            _sh("partx", "-a", str(loop), check=False)
+            time.sleep(0.1)
+        self.links[name].unlink()
+        self.links[name].symlink_to(loop)
+        self._mount(part, f"{name}-p1")
+        return part
+
+    def stack(self, name: str) -> str | None:
+        """A device-mapper linear device on top of the device, so that /sys/block/loopN/holders lists it. Only
+        device-mapper (or MD RAID, bcache) fills `holders` (the kernel's bd_link_disk_holder); loop devices,
+        partitions and filesystems never do. None when this kernel has no device-mapper."""
+        from snaptax.engines.lvmthin import host_has_device_mapper
+        if not (host_has_device_mapper() and shutil.which("dmsetup")):
+            return None
+        dm = f"{LINK_PREFIX}{self.root.name}-{name}"
+        sectors = self.capacity // 512
+        _sh("dmsetup", "create", dm, "--table", f"0 {sectors} linear {self.loops[name]} 0")
+        self.stacked.append(dm)
+        return dm
+
+    # ------------------------------------------------------------ cleanup
+    def cleanup(self) -> list[str]:
+        """Undo everything, newest first; returns what failed (the caller reports it)."""
+        errors: list[str] = []
+
+        def attempt(what: str, *argv: str) -> None:
+            cp = subprocess.run(list(argv), capture_output=True, text=True, timeout=120)
+            if cp.returncode != 0:
+                errors.append(f"{what}: {cp.stderr.strip()}")
+
+        for proc in self.helpers:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=30)
+            for stream in (proc.stdout, proc.stderr):
+                if stream:
+                    stream.close()
+        for point in reversed(self.mounts):
+            if os.path.ismount(point):
+                attempt(f"umount {point}", "umount", str(point))
+        for node in reversed(self.swaps):
+            if str(node) in _swaps():
+                attempt(f"swapoff {node}", "swapoff", str(node))
+        for dm in reversed(self.stacked):
+            attempt(f"dmsetup remove {dm}", "dmsetup", "remove", dm)
+        images = self.root / "images"
+        for loop in [*self.loops.values(), *self.extra_loops]:
+            if backing_file(loop).startswith(str(images) + "/"):  # only ours: loop numbers are reused
+                attempt(f"losetup -d {loop}", "losetup", "-d", str(loop))
+        shutil.rmtree(self.root, ignore_errors=True)
+        return errors
+
+
+def _swaps() -> set[str]:
+    return {line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:] if line.strip()}
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    pending: list[int] = []
+    old = {s: signal.signal(s, lambda n, f: pending.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        for s in pending:
+            os.kill(os.getpid(), s)
+
+
+@contextlib.contextmanager
+def stable_ids_under(directory: Path) -> Iterator[None]:
+    """Accept links under `directory` as stable ids, in this process, for the duration (see the module doc)."""
+    before = rigmod.STABLE_ID_PREFIXES
+    rigmod.STABLE_ID_PREFIXES = (*before, f"{directory}/")
+    try:
+        yield
+    finally:
+        rigmod.STABLE_ID_PREFIXES = before
+
+
+@contextlib.contextmanager
+def loop_rig(names: tuple[str, ...] = ("ssd", "hdd"), capacity: int = GiB,
+             parent: Path = Path("/var/tmp")) -> Iterator[LoopRig]:
+    """An enabled, destroyable attached rig of loop devices; everything it made is gone afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="snaptax-attached-", dir=parent))
+    lr = LoopRig(root=root, capacity=capacity)
+    try:
+        for name in names:
+            lr.add_device(name)
+        lr.write_rig_file()
+        with stable_ids_under(lr.links_dir):
+            yield lr
+    finally:
+        with _signals_deferred():
+            errors = lr.cleanup()
+        if errors:
+            raise RuntimeError("attached-rig cleanup: " + "; ".join(errors))
+
+
+def leftovers(root: Path) -> list[str]:
+    """Anything under `root` still alive: loop devices backed by its files, mounts, swap, processes, the dir."""
+    found: list[str] = []
+    out = subprocess.run(["losetup", "--list", "--json", "-O", "NAME,BACK-FILE"], capture_output=True,
+                         text=True, timeout=30).stdout
+    for e in json.loads(out or "{}").get("loopdevices", []):
+        if (e.get("back-file") or "").startswith(str(root) + "/"):
+            found.append(f"loop device {e['name']} -> {e['back-file']}")
+    loops_of_root = {f"/dev/{e['name'].rsplit('/', 1)[-1]}" for e in json.loads(out or "{}").get("loopdevices", [])
+                     if (e.get("back-file") or "").startswith(str(root) + "/")}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, _, post = line.partition(" - ")
+        point, source = pre.split()[4], (post.split() or ["", ""])[1]
+        if point.startswith(str(root) + "/") or re.sub(r"p[0-9]+$", "", source) in loops_of_root:
+            found.append(f"mount {source} on {point}")
+    found += [f"swap {s}" for s in _swaps() if s in loops_of_root]
+    procs = subprocess.run(["pgrep", "-af", str(root)], capture_output=True, text=True).stdout
+    found += [f"process {p}" for p in procs.splitlines() if "pytest" not in p]
+    if root.exists():
+        found.append(f"directory {root}")
+    return found
