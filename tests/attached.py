@@ -274,8 +274,9 @@ def loop_rig(names: tuple[str, ...] = ("ssd", "hdd"), capacity: int = GiB,
             raise RuntimeError("attached-rig cleanup: " + "; ".join(errors))
 
 
-def leftovers(root: Path) -> list[str]:
-    """Anything under `root` still alive: loop devices backed by its files, mounts, swap, processes, the dir."""
+def leftovers(root: Path, directory: bool = True) -> list[str]:
+    """Anything under `root` still alive: loop devices backed by its files, mounts, swap, processes, and (unless
+    `directory` is false) the directory itself."""
     found: list[str] = []
     out = subprocess.run(["losetup", "--list", "--json", "-O", "NAME,BACK-FILE"], capture_output=True,
                          text=True, timeout=30).stdout
@@ -292,6 +293,6 @@ def leftovers(root: Path) -> list[str]:
     found += [f"swap {s}" for s in _swaps() if s in loops_of_root]
     procs = subprocess.run(["pgrep", "-af", str(root)], capture_output=True, text=True).stdout
     found += [f"process {p}" for p in procs.splitlines() if "pytest" not in p]
-    if root.exists():
+    if directory and root.exists():
         found.append(f"directory {root}")
     return found

@@ -148,7 +148,9 @@ def _check_run(record, rig_file: Path, device: str, loop: Path) -> None:
     assert entry["type"] == "block" and entry["emulated"] is False
     assert entry["disk"]["kernel_name"] == loop.name and entry["disk"]["size_bytes"] == 1 << 30
     assert m.measurements == m.planned_points == len(record.measurements) > 0
-    assert len(record.results()) == m.planned_points
+    results = record.results()   # one row per measurement and direction
+    assert len(results[["variant", "index"]].drop_duplicates()) == m.planned_points
+    assert (results["errors"] == 0).all() and (results["iops"] > 0).all()
     assert "no emulated measurements" in record.validity_line()
     for meas in record.measurements:
         assert (meas.directory / "fio.json").exists() and (meas.directory / "measurement.json").exists()
@@ -167,7 +169,7 @@ def test_chain_length_smoke_qcow2_on_the_block_device(study_rig, data_dir):
     _check_run(record, study_rig.rig_file, "ssd", study_rig.loops["ssd"])
     assert record.manifest.planned_points == planmod.build_plan(profiles.get("smoke")).points()
     assert set(record.results()["variant"]) == {c.name for c in planmod.configs(profiles.get("smoke"))}
-    assert leftovers(study_rig.work_dir) == []   # qemu-storage-daemon and fio are gone, the loop devices stay
+    assert leftovers(study_rig.work_dir, directory=False) == []   # qsd and fio are gone; the loops stay
     print(f"chain_length smoke, qcow2 on {study_rig.loops['ssd']}: {time.monotonic() - t0:.0f} s")
 
 
@@ -195,7 +197,7 @@ def test_chain_length_smoke_lvmthin_in_the_guest_on_the_passed_through_device(st
     _check_run(record, study_rig.rig_file, "hdd", study_rig.loops["hdd"])
     assert record.manifest.variants["lvmthin-c64k"]["where"] == "tcg-guest"
     assert max(meas.chain_length for meas in record.measurements) == planmod.scale(profile).max_chain
-    assert leftovers(study_rig.work_dir) == []
+    assert leftovers(study_rig.work_dir, directory=False) == []
     print(f"chain_length smoke plan, LVM thin in the guest on {study_rig.loops['hdd']}: {time.monotonic() - t0:.0f} s")
 
 
