@@ -244,7 +244,8 @@ def test_interrupt_leaves_nothing_behind(mode, data_dir):
         else:
             staging = root / "work" / "loop-test" / "staging" / "chain_length"
             while time.monotonic() < deadline:
-                fio = subprocess.run(["pgrep", "-f", f"fio .*{root}"], capture_output=True, text=True).stdout
+                # The measurement lock is held by the child: any measuring fio is the child's.
+                fio = subprocess.run(["pgrep", "-f", "fio --output-format=json"], capture_output=True, text=True).stdout
                 if fio.strip() and len(list(staging.glob("*/measurements/*/*/measurement.json"))) >= 2:
                     break
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
