@@ -208,16 +208,36 @@ import sys, time
 from pathlib import Path
 from tests.attached import loop_rig
 mode = sys.argv[1]
-with loop_rig(("ssd", "held"), capacity=(1 << 30) if mode == "study" else (64 << 20)) as lr:
+with loop_rig(("ssd", "held", "swap"), capacity=(1 << 30) if mode == "study" else (64 << 20)) as lr:
     print(lr.root, flush=True)
     if mode == "guards":
         lr.mount("ssd")
         lr.hold_exclusive("held")
+        lr.swap("swap")
         print("ready", flush=True)
         time.sleep(600)
     else:
         from snaptax.studies.chain_length import measure
         measure.run(str(lr.rig_file), "smoke", device="ssd")
+"""
+# The same states inside a pytest run, made by a fixture: Ctrl-C to pytest runs the fixture's finalizer.
+_PYTEST_CHILD = """
+import time
+import pytest
+from tests.attached import loop_rig
+
+@pytest.fixture
+def rig():
+    with loop_rig(("ssd", "held", "swap"), capacity=64 << 20) as lr:
+        yield lr
+
+def test_until_interrupted(rig):
+    rig.mount("ssd")
+    rig.hold_exclusive("held")
+    rig.swap("swap")
+    print(rig.root, flush=True)
+    print("ready", flush=True)
+    time.sleep(600)
 """
 
 
@@ -225,21 +245,30 @@ def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # see tests/test_interrupt.py
 
 
-@pytest.mark.parametrize("mode", ["guards", "study"])
-def test_interrupt_leaves_nothing_behind(mode, data_dir):
-    """SIGINT (Ctrl-C) while the rig's devices are mounted and held, or while the study measures on them."""
+@pytest.mark.parametrize("mode", ["guards", "pytest", "study"])
+def test_interrupt_leaves_nothing_behind(mode, data_dir, tmp_path):
+    """SIGINT (Ctrl-C) while the rig's devices are mounted, swap and held (in a plain process, and in a pytest
+    fixture), or while the study measures on them."""
     env = dict(os.environ, SNAPTAX_DATA_DIR=str(data_dir),
                PYTHONPATH=os.pathsep.join([str(paths.REPO_ROOT / "src"), str(paths.REPO_ROOT)]))
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, mode], cwd=paths.REPO_ROOT, env=env, text=True,
+    if mode == "pytest":
+        (tmp_path / "test_child.py").write_text(_PYTEST_CHILD)
+        argv = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_child.py"]
+    else:
+        argv = [sys.executable, "-c", _CHILD, mode]
+    proc = subprocess.Popen(argv, cwd=tmp_path if mode == "pytest" else paths.REPO_ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                             preexec_fn=_as_from_a_terminal)
     root = None
     try:
         assert proc.stdout is not None
-        root = Path(proc.stdout.readline().strip())
+        first = proc.stdout.readline().strip()
+        while mode == "pytest" and first and not first.startswith("/"):   # pytest's own first lines
+            first = proc.stdout.readline().strip()
+        root = Path(first.lstrip("."))
         assert root.name.startswith("snaptax-attached-"), proc.stderr.read() if proc.stderr else ""
         deadline = time.monotonic() + 180
-        if mode == "guards":
+        if mode in ("guards", "pytest"):
             assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
         else:
             staging = root / "work" / "loop-test" / "staging" / "chain_length"
@@ -254,9 +283,11 @@ def test_interrupt_leaves_nothing_behind(mode, data_dir):
                 pytest.fail("the study never reached its third fio run")
         assert leftovers(root) != []   # the rig is there while the child runs
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does to the foreground process group
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode in (130, -signal.SIGINT), err
-        assert "KeyboardInterrupt" in err
+        out, err = proc.communicate(timeout=120)
+        if mode == "pytest":
+            assert proc.returncode == 2 and "KeyboardInterrupt" in out, out + err   # pytest's "interrupted"
+        else:
+            assert proc.returncode in (130, -signal.SIGINT) and "KeyboardInterrupt" in err, err
     finally:
         if proc.poll() is None:
             proc.kill()
