@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -79,6 +80,8 @@ class LoopRig:
     swaps: list[Path] = field(default_factory=list)
     stacked: list[str] = field(default_factory=list)          # dm names
     helpers: list[subprocess.Popen] = field(default_factory=list)
+    held: dict[str, subprocess.Popen] = field(default_factory=dict)
+    partitioned: dict[str, Path] = field(default_factory=dict)
 
     @property
     def links_dir(self) -> Path:
@@ -130,23 +133,45 @@ class LoopRig:
         return self._mount(self.loops[name], name)
 
     def _mount(self, node: Path, tag: str) -> Path:
-        _sh("mkfs.ext4", "-q", "-F", str(node))
         point = self.root / "mnt" / tag
+        if point in self.mounts:   # idempotent: each test may ask for the state it needs
+            return point
+        _sh("mkfs.ext4", "-q", "-F", str(node))
         point.mkdir(parents=True, exist_ok=True)
         _sh("mount", str(node), str(point))
         self.mounts.append(point)
         return point
 
-    def swap(self, name: str) -> None:
-        _sh("mkswap", "-f", str(self.loops[name]))
-        _sh("swapon", str(self.loops[name]))
-        self.swaps.append(self.loops[name])
+    def swap(self, name: str, node: Path | None = None) -> None:
+        node = node or self.loops[name]
+        if node in self.swaps:
+            return
+        _sh("mkswap", "-f", str(node))
+        _sh("swapon", str(node))
+        self.swaps.append(node)
+
+    def mount_via(self, name: str, node: Path) -> Path:
+        return self._mount(node, name)
+
+    def alias(self, name: str) -> Path:
+        """A second device node of the device (same major:minor) in the test's directory: what mount or swapon
+        print as the source when they were given that node instead of /dev/loopN."""
+        st = os.stat(self.loops[name])
+        node = self.root / "nodes" / name
+        if node.exists():
+            return node
+        node.parent.mkdir(parents=True, exist_ok=True)
+        os.mknod(node, 0o600 | stat.S_IFBLK, st.st_rdev)
+        return node
 
     def hold_exclusive(self, name: str) -> subprocess.Popen:
         """A helper process that holds the device open with O_EXCL (as a mounted filesystem or mdadm would)."""
+        if name in self.held:
+            return self.held[name]
         proc = subprocess.Popen([sys.executable, "-c", _HOLD_EXCLUSIVE, str(self.loops[name])], text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
         self.helpers.append(proc)
+        self.held[name] = proc
         assert proc.stdout is not None
         line = proc.stdout.readline()
         if line.strip() != "held":
@@ -156,6 +181,8 @@ class LoopRig:
     def partition_mounted(self, name: str) -> Path:
         """Give the device's image one MBR partition, attach it with partition scanning and mount the partition.
         Replaces the device's loop by the partitioned one (and re-points its link); returns the partition node."""
+        if name in self.partitioned:
+            return self.partitioned[name]
         old = self.loops[name]
         image = Path(backing_file(old))
         _sh("losetup", "-d", str(old))
@@ -179,6 +206,7 @@ class LoopRig:
         self.links[name].unlink()
         self.links[name].symlink_to(loop)
         self._mount(part, f"{name}-p1")
+        self.partitioned[name] = part
         return part
 
     def stack(self, name: str) -> str | None:

@@ -26,7 +26,7 @@ from tests.conftest import requires_qsd, requires_root
 pytestmark = [pytest.mark.integration, requires_qsd, requires_root]
 
 MiB = 1 << 20
-GUARDS = ("plain", "mounted", "partition", "swap", "held", "exclusive")
+GUARDS = ("plain", "mounted", "partition", "swap", "held", "exclusive", "mounted-alias", "swap-alias")
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +97,39 @@ def test_swap_device_is_refused(guard_rig):
     assert f"{guard_rig.loops['swap']} is a swap device" in message
 
 
+def test_device_mounted_or_swapped_under_another_name_is_refused_as_such(guard_rig):
+    """mount and swapon print the node they were given; a second node of the same device (major:minor) must not
+    hide that the device is mounted or is swap (before: only the exclusive open caught it, as 'in use')."""
+    guard_rig.mount_via("mounted-alias", guard_rig.alias("mounted-alias"))
+    assert f"{guard_rig.loops['mounted-alias']} is mounted" in refusal(guard_rig.rig(), "mounted-alias")
+    guard_rig.swap("swap-alias", guard_rig.alias("swap-alias"))
+    assert f"{guard_rig.loops['swap-alias']} is a swap device" in refusal(guard_rig.rig(), "swap-alias")
+
+
+def test_the_study_path_refuses_before_writing(guard_rig):
+    """open_device, which every engine calls, refuses the mounted device; the filesystem on it is untouched."""
+    from snaptax.backends import open_device
+    from snaptax.procs import ProcessGroup
+    rig = guard_rig.rig()
+    canary = guard_rig.mount("mounted") / "canary"
+    canary.write_text("still here")
+    group = ProcessGroup()
+    try:
+        with pytest.raises(DeviceRefused, match="is mounted"):
+            open_device(rig, rig.device("mounted"), group, tag="t")
+    finally:
+        group.close()
+    os.sync()
+    assert canary.read_text() == "still here"
+
+
+def test_capacity_beyond_the_device_is_refused(guard_rig):
+    raw = {"name": "x", "kind": "attached", "enabled": True, "allow_destroy": True,
+           "devices": {"big": {"type": "block", "medium": "ssd", "capacity": "1G",
+                               "path": str(guard_rig.links["plain"])}}}
+    assert "exceeds the device's 67108864 bytes" in refusal(rigmod.parse_rig(raw, "x.yaml"), "big")
+
+
 def test_device_held_by_another_device_is_refused(guard_rig):
     holder = guard_rig.stack("held")
     if holder is None:
@@ -127,8 +160,10 @@ def test_stable_id_of_something_not_a_block_device_is_refused(guard_rig, tmp_pat
 def test_rig_check_prints_one_line_per_device(guard_rig, capsys):
     """`snaptax rig check` on the rig: the refusals above, each on its device's line; the free one passes."""
     from snaptax import cli
-    for guard in ("mounted", "partition", "swap", "exclusive"):   # the states the tests above put them in
-        refusal(guard_rig.rig(), guard)
+    guard_rig.mount("mounted")
+    guard_rig.partition_mounted("partition")
+    guard_rig.swap("swap")
+    guard_rig.hold_exclusive("exclusive")
     assert cli.cmd_rig_check(argparse.Namespace(rig=str(guard_rig.rig_file))) == 0
     lines = {line.split(":")[0].strip(): line for line in capsys.readouterr().out.splitlines()}
     assert "passes the safety checks" in lines["device plain"]

@@ -64,17 +64,43 @@ def diskstats(name: str) -> dict[str, int]:
 
 
 def _mounted_sources() -> set[str]:
+    """What is mounted: each mount's source as written (/dev/loop0) and its device number ('7:0').
+
+    The number catches a device mounted under another name (a second device node, a path in another tree):
+    mountinfo prints the source as the mount was asked for, the number is the kernel's."""
     out = set()
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         parts = line.split(" - ", 1)
         if len(parts) == 2:
             out.add(parts[1].split()[1])
+            out.add(parts[0].split()[2])
     return out
 
 
 def _swaps() -> set[str]:
+    """Swap areas by name as /proc/swaps prints them and, for block devices, by device number ('7:0')."""
     lines = Path("/proc/swaps").read_text().splitlines()[1:]
-    return {line.split()[0] for line in lines if line.strip()}
+    out = set()
+    for line in lines:
+        if not line.strip():
+            continue
+        name = line.split()[0].replace("\\040", " ")
+        out.add(name)
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        if stat.S_ISBLK(st.st_mode):
+            out.add(f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+    return out
+
+
+def _devnum(name: str) -> str | None:
+    """'major:minor' of a disk or partition by kernel name ('7:0', '259:1')."""
+    try:
+        return (Path("/sys/class/block") / name / "dev").read_text().strip()
+    except OSError:
+        return None
 
 
 def check_destroyable(rig: Rig, device: Device) -> Path:
@@ -101,10 +127,12 @@ def check_destroyable(rig: Rig, device: Device) -> Path:
     if holders.exists() and any(holders.iterdir()):
         raise DeviceRefused(f"{where}: {node} is held by {', '.join(p.name for p in holders.iterdir())}")
     parts = [p.name for p in (Path("/sys/class/block") / name).glob(f"{name}*") if p.name != name]
-    for candidate in [str(node), *(f"/dev/{p}" for p in parts)]:
-        if candidate in _mounted_sources():
+    mounted, swaps = _mounted_sources(), _swaps()
+    for kernel_name, candidate in [(name, str(node)), *((p, f"/dev/{p}") for p in parts)]:
+        number = _devnum(kernel_name)
+        if candidate in mounted or (number and number in mounted):
             raise DeviceRefused(f"{where}: {candidate} is mounted")
-        if candidate in _swaps():
+        if candidate in swaps or (number and number in swaps):
             raise DeviceRefused(f"{where}: {candidate} is a swap device")
     try:
         fd = os.open(node, os.O_RDONLY | os.O_EXCL)
