@@ -178,9 +178,10 @@ class LoopRig:
             raise RuntimeError(f"the O_EXCL helper failed: {proc.stderr.read() if proc.stderr else ''}")
         return proc
 
-    def partition_mounted(self, name: str) -> Path:
-        """Give the device's image one MBR partition, attach it with partition scanning and mount the partition.
-        Replaces the device's loop by the partitioned one (and re-points its link); returns the partition node."""
+    def partition(self, name: str) -> Path:
+        """Give the device's image one MBR partition (from 1 MiB to the end) and re-attach it with partition
+        scanning. Replaces the device's loop by the partitioned one (and re-points its link); returns the
+        partition's node."""
         if name in self.partitioned:
             return self.partitioned[name]
         old = self.loops[name]
@@ -203,11 +204,24 @@ class LoopRig:
                 break
             _sh("partx", "-a", str(loop), check=False)
             time.sleep(0.1)
+        if not part.exists():
+            raise RuntimeError(f"no partition {part} appeared")
         self.links[name].unlink()
         self.links[name].symlink_to(loop)
-        self._mount(part, f"{name}-p1")
         self.partitioned[name] = part
         return part
+
+    def partition_mounted(self, name: str) -> Path:
+        """The device partitioned (see partition) and its partition mounted; returns the partition's node."""
+        part = self.partition(name)
+        self._mount(part, f"{name}-p1")
+        return part
+
+    def link_to(self, tag: str, node: Path) -> Path:
+        """One more stable-id link in the test's directory, to any node."""
+        link = self.links_dir / f"{LINK_PREFIX}{tag}"
+        link.symlink_to(node)
+        return link
 
     def stack(self, name: str) -> str | None:
         """A device-mapper linear device on top of the device, so that /sys/block/loopN/holders lists it. Only

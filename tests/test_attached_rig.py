@@ -26,7 +26,8 @@ from tests.conftest import requires_qsd, requires_root
 pytestmark = [pytest.mark.integration, requires_qsd, requires_root]
 
 MiB = 1 << 20
-GUARDS = ("plain", "mounted", "partition", "swap", "held", "exclusive", "mounted-alias", "swap-alias")
+GUARDS = ("plain", "mounted", "partition", "swap", "held", "exclusive", "mounted-alias", "swap-alias",
+          "partitioned")
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +122,27 @@ def test_the_study_path_refuses_before_writing(guard_rig):
         group.close()
     os.sync()
     assert canary.read_text() == "still here"
+
+
+def test_a_partition_as_the_rig_device(guard_rig):
+    """A stable id may name a partition (by-id/...-part1): it passes when free, and its counters and identity
+    are the partition's (before: /sys/block has no partitions, so both came back empty)."""
+    part = guard_rig.partition("partitioned")
+    link = guard_rig.link_to("partitioned-part1", part)
+    raw = {"name": "x", "kind": "attached", "enabled": True, "allow_destroy": True,
+           "devices": {"p1": {"type": "block", "medium": "ssd", "capacity": "32M", "path": str(link)}}}
+    rig = rigmod.parse_rig(raw, "x.yaml")
+    assert devices.check_destroyable(rig, rig.device("p1")) == part
+    assert set(devices.diskstats(part.name)) >= {"reads", "writes", "sectors_written"}
+    disk = devices.identity(rig, rig.device("p1"))["disk"]
+    assert disk["kernel_name"] == part.name and disk["partition_of"] == guard_rig.loops["partitioned"].name
+    assert disk["size_bytes"] == 64 * MiB - MiB and disk["rotational"] is not None
+    # The whole disk, with its partition free, passes too; mounted, the disk is refused for its partition.
+    whole = guard_rig.rig()
+    assert devices.check_destroyable(whole, whole.device("partitioned")) == guard_rig.loops["partitioned"]
+    guard_rig.partition_mounted("partitioned")
+    assert f"{part} is mounted" in refusal(whole, "partitioned")
+    assert f"{part} is mounted" in refusal(rig, "p1")
 
 
 def test_capacity_beyond_the_device_is_refused(guard_rig):

@@ -29,24 +29,34 @@ def block_name_of_path(path: Path) -> str | None:
 
 
 def _sys_read(name: str, rel: str) -> str | None:
+    # /sys/class/block has partitions too (sda1, nvme0n1p2, loop0p1); /sys/block has whole disks only.
     try:
-        return (Path("/sys/block") / name / rel).read_text().strip()
+        return (Path("/sys/class/block") / name / rel).read_text().strip()
     except OSError:
         return None
 
 
+def _whole_disk(name: str) -> str:
+    """The disk a partition belongs to ('sda' for 'sda1'); a whole disk's own name."""
+    real = (Path("/sys/class/block") / name).resolve()
+    return real.parent.name if (real / "partition").exists() else name
+
+
 def disk_identity(name: str) -> dict:
-    """What the kernel says a disk is: model, serial/wwid, size, rotational, scheduler."""
+    """What the kernel says a disk or partition is: model, serial/wwid, size, rotational, scheduler (a
+    partition's model, serial, queue are its disk's; its size is its own)."""
+    disk = _whole_disk(name)
     sectors = _sys_read(name, "size")
     return {
         "kernel_name": name,
-        "model": _sys_read(name, "device/model"),
-        "vendor": _sys_read(name, "device/vendor"),
-        "serial": _sys_read(name, "device/serial") or _sys_read(name, "serial"),
-        "wwid": _sys_read(name, "device/wwid") or _sys_read(name, "wwid"),
+        **({"partition_of": disk} if disk != name else {}),
+        "model": _sys_read(disk, "device/model"),
+        "vendor": _sys_read(disk, "device/vendor"),
+        "serial": _sys_read(disk, "device/serial") or _sys_read(disk, "serial"),
+        "wwid": _sys_read(disk, "device/wwid") or _sys_read(disk, "wwid"),
         "size_bytes": int(sectors) * 512 if sectors else None,
-        "rotational": _sys_read(name, "queue/rotational"),
-        "scheduler": _sys_read(name, "queue/scheduler"),
+        "rotational": _sys_read(disk, "queue/rotational"),
+        "scheduler": _sys_read(disk, "queue/scheduler"),
     }
 
 
@@ -55,7 +65,7 @@ _DISKSTAT_FIELDS = ("reads", "reads_merged", "sectors_read", "read_ms", "writes"
 
 
 def diskstats(name: str) -> dict[str, int]:
-    """Cumulative counters of /sys/block/NAME/stat (see Documentation/block/stat.rst)."""
+    """Cumulative counters of /sys/class/block/NAME/stat, a disk's or a partition's (Documentation/block/stat.rst)."""
     text = _sys_read(name, "stat")
     if text is None:
         return {}
