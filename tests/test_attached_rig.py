@@ -265,7 +265,7 @@ import sys, time
 from pathlib import Path
 from tests.attached import loop_rig
 mode = sys.argv[1]
-with loop_rig(("ssd", "held", "swap"), capacity=(1 << 30) if mode == "study" else (64 << 20)) as lr:
+with loop_rig(("ssd", "held", "swap"), capacity=(64 << 20) if mode == "guards" else (1 << 30)) as lr:
     print(lr.root, flush=True)
     if mode == "guards":
         lr.mount("ssd")
@@ -273,9 +273,21 @@ with loop_rig(("ssd", "held", "swap"), capacity=(1 << 30) if mode == "study" els
         lr.swap("swap")
         print("ready", flush=True)
         time.sleep(600)
-    else:
+    elif mode == "study":
         from snaptax.studies.chain_length import measure
         measure.run(str(lr.rig_file), "smoke", device="ssd")
+    else:  # lvmthin: the same plan in the TCG guest, on the device served to it by qemu-storage-daemon
+        from snaptax import profiles
+        from snaptax.engines.lvmthin import LvmThinConfig, LvmThinEngine
+        from snaptax.record import RunSession
+        from snaptax.studies.chain_length import plan as planmod
+        profile = profiles.get("smoke")
+        rig = lr.rig()
+        plan = planmod.variant_plan(profile)
+        with RunSession(rig, "chain_length", profile, {}, devices_used=("ssd",)) as session:
+            with LvmThinEngine(rig, rig.device("ssd"), LvmThinConfig(mode="guest"), profile.disk_size) as engine:
+                with session.in_variant("lvmthin", engine.describe()):
+                    engine.execute(plan, session)
 """
 # The same states inside a pytest run, made by a fixture: Ctrl-C to pytest runs the fixture's finalizer.
 _PYTEST_CHILD = """
@@ -302,10 +314,11 @@ def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # see tests/test_interrupt.py
 
 
-@pytest.mark.parametrize("mode", ["guards", "pytest", "study"])
+@pytest.mark.parametrize("mode", ["guards", "pytest", "study", "lvmthin"])
 def test_interrupt_leaves_nothing_behind(mode, data_dir, tmp_path):
     """SIGINT (Ctrl-C) while the rig's devices are mounted, swap and held (in a plain process, and in a pytest
-    fixture), or while the study measures on them."""
+    fixture), or while the study measures on them (qcow2 on the host, LVM thin in the guest)."""
+    from snaptax.guest.vm import READY_MARK
     env = dict(os.environ, SNAPTAX_DATA_DIR=str(data_dir),
                PYTHONPATH=os.pathsep.join([str(paths.REPO_ROOT / "src"), str(paths.REPO_ROOT)]))
     if mode == "pytest":
@@ -327,6 +340,17 @@ def test_interrupt_leaves_nothing_behind(mode, data_dir, tmp_path):
         deadline = time.monotonic() + 180
         if mode in ("guards", "pytest"):
             assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
+        elif mode == "lvmthin":
+            while time.monotonic() < deadline:   # the guest runs the plan: let it boot and start measuring
+                guest = subprocess.run(["pgrep", "-f", f"qemu-system.*{root}"], capture_output=True, text=True)
+                console = list(root.glob("work/loop-test/run/*/guest/console.log"))
+                if guest.stdout.strip() and console and READY_MARK in console[0].read_text(errors="replace"):
+                    time.sleep(3)   # into the plan: the prefill and the first runs
+                    break
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.2)
+            else:
+                pytest.fail("the guest never started measuring")
         else:
             staging = root / "work" / "loop-test" / "staging" / "chain_length"
             while time.monotonic() < deadline:
