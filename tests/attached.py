@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import stat
@@ -75,7 +74,6 @@ class LoopRig:
     loops: dict[str, Path] = field(default_factory=dict)      # device name -> /dev/loopN
     links: dict[str, Path] = field(default_factory=dict)      # device name -> root/by-id/snaptax-test-NAME
     rig_file: Path | None = None
-    extra_loops: list[Path] = field(default_factory=list)     # partitioned loops made by partition_mounted
     mounts: list[Path] = field(default_factory=list)
     swaps: list[Path] = field(default_factory=list)
     stacked: list[str] = field(default_factory=list)          # dm names
@@ -120,7 +118,8 @@ class LoopRig:
                "description": "loop devices standing in for attached disks (tests/attached.py)",
                "enabled": True, "allow_destroy": True, "work_dir": str(self.work_dir),
                "engines": ["qcow2", "lvmthin"],
-               "devices": {name: {"type": "block", "medium": "ssd", "capacity": self.capacity,
+               "devices": {name: {"type": "block", "medium": "hdd" if "hdd" in name else "ssd",
+                                  "capacity": self.capacity,
                                   "path": str(link), "description": f"loop device over {name}.img"}
                            for name, link in self.links.items()}}
         self.rig_file = self.root / "loop-test.yaml"
@@ -238,7 +237,11 @@ class LoopRig:
 
     # ------------------------------------------------------------ cleanup
     def cleanup(self) -> list[str]:
-        """Undo everything, newest first; returns what failed (the caller reports it)."""
+        """Undo everything, newest first; returns what failed (the caller reports it).
+
+        Mounts, swap areas and loop devices are found by scanning the kernel's tables for what is ours (mount
+        points under our directory; swap on, and loop devices backed by, our images), not from the records
+        above, so that a Ctrl-C between a command and its record still leaves nothing."""
         errors: list[str] = []
 
         def attempt(what: str, *argv: str) -> None:
@@ -253,20 +256,54 @@ class LoopRig:
             for stream in (proc.stdout, proc.stderr):
                 if stream:
                     stream.close()
-        for point in reversed(self.mounts):
-            if os.path.ismount(point):
-                attempt(f"umount {point}", "umount", str(point))
-        for node in reversed(self.swaps):
-            if str(node) in _swaps():
-                attempt(f"swapoff {node}", "swapoff", str(node))
+        for point in sorted(_mount_points_under(self.root), key=len, reverse=True):
+            attempt(f"umount {point}", "umount", point)
+        ours = our_loops(self.root)
+        for name in _swaps():
+            if name.startswith(f"{self.root}/") or _devnum_of(name) in _devnums(ours):
+                attempt(f"swapoff {name}", "swapoff", name)
         for dm in reversed(self.stacked):
             attempt(f"dmsetup remove {dm}", "dmsetup", "remove", dm)
-        images = self.root / "images"
-        for loop in [*self.loops.values(), *self.extra_loops]:
-            if backing_file(loop).startswith(str(images) + "/"):  # only ours: loop numbers are reused
-                attempt(f"losetup -d {loop}", "losetup", "-d", str(loop))
+        for loop in ours:   # only ours: loop numbers are reused, and other checkouts' tests use loop devices too
+            attempt(f"losetup -d {loop}", "losetup", "-d", loop)
         shutil.rmtree(self.root, ignore_errors=True)
         return errors
+
+
+def our_loops(root: Path) -> list[str]:
+    """Loop devices whose backing file lies under `root`."""
+    out = subprocess.run(["losetup", "--list", "--json", "-O", "NAME,BACK-FILE"], capture_output=True,
+                         text=True, timeout=30).stdout
+    return [e["name"] for e in json.loads(out or "{}").get("loopdevices", [])
+            if (e.get("back-file") or "").startswith(f"{root}/")]
+
+
+def _devnums(loops: list[str]) -> set[str]:
+    """major:minor of each loop device and of its partitions."""
+    nums: set[str] = set()
+    for loop in loops:
+        name = Path(loop).name
+        for d in [Path("/sys/class/block") / name, *(Path("/sys/class/block") / name).glob(f"{name}p*")]:
+            with contextlib.suppress(OSError):
+                nums.add((d / "dev").read_text().strip())
+    return nums
+
+
+def _devnum_of(path: str) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" if stat.S_ISBLK(st.st_mode) else None
+
+
+def _mount_points_under(root: Path) -> list[str]:
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point.startswith(f"{root}/"):
+            points.append(point)
+    return points
 
 
 def _swaps() -> set[str]:
@@ -304,9 +341,10 @@ def loop_rig(names: tuple[str, ...] = ("ssd", "hdd"), capacity: int = GiB,
     root = Path(tempfile.mkdtemp(prefix="snaptax-attached-", dir=parent))
     lr = LoopRig(root=root, capacity=capacity)
     try:
-        for name in names:
-            lr.add_device(name)
-        lr.write_rig_file()
+        with _signals_deferred():   # a Ctrl-C here lands once the rig is whole (and is then cleaned up)
+            for name in names:
+                lr.add_device(name)
+            lr.write_rig_file()
         with stable_ids_under(lr.links_dir):
             yield lr
     finally:
@@ -317,22 +355,16 @@ def loop_rig(names: tuple[str, ...] = ("ssd", "hdd"), capacity: int = GiB,
 
 
 def leftovers(root: Path, directory: bool = True) -> list[str]:
-    """Anything under `root` still alive: loop devices backed by its files, mounts, swap, processes, and (unless
-    `directory` is false) the directory itself."""
-    found: list[str] = []
-    out = subprocess.run(["losetup", "--list", "--json", "-O", "NAME,BACK-FILE"], capture_output=True,
-                         text=True, timeout=30).stdout
-    for e in json.loads(out or "{}").get("loopdevices", []):
-        if (e.get("back-file") or "").startswith(str(root) + "/"):
-            found.append(f"loop device {e['name']} -> {e['back-file']}")
-    loops_of_root = {f"/dev/{e['name'].rsplit('/', 1)[-1]}" for e in json.loads(out or "{}").get("loopdevices", [])
-                     if (e.get("back-file") or "").startswith(str(root) + "/")}
+    """Anything under `root` still alive: loop devices backed by its files, mounts (under it, or of those loop
+    devices), swap on them, processes naming it, and (unless `directory` is false) the directory itself."""
+    loops = our_loops(root)
+    nums = _devnums(loops)
+    found = [f"loop device {loop}" for loop in loops]
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        pre, _, post = line.partition(" - ")
-        point, source = pre.split()[4], (post.split() or ["", ""])[1]
-        if point.startswith(str(root) + "/") or re.sub(r"p[0-9]+$", "", source) in loops_of_root:
-            found.append(f"mount {source} on {point}")
-    found += [f"swap {s}" for s in _swaps() if s in loops_of_root]
+        fields = line.split()
+        if fields[4].startswith(f"{root}/") or fields[2] in nums:
+            found.append(f"mount {fields[2]} on {fields[4]}")
+    found += [f"swap {s}" for s in _swaps() if s.startswith(f"{root}/") or _devnum_of(s) in nums]
     procs = subprocess.run(["pgrep", "-af", str(root)], capture_output=True, text=True).stdout
     found += [f"process {p}" for p in procs.splitlines() if "pytest" not in p]
     if directory and root.exists():
