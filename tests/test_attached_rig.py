@@ -21,9 +21,12 @@ import pytest
 from snaptax import devices, paths, profiles, rig as rigmod
 from snaptax.errors import DeviceRefused
 from tests.attached import LINK_PREFIX, leftovers, loop_rig
-from tests.conftest import requires_qsd, requires_root
+from tests.conftest import _have, requires_qsd, requires_root
 
-pytestmark = [pytest.mark.integration, requires_qsd, requires_root]
+requires_disk_tools = pytest.mark.skipif(not _have("mkfs.ext4", "mkswap", "swapon", "swapoff", "mount", "umount",
+                                                   "partx"),
+                                         reason="needs e2fsprogs, util-linux and mount (mkfs.ext4, mkswap, partx)")
+pytestmark = [pytest.mark.integration, requires_qsd, requires_root, requires_disk_tools]
 
 MiB = 1 << 20
 GUARDS = ("plain", "mounted", "partition", "swap", "held", "exclusive", "mounted-alias", "swap-alias",
