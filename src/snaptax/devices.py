@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 from .errors import DeviceRefused
-from .rig import Device, Rig
+from .rig import Device, Rig, is_stable_id
 
 
 def block_name_of_path(path: Path) -> str | None:
@@ -28,24 +29,34 @@ def block_name_of_path(path: Path) -> str | None:
 
 
 def _sys_read(name: str, rel: str) -> str | None:
+    # /sys/class/block has partitions too (sda1, nvme0n1p2, loop0p1); /sys/block has whole disks only.
     try:
-        return (Path("/sys/block") / name / rel).read_text().strip()
+        return (Path("/sys/class/block") / name / rel).read_text().strip()
     except OSError:
         return None
 
 
+def _whole_disk(name: str) -> str:
+    """The disk a partition belongs to ('sda' for 'sda1'); a whole disk's own name."""
+    real = (Path("/sys/class/block") / name).resolve()
+    return real.parent.name if (real / "partition").exists() else name
+
+
 def disk_identity(name: str) -> dict:
-    """What the kernel says a disk is: model, serial/wwid, size, rotational, scheduler."""
+    """What the kernel says a disk or partition is: model, serial/wwid, size, rotational, scheduler (a
+    partition's model, serial, queue are its disk's; its size is its own)."""
+    disk = _whole_disk(name)
     sectors = _sys_read(name, "size")
     return {
         "kernel_name": name,
-        "model": _sys_read(name, "device/model"),
-        "vendor": _sys_read(name, "device/vendor"),
-        "serial": _sys_read(name, "device/serial") or _sys_read(name, "serial"),
-        "wwid": _sys_read(name, "device/wwid") or _sys_read(name, "wwid"),
+        **({"partition_of": disk} if disk != name else {}),
+        "model": _sys_read(disk, "device/model"),
+        "vendor": _sys_read(disk, "device/vendor"),
+        "serial": _sys_read(disk, "device/serial") or _sys_read(disk, "serial"),
+        "wwid": _sys_read(disk, "device/wwid") or _sys_read(disk, "wwid"),
         "size_bytes": int(sectors) * 512 if sectors else None,
-        "rotational": _sys_read(name, "queue/rotational"),
-        "scheduler": _sys_read(name, "queue/scheduler"),
+        "rotational": _sys_read(disk, "queue/rotational"),
+        "scheduler": _sys_read(disk, "queue/scheduler"),
     }
 
 
@@ -54,7 +65,7 @@ _DISKSTAT_FIELDS = ("reads", "reads_merged", "sectors_read", "read_ms", "writes"
 
 
 def diskstats(name: str) -> dict[str, int]:
-    """Cumulative counters of /sys/block/NAME/stat (see Documentation/block/stat.rst)."""
+    """Cumulative counters of /sys/class/block/NAME/stat, a disk's or a partition's (Documentation/block/stat.rst)."""
     text = _sys_read(name, "stat")
     if text is None:
         return {}
@@ -63,17 +74,43 @@ def diskstats(name: str) -> dict[str, int]:
 
 
 def _mounted_sources() -> set[str]:
+    """What is mounted: each mount's source as written (/dev/loop0) and its device number ('7:0').
+
+    The number catches a device mounted under another name (a second device node, a path in another tree):
+    mountinfo prints the source as the mount was asked for, the number is the kernel's."""
     out = set()
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         parts = line.split(" - ", 1)
         if len(parts) == 2:
             out.add(parts[1].split()[1])
+            out.add(parts[0].split()[2])
     return out
 
 
 def _swaps() -> set[str]:
+    """Swap areas by name as /proc/swaps prints them and, for block devices, by device number ('7:0')."""
     lines = Path("/proc/swaps").read_text().splitlines()[1:]
-    return {line.split()[0] for line in lines if line.strip()}
+    out = set()
+    for line in lines:
+        if not line.strip():
+            continue
+        name = line.split()[0].replace("\\040", " ")
+        out.add(name)
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        if stat.S_ISBLK(st.st_mode):
+            out.add(f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+    return out
+
+
+def _devnum(name: str) -> str | None:
+    """'major:minor' of a disk or partition by kernel name ('7:0', '259:1')."""
+    try:
+        return (Path("/sys/class/block") / name / "dev").read_text().strip()
+    except OSError:
+        return None
 
 
 def check_destroyable(rig: Rig, device: Device) -> Path:
@@ -85,21 +122,27 @@ def check_destroyable(rig: Rig, device: Device) -> Path:
         raise DeviceRefused(f"{where}: the rig is disabled (set enabled: true once you have read the README)")
     if not rig.allow_destroy:
         raise DeviceRefused(f"{where}: allow_destroy is not true; refusing to overwrite {device.path}")
-    if not device.path.startswith("/dev/disk/by-id/"):
+    if not is_stable_id(device.path):
         raise DeviceRefused(f"{where}: {device.path} is not a /dev/disk/by-id name")
     link = Path(device.path)
     if not link.exists():
         raise DeviceRefused(f"{where}: {device.path} does not exist")
     node = link.resolve()
+    # A stable-id link to anything but a block device (a regular file, a directory) would otherwise pass every
+    # check below (no holders, not mounted, opens exclusively) and be handed to qemu-storage-daemon as one.
+    if not stat.S_ISBLK(os.stat(node).st_mode):
+        raise DeviceRefused(f"{where}: {device.path} -> {node} is not a block device")
     name = node.name
     holders = Path("/sys/class/block") / name / "holders"
     if holders.exists() and any(holders.iterdir()):
         raise DeviceRefused(f"{where}: {node} is held by {', '.join(p.name for p in holders.iterdir())}")
     parts = [p.name for p in (Path("/sys/class/block") / name).glob(f"{name}*") if p.name != name]
-    for candidate in [str(node), *(f"/dev/{p}" for p in parts)]:
-        if candidate in _mounted_sources():
+    mounted, swaps = _mounted_sources(), _swaps()
+    for kernel_name, candidate in [(name, str(node)), *((p, f"/dev/{p}") for p in parts)]:
+        number = _devnum(kernel_name)
+        if candidate in mounted or (number and number in mounted):
             raise DeviceRefused(f"{where}: {candidate} is mounted")
-        if candidate in _swaps():
+        if candidate in swaps or (number and number in swaps):
             raise DeviceRefused(f"{where}: {candidate} is a swap device")
     try:
         fd = os.open(node, os.O_RDONLY | os.O_EXCL)

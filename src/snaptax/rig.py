@@ -20,6 +20,17 @@ from .fio import parse_size
 MEDIA = ("ssd", "hdd", "nvme", "tiered")
 DEVICE_TYPES = ("file", "block", "spindle")
 ENGINES = ("qcow2", "lvmthin", "cofw")
+# Where a block device's name must live: udev's stable ids, which survive reboots and re-cabling (a /dev/sdX name
+# does not). The one place this is decided; rig parsing and snaptax.devices both ask is_stable_id. There is no
+# setting, environment variable or rig-file field that widens it. The attached-rig tests (tests/attached.py),
+# on machines without udev, put their own links to loop devices in a private temporary directory and add that
+# directory here for the duration of the test only, in their own process.
+STABLE_ID_PREFIXES: tuple[str, ...] = ("/dev/disk/by-id/",)
+
+
+def is_stable_id(path: str) -> bool:
+    """True if `path` names a device by a stable id (a link under one of STABLE_ID_PREFIXES)."""
+    return path.startswith(STABLE_ID_PREFIXES) and "/../" not in path
 
 
 @dataclass(frozen=True)
@@ -98,7 +109,7 @@ def _parse_device(source: str, name: str, raw: Any) -> Device:
     if dtype == "block":
         if not isinstance(path, str) or not path:
             raise ConfigError(source, f"{where}.path", "a block device needs a path")
-        if not path.startswith("/dev/disk/by-id/"):
+        if not is_stable_id(path):
             raise ConfigError(source, f"{where}.path", f"{path!r} is not a stable id (use /dev/disk/by-id/...)")
     elif path is not None:
         raise ConfigError(source, f"{where}.path", f"only block devices take a path (this one is {dtype})")
