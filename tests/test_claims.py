@@ -49,6 +49,7 @@ def test_no_effect_claims():
 
 def test_too_wide_or_too_few_is_inconclusive():
     assert verdict(claim(65), ours(60, 30, 90)) == "inconclusive"
+    assert verdict(claim(65), ours(85, 65, 105)) == "inconclusive"      # wide, and reaches into the band
     assert verdict(claim(65), Value("t.v", 60, "%", math.nan, math.nan, 1)) == "inconclusive"
     assert verdict(claim(65), ours(60, 50, 70, n=1)) == "inconclusive"
 
@@ -56,3 +57,16 @@ def test_too_wide_or_too_few_is_inconclusive():
 @pytest.mark.parametrize("word", ["inconclusive", "agrees", "same direction", "differs", "no-effect"])
 def test_the_rule_says_what_it_does(word):
     assert word in VERDICT_RULE
+
+
+def test_a_wide_interval_outside_the_band_still_decides_the_direction():
+    # a direction-only claim ('overhead', put at 120 % ± 10 against no effect at 100 %) and an effect far larger:
+    # the interval is wider than the band but excludes it, so the published value is excluded
+    overhead = claim(120.0, no_effect=100.0, tolerance=10.0)
+    assert verdict(overhead, ours(378, 354, 403)) == "same direction"
+    # wide and wholly outside the band, but reaching into the no-effect band: not the published effect
+    assert verdict(claim(65), ours(10, -10, 30)) == "differs"
+    # wide, outside the band, on the other side of no effect
+    assert verdict(overhead, ours(60, 35, 85)) == "differs"
+    # a wide interval never agrees, even with its estimate in the band
+    assert verdict(claim(65), ours(65, 45, 85)) == "inconclusive"

@@ -22,7 +22,8 @@ Writes and reads run at queue depth 1 with a fixed number of I/Os (fio number_io
 uniformly, norandommap, so the fraction of first writes follows snaptax.models.cow.first_write_fraction). QD1
 so that a first write's extra work (copy read, copy write, flush) adds its own time to the request that caused it
 instead of overlapping with other requests in the device's queue (the cofw engine, a C plugin since issue 12, is
-no longer a ceiling at depth: make bench's cofw_engine_over_raw). The random jobs are counted, not timed, so the plan's fio time (StudyPlan.fio_seconds) is 0.
+no longer a ceiling at depth: make bench's cofw_engine_over_raw). The random jobs are counted, not timed, so the
+plan's fio time (StudyPlan.fio_seconds) is 0.
 """
 from __future__ import annotations
 
