@@ -39,7 +39,8 @@ def time_split_chart(a: DbSnapshotAnalysis) -> alt.Chart:
             for r in s.itertuples() for t in TIME_KEYS]
     d = pd.DataFrame(rows, columns=["device", "k", "where", "us_per_page"])
     return alt.Chart(d).mark_bar().encode(
-        x=alt.X("us_per_page:Q", title="thread-µs per first-written page"),
+        # four ticks: the default ones' labels ran into each other at the chart's right end
+        x=alt.X("us_per_page:Q", title="thread-µs per first-written page", axis=alt.Axis(tickCount=4)),
         y=alt.Y("label:N", title=None, sort=None),
         color=alt.Color("where:N", sort=list(TIME_TITLES.values()), title=None),
         tooltip=["device", "k", "where", alt.Tooltip("us_per_page:Q", format=".1f")],
@@ -56,7 +57,9 @@ def model_chart(a: DbSnapshotAnalysis) -> alt.LayerChart | alt.FacetChart:
             rows.append({"device": device, "k": int(k), "model_s": float(f.predict_s(int(k), pages))})
     model = pd.DataFrame(rows, columns=["device", "k", "model_s"])
     color = alt.Color("device:N", sort=list(SNAPSHOT_DEVICES), title="snapshot files on")
-    x = alt.X("k:Q", title="database snapshots", scale=alt.Scale(domain=[0, 2]), axis=alt.Axis(tickMinStep=1))
+    # a count: ticks at 0, 1, 2 only (tickMinStep still gave 0.5 steps in the rendered figure)
+    x = alt.X("k:Q", title="database snapshots", scale=alt.Scale(domain=[0, 2]),
+              axis=alt.Axis(values=[0, 1, 2], format="d"))
     pts = alt.Chart(a.summary).mark_point(filled=True, size=50).encode(
         x=x, y=alt.Y("duration_s:Q", title="duration (s)"), color=color)
     err = alt.Chart(a.summary).mark_rule().encode(x=x, y="duration_low:Q", y2="duration_high:Q", color=color)
