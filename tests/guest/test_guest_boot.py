@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
@@ -11,21 +10,10 @@ from snaptax.guest.kernel import KERNEL_PACKAGE_RE
 from snaptax.guest.nbd import RawFileExport, serve_raw_file
 from snaptax.guest.vm import GuestConfig, GuestDisk, GuestError, run_guest
 from snaptax.procs import ProcessGroup
+from tests.processes import processes_mentioning
 
 pytestmark = pytest.mark.guest
 
-
-def qemu_processes_mentioning(text: str) -> list[int]:
-    """PIDs of live processes whose command line contains `text` (our run dirs are unique per test)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if text.encode() in (d / "cmdline").read_bytes():
-                    pids.append(int(d.name))
-            except OSError:
-                pass
-    return pids
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +55,13 @@ blkstat pv0 > $OUT/stat
         assert f.read(13) == b"snaptax-block"
     fields = (tmp_path / "out/stat").read_text().split()
     assert fields[0] == "pv0" and int(fields[5]) >= 1  # at least one write completed
-    assert not qemu_processes_mentioning(str(tmp_path))
+    assert not processes_mentioning(str(tmp_path))
 
 
 def test_script_failure_raises_with_log_tail(image, tmp_path):
     with pytest.raises(GuestError, match=r"(?s)exited 7.*marker-in-guest-log"):
         run_guest(image, [], "echo marker-in-guest-log >&2\nexit 7\n", tmp_path / "out", run_dir=tmp_path / "run")
-    assert not qemu_processes_mentioning(str(tmp_path))
+    assert not processes_mentioning(str(tmp_path))
 
 
 def test_boot_failure_raises_with_console_tail(image, tmp_path):
@@ -81,7 +69,7 @@ def test_boot_failure_raises_with_console_tail(image, tmp_path):
     with pytest.raises(GuestError, match=r"(?s)no results.*(panic|Kernel|init)"):
         run_guest(image, [], "true", tmp_path / "out", run_dir=tmp_path / "run",
                   config=GuestConfig(append="rdinit=/no-such-init", boot_timeout_s=60))
-    assert not qemu_processes_mentioning(str(tmp_path))
+    assert not processes_mentioning(str(tmp_path))
 
 
 def test_missing_nbd_server_is_one_clear_error(image, tmp_path):

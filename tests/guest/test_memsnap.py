@@ -16,19 +16,7 @@ from snaptax import paths
 from snaptax.guest.image import build_image
 from snaptax.guest.memsnap import Dirtier, DumpRequest, run_memsnap
 from snaptax.guest.vm import GuestError
-
-
-def qemu_processes_mentioning(text: str) -> list[int]:
-    """PIDs of live processes whose command line contains `text` (each test's scratch directory is unique)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if text.encode() in (d / "cmdline").read_bytes():
-                    pids.append(int(d.name))
-            except OSError:
-                pass
-    return [p for p in pids if p != os.getpid()]
+from tests.processes import processes_mentioning
 
 pytestmark = pytest.mark.guest
 MiB = 1 << 20
@@ -49,7 +37,7 @@ def scratch():
 
 
 def nothing_left(scratch: Path) -> None:
-    assert qemu_processes_mentioning(str(scratch)) == []
+    assert processes_mentioning(str(scratch)) == []
     assert [n for n in LEFT_BEHIND if (scratch / n).exists()] == []
 
 
@@ -99,7 +87,7 @@ def test_ctrl_c_during_a_dump_leaves_nothing(image, scratch):
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         assert time.monotonic() < deadline, "the dump never started"
         time.sleep(0.1)
-    assert qemu_processes_mentioning(str(scratch))
+    assert processes_mentioning(str(scratch))
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode != 0 and b"KeyboardInterrupt" in err
@@ -125,7 +113,7 @@ def test_ctrl_c_in_the_studys_guest_phase_leaves_nothing_and_publishes_nothing(d
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()[-2000:]
     time.sleep(0.3)
-    assert qemu_processes_mentioning(str(work_dir)) == []
+    assert processes_mentioning(str(work_dir)) == []
     assert not (work_dir / "local" / "memdump-guest").exists()
     assert not list(work_dir.glob("local/staging/memory_dump/*"))
     assert not list((data_dir / "local" / "memory_dump").glob("*")) if data_dir.exists() else True
