@@ -226,7 +226,10 @@ def _check_run(record, rig_file: Path, device: str, loop: Path) -> None:
     assert (per["host.sectors_written"] > 0).all(), per
 
 
-def test_chain_length_smoke_qcow2_on_the_block_device(study_rig, data_dir):
+@pytest.mark.guest
+def test_chain_length_smoke_on_the_block_device(study_rig, data_dir):
+    """The chain_length smoke plan as the study runs it: qcow2 on the block device, then LVM thin in a TCG guest
+    to which qemu-storage-daemon serves the same block device as its physical volume."""
     from snaptax.record import RunRecord
     from snaptax.studies.chain_length import measure, plan as planmod
     t0 = time.monotonic()
@@ -235,42 +238,14 @@ def test_chain_length_smoke_qcow2_on_the_block_device(study_rig, data_dir):
     assert published.parent == data_dir / "loop-test" / "chain_length"
     _check_run(record, study_rig.rig_file, "ssd", study_rig.loops["ssd"])
     assert record.manifest.planned_points == planmod.build_plan(profiles.get("smoke")).points()
-    assert set(record.results()["variant"]) == {c.name for c in planmod.configs(profiles.get("smoke"))}
-    assert leftovers(study_rig.work_dir, directory=False) == []   # qsd and fio are gone; the loops stay
-    print(f"chain_length smoke, qcow2 on {study_rig.loops['ssd']}: {time.monotonic() - t0:.0f} s")
-
-
-@pytest.mark.guest
-def test_chain_length_smoke_lvmthin_in_the_guest_on_the_passed_through_device(study_rig, data_dir):
-    """The chain_length smoke plan (one configuration's steps) on LVM thin: the rig's block device is served by
-    qemu-storage-daemon to a TCG guest as its physical volume."""
-    from snaptax.engines.lvmthin import LvmThinConfig, LvmThinEngine
-    from snaptax.record import RunRecord, RunSession
-    from snaptax.studies.chain_length import plan as planmod
-    t0 = time.monotonic()
-    profile = profiles.get("smoke")
-    rig = study_rig.rig()
-    dev = rig.device("hdd")
-    plan = planmod.variant_plan(profile)
-    # Snapshots of the origin ("fan"), up to max_chain of them held at once: each may end up holding a full copy
-    # of the volume, since 4 KiB random writes for 2 s break the sharing of most 64 KiB chunks of 256 MiB. The
-    # engine's default pool (twice the volume: one snapshot's full copy-out) filled up when the guest ran fast
-    # ("No space left on device" from fio); the pool is sized for the plan's longest chain.
-    config = LvmThinConfig(name="c64k", mode="guest", pool_factor=plan.max_chain_length + 1.0)
-    engine = LvmThinEngine(rig, dev, config, profile.disk_size)
-    with RunSession(rig, "chain_length", profile, {"engine": "lvmthin"}, devices_used=(dev.name,),
-                    planned_points=len(list(plan.measurements())), planned_seconds=plan.fio_seconds()) as session:
-        with engine:
-            with session.in_variant("lvmthin-c64k", engine.describe()):
-                engine.execute(plan, session)
-            assert engine.describe()["where"] == "tcg-guest"
-    assert session.published is not None
-    record = RunRecord.load(session.published)
-    _check_run(record, study_rig.rig_file, "hdd", study_rig.loops["hdd"])
-    assert record.manifest.variants["lvmthin-c64k"]["where"] == "tcg-guest"
-    assert max(meas.chain_length for meas in record.measurements) == planmod.scale(profile).max_chain
-    assert leftovers(study_rig.work_dir, directory=False) == []
-    print(f"chain_length smoke plan, LVM thin in the guest on {study_rig.loops['hdd']}: {time.monotonic() - t0:.0f} s")
+    assert set(record.results()["variant"]) == {*(c.name for c in planmod.configs(profiles.get("smoke"))),
+                                                planmod.LVM_THIN}
+    assert record.manifest.variants[planmod.LVM_THIN]["where"] == "tcg-guest"
+    thin = [m for m in record.measurements if m.variant == planmod.LVM_THIN]
+    assert max(m.chain_length for m in thin) == planmod.scale(profiles.get("smoke")).max_chain
+    assert leftovers(study_rig.work_dir, directory=False) == []   # qsd, fio and the guest are gone; the loops stay
+    print(f"chain_length smoke (qcow2, LVM thin in the guest) on {study_rig.loops['ssd']}: "
+          f"{time.monotonic() - t0:.0f} s")
 
 
 # ---------------------------------------------------------------- interrupted: nothing left behind

@@ -112,6 +112,23 @@ def test_compile_stack_plan_with_integrity():
     assert s.rstrip().splitlines()[-4].startswith("check bytes 011")
 
 
+def test_compile_control_volume_beside_the_pool(rig):
+    plan = Plan((Measure(fill_job(16 * MiB), "fill"), Measure(fill_job(16 * MiB), "raw", target="control"),
+                 TakeSnapshot(), Measure(fill_job(16 * MiB), "raw", target="control")))
+    c = compile_plan(plan, LvmThinConfig(chain="stack", control_volume=True), 16 * MiB, ["pv0"])
+    assert "lvm lvcreate -q -Wn -y -L 16384k -n control $VG" in c.script
+    assert {i: (chain, v) for i, (_, chain, v) in c.measures.items()} == {
+        0: (0, "origin"), 1: (0, "control"), 3: (1, "control")}
+    assert "filename=/dev/mapper/snaptax-control" in c.files["m003/job.fio"].decode()
+    # counters of the measured volume, the pool's and the live thin volume's mapping
+    assert "counters control snap1 $OUT/m003/counters_before.txt" in c.script
+    with pytest.raises(ConfigError, match="no control volume"):
+        compile_plan(plan, LvmThinConfig(), 16 * MiB, ["pv0"])
+    sizes = [LvmThinEngine(rig, rig.device(), LvmThinConfig(control_volume=flag), disk_size=64 * MiB).pv_size
+             for flag in (False, True)]
+    assert sizes[1] - sizes[0] == 64 * MiB
+
+
 def test_compile_rejects_bad_plans():
     with pytest.raises(ValueError, match="empty chain"):
         compile_plan(Plan((DeleteSnapshot(),)), LvmThinConfig(), 16 * MiB, ["pv0"])

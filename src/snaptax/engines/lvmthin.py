@@ -54,6 +54,7 @@ from .base import SnapshotEngine
 VG = "snaptax"
 POOL = "pool"
 ORIGIN = "origin"
+CONTROL = "control"
 MiB = 1 << 20
 _EXTENT = 4 * MiB  # VG extent size (lvm's default); pool and PV sizes are rounded to it
 
@@ -79,6 +80,9 @@ class LvmThinConfig:
     mode: 'auto' (native if the host has device-mapper, else the TCG guest), 'guest' or 'native'.
     integrity: keep a byte copy of every volume (guest RAM); after every step compare each volume with it by MD5,
              after deletes and at the end byte for byte (cmp).
+    control_volume: also create a flat (linear, never snapshotted) LV "control" of the thin volume's size beside the
+             pool, on the same PV, for the plan's Measure(target="control"): the same job on the guest's raw disk,
+             so the guest's own overhead is measured beside the thin volume's.
     """
 
     name: str = "lvmthin"
@@ -89,6 +93,7 @@ class LvmThinConfig:
     chain: Literal["fan", "stack"] = "fan"
     mode: Literal["auto", "guest", "native"] = "auto"
     integrity: bool = False
+    control_volume: bool = False
     guest: GuestConfig = field(default_factory=GuestConfig)
     analogue: str = ""
 
@@ -124,7 +129,7 @@ class _State:
 class CompiledPlan:
     script: str
     files: dict[str, bytes]
-    measures: dict[int, tuple[Measure, int, str]]   # plan index -> (step, chain length, live volume)
+    measures: dict[int, tuple[Measure, int, str]]   # plan index -> (step, chain length, volume measured)
     events: list[dict]                               # snapshot/delete steps, as the script will perform them
     final_chain_length: int = 0
 
@@ -142,14 +147,14 @@ blkname() {  # the dm-N of volume $1, by shell builtins (no dmsetup exec: counte
     done
     return 1
 }
-counters() {  # counters LIVE FILE: every counter the host turns into numbers
+counters() {  # counters MEASURED LIVE FILE: every counter the host turns into numbers
     {
         for s in %(serials)s; do echo "pv $(blkstat $s)"; done
         read -r stat < "/sys/block/$(blkname $1)/stat"
         echo "lv $1 $stat"
         echo "pool $(dmsetup status $VG-%(pool)s-tpool)"
-        echo "thin $1 $(dmsetup status $VG-$1)"
-    } > "$2"
+        echo "thin $2 $(dmsetup status $VG-$2)"
+    } > "$3"
 }
 step() { echo "$1 $(now)" >> "$OUT/steps.txt"; }
 REF=/tmp/snaptax-refs
@@ -197,6 +202,11 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
         f'-Z {"y" if config.zeroing else "n"}{meta} -n {POOL} $VG',
         f'lvm lvchange -q --errorwhenfull y $VG/{POOL}',
         f'lvm lvcreate -q -V {disk_size // 1024}k -T $VG/{POOL} -n {ORIGIN}',
+    ]
+    if config.control_volume:
+        # Linear: the guest's raw disk (a region of the PV, mapped 1:1), never snapshotted.
+        lines.append(f'lvm lvcreate -q -Wn -y -L {disk_size // 1024}k -n {CONTROL} $VG')
+    lines += [
         'step "setup-end"',
         'lvm lvs -a -o lv_name,lv_size,data_percent,metadata_percent,chunk_size,zero $VG',
     ]
@@ -238,24 +248,26 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
             events.append({"index": index, "event": "delete", "name": name, "which": step.which,
                            "chain_length": len(st.frozen)})
         elif isinstance(step, Measure):
-            if step.target != "live":
-                raise ConfigError("plan", f"steps[{index}].target", "the LVM thin guest has no flat control volume")
+            if step.target == "control" and not config.control_volume:
+                raise ConfigError("plan", f"steps[{index}].target",
+                                  f"lvmthin config {config.name!r} has no control volume (control_volume)")
+            volume = CONTROL if step.target == "control" else st.live
             if step.job.offset + step.job.size > disk_size:
                 raise ConfigError("plan", f"steps[{index}].job.size",
                                   f"offset+size {step.job.offset + step.job.size} exceeds the thin volume "
                                   f"({disk_size} bytes)")
-            target = FioTarget("libaio", filename=f"/dev/mapper/{VG}-{st.live}")
+            target = FioTarget("libaio", filename=f"/dev/mapper/{VG}-{volume}")
             files[f"m{tag}/job.fio"] = step.job.job_file(target, log_prefix="fio").encode()
             d = f"$OUT/m{tag}"
             lines += [f'mkdir -p {d} && cp $IN/m{tag}/job.fio {d}/',
-                      f'counters {st.live} {d}/counters_before.txt',
-                      f'step "{tag}-fio-begin {st.live}"',
+                      f'counters {volume} {st.live} {d}/counters_before.txt',
+                      f'step "{tag}-fio-begin {volume}"',
                       f'(cd {d} && fio --output-format=json --output=fio.json job.fio)',
-                      f'step "{tag}-fio-end {st.live}"',
-                      f'counters {st.live} {d}/counters_after.txt']
-            if config.integrity:
+                      f'step "{tag}-fio-end {volume}"',
+                      f'counters {volume} {st.live} {d}/counters_after.txt']
+            if config.integrity and volume == st.live:
                 lines.append(f'ref {st.live}')
-            measures[index] = (step, len(st.frozen), st.live)
+            measures[index] = (step, len(st.frozen), volume)
         elif isinstance(step, Clone):
             raise ConfigError("plan", f"steps[{index}]", "the LVM thin guest does not clone volumes")
         else:  # pragma: no cover - Step is a closed union
@@ -350,7 +362,7 @@ class LvmThinEngine(SnapshotEngine):
         if disk_size % MiB:
             raise ConfigError(rig.source, "disk_size", f"{disk_size} is not a multiple of 1 MiB")
         self.pv_size = _round_up(int(disk_size * config.pool_factor) + 2 * _metadata_guess(disk_size, config)
-                                 + 64 * MiB, _EXTENT)
+                                 + (disk_size if config.control_volume else 0) + 64 * MiB, _EXTENT)
         if self.pv_size > device.capacity:
             raise ConfigError(rig.source, f"devices.{device.name}.capacity",
                               f"smaller than the thin pool's physical volume ({self.pv_size} bytes for a "
@@ -521,7 +533,7 @@ class LvmThinEngine(SnapshotEngine):
             seconds = _span(steps, tag)
             session.log_event(ev["event"], name=ev["name"], chain_length=ev["chain_length"], seconds=seconds,
                               **({"which": ev["which"]} if "which" in ev else {"source": ev["source"]}))
-        for index, (step, chain, live) in sorted(compiled.measures.items()):
+        for index, (step, chain, volume) in sorted(compiled.measures.items()):
             src = out / f"m{index:03d}"
             directory = session.measurement_dir(index, step)
             for f in src.iterdir():
@@ -541,7 +553,7 @@ class LvmThinEngine(SnapshotEngine):
             session.record_measurement(index, step, chain_length=chain,
                                        fio_run=FioRun(directory, result, _span(steps, f"{index:03d}-fio")),
                                        counters_before=before, counters_after=after,
-                                       extra={"engine": self.kind, "live_volume": live,
+                                       extra={"engine": self.kind, "volume": volume,
                                               "chunks_newly_provisioned": provisioned,
                                               "where": "native" if self.native else "tcg-guest"})
         self._chain = compiled.final_chain_length

@@ -8,7 +8,9 @@ from snaptax.record import RunRecord
 from snaptax.studies.chain_length import analyse as an, plan as planmod
 from tests.synthetic import fio_result, write_run
 
-LOSS = {"on-disk-metadata": 0.6, "in-memory-metadata": 0.3}   # loss with one snapshot
+LOSS = {"on-disk-metadata": 0.6, "in-memory-metadata": 0.3, planmod.LVM_THIN: 0.02}   # loss with one snapshot
+BASE = {"on-disk-metadata": 1000.0, "in-memory-metadata": 2000.0, planmod.LVM_THIN: 500.0}
+GUEST_RAW_IOPS = 600.0   # the same jobs on the guest's flat volume
 
 
 def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
@@ -17,7 +19,7 @@ def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
     points = [(v.variant, i, m, n) for v in study.variants for i, m, n in v.plan.measurements()]
 
     def measured(variant, index, step, n):
-        base = 1000.0 if variant == "on-disk-metadata" else 2000.0
+        base = GUEST_RAW_IOPS if step.phase == "guest-raw" else BASE[variant]
         iops = base if n == 0 else base * (1 - LOSS[variant]) / (1 + 0.1 * (n - 1))
         iops *= 1 + noise * (1 if (step.repeat + n) % 2 else -1)  # not shared by a pair: widens the interval
         iops *= 1 + drift * index / len(points)                    # slow drift of the disk over the run
@@ -27,8 +29,9 @@ def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
 
     configs = {c.name: asdict(c) for c in planmod.configs(p)}
     parameters = {"device": "ssd", "max_chain": planmod.scale(p).max_chain}
-    run = write_run(tmp_path, "chain_length", profile, parameters, points, measured,
-                    variants={name: {"config": c} for name, c in configs.items()})
+    variants = {name: {"engine": "qcow2", "config": c} for name, c in configs.items()}
+    variants[planmod.LVM_THIN] = {"engine": "lvmthin", "config": asdict(planmod.lvmthin_config(p))}
+    run = write_run(tmp_path, "chain_length", profile, parameters, points, measured, variants=variants)
     return an.analyse(RunRecord.load(run))
 
 
@@ -40,6 +43,24 @@ def test_loss_and_host_reads_come_from_the_data(tmp_path):
     assert a.value("chain_length.host_reads_per_vm_read.on-disk-metadata.snapshot").value == pytest.approx(2, abs=0.01)
     assert a.value("chain_length.host_reads_per_vm_read.on-disk-metadata.none").value == pytest.approx(1, abs=0.01)
     assert a.value("chain_length.recovery.on-disk-metadata.randrw").value == pytest.approx(100, abs=0.1)
+
+
+def test_the_array_native_row_and_the_guest_ceiling(tmp_path):
+    a = make_run(tmp_path, noise=0.002)
+    assert a.value("chain_length.loss.lvm-thin.randrw").value == pytest.approx(2, abs=0.3)
+    # the flat volume ran beside every second pair; thin ÷ raw is paired, guest ÷ host a ratio of means
+    raw = a.value("chain_length.guest.raw_iops.randrw")
+    assert raw.value == pytest.approx(GUEST_RAW_IOPS, rel=0.01) and raw.n == planmod.scale(profiles.get("quick")).pairs // 2
+    assert a.value("chain_length.guest.thin_over_raw.randrw").value == pytest.approx(100 * 500 / 600, rel=0.01)
+    assert a.value("chain_length.guest.guest_over_host.readwrite").value == pytest.approx(60, rel=0.01)
+    # the longest chain (5 at quick): 1 − 0.98/1.4 = 30 % loss in this synthetic run, judged against "nearly zero"
+    end = a.value("chain_length.chain_end_loss.lvm-thin.randrw")
+    assert end.value == pytest.approx(100 * (1 - 0.98 / 1.4), abs=0.5)
+    v = {o.claim.id: o.verdict for o in a.outcomes}
+    assert v["chain_length.loss.lvm-thin.randrw"] == "agrees"
+    assert v["chain_length.chain_end_loss.lvm-thin.randrw"] == "differs"
+    assert not [c for c in v if c.startswith("chain_length.recovery.lvm-thin")]   # no published recovery for vVOL
+    assert ("lvm-thin", "randrw") in a.fits
 
 
 def test_fit_recovers_the_per_layer_cost(tmp_path):

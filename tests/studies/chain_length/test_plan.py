@@ -12,7 +12,9 @@ def test_plan_builds_up_and_tears_down_the_chain():
     p = profiles.get("smoke")
     s = planmod.scale(p)
     study = planmod.build_plan(p)
-    assert [v.variant for v in study.variants] == ["on-disk-metadata", "in-memory-metadata"]
+    assert [v.variant for v in study.variants] == ["on-disk-metadata", "in-memory-metadata", planmod.LVM_THIN]
+    assert [v.variant for v in planmod.build_plan(p, lvmthin=False).variants] == ["on-disk-metadata",
+                                                                                  "in-memory-metadata"]
     plan = study.variants[0].plan
     assert plan.max_chain_length == s.max_chain
     sweep = [(m.phase, n) for _, m, n in plan.measurements() if m.phase in ("create", "delete")]
@@ -36,6 +38,23 @@ def test_pairs_are_neighbours_in_time_in_alternating_order():
         (r1, j1, n1), (r2, j2, n2) = seq[i], seq[i + 1]
         assert r1 == r2 and j1 == j2 and {n1, n2} == {0, 1}
         assert (n1, n2) == ((0, 1) if r1 % 2 == 0 else (1, 0))
+
+
+def test_the_guest_raw_runs_sit_before_every_second_pair():
+    """The LVM thin variant runs the same jobs on the guest's flat volume right before the no-snapshot run of every
+    even pair (a paired ratio thin ÷ raw), after prefilling it like the thin volume."""
+    p = profiles.get("quick")
+    plan = planmod.build_plan(p).variant(planmod.LVM_THIN).plan
+    steps = [m for _, m, _ in plan.measurements()]
+    assert [(m.phase, m.target) for m in steps[:2]] == [("prefill", "live"), ("prefill", "control")]
+    raw = [i for i, m in enumerate(steps) if m.phase == "guest-raw"]
+    assert len(raw) == len(planmod.WORKLOADS) * (planmod.scale(p).pairs // 2)
+    for i in raw:
+        nxt = steps[i + 1]
+        assert steps[i].target == "control" and (nxt.phase, nxt.repeat, nxt.job.name, nxt.target) == (
+            "pair", steps[i].repeat, steps[i].job.name, "live") and steps[i].repeat % 2 == 0
+    config = planmod.lvmthin_config(p)
+    assert config.chain == "stack" and config.control_volume and config.pool_factor == planmod.scale(p).max_chain + 1
 
 
 def test_pair_count_comes_from_the_measured_spread():

@@ -4,7 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import profiles, rig as rigmod
+from ...engines.lvmthin import LvmThinEngine
 from ...engines.qcow2 import execute_per_config
+from ...plan import StudyPlan
 from ...record import RunSession
 from . import plan as planmod
 
@@ -12,11 +14,12 @@ STUDY = "chain_length"
 
 
 def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
-    """Measure the study on a rig; returns the published run directory under data/."""
+    """Measure the study on a rig; returns the published run directory under data/. The LVM thin row is measured
+    when the rig lists the lvmthin engine."""
     profile = profiles.get(profile_name)
     rig = rigmod.load(rig_name)
     dev = rig.device(device)
-    study = planmod.build_plan(profile)
+    study = planmod.build_plan(profile, lvmthin="lvmthin" in rig.engines)
     configs = {c.name: c for c in planmod.configs(profile)}
     scale = planmod.scale(profile)
     parameters = {"device": dev.name, "workloads": list(planmod.WORKLOADS),
@@ -25,6 +28,12 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                   "pairs_basis": scale.pairs_basis}
     with RunSession(rig, STUDY, profile, parameters, devices_used=(dev.name,), planned_points=study.points(),
                     planned_seconds=study.fio_seconds()) as session:
-        execute_per_config(rig, dev, configs, study, profile.disk_size, session)
+        execute_per_config(rig, dev, configs, StudyPlan(tuple(v for v in study.variants if v.variant in configs)),
+                           profile.disk_size, session)
+        for vp in study.variants:
+            if vp.variant == planmod.LVM_THIN:
+                with LvmThinEngine(rig, dev, planmod.lvmthin_config(profile), profile.disk_size) as engine:
+                    with session.in_variant(vp.variant, engine.describe()):
+                        engine.execute(vp.plan, session)
     assert session.published is not None
     return session.published

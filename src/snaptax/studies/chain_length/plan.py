@@ -15,7 +15,13 @@ Every run is seed 001's two fio jobs (randrw and readwrite, 4 KiB, iodepth 32, n
 writes into the active layer, so every layer holds the data written while it was active, as the study's VMs did.
 
 It runs for the two qcow2 presets of snaptax.engines.qcow2.metadata_configs, which differ only in where the redo
-log's metadata lives (on disk, as SEsparse on VMFS; in memory, as vSANsparse on vSAN).
+log's metadata lives (on disk, as SEsparse on VMFS; in memory, as vSANsparse on vSAN), and — on rigs whose engines
+include lvmthin — for LVM thin (LVM_THIN, array-native block sharing, as vVOL), so that Table 1's three rows come
+from one run. LVM thin's chain is a stack (each snapshot of the live volume becomes the live volume, as a redo-log
+chain) with 64 KiB chunks, LVM's default. On this machine it runs in a TCG guest (no device-mapper in the kernel),
+whose emulated CPU bounds fio's rate; so its plan also measures the guest's own ceiling: the same jobs on a flat
+volume of the same PV in the same guest (phase 'guest-raw', the control volume), each run next to a no-snapshot
+run of a pair (every second pair, before it), so the thin volume's cost over the raw disk is a paired ratio too.
 """
 from __future__ import annotations
 
@@ -24,12 +30,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ... import profiles
+from ...engines.lvmthin import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import prefill_job, seed001_job
 from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan
 from ...stats import repeats_for
 
+LVM_THIN = "lvm-thin"     # the array-native variant (seed 001's vVOL)
 Workload = Literal["randrw", "readwrite"]
 WORKLOADS: tuple[Workload, ...] = ("randrw", "readwrite")
 # The tolerance seed 001's Table-1 losses are judged by (percentage points; its basis is stated with the claims).
@@ -92,22 +100,36 @@ def configs(profile: profiles.Profile) -> tuple[Qcow2Config, Qcow2Config]:
     return metadata_configs(profile.disk_size)
 
 
-def variant_plan(profile: profiles.Profile) -> Plan:
+def lvmthin_config(profile: profiles.Profile) -> LvmThinConfig:
+    """LVM thin as the chain study runs it: a stack chain, 64 KiB chunks, a flat control volume beside the pool.
+    pool_factor: every layer of the longest chain may come to hold a full copy of the volume (the pool fails I/O
+    when full instead of stalling, and the engine refuses a pool the device cannot hold)."""
+    return LvmThinConfig(name=LVM_THIN, chunk_size=64 << 10, chain="stack", pool_factor=scale(profile).max_chain + 1.0,
+                         control_volume=True, analogue="vVOL (array-native)")
+
+
+def variant_plan(profile: profiles.Profile, guest_raw: bool = False) -> Plan:
+    """The plan of one configuration; guest_raw: also the same jobs on the guest's flat control volume (LVM thin
+    in the TCG guest), prefilled like the volume under test."""
     s = scale(profile)
 
     def run(kind: Workload, phase: str, repeat: int = 0) -> Measure:
         return Measure(seed001_job(kind, size=profile.disk_size, runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s),
-                       phase, repeat)
+                       phase, repeat, target="control" if phase == "guest-raw" else "live")
 
     def both(phase: str, repeat: int = 0) -> list[Step]:
         return [run(kind, phase, repeat) for kind in WORKLOADS]
 
-    steps: list[Step] = [Measure(prefill_job(profile.disk_size), "prefill"), *both("warmup")]
+    steps: list[Step] = [Measure(prefill_job(profile.disk_size), "prefill")]
+    if guest_raw:
+        steps.append(Measure(prefill_job(profile.disk_size), "prefill", target="control"))
+    steps += both("warmup")
     for k in range(s.pairs):
         for kind in WORKLOADS:
             none, one = run(kind, "pair", k), run(kind, "pair", k)
             snapshot: list[Step] = [TakeSnapshot(), one, DeleteSnapshot("newest")]
-            steps += [none, *snapshot] if k % 2 == 0 else [*snapshot, none]
+            raw: list[Step] = [run(kind, "guest-raw", k)] if guest_raw and k % 2 == 0 else []
+            steps += [*raw, none, *snapshot] if k % 2 == 0 else [*snapshot, none]
     for _ in range(s.max_chain):
         steps += [TakeSnapshot(), *both("create")]
     for n in range(s.max_chain):
@@ -116,9 +138,13 @@ def variant_plan(profile: profiles.Profile) -> Plan:
     return Plan(tuple(steps))
 
 
-def build_plan(profile: profiles.Profile) -> StudyPlan:
+def build_plan(profile: profiles.Profile, lvmthin: bool = True) -> StudyPlan:
+    """The qcow2 configurations, then (lvmthin: the rig has the engine) LVM thin."""
     plan = variant_plan(profile)
-    return StudyPlan(tuple(VariantPlan(c.name, plan) for c in configs(profile)))
+    variants = [VariantPlan(c.name, plan) for c in configs(profile)]
+    if lvmthin:
+        variants.append(VariantPlan(LVM_THIN, variant_plan(profile, guest_raw=True)))
+    return StudyPlan(tuple(variants))
 
 
 def describe(profile: profiles.Profile) -> str:
@@ -138,6 +164,10 @@ def describe(profile: profiles.Profile) -> str:
         lines.append(f"  {c.name} ({c.analogue}): cluster {c.cluster_size >> 10} KiB, extended_l2={c.extended_l2}, "
                      f"L2 cache {(c.l2_cache_size or 0) >> 10} KiB of {c.l2_bytes_for(profile.disk_size) >> 10} KiB "
                      "tables")
+    t = lvmthin_config(profile)
+    lines.append(f"  {LVM_THIN} ({t.analogue}): LVM thin, {t.chunk_size >> 10} KiB chunks, {t.chain} chain, in the "
+                 f"TCG guest where the kernel has no device-mapper; its guest-raw runs (the same jobs on a flat "
+                 f"volume in the same guest) before every second pair")
     job = seed001_job("randrw", size=profile.disk_size, runtime_s=s.runtime_s)
     lines.append("randrw job: " + " ".join(f"{k}={v}" for k, v in job.options()))
     return "\n".join(lines)
