@@ -24,7 +24,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                   "runtime_s": scale.runtime_s, "ramp_time_s": scale.ramp_time_s,
                   "pairs_basis": scale.pairs_basis}
     with RunSession(rig, STUDY, profile, parameters, devices_used=(dev.name,), planned_points=study.points(),
-                    planned_seconds=study.fio_seconds()) as session:
+                    planned_seconds=planmod.planned_seconds(profile)) as session:
         execute_per_config(rig, dev, configs, study, profile.disk_size, session)
     assert session.published is not None
     return session.published
