@@ -1,6 +1,9 @@
 """Results at a glance, environment and time from manifests, bench figures: generated, never typed."""
 import json
 import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from snaptax import article, profiles, seeds
 from snaptax.claims import Claim, Outcome
@@ -60,12 +63,20 @@ def test_join_words():
     assert article.join_words(["a", "b", "c"]) == "a, b and c"
 
 
-def manifest(study, start, end, planned_s=600.0, fio="fio-3.33", cpus=2):
+def manifest(study, start, end, planned_s=600.0, fio="fio-3.33", cpus=2, profile="quick"):
     prov = {"host": {"cpu": "Test CPU", "cpus": cpus, "mem_kib": 2 * 2**20, "kernel": "6.1", "machine": "x86_64"},
             "tools": {"fio": fio, "qemu-storage-daemon": "qemu-storage-daemon version 7.2.22 (Debian 1:7.2)",
                       "nbdkit": "nbdkit 1.32.5", "python": "3.11.7"}}
-    return Manifest(2, study, "20260101T000000Z-quick", profiles.get("quick"), "t", "embedded", "t.yaml", False,
+    return Manifest(2, study, f"20260101T000000Z-{profile}", profiles.get(profile), "t", "embedded", "t.yaml", False,
                     (), (), {}, {}, (), prov, start, end, 10, 10, planned_s)
+
+
+def run(study, minutes, planned_s, profile="quick", hour=0):
+    """A run of `study` that took `minutes` from start to publication and whose plan predicted `planned_s`."""
+    start = datetime(2026, 1, 1, hour, tzinfo=UTC)
+    end = start + timedelta(minutes=minutes)
+    return manifest(study, start.isoformat().replace("+00:00", "Z"), end.isoformat().replace("+00:00", "Z"),
+                    planned_s, profile=profile)
 
 
 def test_environment_and_time_from_manifests():
@@ -76,8 +87,6 @@ def test_environment_and_time_from_manifests():
     assert vals["paper.env.qemu"].text == "7.2.22" and vals["paper.env.fio"].text == "3.33; 3.35"
     assert vals["paper.time.alpha"].value == 12.5 and vals["paper.time.total"].value == 18.5
     assert vals["paper.planned.alpha"].value == 10.0 and math.isnan(vals["paper.planned.beta"].value)
-    tex = article.artifact_tex(ms, {"alpha": "01_alpha.ipynb"})
-    assert "12.5" in tex and "01\\_alpha.ipynb" in tex and "--" in tex and "20260101T000000Z-quick" in tex
 
 
 def test_short_version():
@@ -94,3 +103,94 @@ def test_bench_values(tmp_path):
     assert vals["paper.bench.nbd_over_direct_pct"].value == 49.0
     assert "paper.bench.cofw_iops" not in vals
     assert vals["paper.bench.provenance"].text == "commit 0123456789, 2026-01-02"
+
+
+def times(study, smoke=(), quick=(), planned=(60.0, 600.0, 6000.0), why=article.NO_PLANNED_TIME):
+    """StudyTimes of synthetic runs: smoke and quick as (minutes, planned seconds) pairs, oldest first; planned:
+    what the plan predicts now at smoke, quick and full (s)."""
+    return article.StudyTimes(study, f"0_{study}.ipynb",
+                              {"smoke": tuple(run(study, m, p, "smoke", h) for h, (m, p) in enumerate(smoke)),
+                               "quick": tuple(run(study, m, p, "quick", h) for h, (m, p) in enumerate(quick))},
+                              dict(zip(("smoke", "quick", "full"), planned, strict=True)), why)
+
+
+def row(tex, study):
+    return next(line for line in tex.splitlines() if line.startswith(f"{study} &"))
+
+
+def test_full_is_the_full_plans_prediction_times_the_quick_runs_measured_over_planned():
+    t = times("alpha", smoke=[(2.0, 60.0)], quick=[(12.0, 600.0), (13.0, 600.0)])
+    assert t.ratio() == pytest.approx(25 * 60 / 1200)                 # 1.25 over both quick runs
+    assert t.why_not_extrapolated() is None
+    assert t.extrapolated() == pytest.approx(6000 / 60 * 1.25)        # 125 min
+    assert row(article.artifact_tex([t]), "alpha") == \
+        "alpha & \\texttt{0\\_alpha.ipynb} & 2.0 & 12.0, 13.0 & 10.0, 10.0 & 1.25 & 100.0 & 125.0 \\\\"
+
+
+def test_one_quick_run_and_no_smoke_run_give_one_time_and_an_honest_dash():
+    t = times("beta", quick=[(6.0, 300.0)], planned=(30.0, 300.0, 900.0))
+    assert t.extrapolated() == pytest.approx(15 * 1.2)
+    cells = row(article.artifact_tex([t]), "beta").split(" & ")
+    assert cells[2] == "---\\textsuperscript{a}" and cells[3] == "6.0" and cells[5] == "1.20"
+    assert cells[7] == "18.0 \\\\"
+
+
+def test_a_plan_that_predicts_no_time_is_not_extrapolated_and_says_why():
+    t = times("gamma", quick=[(5.6, 0.0), (5.6, 0.0)], planned=(0.0, 0.0, 0.0), why="jobs are counted, not timed")
+    assert math.isnan(t.ratio()) and math.isnan(t.extrapolated())
+    assert t.why_not_extrapolated() == "jobs are counted, not timed"
+    cells = row(article.artifact_tex([t]), "gamma").split(" & ")
+    assert cells[3:] == ["5.6, 5.6", "---", "---", "---", "---\\textsuperscript{b} \\\\"]
+
+
+def test_a_quick_run_planned_with_an_earlier_estimate_is_shown_but_left_out_of_the_ratio():
+    t = times("delta", quick=[(5.0, 537.2), (5.3, 328.7)], planned=(30.0, 328.7, 2761.0))
+    assert [m.planned_seconds for m in t.ratio_runs()] == [328.7]
+    assert t.ratio() == pytest.approx(5.3 * 60 / 328.7)
+    assert t.extrapolated() == pytest.approx(2761 / 60 * 5.3 * 60 / 328.7)
+    assert row(article.artifact_tex([t]), "delta").split(" & ")[4] == "9.0\\textsuperscript{c}, 5.5"
+    # every quick run planned by an earlier estimate: no ratio to scale the current full prediction by
+    old = times("delta", quick=[(5.0, 537.2)], planned=(30.0, 328.7, 2761.0))
+    assert math.isnan(old.extrapolated()) and "earlier estimate" in old.why_not_extrapolated()
+
+
+def test_a_study_without_quick_runs_has_dashes_and_no_full_time():
+    t = times("epsilon", smoke=[(1.0, 60.0)])
+    assert t.why_not_extrapolated() == "no quick run is published"
+    cells = row(article.artifact_tex([t]), "epsilon").split(" & ")
+    assert cells[2] == "1.0" and cells[3] == cells[4] == "---\\textsuperscript{a}"
+    assert cells[5] == "---" and cells[6] == "100.0" and cells[7] == "---\\textsuperscript{b} \\\\"
+
+
+def test_totals_per_profile_count_the_newest_run_of_each_study_and_say_how_many_studies():
+    ts = [times("alpha", smoke=[(2.0, 60.0), (2.5, 60.0)], quick=[(12.0, 600.0), (13.0, 600.0)]),
+          times("beta", quick=[(6.0, 300.0)], planned=(30.0, 300.0, 900.0)),
+          times("gamma", quick=[(5.6, 0.0)], planned=(0.0, 0.0, 0.0), why="counted, not timed"),
+          times("epsilon")]
+    vals = {v.key: v for v in article.time_values(ts)}
+    assert vals["paper.time.studies"].value == 4
+    assert vals["paper.time.smoke.total"].value == pytest.approx(2.5) and vals["paper.time.smoke.studies"].value == 1
+    assert vals["paper.time.quick.total"].value == pytest.approx(13.0 + 6.0 + 5.6)
+    assert vals["paper.time.quick.studies"].value == 3
+    assert vals["paper.time.full.total"].value == pytest.approx(125.0 + 18.0)
+    assert vals["paper.time.full.studies"].value == 2
+    assert vals["paper.time.full.alpha"].value == pytest.approx(125.0)
+    assert math.isnan(vals["paper.time.full.gamma"].value)
+    assert vals["paper.time.smoke.clause"].text == "the newest smoke runs of the 1 of 4 studies that have one took " \
+        "2.5 min in all (beta, gamma and epsilon: none yet)"
+    assert vals["paper.time.full.clause"].text == "143.0 min (about 2.4 h) in all for the 2 of 4 studies where it " \
+        "can be formed"
+    assert vals["paper.time.full.gaps"].text == "gamma: counted, not timed; epsilon: no quick run is published"
+    total = next(line for line in article.artifact_tex(ts).splitlines() if "total" in line)
+    assert total == "\\midrule total &  & 2.5 (1 of 4) & 24.6 (3 of 4) &  &  &  & 143.0 (2 of 4) \\\\"
+
+
+def test_the_clauses_read_right_with_every_study_and_with_none():
+    vals = {v.key: v for v in article.time_values([times("alpha", smoke=[(2.0, 60.0)], quick=[(12.0, 600.0)])])}
+    assert vals["paper.time.smoke.clause"].text == "the newest smoke run of each of the 1 studies took 2.0 min in all"
+    assert vals["paper.time.full.clause"].text == "120.0 min (about 2.0 h) in all for all 1 studies"
+    assert vals["paper.time.full.gaps"].text == "none"
+    vals = {v.key: v for v in article.time_values([times("alpha")])}
+    assert vals["paper.time.quick.clause"].text == "no study has a published quick run yet"
+    assert vals["paper.time.full.clause"].text == "no study's full time can be extrapolated from the published runs"
+    assert math.isnan(vals["paper.time.quick.total"].value) and vals["paper.time.quick.studies"].value == 0

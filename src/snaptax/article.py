@@ -1,7 +1,8 @@
 """Paper-level content generated from data/, beyond each study's own values: the results-at-a-glance table (one row
-per seed document, from `seeds`, the claims' outcomes and the models that exist), the environment and measured time
-of the runs the paper was built from (artifact appendix, from their manifests), and the measurement path's ceiling
-from the committed `make bench` figures (bench/latest.json).
+per seed document, from `seeds`, the claims' outcomes and the models that exist), the environment of the runs the
+paper was built from and each study's time at each profile (artifact appendix: measured from the published runs'
+manifests; the full profile's extrapolated from its plan's prediction and the quick runs' measured/planned ratio),
+and the measurement path's ceiling from the committed `make bench` figures (bench/latest.json).
 
 Everything here is a pure function of its inputs; `render` calls it and writes the results.
 """
@@ -182,15 +183,178 @@ def environment_values(manifests: Mapping[str, Manifest]) -> list[Value]:
     return vals
 
 
-def artifact_tex(manifests: Mapping[str, Manifest], notebooks: Mapping[str, str]) -> str:
+# The artifact table's profiles: smoke and quick are measured on the build machine (their published runs are shown);
+# full is not run there, so its time is extrapolated from its plan's prediction and the quick runs' measured/planned
+# ratio (a plan's prediction leaves out part of a run's time, e.g. snapshots and daemon start-up, which the ratio
+# brings in).
+MEASURED_PROFILES = ("smoke", "quick")
+BASIS = "quick"
+EXTRAPOLATED = "full"
+# Runs shown per profile: the newest (what a build at that profile uses) and the one before it (the rerun the
+# reproducibility section compares it with); older runs were mostly measured by older code.
+RUNS_SHOWN = 2
+NO_PLANNED_TIME = "its plan predicts no time"
+# Marks in the table, explained in the caption (paper/sections/artifact.tex).
+MARK_NO_RUN = "a"             # no published run of that profile
+MARK_NO_EXTRAPOLATION = "b"   # no full time: why, in paper.time.full.gaps
+MARK_EARLIER_PLAN = "c"       # a quick run planned with an earlier estimate than the plan's current one
+
+
+@dataclass(frozen=True)
+class StudyTimes:
+    """One study's time at each profile, for the artifact table.
+
+    runs: per profile in MEASURED_PROFILES, its newest published runs (at most RUNS_SHOWN, oldest first);
+    planned_s: per profile, the run time the study's plan predicts now (Study.planned_seconds: the figure a run's
+        manifest records as planned_seconds; 0 when the plan predicts none);
+    no_planned_time: why the plan predicts none, in words (the plan's NO_PLANNED_TIME).
+    """
+
+    study: str
+    notebook: str
+    runs: Mapping[str, Sequence[Manifest]]
+    planned_s: Mapping[str, float]
+    no_planned_time: str = NO_PLANNED_TIME
+
+    def measured(self, profile: str) -> list[float]:
+        """Minutes from start to publication of the shown runs of a profile, oldest first."""
+        return [measured_minutes(m) for m in self.runs.get(profile, ())]
+
+    def newest(self, profile: str) -> float:
+        """Minutes of the newest run of a profile (what a build at that profile uses); nan without one."""
+        times = self.measured(profile)
+        return times[-1] if times else math.nan
+
+    def planned_now(self, m: Manifest) -> bool:
+        """Whether a run was planned with the plan's current prediction (the ratio of a run planned by an earlier
+        estimate would scale a different function than the full plan's prediction)."""
+        now = self.planned_s.get(m.profile.name, 0.0)
+        return now > 0 and math.isclose(m.planned_seconds, now, rel_tol=1e-6)
+
+    def ratio_runs(self) -> list[Manifest]:
+        return [m for m in self.runs.get(BASIS, ()) if self.planned_now(m)]
+
+    def ratio(self) -> float:
+        """Measured / planned time over the BASIS runs planned with the current prediction; nan without one."""
+        runs = self.ratio_runs()
+        if not runs:
+            return math.nan
+        return sum(measured_minutes(m) * 60 for m in runs) / sum(m.planned_seconds for m in runs)
+
+    def why_not_extrapolated(self) -> str | None:
+        """Why the full time cannot be extrapolated honestly, or None when it can."""
+        if self.planned_s.get(EXTRAPOLATED, 0.0) <= 0 or self.planned_s.get(BASIS, 0.0) <= 0:
+            return self.no_planned_time
+        if not self.runs.get(BASIS):
+            return f"no {BASIS} run is published"
+        if not self.ratio_runs():
+            return f"its {BASIS} runs were planned with an earlier estimate than its plan's current one"
+        return None
+
+    def extrapolated(self) -> float:
+        """Minutes at EXTRAPOLATED: its plan's prediction × the BASIS runs' measured/planned ratio; nan when
+        why_not_extrapolated says why not."""
+        if self.why_not_extrapolated() is not None:
+            return math.nan
+        return self.planned_s[EXTRAPOLATED] / 60 * self.ratio()
+
+
+def _mark(letter: str) -> str:
+    return f"\\textsuperscript{{{letter}}}"
+
+
+def _dash(letter: str) -> str:
+    return f"---{_mark(letter)}"
+
+
+def _times_cell(minutes: Sequence[float]) -> str:
+    return ", ".join(macros.fmt(x, 1) for x in minutes) if minutes else _dash(MARK_NO_RUN)
+
+
+def _planned_cell(t: StudyTimes) -> str:
+    runs = list(t.runs.get(BASIS, ()))
+    if not runs:
+        return _dash(MARK_NO_RUN)
+    if all(m.planned_seconds <= 0 for m in runs):
+        return "---"
+    return ", ".join(macros.fmt(m.planned_seconds / 60, 1) + ("" if t.planned_now(m) else _mark(MARK_EARLIER_PLAN))
+                     for m in runs)
+
+
+def _total(times: Sequence[float], n: int) -> str:
+    have = [x for x in times if math.isfinite(x)]
+    if not have:
+        return "---"
+    return macros.fmt(sum(have), 1) + ("" if len(have) == n else f" ({len(have)} of {n})")
+
+
+def artifact_tex(times: Sequence[StudyTimes]) -> str:
+    """The artifact table: per study its notebook, measured smoke and quick times, the quick plan's prediction and
+    the measured/planned ratio, the full plan's prediction and the full time extrapolated from them; a totals row
+    (the newest run of each study, and the extrapolations)."""
     esc = macros.tex_escape
     rows = []
-    for study, m in manifests.items():
-        rows.append([esc(study), f"\\texttt{{{esc(notebooks.get(study, '?'))}}}", f"\\texttt{{{esc(m.run_id)}}}",
-                     macros.fmt(measured_minutes(m), 1),
-                     macros.fmt(m.planned_seconds / 60, 1) if m.planned_seconds > 0 else "--", str(m.measurements)])
-    return macros.render_table(["study", "notebook", "run (date, profile)", "measured", "planned", "fio runs"],
-                               rows, align="lllrrr")
+    for t in times:
+        full_plan = t.planned_s.get(EXTRAPOLATED, 0.0)
+        ratio = t.ratio()
+        rows.append([esc(t.study), f"\\texttt{{{esc(t.notebook)}}}", _times_cell(t.measured("smoke")),
+                     _times_cell(t.measured(BASIS)), _planned_cell(t),
+                     macros.fmt(ratio, 2) if math.isfinite(ratio) else "---",
+                     macros.fmt(full_plan / 60, 1) if full_plan > 0 else "---",
+                     macros.fmt(t.extrapolated(), 1) if t.why_not_extrapolated() is None
+                     else _dash(MARK_NO_EXTRAPOLATION)])
+    n = len(times)
+    rows.append(["\\midrule total", "", _total([t.newest("smoke") for t in times], n),
+                 _total([t.newest(BASIS) for t in times], n), "", "", "",
+                 _total([t.extrapolated() for t in times], n)])
+    return macros.render_table(["study", "notebook", "smoke", "quick", "quick planned", "ratio", "full planned",
+                                "full extrapolated"], rows, align="llrrrrrr")
+
+
+def measured_clause(profile: str, studies: Sequence[str], minutes: Sequence[float]) -> str:
+    """The artifact section's clause on a measured profile's total: the newest run of each study that has one
+    (a build with runs of every study reads differently from one with some or none)."""
+    have = [x for x in minutes if math.isfinite(x)]
+    missing = [s for s, x in zip(studies, minutes, strict=True) if not math.isfinite(x)]
+    if not have:
+        return f"no study has a published {profile} run yet"
+    total = f"{sum(have):.1f} min in all"
+    if not missing:
+        return f"the newest {profile} run of each of the {len(have)} studies took {total}"
+    return (f"the newest {profile} runs of the {len(have)} of {len(minutes)} studies that have one took {total} "
+            f"({join_words(missing)}: none yet)")
+
+
+def extrapolated_clause(minutes: Sequence[float]) -> str:
+    """The artifact section's clause on the extrapolated full total."""
+    have = [x for x in minutes if math.isfinite(x)]
+    if not have:
+        return "no study's full time can be extrapolated from the published runs"
+    where = f"all {len(have)} studies" if len(have) == len(minutes) else \
+        f"the {len(have)} of {len(minutes)} studies where it can be formed"
+    return f"{sum(have):.1f} min (about {sum(have) / 60:.1f} h) in all for {where}"
+
+
+def time_values(times: Sequence[StudyTimes]) -> list[Value]:
+    """paper.time.<profile>.total (min) over the newest run of each study that has one (full: the extrapolations),
+    .studies how many studies that covers, of paper.time.studies, and .clause the same in words;
+    paper.time.full.<study>; paper.time.full.gaps: why a study has no full time ('none' when every one has)."""
+    studies = [t.study for t in times]
+    vals = [Value("paper.time.studies", float(len(times)), "studies")]
+    per_profile = {p: [t.newest(p) for t in times] for p in MEASURED_PROFILES}
+    per_profile[EXTRAPOLATED] = [t.extrapolated() for t in times]
+    for profile, minutes in per_profile.items():
+        have = [x for x in minutes if math.isfinite(x)]
+        vals.append(Value(f"paper.time.{profile}.total", sum(have) if have else math.nan, "min", digits=1))
+        vals.append(Value(f"paper.time.{profile}.studies", float(len(have)), "studies"))
+        clause = extrapolated_clause(minutes) if profile == EXTRAPOLATED else \
+            measured_clause(profile, studies, minutes)
+        vals.append(Value(f"paper.time.{profile}.clause", text=clause))
+    full = per_profile[EXTRAPOLATED]
+    vals += [Value(f"paper.time.{EXTRAPOLATED}.{s}", x, "min", digits=1) for s, x in zip(studies, full, strict=True)]
+    gaps = [f"{t.study}: {why}" for t in times if (why := t.why_not_extrapolated()) is not None]
+    vals.append(Value(f"paper.time.{EXTRAPOLATED}.gaps", text="; ".join(gaps) or "none"))
+    return vals
 
 
 # ------------------------------------------------------------------ the measurement path's ceiling (make bench)

@@ -131,18 +131,28 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
-def _committed_runs(rig: str, study: str) -> list[Path]:
-    """Runs of a study that git tracks at HEAD (the published ones), oldest first."""
+def _tracked_run_names(rig: str, study: str) -> set[str]:
+    """Names of the run directories of a study that git tracks at HEAD."""
     import subprocess
 
     from . import paths
 
     root = paths.study_dir(rig, study)
+    if not root.is_relative_to(paths.REPO_ROOT):
+        return set()
     out = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "ls-files", "--", str(root)], capture_output=True,
                          text=True, check=False)
-    names = {Path(line).relative_to(root.relative_to(paths.REPO_ROOT)).parts[0] for line in out.stdout.splitlines()
-             if line.strip()} if root.is_relative_to(paths.REPO_ROOT) else set()
-    return sorted(root / n for n in names if (root / n / "manifest.json").is_file())
+    return {Path(line).relative_to(root.relative_to(paths.REPO_ROOT)).parts[0] for line in out.stdout.splitlines()
+            if line.strip()}
+
+
+def _committed_runs(rig: str, study: str, profile: str) -> list[Path]:
+    """Runs of a study at a profile that git tracks at HEAD (the published ones), oldest first. By profile: a
+    committed smoke run is no reference for a quick rerun (it measures a smaller plan)."""
+    from .record import published_runs
+
+    tracked = _tracked_run_names(rig, study)
+    return [r for r in published_runs(rig, study, profile) if r.name in tracked]
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -158,7 +168,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _check_rig_and_profile(args)
         for study in studies.REGISTRY:
             newest = study.newest_run(args.rig, args.profile)
-            committed = [r for r in _committed_runs(args.rig, study.id) if r != newest]
+            committed = [r for r in _committed_runs(args.rig, study.id, args.profile) if r != newest]
             if not committed:
                 print(f"{study.id}: no rerun to compare (the newest run {newest.name} is the committed one)")
                 continue

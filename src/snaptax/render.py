@@ -137,6 +137,19 @@ def repro_tex(comparisons: list[compare.RunComparison]) -> str:
                                 "largest difference (intervals)"], rows, align="lllrrp{0.3\\linewidth}")
 
 
+def study_times(rig: str) -> list[article.StudyTimes]:
+    """For the artifact table: every registered study's newest published runs at each measured profile and what
+    its plan predicts at each profile (nothing measured)."""
+    out = []
+    for study in studies.REGISTRY:
+        runs = {p: tuple(RunRecord.load(r).manifest for r in published_runs(rig, study.id, p)[-article.RUNS_SHOWN:])
+                for p in article.MEASURED_PROFILES}
+        planned = {p: study.planned_seconds(profiles.get(p))
+                   for p in (*article.MEASURED_PROFILES, article.EXTRAPOLATED)}
+        out.append(article.StudyTimes(study.id, study.notebook, runs, planned, study.no_planned_time()))
+    return out
+
+
 def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: Path | None = None) -> list[Rendered]:
     paper_dir = paper_dir or paths.PAPER_DIR
     figure_dir, generated_dir = paper_dir / "figures", paper_dir / "generated"
@@ -157,6 +170,8 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     manifests = {r.study: r.analysis.record.manifest for r in rendered}
     values += article.glance_values(glance)
     values += article.environment_values(manifests)
+    times = study_times(rig)
+    values += article.time_values(times)
     values += article.bench_values(paths.BENCH_DIR / "latest.json")
     for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro_tex),
                      ("glance", article.glance_tex), ("artifact", article.artifact_tex)):
@@ -165,8 +180,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     check_available(keys_used(tex_files), (v.key for v in values))
     sources.check_sources(tex_files, made)
     macros.write_table("glance", article.glance_tex(glance), generated_dir)
-    macros.write_table("artifact", article.artifact_tex(manifests, {r.study: studies.get(r.study).notebook
-                                                                     for r in rendered}), generated_dir)
+    macros.write_table("artifact", article.artifact_tex(times), generated_dir)
     write_atomic(generated_dir / "sources.tex", sources.sources_tex(made.values()))
     macros.write_table("claims", claims_tex(outcomes), generated_dir)
     write_atomic(generated_dir / "claims-tolerances.tex", tolerance_bases_tex(outcomes))

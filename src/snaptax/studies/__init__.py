@@ -1,7 +1,8 @@
 """The registry of studies, and what every study is: four small modules with one direction.
 
     studies/<id>/__init__.py   STUDY: the Study entry below (nothing else)
-    studies/<id>/plan.py       build_plan(profile) -> StudyPlan; describe(profile) -> str        pure
+    studies/<id>/plan.py       build_plan(profile) -> StudyPlan; describe(profile) -> str;       pure
+                               planned_seconds(profile) -> float (what measure gives RunSession)
     studies/<id>/measure.py    run(rig, profile, device=None) -> Path (the published run)       needs root
     studies/<id>/analyse.py    analyse(record: RunRecord) -> an Analysis (tables, fits, values)   pure
     studies/<id>/present.py    charts(analysis) and write(analysis, figure_dir, generated_dir)    pure
@@ -46,6 +47,15 @@ class Study:
 
     def describe_plan(self, profile: profiles.Profile) -> str:
         return self.module("plan").describe(profile)
+
+    def planned_seconds(self, profile: profiles.Profile) -> float:
+        """The run time the study's plan predicts at a profile (s), without measuring: what its measure passes to
+        RunSession, so the same figure a run's manifest records as planned_seconds (0: the plan predicts none)."""
+        return float(self.module("plan").planned_seconds(profile))
+
+    def no_planned_time(self) -> str:
+        """Why the plan predicts no time, in words, where it says (plan.NO_PLANNED_TIME); else a generic reason."""
+        return getattr(self.module("plan"), "NO_PLANNED_TIME", "its plan predicts no time")
 
     def run(self, rig: str, profile: str, device: str | None = None) -> Path:
         """Measure (needs root); returns the published run directory."""

@@ -43,7 +43,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     study = planmod.build_plan(profile)
     workdir = rig.rig_work_dir / STUDY
     with RunSession(rig, STUDY, profile, planmod.parameters(profile, study, dev.name), devices_used=(dev.name,),
-                    planned_points=study.points(), planned_seconds=study.fio_seconds()) as session:
+                    planned_points=study.points(), planned_seconds=planmod.planned_seconds(profile)) as session:
         for vp in study.variants:
             if vp.variant == planmod.READS_DOUBLE:
                 with Qcow2ChainEngine(rig, dev, planmod.reads_double_config(profile), profile.disk_size) as engine:

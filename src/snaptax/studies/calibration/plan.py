@@ -109,6 +109,12 @@ def build_plan(profile: profiles.Profile, drives: Sequence[str] | None = None) -
                       VariantPlan(READS_DOUBLE, reads_double_plan(profile))))
 
 
+def planned_seconds(profile: profiles.Profile) -> float:
+    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession):
+    the plan's time-based fio runtime."""
+    return build_plan(profile).fio_seconds()
+
+
 def drive_variants(study: StudyPlan) -> list[str]:
     return [v.variant for v in study.variants if v.variant not in (ZERO, READS_DOUBLE)]
 

@@ -113,6 +113,12 @@ def build_plan(profile: profiles.Profile) -> StudyPlan:
     return StudyPlan(tuple(VariantPlan(c.name, plan) for c in configs(profile)))
 
 
+def planned_seconds(profile: profiles.Profile) -> float:
+    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession):
+    the plan's time-based fio runtime."""
+    return build_plan(profile).fio_seconds()
+
+
 def parameters(profile: profiles.Profile, device: str) -> dict:
     """The study's parameters as the manifest records them."""
     s = scale(profile)

@@ -147,6 +147,12 @@ def build_plan(profile: profiles.Profile, lvmthin: bool = True) -> StudyPlan:
     return StudyPlan(tuple(variants))
 
 
+def planned_seconds(profile: profiles.Profile, lvmthin: bool = True) -> float:
+    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession):
+    the plan's time-based fio runtime."""
+    return build_plan(profile, lvmthin).fio_seconds()
+
+
 def describe(profile: profiles.Profile) -> str:
     """What a run measures, in words and counts from the plan (deterministic: checked by nbval)."""
     s = scale(profile)

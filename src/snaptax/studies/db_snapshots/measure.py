@@ -38,7 +38,7 @@ def run(rig_name: str = "local", profile_name: str | profiles.Profile = profiles
     cfg = planmod.engine_config()
     with RunSession(rig, planmod.STUDY, profile, planmod.parameters(s, source.name),
                     devices_used=(source.name, *snapdevs), planned_points=study.points(),
-                    planned_seconds=planmod.estimated_seconds(s)) as session:
+                    planned_seconds=planmod.planned_seconds(profile)) as session:
         for vp in study.variants:
             snapdev = snapdevs[vp.variant]
             with CofwEngine(rig, source, cfg, s.table_bytes, snapshot_device=snapdev) as engine:

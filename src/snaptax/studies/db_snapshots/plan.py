@@ -160,6 +160,11 @@ def estimated_seconds(s: DbSnapshotScale) -> float:
     return ssd + raid5 + 2 * (10 + per_table)
 
 
+def planned_seconds(profile: profiles.Profile) -> float:
+    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession)."""
+    return estimated_seconds(scale(profile))
+
+
 def parameters(s: DbSnapshotScale, source: str) -> dict[str, Any]:
     return {"source_device": source, "snapshot_devices": list(SNAPSHOT_DEVICES), "table_bytes": s.table_bytes,
             "file_bytes": s.file_bytes, "pages": s.pages, "repeats": s.repeats, "ssd_repeats": s.ssd_repeats,
@@ -185,5 +190,6 @@ def describe(profile: profiles.Profile) -> str:
 
 __all__ = ["STUDY", "PAGE", "EXTENT", "DATA_FILES", "IODEPTH", "SNAPSHOT_DEVICES", "SNAPSHOT_COUNTS",
            "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "DbSnapshotScale", "SCALES", "scale", "engine_config",
-           "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds", "parameters",
+           "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds",
+           "planned_seconds", "parameters",
            "describe"]

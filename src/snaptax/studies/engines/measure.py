@@ -34,7 +34,7 @@ def run(rig: str = "local", profile: str | profiles.Profile = profiles.DEFAULT, 
     parameters = {"scale": asdict(s), "device": dev.name, "io_size": planmod.IO_SIZE,
                   "variants": [vp.variant for vp in study.variants]}
     with RunSession(r, planmod.STUDY, prof, parameters, devices_used=(dev.name,), planned_points=study.points(),
-                    planned_seconds=study.fio_seconds()) as session:
+                    planned_seconds=planmod.planned_seconds(prof)) as session:
         for vp in study.variants:
             v = by_name[vp.variant]
             with engine_for(v, r, dev, s.disk_size) as engine:

@@ -240,7 +240,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     params = planmod.parameters(s, dev.name, dev.capacity)
     with RunSession(rig, planmod.STUDY, profile, params, devices_used=(dev.name,),
                     planned_points=planmod.planned_points(s),
-                    planned_seconds=planmod.estimated_seconds(s)) as session:
+                    planned_seconds=planmod.planned_seconds(profile)) as session:
         for load_name, method in planmod.variants():
             name = planmod.variant_name(load_name, method)
             attempt(session, name, functools.partial(timeline, s=s, load_name=load_name, method=method),

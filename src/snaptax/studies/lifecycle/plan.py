@@ -245,6 +245,11 @@ def estimated_seconds(s: LifecycleScale) -> float:
     return sum(per_variant) + len(s.grid_rates) * (s.grid_window_s + fill + 3) + 3 + fill
 
 
+def planned_seconds(profile: profiles.Profile) -> float:
+    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession)."""
+    return estimated_seconds(scale(profile))
+
+
 def parameters(s: LifecycleScale, device: str, capacity: int = 16 << 30) -> dict[str, Any]:
     return {"device_capacity": capacity, "file_bytes": s.file_bytes, "disk_bytes": s.disk_bytes, "steady_s": s.steady_s,
             "light_steady_s": s.light_steady_s,
@@ -275,5 +280,6 @@ def describe(profile: profiles.Profile) -> str:
 
 __all__ = ["STUDY", "SPINDLE", "LOADS", "METHODS", "PHASES", "STEADY", "GRID", "THINKTIME_MS", "IODEPTH",
            "LifecycleScale", "SCALES", "scale", "qcow2_config", "variants", "variant_name", "Workload",
-           "fill_job", "workload", "grid_workload", "planned_points", "estimated_seconds", "parameters",
+           "fill_job", "workload", "grid_workload", "planned_points", "estimated_seconds",
+           "planned_seconds", "parameters",
            "describe"]

@@ -45,10 +45,9 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     devs = role_devices(rig, device)
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)
-    planned = sum(planmod.estimated_seconds(profile).values()) + planmod.guest_estimated_seconds(profile)
     params = planmod.parameters(profile, {role: d.name for role, d in devs.items()})
     with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devs.values()),
-                    planned_points=study.points(), planned_seconds=planned) as session:
+                    planned_points=study.points(), planned_seconds=planmod.planned_seconds(profile)) as session:
         for vp in study.variants:
             dev = devs[vp.variant]
             with Qcow2ChainEngine(rig, dev, planmod.MEMORY_FILE, s.memory_bytes) as engine:

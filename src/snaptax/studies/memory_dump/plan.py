@@ -259,6 +259,12 @@ def estimated_seconds(profile: profiles.Profile) -> dict[str, float]:
     return out
 
 
+def planned_seconds(profile: profiles.Profile) -> float:
+    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession):
+    the walker grid's estimate on both roles and the guest phase's."""
+    return sum(estimated_seconds(profile).values()) + guest_estimated_seconds(profile)
+
+
 def wait_seconds(profile: profiles.Profile) -> float:
     """The plan's waits alone, Σ n·w over its runs (s): a lower bound of its fio time."""
     return sum(float(model.seed_estimate_s(m.job.size, m.job.bs, point_of(m.job).wait_s))
@@ -316,7 +322,8 @@ def describe(profile: profiles.Profile) -> str:
 
 __all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "DEFAULT", "TUNED", "SEED_MEMORY", "MEMORY_FILE", "NOMINAL",
            "MemoryDumpScale", "SCALES", "scale", "walker_job", "point_of", "role_plan", "build_plan",
-           "estimated_seconds", "wait_seconds", "parameters", "describe", "GUEST", "GUEST_FILE", "GUEST_CONSOLE",
+           "estimated_seconds", "planned_seconds", "wait_seconds", "parameters", "describe", "GUEST", "GUEST_FILE",
+           "GUEST_CONSOLE",
            "BACKGROUND", "PRECOPY",
            "GuestDumpScale", "GUEST_SCALES", "guest_scale", "implied_bandwidth", "GuestDump", "guest_dumps",
            "guest_estimated_seconds", "guest_parameters"]

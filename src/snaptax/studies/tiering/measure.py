@@ -130,7 +130,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     params = planmod.parameters(s, {p: d.name for p, d in devices.items()})
     with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devices.values()),
                     planned_points=planmod.planned_points(s),
-                    planned_seconds=planmod.estimated_seconds(s)) as session:
+                    planned_seconds=planmod.planned_seconds(profile)) as session:
         for pool, dev in devices.items():
             attempt(session, pool, functools.partial(timeline, s=s, pool=pool),
                     functools.partial(Qcow2ChainEngine, rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),

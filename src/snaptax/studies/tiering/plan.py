@@ -155,6 +155,11 @@ def estimated_seconds(s: TieringScale) -> float:
     return per_pool * (1 + s.untiered_factor) + s.learn_limit_s + s.relearn_limit_s + s.phase_s
 
 
+def planned_seconds(profile: profiles.Profile) -> float:
+    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession)."""
+    return estimated_seconds(scale(profile))
+
+
 def planned_points(s: TieringScale) -> int:
     """fio runs at most: every phase of both pools, learning segments at their limits."""
     learn = -(-s.learn_limit_s // s.learn_segment_s) + -(-s.relearn_limit_s // s.learn_segment_s)
@@ -188,5 +193,6 @@ def describe(profile: profiles.Profile) -> str:
 
 
 __all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "STEADY", "BS", "IODEPTH", "TieringScale", "SCALES", "scale",
-           "qcow2_config", "workload", "fill_job", "tiered", "phases_of", "estimated_seconds", "planned_points",
+           "qcow2_config", "workload", "fill_job", "tiered", "phases_of", "estimated_seconds",
+           "planned_seconds", "planned_points",
            "parameters", "describe"]

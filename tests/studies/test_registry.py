@@ -1,0 +1,40 @@
+"""The registry's uniform view of a study: what its plan predicts without measuring, and which run it opens."""
+import inspect
+import json
+import math
+import re
+
+import pytest
+
+from snaptax import profiles, studies
+
+
+@pytest.mark.parametrize("study", studies.REGISTRY, ids=lambda s: s.id)
+def test_planned_seconds_is_what_measure_records(study):
+    """The artifact table scales the full plan's prediction by the quick runs' measured / planned ratio, so the
+    prediction must be the very figure measure gives RunSession (and the manifest records)."""
+    source = inspect.getsource(study.module("measure").run)
+    assert re.search(r"planned_seconds=planmod\.planned_seconds\(\w+[^)]*\)", source), study.id
+    for name in profiles.PROFILES:
+        planned = study.planned_seconds(profiles.get(name))
+        assert math.isfinite(planned) and planned >= 0, (study.id, name)
+
+
+def test_only_the_engine_comparison_predicts_no_time_and_says_why():
+    untimed = [s.id for s in studies.REGISTRY if s.planned_seconds(profiles.get("full")) == 0]
+    assert untimed == ["engines"]
+    assert "fixed number of I/Os" in studies.get("engines").no_planned_time()
+    assert studies.get("chain_length").no_planned_time() == "its plan predicts no time"
+
+
+def test_a_study_opens_the_newest_run_of_its_profile(data_dir):
+    """A smoke run published after the quick ones changes nothing that reads the quick runs."""
+    for name, profile in (("20260101T000000Z-quick", "quick"), ("20260102T000000Z-smoke", "smoke")):
+        run = data_dir / "local" / "chain_length" / name
+        run.mkdir(parents=True)
+        (run / "manifest.json").write_text(json.dumps({"profile": {"name": profile}}))
+    study = studies.get("chain_length")
+    assert study.newest_run("local", "quick").name == "20260101T000000Z-quick"
+    assert study.newest_run("local", "smoke").name == "20260102T000000Z-smoke"
+    with pytest.raises(studies.NoPublishedRun):
+        study.newest_run("local", "full")

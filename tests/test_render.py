@@ -1,0 +1,29 @@
+"""What render gathers from data/ for the paper, beyond each study's own analysis."""
+from snaptax import article, profiles, render, studies
+from snaptax.record import RunWriter
+from tests.synthetic import rig
+
+
+def publish(tmp, study, run_id, planned_s):
+    profile = run_id.rsplit("-", 1)[1]
+    w = RunWriter(rig(tmp), study, profiles.get(profile), {}, tmp / "staging" / run_id, planned_seconds=planned_s,
+                  run_id=run_id)
+    return w.publish(tmp / "data" / "t" / study / run_id)
+
+
+def test_study_times_take_each_profiles_newest_runs_and_the_plans_predictions(tmp_path, data_dir):
+    planned = studies.get("chain_length").planned_seconds(profiles.get("quick"))
+    for run_id in ("20260101T000000Z-quick", "20260102T000000Z-quick", "20260103T000000Z-quick",
+                   "20260104T000000Z-smoke"):
+        publish(tmp_path, "chain_length", run_id, planned)
+    times = {t.study: t for t in render.study_times("t")}
+    assert list(times) == [s.id for s in studies.REGISTRY]
+    chain = times["chain_length"]
+    assert [m.run_id for m in chain.runs["quick"]] == ["20260102T000000Z-quick", "20260103T000000Z-quick"]
+    assert [m.run_id for m in chain.runs["smoke"]] == ["20260104T000000Z-smoke"]
+    assert chain.planned_s == {p: studies.get("chain_length").planned_seconds(profiles.get(p))
+                               for p in ("smoke", "quick", "full")}
+    assert chain.ratio_runs() == list(chain.runs["quick"])
+    assert not any(t.runs["quick"] or t.runs["smoke"] for s, t in times.items() if s != "chain_length")
+    assert times["engines"].why_not_extrapolated() == studies.get("engines").no_planned_time()
+    assert len(chain.runs["quick"]) == article.RUNS_SHOWN
