@@ -16,6 +16,7 @@ from snaptax.engines.lvmthin import (
     host_has_device_mapper,
     parse_counters,
     read_integrity,
+    stall_limit,
 )
 from snaptax.errors import ConfigError, EngineError
 from snaptax.fio import FioJob
@@ -241,3 +242,60 @@ def test_integrity_chain_of_three(rig, tmp_path, monkeypatch, chain, chunk, zero
         assert (m.directory / "job.fio").read_text().count(f"snaptax-{live}") or i < 6
     assert not _our_processes(str(rig.work_dir)), "qemu / qemu-storage-daemon left running"
     assert not (rig.rig_work_dir / "run" / f"lvmthin-{config.name}").exists()
+
+
+def test_stall_limit_follows_the_longest_step():
+    quick = Plan((Measure(fill_job(1 << 30), "prefill"), Measure(scatter_job(1 << 30), "x")))
+    assert stall_limit(quick, 1 << 30) == 240.0                      # the floor: 1 GiB at 16 MiB/s is 64 s
+    big = Plan((Measure(fill_job(8 << 30), "prefill"),))
+    assert stall_limit(big, 8 << 30) == 2 * (8 << 30) / (16 << 20)   # 512 s of filling, doubled
+    timed = FioJob("t", "randrw", bs=4096, iodepth=1, numjobs=1, size=1 << 30, runtime_s=300, ramp_time_s=30)
+    assert stall_limit(Plan((Measure(timed, "x"),)), 1 << 30) == 660.0
+
+
+class _FakeSession:
+    def __init__(self):
+        self.events, self.executed = [], []
+
+    def log_event(self, kind, **data):
+        self.events.append((kind, data))
+
+    def in_variant(self, name, description):
+        import contextlib
+        return contextlib.nullcontext()
+
+
+def test_a_stalled_guest_is_run_once_more_on_a_fresh_engine(monkeypatch, rig):
+    from snaptax.engines import lvmthin
+    from snaptax.guest.vm import GuestStalled
+    made = []
+
+    class FakeEngine:
+        def __init__(self, *args):
+            made.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def describe(self):
+            return {}
+
+        def execute(self, plan, session):
+            if len(made) < stalls_before_success:
+                raise GuestStalled("guest console silent for 300 s")
+            session.executed.append(plan)
+
+    monkeypatch.setattr(lvmthin, "LvmThinEngine", FakeEngine)
+    stalls_before_success = 2
+    session = _FakeSession()
+    lvmthin.execute_variant(rig, rig.device(), LvmThinConfig(), 16 * MiB, "v", Plan(()), session)
+    assert len(made) == 2 and len(session.executed) == 1
+    assert [(k, d["attempt"]) for k, d in session.events] == [("guest_stalled", 1)]
+    made.clear()
+    stalls_before_success = 99
+    with pytest.raises(GuestStalled):
+        lvmthin.execute_variant(rig, rig.device(), LvmThinConfig(), 16 * MiB, "v", Plan(()), _FakeSession())
+    assert len(made) == lvmthin.STALL_ATTEMPTS

@@ -8,7 +8,7 @@ import pytest
 from snaptax.guest.image import build_image
 from snaptax.guest.kernel import KERNEL_PACKAGE_RE
 from snaptax.guest.nbd import RawFileExport, serve_raw_file
-from snaptax.guest.vm import GuestConfig, GuestDisk, GuestError, run_guest
+from snaptax.guest.vm import GuestConfig, GuestDisk, GuestError, GuestStalled, run_guest
 from snaptax.procs import ProcessGroup
 from tests.processes import processes_mentioning
 
@@ -61,6 +61,16 @@ blkstat pv0 > $OUT/stat
 def test_script_failure_raises_with_log_tail(image, tmp_path):
     with pytest.raises(GuestError, match=r"(?s)exited 7.*marker-in-guest-log"):
         run_guest(image, [], "echo marker-in-guest-log >&2\nexit 7\n", tmp_path / "out", run_dir=tmp_path / "run")
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_a_silent_guest_is_stopped_as_stalled(image, tmp_path):
+    """A script that prints and then stays silent past the stall limit ends in seconds, not at the run timeout."""
+    t0 = time.monotonic()
+    with pytest.raises(GuestStalled, match=r"(?s)console silent.*last-words"):
+        run_guest(image, [], "echo last-words\nsleep 600\n", tmp_path / "out", run_dir=tmp_path / "run",
+                  config=GuestConfig(stall_timeout_s=5))
+    assert time.monotonic() - t0 < 90
     assert not processes_mentioning(str(tmp_path))
 
 

@@ -29,6 +29,12 @@ class GuestError(EngineError):
     """The guest did not boot, did not finish, or its script failed; the message carries its log tail."""
 
 
+class GuestStalled(GuestError):
+    """The guest's console stayed silent for longer than the plan's longest step may take (GuestConfig.stall_timeout_s):
+    a request that never completes (qemu-storage-daemon 7.2 has been seen to hang) or a stuck guest. Nothing the
+    guest measured is returned; a caller may run the plan again on a fresh guest and daemon."""
+
+
 @dataclass(frozen=True)
 class NbdUri:
     """An NBD export over a unix socket: nbd+unix:///EXPORT?socket=PATH (the form libnbd and fio accept)."""
@@ -67,6 +73,9 @@ class GuestConfig:
     cpus: int = 1                 # TCG vCPUs; the host's 2 cores also serve the NBD daemons
     boot_timeout_s: float = 90.0  # qemu start to READY
     run_timeout_s: float = 1800.0  # READY to power-off
+    # After READY, the longest the console may stay silent (None: no limit). A script that prints a line per step
+    # (the LVM thin engine's) sets it from its longest step, so a hang ends in minutes, not at run_timeout_s.
+    stall_timeout_s: float | None = None
     xfer_mib: int = 256           # room for the input tar and, afterwards, the results tar
     append: str = ""              # extra kernel command line
     machine: str = "q35"
@@ -102,7 +111,8 @@ def qemu_argv(image: GuestImage, disks: list[GuestDisk], xfer: Path, config: Gue
         "-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-serial", "stdio",
         "-no-reboot",  # with panic=-1 a kernel panic ends qemu instead of looping
         "-kernel", str(image.kernel), "-initrd", str(image.initrd),
-        "-append", f"console=ttyS0 panic=-1 loglevel=4 mitigations=off snaptax.in_bytes={in_bytes} "
+        # loglevel=5: kernel warnings reach the console (dm-thin reports a full pool, the block layer a stuck request)
+        "-append", f"console=ttyS0 panic=-1 loglevel=5 mitigations=off snaptax.in_bytes={in_bytes} "
                    f"{config.append}".strip(),
     ]
     for i, d in enumerate(disks):
@@ -173,8 +183,12 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
         child = group.spawn(qemu_argv(image, disks, xfer, config, in_bytes), name="qemu-system-x86_64 (TCG guest)",
                             log_path=console)
         ready_at: float | None = None
+        heard_size, heard_at = -1, t0   # the console's size and when it last grew
         while child.proc.poll() is None:
             now = time.monotonic()
+            size = console.stat().st_size if console.exists() else 0
+            if size != heard_size:
+                heard_size, heard_at = size, now
             if ready_at is None:
                 if console.exists() and READY_MARK in console.read_text(errors="replace"):
                     ready_at = now
@@ -186,6 +200,10 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
                 group.stop(child)
                 raise GuestError(f"guest script still running after {config.run_timeout_s:.0f} s; console "
                                  f"tail:\n{_console_tail(console)}")
+            elif config.stall_timeout_s is not None and now - heard_at > config.stall_timeout_s:
+                group.stop(child)
+                raise GuestStalled(f"guest console silent for {now - heard_at:.0f} s (stall limit "
+                                   f"{config.stall_timeout_s:.0f} s); console tail:\n{_console_tail(console)}")
             time.sleep(0.05)
         wall = time.monotonic() - t0
         group.stop(child)

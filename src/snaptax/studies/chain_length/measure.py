@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import profiles, rig as rigmod
-from ...engines.lvmthin import LvmThinEngine
+from ...engines.lvmthin import execute_variant
 from ...engines.qcow2 import execute_per_config
 from ...plan import StudyPlan
 from ...record import RunSession
@@ -33,8 +33,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                            profile.disk_size, session)
         for vp in study.variants:
             if vp.variant == planmod.LVM_THIN:
-                with LvmThinEngine(rig, dev, planmod.lvmthin_config(profile), profile.disk_size) as engine:
-                    with session.in_variant(vp.variant, engine.describe()):
-                        engine.execute(vp.plan, session)
+                execute_variant(rig, dev, planmod.lvmthin_config(profile), profile.disk_size, vp.variant, vp.plan,
+                                session)
     assert session.published is not None
     return session.published
