@@ -61,6 +61,7 @@ def test_the_array_native_row_and_the_guest_ceiling(tmp_path):
     assert v["chain_length.chain_end_loss.lvm-thin.randrw"] == "differs"
     assert not [c for c in v if c.startswith("chain_length.recovery.lvm-thin")]   # no published recovery for vVOL
     assert ("lvm-thin", "randrw") in a.fits
+    assert list(a.guest_table().job) == ["randrw", "readwrite"]
 
 
 def test_fit_recovers_the_per_layer_cost(tmp_path):

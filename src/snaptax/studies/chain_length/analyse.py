@@ -52,10 +52,25 @@ class ChainAnalysis(Analysis):
     pairs: dict[Key, Interval] = field(default_factory=dict)       # one snapshot ÷ none, neighbouring pairs
     recovery: dict[Key, Interval] = field(default_factory=dict)    # after all deletes ÷ before the sweep
     fits: dict[Key, chain_model.ChainFit] = field(default_factory=dict)
+    guest: dict[str, dict[str, Interval]] = field(default_factory=dict)   # guest_ceiling(meas)
 
     def loss_table(self) -> pd.DataFrame:
         """Loss with one snapshot (%), 95 % interval, per configuration and job."""
         return loss_table(self.pairs)
+
+    def guest_table(self) -> pd.DataFrame:
+        """The TCG guest's ceiling per job (guest_ceiling): the flat volume's IOPS, thin ÷ flat and guest ÷ host (%),
+        each with its 95 % interval."""
+        rows = []
+        for job, ivs in sorted(self.guest.items()):
+            raw, thin, host = ivs["raw"], ivs["thin_over_raw"].scaled(100), ivs["guest_over_host"].scaled(100)
+            rows.append({"job": job, "flat_iops": round(raw.estimate),
+                         "flat_iops_ci95": f"[{raw.low:.0f}, {raw.high:.0f}]",
+                         "thin_over_flat_pct": round(thin.estimate, 1),
+                         "thin_over_flat_ci95": f"[{thin.low:.1f}, {thin.high:.1f}]",
+                         "guest_over_host_pct": round(host.estimate, 1),
+                         "guest_over_host_ci95": f"[{host.low:.1f}, {host.high:.1f}]", "runs": raw.n})
+        return pd.DataFrame(rows)
 
     def fits_table(self) -> pd.DataFrame:
         """The chain model's parameters (µs per I/O, aggregate) with 95 % confidence intervals."""
@@ -281,4 +296,4 @@ def analyse(record: RunRecord) -> ChainAnalysis:
     values = _values(record, meas, summary, pairs, recovery, fits, chain_end, guest)
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(pairs, recovery, chain_end)]
-    return ChainAnalysis(record, values, outcomes, meas, summary, pairs, recovery, fits)
+    return ChainAnalysis(record, values, outcomes, meas, summary, pairs, recovery, fits, guest)
