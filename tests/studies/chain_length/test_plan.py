@@ -84,3 +84,18 @@ def test_describe_counts_come_from_the_plan():
     study = planmod.build_plan(p)
     assert f"{study.points()} fio runs" in text
     assert f"fio time >= {study.fio_seconds():.0f} s" in text
+
+
+def test_a_chain_longer_than_the_device_can_hold_is_refused(scratch_rig):
+    """The LVM thin row's pool holds a full copy per layer of the longest chain: on a device too small for the
+    chain the engine refuses in one line naming the device's capacity, before anything starts."""
+    import dataclasses
+
+    from snaptax.engines.lvmthin import LvmThinEngine
+    rig = scratch_rig("lvmthin", 2 << 30)
+    smoke = profiles.get("smoke")                       # 256 MiB volume, chain of 2: fits in 2 GiB
+    LvmThinEngine(rig, rig.device(), planmod.lvmthin_config(smoke), smoke.disk_size)
+    longer = dataclasses.replace(planmod.lvmthin_config(smoke), pool_factor=13.0)   # a chain of 12
+    with pytest.raises(ConfigError, match=r"capacity.*thin pool") as err:
+        LvmThinEngine(rig, rig.device(), longer, smoke.disk_size)
+    assert "\n" not in str(err.value)
