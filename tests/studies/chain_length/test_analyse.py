@@ -24,8 +24,12 @@ def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
         iops *= 1 + noise * (1 if (step.repeat + n) % 2 else -1)  # not shared by a pair: widens the interval
         iops *= 1 + drift * index / len(points)                    # slow drift of the disk over the run
         reads = int(round(iops / 2))
-        return (fio_result(step.job.name, iops / 2, iops / 2), {"host.reads": 0},
-                {"host.reads": reads * (2 if n else 1)}, {})
+        before, after = {"host.reads": 0}, {"host.reads": reads * (2 if n else 1)}
+        if variant == planmod.LVM_THIN:   # 80 % of the writes with a snapshot break a shared chunk
+            writes = int(round(iops / 2)) * 5
+            before.update({"engine.chunks_broken": 0, "guest.writes": 0})
+            after.update({"engine.chunks_broken": int(0.8 * writes) if n else 0, "guest.writes": writes})
+        return fio_result(step.job.name, iops / 2, iops / 2), before, after, {}
 
     configs = {c.name: asdict(c) for c in planmod.configs(p)}
     parameters = {"device": "ssd", "max_chain": planmod.scale(p).max_chain}
@@ -62,6 +66,7 @@ def test_the_array_native_row_and_the_guest_ceiling(tmp_path):
     assert not [c for c in v if c.startswith("chain_length.recovery.lvm-thin")]   # no published recovery for vVOL
     assert ("lvm-thin", "randrw") in a.fits
     assert list(a.guest_table().job) == ["randrw", "readwrite"]
+    assert a.value("chain_length.chunks_broken_per_write.lvm-thin.randrw").value == pytest.approx(0.8, abs=0.01)
 
 
 def test_fit_recovers_the_per_layer_cost(tmp_path):

@@ -18,6 +18,7 @@ from .plan import LOSS_TOLERANCE_PP, LVM_THIN
 
 STUDY = "chain_length"
 HOST_READS = "host.reads"
+CHUNKS_BROKEN, GUEST_WRITES = "engine.chunks_broken", "guest.writes"   # LVM thin's own counters (engines.lvmthin)
 GUEST_RAW = "guest-raw"      # the same jobs on the TCG guest's flat volume (the LVM thin variant's control)
 HOST_BASELINE = "on-disk-metadata"   # the host path the guest's ceiling is set against
 # Which of our configurations stands for which of the study's datastores.
@@ -91,7 +92,7 @@ class ChainAnalysis(Analysis):
 
 
 def per_measurement(record: RunRecord) -> pd.DataFrame:
-    meas = record.per_measurement(counters=(HOST_READS,))
+    meas = record.per_measurement(counters=(HOST_READS, CHUNKS_BROKEN, GUEST_WRITES))
     meas = meas[meas.phase.isin(["pair", "create", "delete", GUEST_RAW])].copy()
     meas["host_reads_per_vm_read"] = meas[HOST_READS] / meas["read_ios"].where(meas["read_ios"] > 0)
     return meas.reset_index(drop=True)
@@ -240,6 +241,12 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
         out.append(Value.of(f"{k}.recovery.{variant}.{job}", iv.scaled(100), "%"))
     for (variant, job), iv in sorted(chain_end.items()):
         out.append(Value.of(f"{k}.chain_end_loss.{variant}.{job}", iv, "%"))
+    # LVM thin: shared chunks broken per write the thin volume completed, in the one-snapshot runs of the pairs (both
+    # counters span the whole fio process, ramp included; fio's own counts leave the ramp out).
+    thin = meas[(meas.variant == LVM_THIN) & (meas.phase == "pair") & (meas.chain_length == 1)]
+    for job, g in thin.groupby("job"):
+        per_write = (g[CHUNKS_BROKEN] / g[GUEST_WRITES].where(g[GUEST_WRITES] > 0)).dropna().to_numpy()
+        out.append(Value.of(f"{k}.chunks_broken_per_write.{LVM_THIN}.{job}", mean_interval(per_write), "", digits=2))
     for job, ivs in sorted(guest.items()):
         out.append(Value.of(f"{k}.guest.raw_iops.{job}", ivs["raw"], "IOPS", digits=0))
         out.append(Value.of(f"{k}.guest.thin_over_raw.{job}", ivs["thin_over_raw"].scaled(100), "%"))
@@ -271,7 +278,7 @@ def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval],
     for (variant, job), words in ((k, CHAIN_PUBLISHED[k[0]]) for k in sorted(chain_end) if k[0] in CHAIN_PUBLISHED):
         datastore = STAND_IN[variant].split()[0]
         claims.append(Claim(f"{STUDY}.chain_end_loss.{variant}.{job}", "setty2021",
-                            "Performance Results, after figures 1–4",
+                            "Performance Results, after figures 1 to 4",
                             f"{datastore}, FIO {JOB_WORDS[job]}: loss with the longest chain", 0.0, "%", 0.0,
                             LOSS_TOLERANCE_PP, LOSS_BASIS, f"{STUDY}.chain_end_loss.{variant}.{job}",
                             ENGINE_WORDS[variant], words))
