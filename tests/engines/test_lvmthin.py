@@ -114,8 +114,8 @@ def test_compile_stack_plan_with_integrity():
 
 
 def test_compile_control_volume_beside_the_pool(rig):
-    plan = Plan((Measure(fill_job(16 * MiB), "fill"), Measure(fill_job(16 * MiB), "raw", target="control"),
-                 TakeSnapshot(), Measure(fill_job(16 * MiB), "raw", target="control")))
+    plan = Plan((Measure(fill_job(16 * MiB), "fill"), Measure(fill_job(16 * MiB), "raw", target="flat"),
+                 TakeSnapshot(), Measure(fill_job(16 * MiB), "raw", target="flat")))
     c = compile_plan(plan, LvmThinConfig(chain="stack", control_volume=True), 16 * MiB, ["pv0"])
     assert "lvm lvcreate -q -Wn -y -L 16384k -n control $VG" in c.script
     assert {i: (chain, v) for i, (_, chain, v) in c.measures.items()} == {

@@ -81,7 +81,7 @@ class LvmThinConfig:
     integrity: keep a byte copy of every volume (guest RAM); after every step compare each volume with it by MD5,
              after deletes and at the end byte for byte (cmp).
     control_volume: also create a flat (linear, never snapshotted) LV "control" of the thin volume's size beside the
-             pool, on the same PV, for the plan's Measure(target="control"): the same job on the guest's raw disk,
+             pool, on the same PV, for the plan's Measure(target="flat"): the same job on the guest's raw disk,
              so the guest's own overhead is measured beside the thin volume's.
     """
 
@@ -248,10 +248,10 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
             events.append({"index": index, "event": "delete", "name": name, "which": step.which,
                            "chain_length": len(st.frozen)})
         elif isinstance(step, Measure):
-            if step.target == "control" and not config.control_volume:
+            if step.target == "flat" and not config.control_volume:
                 raise ConfigError("plan", f"steps[{index}].target",
                                   f"lvmthin config {config.name!r} has no control volume (control_volume)")
-            volume = CONTROL if step.target == "control" else st.live
+            volume = CONTROL if step.target == "flat" else st.live
             if step.job.offset + step.job.size > disk_size:
                 raise ConfigError("plan", f"steps[{index}].job.size",
                                   f"offset+size {step.job.offset + step.job.size} exceeds the thin volume "

@@ -54,7 +54,8 @@ def test_the_array_native_row_and_the_guest_ceiling(tmp_path):
     assert a.value("chain_length.loss.lvm-thin.randrw").value == pytest.approx(2, abs=0.3)
     # the flat volume ran beside every second pair; thin ÷ raw is paired, guest ÷ host a ratio of means
     raw = a.value("chain_length.guest.raw_iops.randrw")
-    assert raw.value == pytest.approx(GUEST_RAW_IOPS, rel=0.01) and raw.n == planmod.scale(profiles.get("quick")).pairs // 2
+    assert raw.value == pytest.approx(GUEST_RAW_IOPS, rel=0.01)
+    assert raw.n == planmod.scale(profiles.get("quick")).pairs // 2
     assert a.value("chain_length.guest.thin_over_raw.randrw").value == pytest.approx(100 * 500 / 600, rel=0.01)
     assert a.value("chain_length.guest.guest_over_host.readwrite").value == pytest.approx(60, rel=0.01)
     # the longest chain (5 at quick): 1 − 0.98/1.4 = 30 % loss in this synthetic run, judged against "nearly zero"

@@ -46,12 +46,12 @@ def test_the_guest_raw_runs_sit_before_every_second_pair():
     p = profiles.get("quick")
     plan = planmod.build_plan(p).variant(planmod.LVM_THIN).plan
     steps = [m for _, m, _ in plan.measurements()]
-    assert [(m.phase, m.target) for m in steps[:2]] == [("prefill", "live"), ("prefill", "control")]
+    assert [(m.phase, m.target) for m in steps[:2]] == [("prefill", "live"), ("prefill", "flat")]
     raw = [i for i, m in enumerate(steps) if m.phase == "guest-raw"]
     assert len(raw) == len(planmod.WORKLOADS) * (planmod.scale(p).pairs // 2)
     for i in raw:
         nxt = steps[i + 1]
-        assert steps[i].target == "control" and (nxt.phase, nxt.repeat, nxt.job.name, nxt.target) == (
+        assert steps[i].target == "flat" and (nxt.phase, nxt.repeat, nxt.job.name, nxt.target) == (
             "pair", steps[i].repeat, steps[i].job.name, "live") and steps[i].repeat % 2 == 0
     config = planmod.lvmthin_config(p)
     assert config.chain == "stack" and config.control_volume and config.pool_factor == planmod.scale(p).max_chain + 1

@@ -115,14 +115,14 @@ def variant_plan(profile: profiles.Profile, guest_raw: bool = False) -> Plan:
 
     def run(kind: Workload, phase: str, repeat: int = 0) -> Measure:
         return Measure(seed001_job(kind, size=profile.disk_size, runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s),
-                       phase, repeat, target="control" if phase == "guest-raw" else "live")
+                       phase, repeat, target="flat" if phase == "guest-raw" else "live")
 
     def both(phase: str, repeat: int = 0) -> list[Step]:
         return [run(kind, phase, repeat) for kind in WORKLOADS]
 
     steps: list[Step] = [Measure(prefill_job(profile.disk_size), "prefill")]
     if guest_raw:
-        steps.append(Measure(prefill_job(profile.disk_size), "prefill", target="control"))
+        steps.append(Measure(prefill_job(profile.disk_size), "prefill", target="flat"))
     steps += both("warmup")
     for k in range(s.pairs):
         for kind in WORKLOADS:
