@@ -36,6 +36,9 @@ requires_disk_tools = pytest.mark.skipif(not _have("mkfs.ext4", "mkswap", "swapo
 pytestmark = [pytest.mark.integration, requires_qsd, requires_root, requires_disk_tools]
 
 MiB = 1 << 20
+# The study test's devices: the chain_length smoke plan's LVM thin row needs a physical volume for a pool of
+# (max_chain + 1) volumes plus the flat volume beside it (1.1 GiB at smoke), sparse backing files.
+STUDY_CAPACITY = 2 << 30
 GUARDS = ("plain", "mounted", "partition", "swap", "held", "exclusive", "mounted-alias", "swap-alias",
           "partitioned")
 
@@ -50,7 +53,7 @@ def guard_rig():
 
 @pytest.fixture(scope="module")
 def study_rig():
-    with loop_rig(("ssd", "hdd"), capacity=1 << 30) as lr:
+    with loop_rig(("ssd", "hdd"), capacity=STUDY_CAPACITY) as lr:
         yield lr
     assert leftovers(lr.root) == []
 
@@ -213,7 +216,7 @@ def _check_run(record, rig_file: Path, device: str, loop: Path) -> None:
     assert m.measured_devices == (device,)
     entry = next(d for d in m.devices if d["name"] == device)
     assert entry["type"] == "block" and entry["emulated"] is False
-    assert entry["disk"]["kernel_name"] == loop.name and entry["disk"]["size_bytes"] == 1 << 30
+    assert entry["disk"]["kernel_name"] == loop.name and entry["disk"]["size_bytes"] == STUDY_CAPACITY
     assert m.measurements == m.planned_points == len(record.measurements) > 0
     results = record.results()   # one row per measurement and direction
     assert len(results[["variant", "index"]].drop_duplicates()) == m.planned_points
@@ -255,7 +258,7 @@ import sys, time
 from pathlib import Path
 from tests.attached import loop_rig
 mode = sys.argv[1]
-with loop_rig(("ssd", "held", "swap"), capacity=(64 << 20) if mode == "guards" else (1 << 30)) as lr:
+with loop_rig(("ssd", "held", "swap"), capacity=(64 << 20) if mode == "guards" else (2 << 30)) as lr:
     print(lr.root, flush=True)
     if mode == "guards":
         lr.mount("ssd")
