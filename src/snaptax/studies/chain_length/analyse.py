@@ -127,11 +127,15 @@ def summarize(sw: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _pair_iops(meas: pd.DataFrame, variant: str, job: str, chain_length: int) -> pd.Series:
+    """IOPS of the pairs' runs with `chain_length` snapshots (0 or 1), indexed by repeat."""
+    sel = (meas.phase == "pair") & (meas.variant == variant) & (meas.job == job) & (meas.chain_length == chain_length)
+    return meas[sel].set_index("repeat")["iops"]
+
+
 def _pairs(meas: pd.DataFrame, variant: str, job: str) -> tuple[np.ndarray, np.ndarray]:
     """IOPS with one snapshot and with none, matched by repeat (phase 'pair')."""
-    g = meas[(meas.phase == "pair") & (meas.variant == variant) & (meas.job == job)]
-    none = g[g.chain_length == 0].set_index("repeat")["iops"]
-    one = g[g.chain_length == 1].set_index("repeat")["iops"]
+    none, one = _pair_iops(meas, variant, job, 0), _pair_iops(meas, variant, job, 1)
     common = none.index.intersection(one.index)
     return one.loc[common].to_numpy(), none.loc[common].to_numpy()
 
@@ -184,12 +188,9 @@ def guest_ceiling(meas: pd.DataFrame) -> dict[str, dict[str, Interval]]:
     out: dict[str, dict[str, Interval]] = {}
     raw = meas[meas.phase == GUEST_RAW]
     for job, g in raw.groupby("job"):
-        thin = meas[(meas.phase == "pair") & (meas.variant == LVM_THIN) & (meas.job == job)
-                    & (meas.chain_length == 0)].set_index("repeat")["iops"]
+        thin, host = _pair_iops(meas, LVM_THIN, job, 0), _pair_iops(meas, HOST_BASELINE, job, 0)
         r = g.set_index("repeat")["iops"]
         common = r.index.intersection(thin.index)
-        host = meas[(meas.phase == "pair") & (meas.variant == HOST_BASELINE) & (meas.job == job)
-                    & (meas.chain_length == 0)]["iops"]
         out[str(job)] = {"raw": mean_interval(r.to_numpy()),
                          "thin_over_raw": paired_ratio_interval(thin.loc[common].to_numpy(), r.loc[common].to_numpy()),
                          "guest_over_host": ratio_of_means_interval(r.to_numpy(), host.to_numpy())}

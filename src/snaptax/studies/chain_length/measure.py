@@ -31,9 +31,8 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                     planned_seconds=planmod.planned_seconds(profile, lvmthin=lvmthin)) as session:
         execute_per_config(rig, dev, configs, StudyPlan(tuple(v for v in study.variants if v.variant in configs)),
                            profile.disk_size, session)
-        for vp in study.variants:
-            if vp.variant == planmod.LVM_THIN:
-                execute_variant(rig, dev, planmod.lvmthin_config(profile), profile.disk_size, vp.variant, vp.plan,
-                                session)
+        if lvmthin:
+            execute_variant(rig, dev, planmod.lvmthin_config(profile), profile.disk_size, planmod.LVM_THIN,
+                            study.variant(planmod.LVM_THIN).plan, session)
     assert session.published is not None
     return session.published

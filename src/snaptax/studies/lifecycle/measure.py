@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ... import fio, profiles, rig as rigmod
-from ...engines.qcow2 import Qcow2ChainEngine
+from ...engines.qcow2 import Qcow2ChainEngine, Qcow2Config
 from ...errors import ConfigError
 from ...qsd import Region
 from ...record import RunSession
+from ...rig import Device, Rig
 from ...timeline import HostSampler, Load, Timeline, attempt, delete_active, stunned, wait_event
 from . import plan as planmod
 
@@ -28,11 +29,20 @@ HOST_KEYS = ("host.reads", "host.writes", "host.member0.reads", "host.member0.wr
              "host.member1.writes", "host.bytes_read", "host.bytes_written")
 
 
+COMMIT_TIMEOUT_S = 90.0     # a commit or mirror job of these sizes takes seconds; longer means the daemon hung
+
+
 class LifecycleEngine(Qcow2ChainEngine):
     """The qcow2 chain engine with what the deletion methods need: per-layer allocated size, a write-blocking
-    mirror of the active layer onto the base, and a stunned (guest-stopped) final commit."""
+    mirror of the active layer onto the base, and a stunned (guest-stopped) final commit. Its commit and mirror
+    jobs time out after COMMIT_TIMEOUT_S by default, so a daemon hang (plan.HANG_NOTE) ends in a retry wherever
+    the engine is used (the study's timelines and the tests alike), not after the base engine's 30 minutes."""
 
     empty_bytes: float = 0.0     # allocated size of an empty overlay (header, L1 and refcount tables)
+
+    def __init__(self, rig: Rig, device: Device, config: Qcow2Config, disk_size: int,
+                 commit_timeout_s: float = COMMIT_TIMEOUT_S):
+        super().__init__(rig, device, config, disk_size, commit_timeout_s=commit_timeout_s)
 
     def __enter__(self) -> LifecycleEngine:
         super().__enter__()
@@ -229,7 +239,6 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
     sampler.write(session.staging / "measurements" / session.variant / "host_series.csv")
 
 
-COMMIT_TIMEOUT_S = 90.0     # a commit or mirror job of these sizes takes seconds; longer means the daemon hung
 def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
     """Measure every timeline and the model grid on the rig's raid1_10k (or `device`); returns the published run."""
     profile = profiles.get(profile_name)
@@ -244,10 +253,10 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
         for load_name, method in planmod.variants():
             name = planmod.variant_name(load_name, method)
             attempt(session, name, functools.partial(timeline, s=s, load_name=load_name, method=method),
-                    lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
+                    lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes),
                     {"load": load_name, "method": method, "device": dev.name, "emulated": dev.emulated})
         attempt(session, planmod.GRID, functools.partial(grid, s=s),
-                lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
+                lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes),
                 {"method": "iterative", "rates": list(s.grid_rates), "device": dev.name})
     assert session.published is not None
     return session.published
