@@ -158,6 +158,17 @@ def seed001_job(kind: Literal["randrw", "readwrite"], *, size: int, runtime_s: f
                   group_reporting=True)
 
 
+def seed001_mirror_job(*, size: int, runtime_s: float, ramp_time_s: float = 0, name: str = "mirror") -> FioJob:
+    """Seed 001's job for its create-then-delete experiment (figures 5 and 6, 'Impact of snapshot removal'):
+
+    -ioengine=libaio -iodepth=32 -rw=randrw --percentage_random=50,50 --bs=16384 -direct=1 -numjobs=4
+    -group_reporting=1 -size=50G -time_based -runtime=300 -randrepeat=1
+    """
+    return FioJob(name=name, rw="randrw", bs=16 << 10, iodepth=32, numjobs=4, direct=True, size=size,
+                  runtime_s=runtime_s, ramp_time_s=ramp_time_s, time_based=True, randrepeat=True,
+                  percentage_random=50, group_reporting=True)
+
+
 def prefill_job(disk_size: int, name: str = "prefill") -> FioJob:
     """Write the whole disk once, sequentially, so reads hit real data (IOmeter's test file)."""
     return FioJob(name, "write", bs=1 << 20, iodepth=8, numjobs=1, size=disk_size, time_based=False,

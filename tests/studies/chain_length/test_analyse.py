@@ -46,7 +46,7 @@ def test_loss_and_host_reads_come_from_the_data(tmp_path):
     assert a.value("chain_length.loss.in-memory-metadata.randrw").value == pytest.approx(30, abs=0.1)
     assert a.value("chain_length.host_reads_per_vm_read.on-disk-metadata.snapshot").value == pytest.approx(2, abs=0.01)
     assert a.value("chain_length.host_reads_per_vm_read.on-disk-metadata.none").value == pytest.approx(1, abs=0.01)
-    assert a.value("chain_length.recovery.on-disk-metadata.randrw").value == pytest.approx(100, abs=0.1)
+    assert a.value("chain_length.recovery.on-disk-metadata.mirror").value == pytest.approx(100, abs=0.1)
 
 
 def test_the_array_native_row_and_the_guest_ceiling(tmp_path):
@@ -70,6 +70,33 @@ def test_the_array_native_row_and_the_guest_ceiling(tmp_path):
     assert a.value("chain_length.chunks_broken_per_write.lvm-thin.randrw").value == pytest.approx(0.8, abs=0.01)
 
 
+def test_the_mirror_job_creates_and_deletes(tmp_path):
+    """Seed 001's figures 5/6: the mirror job runs before the sweep, at every length while creating, and alone while
+    deleting; deleting ÷ creating at the same length is its 'mirror image' claim, the deletes' end its recovery."""
+    a = make_run(tmp_path, noise=0.01)
+    jobs = a.meas.groupby("phase").job.unique()
+    assert set(jobs["delete"]) == {planmod.MIRROR} and planmod.MIRROR in set(jobs["create"])
+    assert set(jobs[planmod.BEFORE]) == {planmod.MIRROR}
+    assert {k[1] for k in a.recovery} == {planmod.MIRROR}
+    mirror = a.value("chain_length.delete_over_create.on-disk-metadata.mirror")
+    assert mirror.value == pytest.approx(100, abs=0.1)
+    assert mirror.n == planmod.scale(profiles.get("quick")).max_chain - 1       # lengths 1 .. max_chain − 1
+    v = {o.claim.id: o.verdict for o in a.outcomes}
+    assert v["chain_length.delete_over_create.on-disk-metadata.mirror"] == "agrees"
+    assert "chain_length.delete_over_create.lvm-thin.mirror" not in v              # vVOL: a value, not a claim
+    assert "chain_length.chain_end_loss.lvm-thin.mirror" not in v                  # 'nearly zero': figures 1-4
+
+
+def test_the_largest_loss_is_the_longest_chain_s(tmp_path):
+    """'As much as 85 %' (VMFS): the job that lost most at the longest chain, 1 − 0.4/1.4 = 71.4 % here."""
+    a = make_run(tmp_path, noise=0.002)
+    largest = a.value("chain_length.chain_end_loss_max.on-disk-metadata")
+    assert largest.value == pytest.approx(100 * (1 - 0.4 / 1.4), abs=1)
+    v = {o.claim.id: o.verdict for o in a.outcomes}
+    assert v["chain_length.chain_end_loss_max.on-disk-metadata"] == "agrees"     # 71 vs 85 ± 15
+    assert not [c for c in v if c.startswith("chain_length.chain_end_loss_max.in-memory")]
+
+
 def test_fit_recovers_the_per_layer_cost(tmp_path):
     a = make_run(tmp_path)
     f = a.fits[("on-disk-metadata", "randrw")]
@@ -85,7 +112,7 @@ def test_verdicts_on_intervals(tmp_path):
     assert v["chain_length.loss.on-disk-metadata.randrw"] == "agrees"             # 60 [..] vs 65 ± 15
     assert v["chain_length.loss.in-memory-metadata.randrw"] == "agrees"           # 30 vs 35 ± 15
     assert v["chain_length.loss.in-memory-metadata.readwrite"] == "differs"       # 30 vs no impact ± 15
-    assert v["chain_length.recovery.on-disk-metadata.randrw"] == "agrees"         # 100 vs 100 ± 10
+    assert v["chain_length.recovery.on-disk-metadata.mirror"] == "agrees"         # 100 vs 100 ± 10
     loss = a.value("chain_length.loss.on-disk-metadata.randrw")
     assert loss.low < loss.value < loss.high and loss.n == planmod.scale(profiles.get("quick")).pairs
 
@@ -102,7 +129,7 @@ def test_recovery_counts_the_end_runs_as_one_observation(tmp_path):
     """The runs after the deletes are neighbours: the interval comes from the spread of the runs before the sweep
     (stats.ratio_across_time_interval), not from the end runs' own agreement."""
     a = make_run(tmp_path, noise=0.02)
-    v = a.value("chain_length.recovery.on-disk-metadata.randrw")
+    v = a.value("chain_length.recovery.on-disk-metadata.mirror")
     assert v.method == "ratio across time" and v.n == planmod.scale(profiles.get("quick")).pairs
     assert v.low < v.value < v.high
 

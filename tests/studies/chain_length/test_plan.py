@@ -17,12 +17,20 @@ def test_plan_builds_up_and_tears_down_the_chain():
                                                                                   "in-memory-metadata"]
     plan = study.variants[0].plan
     assert plan.max_chain_length == s.max_chain
-    sweep = [(m.phase, n) for _, m, n in plan.measurements() if m.phase in ("create", "delete")]
-    assert sweep[0] == ("create", 1) and sweep[-1] == ("delete", 0)
-    assert max(n for _, n in sweep) == s.max_chain
+    sweep = [(m.phase, m.job.name, n) for _, m, n in plan.measurements() if m.phase in ("create", "delete")]
+    # every job at each length, then the deletes: the mirror job only
+    assert sweep[0] == ("create", "randrw", 1) and sweep[-1] == ("delete", "mirror", 0)
+    assert max(n for *_, n in sweep) == s.max_chain
     jobs = len(planmod.WORKLOADS)
-    assert len(sweep) == jobs * (p.repeats + 2 * s.max_chain - 1)
-    assert {m.job.rw for _, m, _ in plan.measurements() if m.phase == "create"} == {"randrw", "readwrite"}
+    assert len(sweep) == (jobs + 1) * s.max_chain + (s.max_chain - 1) + p.repeats
+    # the mirror job has no pairs: its "before" is one run without a snapshot beside each pair
+    before = [(m.job.name, m.repeat, n) for _, m, n in plan.measurements() if m.phase == planmod.BEFORE]
+    assert before == [(planmod.MIRROR, k, 0) for k in range(s.pairs)]
+    assert {j for phase, j, _ in sweep if phase == "create"} == {"randrw", "readwrite", "mirror"}
+    assert {j for phase, j, _ in sweep if phase == "delete"} == {"mirror"}
+    mirror = next(m.job for _, m, _ in plan.measurements() if m.job.name == planmod.MIRROR)
+    assert (mirror.bs, mirror.percentage_random, mirror.rw, mirror.iodepth, mirror.numjobs) == (
+        16 << 10, 50, "randrw", 32, 4)                                   # seed 001's job for figures 5 and 6
     assert sum(isinstance(x, TakeSnapshot) for x in plan.steps) == s.max_chain + jobs * s.pairs
     assert {m.job.runtime_s for _, m, _ in plan.measurements() if m.phase != "prefill"} == {s.runtime_s}
 

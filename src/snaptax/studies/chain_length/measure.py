@@ -23,7 +23,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     study = planmod.build_plan(profile, lvmthin=lvmthin)
     configs = {c.name: c for c in planmod.configs(profile)}
     scale = planmod.scale(profile)
-    parameters = {"device": dev.name, "workloads": list(planmod.WORKLOADS),
+    parameters = {"device": dev.name, "workloads": list(planmod.SWEEP_WORKLOADS),
                   "max_chain": study.variants[0].plan.max_chain_length, "pairs": scale.pairs,
                   "runtime_s": scale.runtime_s, "ramp_time_s": scale.ramp_time_s,
                   "pairs_basis": scale.pairs_basis}

@@ -8,11 +8,16 @@ then
           alternates (none → one, then one → none, …) so that a drift running through the pairs cancels over
           each two of them; the K pair ratios give the loss's 95 % interval. The pairs' no-snapshot runs are also
           the chain sweep's and the recovery's "before";
-  create  the chain sweep (figures 1/2): take the n-th snapshot and run once at each n = 1 … max_chain;
-  delete  the mirror (figures 5/6): delete the newest snapshot one at a time and run once after each, `repeats`
-          runs at n = 0 at the end (recovery: these against the pairs' no-snapshot runs).
-Every run is seed 001's two fio jobs (randrw and readwrite, 4 KiB, iodepth 32, numjobs 4, direct). Each fio run
-writes into the active layer, so every layer holds the data written while it was active, as the study's VMs did.
+          With each pair also one run of the mirror job without a snapshot (phase 'before'): that job has no
+          pairs, and these K runs, spread over the pairs' minutes, are its sweep's and its recovery's "before";
+  create  the chain sweep (figures 1/2 and 5): take the n-th snapshot and run each job once at each
+          n = 1 … max_chain;
+  delete  the mirror (figure 6): delete the newest snapshot one at a time and run the mirror job once after each,
+          `repeats` runs at n = 0 at the end (recovery: these against its runs at n = 0 before the sweep).
+The pairs and the sweep run seed 001's two 4 KiB jobs (randrw and readwrite, iodepth 32, numjobs 4, direct); the
+sweep also runs, and the deletes run only, the seed's own job for figures 5 and 6 ('mirror': 16 KiB, 50 % random,
+fio.seed001_mirror_job). Each fio run writes into the active layer, so every layer holds the data written while it
+was active, as the study's VMs did.
 
 It runs for the two qcow2 presets of snaptax.engines.qcow2.metadata_configs, which differ only in where the redo
 log's metadata lives (on disk, as SEsparse on VMFS; in memory, as vSANsparse on vSAN), and — on rigs whose engines
@@ -33,13 +38,16 @@ from ... import profiles
 from ...engines.lvmthin import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
-from ...fio import prefill_job, seed001_job
+from ...fio import FioJob, prefill_job, seed001_job, seed001_mirror_job
 from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan
 from ...stats import repeats_for
 
 LVM_THIN = "lvm-thin"     # the array-native variant (seed 001's vVOL)
-Workload = Literal["randrw", "readwrite"]
-WORKLOADS: tuple[Workload, ...] = ("randrw", "readwrite")
+Workload = Literal["randrw", "readwrite", "mirror"]
+WORKLOADS: tuple[Workload, ...] = ("randrw", "readwrite")   # the pairs' jobs (Table 1, figures 1/2)
+MIRROR: Workload = "mirror"                                  # the create-then-delete job (figures 5/6)
+SWEEP_WORKLOADS: tuple[Workload, ...] = (*WORKLOADS, MIRROR)
+BEFORE = "before"     # the mirror job's no-snapshot runs beside the pairs
 # The tolerance seed 001's Table-1 losses are judged by (percentage points; its basis is stated with the claims).
 LOSS_TOLERANCE_PP = 15.0
 # The pair-to-pair spread of log(one snapshot ÷ none) the pair count is sized for: the largest
@@ -114,8 +122,12 @@ def variant_plan(profile: profiles.Profile, guest_raw: bool = False) -> Plan:
     s = scale(profile)
 
     def run(kind: Workload, phase: str, repeat: int = 0) -> Measure:
-        return Measure(seed001_job(kind, size=profile.disk_size, runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s),
-                       phase, repeat, target="flat" if phase == "guest-raw" else "live")
+        job: FioJob
+        if kind == "mirror":
+            job = seed001_mirror_job(size=profile.disk_size, runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s)
+        else:
+            job = seed001_job(kind, size=profile.disk_size, runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s)
+        return Measure(job, phase, repeat, target="flat" if phase == "guest-raw" else "live")
 
     def both(phase: str, repeat: int = 0) -> list[Step]:
         return [run(kind, phase, repeat) for kind in WORKLOADS]
@@ -125,16 +137,17 @@ def variant_plan(profile: profiles.Profile, guest_raw: bool = False) -> Plan:
         steps.append(Measure(prefill_job(profile.disk_size), "prefill", target="flat"))
     steps += both("warmup")
     for k in range(s.pairs):
+        steps.append(run(MIRROR, BEFORE, k))
         for kind in WORKLOADS:
             none, one = run(kind, "pair", k), run(kind, "pair", k)
             snapshot: list[Step] = [TakeSnapshot(), one, DeleteSnapshot("newest")]
             raw: list[Step] = [run(kind, "guest-raw", k)] if guest_raw and k % 2 == 0 else []
             steps += [*raw, none, *snapshot] if k % 2 == 0 else [*snapshot, none]
     for _ in range(s.max_chain):
-        steps += [TakeSnapshot(), *both("create")]
+        steps += [TakeSnapshot(), *(run(kind, "create") for kind in SWEEP_WORKLOADS)]
     for n in range(s.max_chain):
         steps.append(DeleteSnapshot("newest"))
-        steps += [m for r in range(profile.repeats if n == s.max_chain - 1 else 1) for m in both("delete", r)]
+        steps += [run(MIRROR, "delete", r) for r in range(profile.repeats if n == s.max_chain - 1 else 1)]
     return Plan(tuple(steps))
 
 
@@ -161,8 +174,9 @@ def describe(profile: profiles.Profile) -> str:
     lines = [f"profile {profile.name}: disk {profile.disk_size >> 20} MiB, chain 0..{plan.max_chain_length}, "
              f"runs of {s.runtime_s:g} s (+{s.ramp_time_s:g} s ramp)",
              f"loss with one snapshot: {s.pairs} neighbouring pairs per job, order alternating ({s.pairs_basis})",
-             f"chain sweep: one run at each length 1..{s.max_chain} (length 0: the pairs' no-snapshot runs), "
-             f"then deleting, {profile.repeats} runs at length 0 at the end",
+             f"chain sweep: one run of each job at each length 1..{s.max_chain} (length 0: the pairs' no-snapshot "
+             f"runs, and the mirror job's {s.pairs} runs beside them), then deleting with the mirror job, "
+             f"{profile.repeats} runs at length 0 at the end",
              f"{study.points()} fio runs in {len(study.variants)} configurations: "
              + ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()),
              f"fio time >= {study.fio_seconds():.0f} s"]
@@ -176,4 +190,6 @@ def describe(profile: profiles.Profile) -> str:
                  f"volume in the same guest) before every second pair")
     job = seed001_job("randrw", size=profile.disk_size, runtime_s=s.runtime_s)
     lines.append("randrw job: " + " ".join(f"{k}={v}" for k, v in job.options()))
+    mirror = seed001_mirror_job(size=profile.disk_size, runtime_s=s.runtime_s)
+    lines.append("mirror job: " + " ".join(f"{k}={v}" for k, v in mirror.options()))
     return "\n".join(lines)
