@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from snaptax import rig as rigmod
+from snaptax.procs import signals_deferred
 
 GiB = 1 << 30
 LINK_PREFIX = "snaptax-test-"
@@ -311,19 +312,6 @@ def _swaps() -> set[str]:
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    pending: list[int] = []
-    old = {s: signal.signal(s, lambda n, f: pending.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        for s in pending:
-            os.kill(os.getpid(), s)
-
-
-@contextlib.contextmanager
 def stable_ids_under(directory: Path) -> Iterator[None]:
     """Accept links under `directory` as stable ids, in this process, for the duration (see the module doc)."""
     before = rigmod.STABLE_ID_PREFIXES
@@ -341,14 +329,15 @@ def loop_rig(names: tuple[str, ...] = ("ssd", "hdd"), capacity: int = GiB,
     root = Path(tempfile.mkdtemp(prefix="snaptax-attached-", dir=parent))
     lr = LoopRig(root=root, capacity=capacity)
     try:
-        with _signals_deferred():   # a Ctrl-C here lands once the rig is whole (and is then cleaned up)
+        # a Ctrl-C here lands once the rig is whole (and is then cleaned up), as the same signal
+        with signals_deferred(redeliver=True):
             for name in names:
                 lr.add_device(name)
             lr.write_rig_file()
         with stable_ids_under(lr.links_dir):
             yield lr
     finally:
-        with _signals_deferred():
+        with signals_deferred(redeliver=True):
             errors = lr.cleanup()
         if errors:
             raise RuntimeError("attached-rig cleanup: " + "; ".join(errors))

@@ -24,14 +24,17 @@ stamp
 export SNAPTAX_DATA_DIR="$scratch/data"
 echo "== every notebook measuring at the smoke profile (papermill, measure=True)"
 for nb in notebooks/*.ipynb; do
+  t=$SECONDS
   .venv/bin/python -m snaptax notebook "$nb" "$scratch/executed/$(basename "$nb")" --profile smoke --measure
+  echo "   $(basename "$nb"): $((SECONDS - t)) s"
 done
 stamp
 
 # The tests that check a whole smoke run read the runs just measured (tests/conftest.py: smoke_run) instead of
 # measuring each plan a second time.
 echo "== pytest"
-SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"
+# --durations: the slowest tests are named in every log, so a run near the 30-minute budget says where it went.
+SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 tests "$@"
 stamp
 
 echo "== paper from the smoke runs"

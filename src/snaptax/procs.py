@@ -174,7 +174,7 @@ class ProcessGroup:
             return
         self._closed = True
         # Reverse order: the last started (e.g. fio) stops before what it talks to (the daemon).
-        with _signals_deferred():
+        with signals_deferred():
             for child in reversed(self.children):
                 _stop(child.proc, 5.0)
             self.children.clear()
@@ -191,8 +191,11 @@ class ProcessGroup:
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold off a second Ctrl-C while cleaning up, so clean-up itself is not interrupted."""
+def signals_deferred(redeliver: bool = False) -> Iterator[None]:
+    """Hold off Ctrl-C and SIGTERM for the block, so that what it does (a clean-up, building something that must
+    be whole to be cleaned up) is not interrupted half-way. A signal that came meanwhile lands at the end: as
+    KeyboardInterrupt, or (redeliver) as the same signal sent again to this process, so its own handler (pytest's,
+    a default SIGTERM) sees it. Outside the main thread signals cannot be handled: the block just runs."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -203,7 +206,10 @@ def _signals_deferred() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        if pending:
+        if pending and redeliver:
+            for n in pending:
+                os.kill(os.getpid(), n)
+        elif pending:
             raise KeyboardInterrupt
 
 
