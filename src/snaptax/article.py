@@ -383,6 +383,8 @@ BENCH_KEYS: dict[str, tuple[str, str, int, float]] = {
     "seek_fit_max_rel_error": ("seek_fit_max_rel_error_pct", "%", 1, 100.0),
     "seek_fit_max_rel_error_max": ("seek_fit_max_rel_error_max_pct", "%", 1, 100.0),
     "seek_fit_rounds": ("seek_fit_rounds", "rounds", 0, 1.0),
+    "seek_fit_rel_error_track_to_track": ("seek_fit_rel_error_track_to_track_pct", "%", 1, 100.0),
+    "seek_fit_jitter_us": ("seek_fit_jitter_us", "us", 0, 1.0),
     "tcg_guest_boot_s": ("tcg_guest_boot_s", "s", 1, 1.0),
     "crosscheck_loss_on_disk_metadata": ("crosscheck_loss_on_disk_pct", "%", 0, 1.0),
     "crosscheck_loss_on_disk_metadata_low": ("crosscheck_loss_on_disk_low_pct", "%", 0, 1.0),

@@ -24,7 +24,10 @@ def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
         iops *= 1 + noise * (1 if (step.repeat + n) % 2 else -1)  # not shared by a pair: widens the interval
         iops *= 1 + drift * index / len(points)                    # slow drift of the disk over the run
         reads = int(round(iops / 2))
-        before, after = {"host.reads": 0}, {"host.reads": reads * (2 if n else 1)}
+        # a write with a chain costs 3 device writes while creating (allocation), 1.5 while deleting
+        per_write = (3 if step.phase == "create" else 1.5) if n else 1
+        before = {"host.reads": 0, "host.writes": 0}
+        after = {"host.reads": reads * (2 if n else 1), "host.writes": int(round(iops / 2 * per_write))}
         if variant == planmod.LVM_THIN:   # 80 % of the writes with a snapshot break a shared chunk
             writes = int(round(iops / 2)) * 5
             before.update({"engine.chunks_broken": 0, "guest.writes": 0})
@@ -85,6 +88,9 @@ def test_the_mirror_job_creates_and_deletes(tmp_path):
     assert v["chain_length.delete_over_create.on-disk-metadata.mirror"] == "agrees"
     assert "chain_length.delete_over_create.lvm-thin.mirror" not in v              # vVOL: a value, not a claim
     assert "chain_length.chain_end_loss.lvm-thin.mirror" not in v                  # 'nearly zero': figures 1-4
+    writes = "chain_length.host_writes_per_vm_write.on-disk-metadata.mirror"
+    assert a.value(f"{writes}.create").value == pytest.approx(3, rel=0.01)
+    assert a.value(f"{writes}.delete").value == pytest.approx(1.5, rel=0.01)
 
 
 def test_the_largest_loss_is_the_longest_chain_s(tmp_path):

@@ -17,7 +17,7 @@ from ...values import Value
 from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS
 
 STUDY = "chain_length"
-HOST_READS = "host.reads"
+HOST_READS, HOST_WRITES = "host.reads", "host.writes"
 CHUNKS_BROKEN, GUEST_WRITES = "engine.chunks_broken", "guest.writes"   # LVM thin's own counters (engines.lvmthin)
 GUEST_RAW = "guest-raw"      # the same jobs on the TCG guest's flat volume (the LVM thin variant's control)
 HOST_BASELINE = "on-disk-metadata"   # the host path the guest's ceiling is set against
@@ -97,9 +97,10 @@ class ChainAnalysis(Analysis):
 
 
 def per_measurement(record: RunRecord) -> pd.DataFrame:
-    meas = record.per_measurement(counters=(HOST_READS, CHUNKS_BROKEN, GUEST_WRITES))
+    meas = record.per_measurement(counters=(HOST_READS, HOST_WRITES, CHUNKS_BROKEN, GUEST_WRITES))
     meas = meas[meas.phase.isin(["pair", BEFORE, "create", "delete", GUEST_RAW])].copy()
     meas["host_reads_per_vm_read"] = meas[HOST_READS] / meas["read_ios"].where(meas["read_ios"] > 0)
+    meas["host_writes_per_vm_write"] = meas[HOST_WRITES] / meas["write_ios"].where(meas["write_ios"] > 0)
     return meas.reset_index(drop=True)
 
 
@@ -273,6 +274,14 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
         out.append(Value.of(f"{k}.recovery.{variant}.{job}", iv.scaled(100), "%"))
     for (variant, job), iv in sorted(mirror.items()):
         out.append(Value.of(f"{k}.delete_over_create.{variant}.{job}", iv.scaled(100), "%"))
+        # Where the mirror's difference comes from: writes at the device below per guest write, with a chain
+        # (lengths >= 1), while creating and while deleting.
+        for phase in ("create", "delete"):
+            sel = meas[(meas.variant == variant) & (meas.job == job) & (meas.phase == phase)
+                       & (meas.chain_length >= 1)]["host_writes_per_vm_write"].dropna().to_numpy()
+            if len(sel):
+                out.append(Value.of(f"{k}.host_writes_per_vm_write.{variant}.{job}.{phase}", mean_interval(sel),
+                                    "writes", digits=2))
     for (variant, job), iv in sorted(chain_end.items()):
         out.append(Value.of(f"{k}.chain_end_loss.{variant}.{job}", iv, "%"))
     for variant, iv in sorted(largest_chain_end_loss(chain_end).items()):

@@ -72,7 +72,7 @@ def table1_tex(a: ChainAnalysis) -> str:
 def fit_tex(a: ChainAnalysis) -> str:
     rows = []
     for (variant, job), f in sorted(a.fits.items()):
-        rows.append([macros.tex_escape(variant), JOB_WORDS[job],
+        rows.append([macros.tex_escape(variant), macros.tex_escape(JOB_WORDS[job]),
                      *[f"{macros.fmt(getattr(f, p), 1)} [{macros.fmt(lo, 1)}, {macros.fmt(hi, 1)}]"
                        for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95, strict=False)],
                      macros.fmt(f.r2, 2)])
