@@ -338,19 +338,18 @@ def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval], chain_end
     # Seed 001 reports recovery after deleting for the redo-log datastores (figures 5 and 6); vVOL has no
     # performance to recover, so its recovery and its mirror are values, not claims. Runs of the first plans
     # deleted with the 4 KiB jobs; the seed's own job for figures 5 and 6 is the mirror job.
-    for variant, job in sorted(k for k in recovery if k[0] != LVM_THIN):
-        datastore = STAND_IN[variant].split()[0]
-        claims.append(Claim(f"{STUDY}.recovery.{variant}.{job}", "setty2021", "Figure 6 and Summary",
-                            f"{datastore}, FIO {JOB_WORDS[job]}: performance after all snapshots are deleted "
-                            "(÷ before)", 100.0, "%", 100.0, RECOVERY_TOLERANCE_PP, RECOVERY_BASIS,
-                            f"{STUDY}.recovery.{variant}.{job}", ENGINE_WORDS[variant], "full recovery"))
-    for variant, job in sorted(k for k in mirror if k[0] != LVM_THIN):
-        datastore = STAND_IN[variant].split()[0]
-        claims.append(Claim(f"{STUDY}.delete_over_create.{variant}.{job}", "setty2021", "Figures 5 and 6",
-                            f"{datastore}, FIO {JOB_WORDS[job]}: IOPS while deleting ÷ while creating, at the same "
-                            "chain length", 100.0, "%", 100.0, RECOVERY_TOLERANCE_PP, RECOVERY_BASIS,
-                            f"{STUDY}.delete_over_create.{variant}.{job}", ENGINE_WORDS[variant],
-                            "almost a mirror image"))
+    judged_against_before = (
+        ("recovery", recovery, "Figure 6 and Summary", "performance after all snapshots are deleted (÷ before)",
+         "full recovery"),
+        ("delete_over_create", mirror, "Figures 5 and 6",
+         "IOPS while deleting ÷ while creating, at the same chain length", "almost a mirror image"))
+    for name, intervals, where, what, words in judged_against_before:
+        for variant, job in sorted(k for k in intervals if k[0] != LVM_THIN):
+            datastore = STAND_IN[variant].split()[0]
+            claims.append(Claim(f"{STUDY}.{name}.{variant}.{job}", "setty2021", where,
+                                f"{datastore}, FIO {JOB_WORDS[job]}: {what}", 100.0, "%", 100.0,
+                                RECOVERY_TOLERANCE_PP, RECOVERY_BASIS, f"{STUDY}.{name}.{variant}.{job}",
+                                ENGINE_WORDS[variant], words))
     return claims
 
 
