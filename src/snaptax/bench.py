@@ -4,8 +4,9 @@ Writes a flat JSON object (name → number) to bench/latest.json and prints it a
 revision that measured it as flat `meta_*` keys beside the figures (commit, whether the tree was dirty, UTC date,
 kernel, CPU count and model, the groups that run measured; with `--only`, the other groups' figures are kept from
 the earlier run). Groups:
-  harness  fio through the measurement path (NBD → qemu-storage-daemon, raw, no snapshot) versus fio with
-           libaio direct=1 on the very device qsd reads, alternating rounds; median ratio of IOPS.
+  harness  fio through the measurement path (NBD → qemu-storage-daemon, raw, no snapshot; one connection and
+           two; a null backend) versus fio with libaio direct=1 on the very device qsd reads, rotating rounds;
+           median ratios of IOPS and the CPU per I/O of each path.
   spindle  emulator accuracy and overhead (snaptax.spindle.bench), when present
   guest    TCG guest boot time (snaptax.guest.bench), when present
   cofw     copy-on-first-write engine versus the raw NBD path (snaptax.cofw.bench), when present
@@ -33,60 +34,101 @@ ROUNDS = 5
 RUNTIME_S = 5
 
 
-def harness_job(size: int = BENCH_SIZE, runtime_s: float = RUNTIME_S) -> fio.FioJob:
-    """4 KiB randrw at queue depth 32 (one job), the measurement path's hardest case: tiny I/O, deep queue."""
-    return fio.FioJob("harness", "randrw", bs=4096, iodepth=32, numjobs=1, size=size, runtime_s=runtime_s,
-                      log_avg_msec=None)
+def harness_job(size: int = BENCH_SIZE, runtime_s: float = RUNTIME_S, connections: int = 1) -> fio.FioJob:
+    """4 KiB randrw, 32 outstanding (the measurement path's hardest case: tiny I/O, deep queue) over
+    `connections` fio jobs: fio's nbd engine opens one connection per job, and qemu-storage-daemon serves at most
+    16 requests per connection, so 2 × 16 keeps all 32 in service where 1 × 32 leaves 16 waiting in the socket."""
+    return fio.FioJob("harness", "randrw", bs=4096, iodepth=32 // connections, numjobs=connections, size=size,
+                      runtime_s=runtime_s, log_avg_msec=None)
+
+
+# The paths one round measures, each as (fio target name, connections). "null" is the transport alone: NBD to the
+# daemon's null-aio node, which completes every request without a device.
+HARNESS_PATHS: dict[str, tuple[str, int]] = {
+    "direct": ("direct", 1), "nbd": ("nbd", 1), "nbd_multiconn": ("nbd", 2), "null": ("null", 1)}
 
 
 def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUNTIME_S) -> dict[str, float]:
+    """The measurement path against fio's libaio on the same device, with the CPU each side spends per I/O.
+
+    Per run: IOPS; the machine's busy CPU (all CPUs, /proc/stat), qemu-storage-daemon's and fio's own CPU, each
+    in µs per I/O. When both paths keep every CPU busy, IOPS ∝ 1 / (CPU per I/O), so
+    harness_nbd_over_direct_cpu_bound = CPU per I/O direct ÷ CPU per I/O NBD predicts harness_nbd_over_direct;
+    a measured ratio well below it would say the path waits on something other than the CPUs. The daemon's one
+    event-loop thread bounds the path at harness_qsd_thread_ceiling_over_direct whatever the CPUs do."""
     rig = rigmod.load("local")
     device = rig.device()
-    job = harness_job(size, runtime_s)
-    nbd: list[float] = []
-    direct: list[float] = []
-    qsd_busy: list[float] = []
+    iops: dict[str, list[float]] = {name: [] for name in HARNESS_PATHS}
+    cpu: dict[str, dict[str, list[float]]] = {name: {"machine": [], "qsd": [], "fio": [], "busy": []}
+                                               for name in HARNESS_PATHS}
     with measurement_lock(), ProcessGroup() as group, tempfile.TemporaryDirectory() as tmp:
         backend = open_device(rig, device, group, tag="bench")
         daemon = StorageDaemon(group, rig.rig_work_dir / "run" / "bench").start()
         qsd_pid = group.children[-1].proc.pid
         store = RegionStore(daemon, backend.protocol(), device.capacity)
         region = store.allocate(size, "bench")
-        uri = daemon.export(region.node, "bench")
+        daemon.execute("blockdev-add", driver="null-aio", size=size, **{"node-name": "bench-null"})
         assert backend.path is not None
-        nbd_target = fio.FioTarget("nbd", uri=uri)
-        direct_target = fio.FioTarget("libaio", filename=str(backend.path))
+        targets = {"nbd": fio.FioTarget("nbd", uri=daemon.export(region.node, "bench")),
+                   "null": fio.FioTarget("nbd", uri=daemon.export("bench-null", "bench-null")),
+                   "direct": fio.FioTarget("libaio", filename=str(backend.path))}
         fill = fio.FioJob("fill", "write", bs=1 << 20, iodepth=8, size=size, time_based=False, runtime_s=None,
                           log_avg_msec=None)
-        fio.run(fill, direct_target, Path(tmp) / "fill")
+        fio.run(fill, targets["direct"], Path(tmp) / "fill")
         for r in range(rounds):
-            # Alternate which path goes first so a drifting disk does not favour one of them.
-            order = [("nbd", nbd_target), ("direct", direct_target)]
-            for name, target in order if r % 2 == 0 else order[::-1]:
-                cpu0 = _cpu_seconds(qsd_pid)
-                run = fio.run(job, target, Path(tmp) / f"{name}{r}")
-                if name == "nbd":
-                    # qemu-storage-daemon serves an export from one event-loop thread: its CPU share shows
-                    # whether that thread, not the disk, sets the ceiling.
-                    qsd_busy.append((_cpu_seconds(qsd_pid) - cpu0) / run.wall_s)
-                (nbd if name == "nbd" else direct).append(fio.total_iops(run.result))
+            # Rotate which path goes first so a drifting disk does not favour one of them.
+            names = list(HARNESS_PATHS)
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                target, connections = HARNESS_PATHS[name]
+                machine0, qsd0 = _machine_busy_seconds(), _cpu_seconds(qsd_pid)
+                run = fio.run(harness_job(size, runtime_s, connections), targets[target], Path(tmp) / f"{name}{r}")
+                machine, qsd_s = _machine_busy_seconds() - machine0, _cpu_seconds(qsd_pid) - qsd0
+                ios = sum(row["ios"] for row in fio.tidy_rows(run.result))
+                iops[name].append(fio.total_iops(run.result))
+                cpu[name]["machine"].append(machine / ios * 1e6)
+                cpu[name]["qsd"].append(qsd_s / ios * 1e6)
+                cpu[name]["fio"].append(_fio_cpu_seconds(run.result) / ios * 1e6)
+                cpu[name]["busy"].append(machine / run.wall_s)
         daemon.qmp.close() if daemon.qmp else None
-    ratios = [a / b for a, b in zip(nbd, direct, strict=True)]
-    return {
-        "harness_nbd_over_direct": statistics.median(ratios),
-        "harness_nbd_over_direct_min": min(ratios),
-        "harness_nbd_over_direct_max": max(ratios),
-        "harness_nbd_iops_median": statistics.median(nbd),
-        "harness_direct_iops_median": statistics.median(direct),
-        "harness_rounds": rounds,
-        "harness_qsd_cpu_busy_median": statistics.median(qsd_busy),
-    }
+    med = statistics.median
+    out: dict[str, float] = {"harness_rounds": rounds,
+                             "harness_nbd_iops_median": med(iops["nbd"]),
+                             "harness_direct_iops_median": med(iops["direct"])}
+    for name in ("nbd", "nbd_multiconn", "null"):
+        ratios = [a / b for a, b in zip(iops[name], iops["direct"], strict=True)]
+        out |= {f"harness_{name}_over_direct": med(ratios), f"harness_{name}_over_direct_min": min(ratios),
+                f"harness_{name}_over_direct_max": max(ratios)}
+    for name in HARNESS_PATHS:
+        out |= {f"harness_cpu_us_per_io_{name}": med(cpu[name]["machine"]),
+                f"harness_fio_cpu_us_per_io_{name}": med(cpu[name]["fio"]),
+                f"harness_cpu_busy_cores_{name}": med(cpu[name]["busy"])}
+        if name != "direct":
+            out[f"harness_qsd_cpu_us_per_io_{name}"] = med(cpu[name]["qsd"])
+    out["harness_qsd_cpu_busy_median"] = med(q * i / 1e6 for q, i in zip(cpu["nbd"]["qsd"], iops["nbd"], strict=True))
+    out["harness_nbd_over_direct_cpu_bound"] = out["harness_cpu_us_per_io_direct"] / out["harness_cpu_us_per_io_nbd"]
+    # The daemon serves an export from one event-loop thread: at its CPU per I/O that thread alone can carry at most
+    # 1/(µs per I/O) requests per second, whatever the connections.
+    out["harness_qsd_thread_ceiling_over_direct"] = \
+        1e6 / out["harness_qsd_cpu_us_per_io_nbd_multiconn"] / out["harness_direct_iops_median"]
+    return out
 
 
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process has used (/proc/PID/stat fields 14 and 15)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_busy_seconds() -> float:
+    """CPU seconds all CPUs spent not idle and not waiting for I/O (/proc/stat's first line)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = ticks[3] + ticks[4]                               # idle, iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # guest time is already inside user
+
+
+def _fio_cpu_seconds(result: dict) -> float:
+    """fio's own CPU seconds: usr_cpu and sys_cpu are per cent of one CPU over each job's runtime (ms)."""
+    return sum((job["usr_cpu"] + job["sys_cpu"]) / 100 * job["job_runtime"] / 1e3 for job in result["jobs"])
 
 
 def _optional(module: str, function: str) -> Callable[[], dict[str, float]] | None:

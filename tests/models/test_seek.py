@@ -1,5 +1,6 @@
 """The seek-span model and its fits recover known parameters from synthetic data (pure; no daemons)."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -89,6 +90,31 @@ def test_request_fit_detects_a_wrong_turnaround(p10k):
     t_good = seek.fit_seek_requests(good, p10k, GiB).track_to_track_ms
     t_bad = seek.fit_seek_requests(bad, p10k, GiB).track_to_track_ms
     assert abs(t_good - 0.30) < 0.015 and t_bad < t_good - 0.05
+
+
+def test_a_skewed_turnaround_is_fitted_from_its_distribution(p10k):
+    # a turnaround of 150 µs + an exponential tail of mean 80 µs (median ≈ 205, mean 230 µs), given to the fit as
+    # 16 equally likely points: the figures come back, and the turnaround's spread is no longer read as jitter
+    rng = np.random.default_rng(3)
+    gaps = 150e-6 + rng.exponential(80e-6, 200_000)
+    points = tuple(np.quantile(gaps, (np.arange(16) + 0.5) / 16))
+    median, traces = float(np.median(gaps)), []
+    for span, n in ((0.003, 2500), (0.03, 2000), (1.0, 1500)):
+        off, svc = qd1_trace(disk("sas10k"), GiB, n=n, span=span, gap_s=150e-6, tail_s=80e-6, seed=int(span * 1000))
+        traces.append(seek.Trace(np.array(off), np.array(svc), median, 0.0, span))
+    at_median = seek.fit_seek_requests(traces, p10k, GiB)
+    with_points = seek.fit_seek_requests([replace(t, phase_quantiles_s=points) for t in traces], p10k, GiB)
+    assert max(with_points.rel_errors(p10k.seek_read).values()) < 0.05
+    for k, ci in zip(seek.FIGURES, with_points.ci95_ms, strict=True):
+        assert abs(getattr(with_points, k) - getattr(p10k.seek_read, k)) < 3 * ci, k
+    assert with_points.residual_rms_s < at_median.residual_rms_s / 2
+
+
+def test_traces_with_different_numbers_of_turnaround_points_are_refused(p10k):
+    off, svc = qd1_trace(disk("sas10k"), GiB, n=50, span=1.0, gap_s=200e-6)
+    a = seek.Trace(np.array(off), np.array(svc), 200e-6, phase_quantiles_s=(1e-4, 2e-4))
+    with pytest.raises(seek.FitError, match="different numbers of points"):
+        seek.request_model([a, replace(a, phase_quantiles_s=())], p10k, GiB)
 
 
 def test_request_model_leaves_out_readahead_hits_and_first_requests(p10k):

@@ -41,6 +41,9 @@ def test_phase_from_counter_histograms():
     after = {"emulator": {"idle_phase_bin_us": 2.0, "idle_phase_hist": hist}}
     assert sm.phase_from_counters(before, after) == pytest.approx(201e-6)
     assert sm.phase_from_counters({}, {}) == 0.0
+    # 3 of 13 arrivals at 20-22 µs, 10 at 200-202: four equally likely points fall at 21, 201, 201, 201 µs
+    assert sm.phase_quantiles_from_counters(before, after, points=4) == pytest.approx((21e-6, 201e-6, 201e-6, 201e-6))
+    assert sm.phase_quantiles_from_counters({}, {}) == ()
 
 
 def test_predicted_iops_takes_a_spec_or_a_name():

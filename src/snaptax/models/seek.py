@@ -181,20 +181,29 @@ class Trace:
     the client's turnaround `phase_s` (s; simulated time from a completion to the next arrival, the median from
     the emulator's counters; on a real drive: the block layer's, a few µs, measured with a null device).
     harness_s: fio-visible latency beyond the device's service (s; only used to count revolutions); span: the
-    fraction of the device the offsets lie in."""
+    fraction of the device the offsets lie in. phase_quantiles_s: the turnaround's distribution as equally likely
+    points (s; the emulator's idle-phase histogram at probabilities (j + ½)/Q), when known: each request's own
+    turnaround is not logged, and the turnaround is right-skewed, so a fit that put every request at the median
+    would read the rest as seek time (empty: every request at phase_s)."""
 
     offsets: np.ndarray
     clat_s: np.ndarray
     phase_s: float
     harness_s: float = 0.0
     span: float = 1.0
+    phase_quantiles_s: tuple[float, ...] = ()
+
+    @property
+    def phase_points_s(self) -> np.ndarray:
+        return np.asarray(self.phase_quantiles_s or (self.phase_s,), float)
 
 
 @dataclass(frozen=True)
 class RequestModel:
     """Per-request quantities that do not depend on the seek figures: seek distance (cylinders), the interval
-    (lo_s, hi_s] in which u = phase + overhead + seek lies (s), the turnaround and span of each used request;
-    how many requests were used and left out."""
+    (lo_s, hi_s] in which u = phase + overhead + seek lies (s), each used request's turnaround as Q equally
+    likely points (phase_s, shape requests × Q; Q = 1 when only the median is known) and span; how many requests
+    were used and left out."""
 
     d_cyl: np.ndarray
     lo_s: np.ndarray
@@ -251,9 +260,12 @@ def request_model(traces: Sequence[Trace], p: DriveProfile, capacity: int, bs: i
         cols["d"].append(d[ok])
         cols["lo"].append(T * (k[ok] - 1 + phi[ok]))
         cols["hi"].append(T * (k[ok] + phi[ok]))
-        cols["ph"].append(np.full(int(ok.sum()), tr.phase_s))
+        cols["ph"].append(np.tile(tr.phase_points_s, (int(ok.sum()), 1)))
         cols["span"].append(np.full(int(ok.sum()), tr.span))
-    cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+    q = max((len(t.phase_points_s) for t in traces), default=1)
+    if any(len(t.phase_points_s) != q for t in traces):
+        raise FitError(f"seek fit of {p.name}: traces give their turnaround as different numbers of points")
+    cat = {k: (np.concatenate(v) if v else np.zeros((0, q) if k == "ph" else 0)) for k, v in cols.items()}
     return RequestModel(cat["d"], cat["lo"], cat["hi"], cat["ph"], cat["span"], used, excluded)
 
 
@@ -264,8 +276,9 @@ def sigma_of(log_excess: float) -> float:
 
 def negative_log_likelihood(params: np.ndarray, rm: RequestModel, p: DriveProfile) -> float:
     """−log L of params = (track_to_track ms, average ms, full_stroke ms, s), σ = SIGMA_FLOOR_S + exp(s) seconds:
-    u_i ~ Normal(μ_i, σ) censored to (lo_i, hi_i], μ_i = phase_i + overhead + seek(d_i), mixed with an outlier
-    floor: L_i = (1 − OUTLIER)·[Φ((hi_i − μ_i)/σ) − Φ((lo_i − μ_i)/σ)] + OUTLIER·0.1. Infeasible figures
+    u_i ~ Normal(μ_iq, σ) censored to (lo_i, hi_i], μ_iq = phase_iq + overhead + seek(d_i), averaged over the
+    turnaround's Q equally likely points phase_iq and mixed with an outlier floor:
+    L_i = (1 − OUTLIER)·(1/Q)·Σ_q [Φ((hi_i − μ_iq)/σ) − Φ((lo_i − μ_iq)/σ)] + OUTLIER·0.1. Infeasible figures
     (not increasing, or no increasing curve through them) score 10¹²."""
     from scipy.special import ndtr
 
@@ -274,8 +287,8 @@ def negative_log_likelihood(params: np.ndarray, rm: RequestModel, p: DriveProfil
     if curve is None:
         return 1e12
     sigma = sigma_of(log_excess)
-    mu = rm.phase_s + p.overhead_ms / 1e3 + seek_ms(rm.d_cyl, curve) / 1e3
-    prob = ndtr((rm.hi_s - mu) / sigma) - ndtr((rm.lo_s - mu) / sigma)
+    mu = rm.phase_s + (p.overhead_ms / 1e3 + seek_ms(rm.d_cyl, curve) / 1e3)[:, None]
+    prob = (ndtr((rm.hi_s[:, None] - mu) / sigma) - ndtr((rm.lo_s[:, None] - mu) / sigma)).mean(axis=1)
     lik = (1 - OUTLIER) * prob + OUTLIER * 0.1
     return float(-np.sum(np.log(lik)))
 

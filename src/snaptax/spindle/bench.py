@@ -125,7 +125,8 @@ def _seek_traces(wd: Path, runtime_s: float) -> list[seek.Trace]:
                           wd / f"span{span:g}")
             after = fresh_counters(s.counters)
             off, lat = sm.read_clat_log(sm.clat_log(run.directory))
-            traces.append(seek.Trace(off, lat, sm.phase_from_counters(before, after), 0.0, span))
+            traces.append(seek.Trace(off, lat, sm.phase_from_counters(before, after), 0.0, span,
+                                     sm.phase_quantiles_from_counters(before, after)))
     return traces
 
 

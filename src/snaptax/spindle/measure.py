@@ -78,21 +78,39 @@ def clat_log(directory: Path) -> Path:
     return logs[0]
 
 
+PHASE_POINTS = 16   # equally likely points the per-request seek fit takes the turnaround's distribution as
+
+
+def _phase_histogram(before: dict, after: dict) -> tuple[np.ndarray, float]:
+    """The emulator's idle-phase histogram over a run (counts; the raw counters after minus before) and its bin
+    width (s). Empty when the emulator saw no idle arrival."""
+    e0, e1 = before.get("emulator", {}), after.get("emulator", {})
+    h1 = np.asarray(e1.get("idle_phase_hist", []), float)
+    h0 = np.asarray(e0.get("idle_phase_hist", np.zeros(len(h1))), float)
+    h = h1 - h0 if len(h0) == len(h1) else h1
+    return (h if h.sum() > 0 else np.zeros(0)), e1.get("idle_phase_bin_us", 2.0) / 1e6
+
+
+def phase_quantiles_from_counters(before: dict, after: dict, points: int = PHASE_POINTS) -> tuple[float, ...]:
+    """The client turnaround's distribution over a run (s; time from a completion to the next arrival with
+    nothing outstanding) as `points` equally likely values: the idle-phase histogram's quantiles at
+    (j + ½)/points, each at its bin's centre. Empty when the emulator saw no idle arrival."""
+    h, width = _phase_histogram(before, after)
+    if not len(h):
+        return ()
+    c = np.cumsum(h)
+    return tuple(float((int(np.searchsorted(c, c[-1] * (j + 0.5) / points)) + 0.5) * width) for j in range(points))
+
+
 def phase_from_counters(before: dict, after: dict) -> float:
     """Median client turnaround (s) over a run: the median of the emulator's idle-phase histogram (time from a
     completion to the next arrival with nothing outstanding; bins of idle_phase_bin_us µs) differenced between
     the raw counters before and after. 0 when the emulator saw no idle arrival."""
-    e0, e1 = before.get("emulator", {}), after.get("emulator", {})
-    h1 = np.asarray(e1.get("idle_phase_hist", []), float)
-    if not len(h1):
-        return 0.0
-    h0 = np.asarray(e0.get("idle_phase_hist", np.zeros(len(h1))), float)
-    h = h1 - h0 if len(h0) == len(h1) else h1
-    if h.sum() <= 0:
+    h, width = _phase_histogram(before, after)
+    if not len(h):
         return 0.0
     c = np.cumsum(h)
-    i = int(np.searchsorted(c, c[-1] / 2))
-    return (i + 0.5) * e1.get("idle_phase_bin_us", 2.0) / 1e6
+    return (int(np.searchsorted(c, c[-1] / 2)) + 0.5) * width
 
 
 def predicted_iops(spec: DeviceSpec | str, *, rw: str, iodepth: int, capacity: int = CAPACITY, span: float = 1.0,
@@ -160,14 +178,17 @@ def harness_round_trip(workdir: Path, *, runtime_s: float = 5.0) -> Point:
 def record_served(session: RunWriter, index: int, step: Measure, served: Served) -> None:
     """One fio run against a served spindle, recorded into `session` with the host and emulator counters
     (catalogue names, snaptax.spindle.serve.flat_counters) before and after, and in Measurement.extra["spindle"]
-    the client's turnaround `phase_s` (s; for the per-request seek fit) and the device's `label`."""
+    the client's turnaround (s; for the per-request seek fit): its median `phase_s` and its distribution
+    `phase_quantiles_s` (PHASE_POINTS equally likely values), and the device's `label`."""
     from .serve import flat_counters, fresh_counters
 
     directory = session.measurement_dir(index, step)
     raw_before = fresh_counters(served.counters)
     run = fio.run(step.job, fio.FioTarget("nbd", uri=served.uri), directory)
     raw_after = fresh_counters(served.counters)
-    extra = {"spindle": {"phase_s": phase_from_counters(raw_before, raw_after), "label": served.label}}
+    extra = {"spindle": {"phase_s": phase_from_counters(raw_before, raw_after),
+                         "phase_quantiles_s": list(phase_quantiles_from_counters(raw_before, raw_after)),
+                         "label": served.label}}
     session.record_measurement(index, step, chain_length=0, fio_run=run, counters_before=flat_counters(raw_before),
                                counters_after=flat_counters(raw_after), extra=extra)
 

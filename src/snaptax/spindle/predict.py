@@ -67,9 +67,10 @@ def closed_loop(spec: DeviceSpec, capacity: int, *, qd: int, write: bool = False
 
 
 def qd1_trace(spec: DeviceSpec, capacity: int, *, n: int, span: float = 1.0, bs: int = 4096, gap_s: float = 0.0,
-              jitter_s: float = 0.0, seed: int = 1) -> tuple[list[int], list[float]]:
-    """A QD1 random-read trace as a client with turnaround `gap_s` (± Gaussian `jitter_s`, never negative) sees
-    it: (offsets, service times) in issue order — what the per-request calibration fit reads from fio's log."""
+              jitter_s: float = 0.0, tail_s: float = 0.0, seed: int = 1) -> tuple[list[int], list[float]]:
+    """A QD1 random-read trace as a client with turnaround `gap_s` (± Gaussian `jitter_s`, plus an exponential
+    delay of mean `tail_s`: a real client is late more often than early; never negative) sees it: (offsets,
+    service times) in issue order — what the per-request calibration fit reads from fio's log."""
     rng = random.Random(seed)
     blocks = max(1, int(span * capacity) // bs)
     sim = Simulator(spec, capacity)
@@ -87,5 +88,5 @@ def qd1_trace(spec: DeviceSpec, capacity: int, *, n: int, span: float = 1.0, bs:
         t_done = done[0][1]
         offsets.append(off)
         service.append(t_done - t)
-        t = t_done + max(0.0, rng.gauss(gap_s, jitter_s))
+        t = t_done + max(0.0, rng.gauss(gap_s, jitter_s) + (rng.expovariate(1 / tail_s) if tail_s else 0.0))
     return offsets, service

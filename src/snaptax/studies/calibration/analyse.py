@@ -128,11 +128,14 @@ def qd_table(record: RunRecord, drives: dict[str, DriveProfile]) -> pd.DataFrame
 
 def traces(record: RunRecord, drive: str) -> list[seek.Trace]:
     """The per-request QD1 span traces of one drive, as fio logged them, with the client's turnaround the
-    emulator measured (Measurement.extra['spindle']['phase_s'])."""
+    emulator measured (Measurement.extra['spindle']: the median phase_s and, in runs that recorded it, the
+    distribution phase_quantiles_s)."""
     out = []
     for m in _measurements(record, drive, "span"):
         off, lat = read_clat_log(clat_log(m.directory))
-        out.append(seek.Trace(off, lat, float(m.extra["spindle"]["phase_s"]), 0.0, span_of(m.job)))
+        spindle = m.extra["spindle"]
+        out.append(seek.Trace(off, lat, float(spindle["phase_s"]), 0.0, span_of(m.job),
+                              tuple(float(x) for x in spindle.get("phase_quantiles_s", ()))))
     return out
 
 
