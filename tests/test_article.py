@@ -103,6 +103,14 @@ def test_bench_values(tmp_path):
     assert vals["paper.bench.nbd_over_direct_pct"].value == 49.0
     assert "paper.bench.cofw_iops" not in vals
     assert vals["paper.bench.provenance"].text == "commit 0123456789, 2026-01-02"
+    assert "paper.bench.seek_fit_goal" not in vals
+
+
+@pytest.mark.parametrize("worst,clause", [(0.049, "within"), (0.051, "above")])
+def test_the_seek_fit_goal_is_judged_on_the_worst_round(tmp_path, worst, clause):
+    p = tmp_path / "latest.json"
+    p.write_text(json.dumps({"seek_fit_max_rel_error": 0.02, "seek_fit_max_rel_error_max": worst}))
+    assert {v.key: v for v in article.bench_values(p)}["paper.bench.seek_fit_goal"].text == clause
 
 
 def times(study, smoke=(), quick=(), planned=(60.0, 600.0, 6000.0), why=article.NO_PLANNED_TIME):
