@@ -204,6 +204,12 @@ def test_integrity_chain_of_three(rig, tmp_path, monkeypatch, chain, chunk, zero
             rows = read_integrity(engine.run_dir / "results")
             assert engine.chain_length == 0
             assert engine.describe()["where"] == "tcg-guest"
+            # every step the guest logged was also stamped on the host's clock as its console line arrived
+            steps = engine.host_step_times
+            guest_steps = (engine.run_dir / "results" / "steps.txt").read_text().split("\n")
+            assert set(steps) == {line.split()[0] for line in guest_steps if line.strip()}
+            assert list(steps.values()) == sorted(steps.values())
+            assert (engine.run_dir / "results" / "host_steps.txt").read_text().count("\n") == len(steps)
     assert rows and all(r[0] == "ok" for r in rows), [r for r in rows if r[0] != "ok"]
     checked = {(r[1], r[2], r[3]) for r in rows}
     assert ("006", "snap1", "md5") in checked or ("006", "origin", "md5") in checked

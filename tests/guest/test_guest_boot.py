@@ -41,12 +41,18 @@ PV=$(disk pv0)
 printf 'snaptax-block' | dd of=$PV bs=512 seek=8 conv=fsync 2>/dev/null
 dd if=$PV bs=512 skip=8 count=1 2>/dev/null | head -c 13 > $OUT/block
 blkstat pv0 > $OUT/stat
+echo "snaptax-step one"
+sleep 1
+echo "snaptax-step two"
 """
     with ProcessGroup() as pg:
         uri = serve_raw_file(pg, RawFileExport(tmp_path / "pv0.img", 64 << 20), tmp_path / "pv0.sock")
         run = run_guest(image, [GuestDisk("pv0", uri)], script, tmp_path / "out", files={"payload": payload},
                         run_dir=tmp_path / "run", pg=pg)
     assert run.rc == 0 and run.boot_to_ready_s and run.boot_to_ready_s < run.wall_s
+    # the steps' console lines, stamped on the host's clock: in order, a second apart, inside the run
+    one, two = run.step_times["one"], run.step_times["two"]
+    assert run.t0 + run.boot_to_ready_s <= one < two <= run.t0 + run.wall_s and two - one > 0.5
     assert (tmp_path / "out/payload").read_bytes() == payload
     assert (tmp_path / "out/block").read_text() == "snaptax-block"
     # The write went through NBD into the host's sparse file.

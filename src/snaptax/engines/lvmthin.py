@@ -373,6 +373,9 @@ class LvmThinEngine(SnapshotEngine):
         self._chain = 0
         self._shares_broken = 0.0
         self.last_run: dict[str, Any] = {}
+        # {TAG: host monotonic s} of the guest's `snaptax-step TAG` console lines in the last guest run: where each
+        # step falls among host-side samples (per-tier counters of an emulated pool), with no guest-clock mapping.
+        self.host_step_times: dict[str, float] = {}
 
     def _choose_native(self) -> bool:
         has_dm = host_has_device_mapper()
@@ -467,6 +470,9 @@ class LvmThinEngine(SnapshotEngine):
                                 run_dir=self.run_dir / "guest", pg=self.group)
                 self.last_run = {"guest_image_key": image.key, "boot_to_ready_s": run.boot_to_ready_s,
                                  "guest_wall_s": run.wall_s}
+                self.host_step_times = run.step_times
+                (out_dir / "host_steps.txt").write_text(
+                    "".join(f"{tag} {t - run.t0:.3f}\n" for tag, t in run.step_times.items()))
             wall = time.monotonic() - t0
             host_after = self._host_counters()
         self.last_run.update(wall_s=wall, host_counters_before=host_before, host_counters_after=host_after)
@@ -521,7 +527,7 @@ class LvmThinEngine(SnapshotEngine):
         # The guest's own logs travel with the run (why a number is what it is may be in dmesg).
         logs = session.staging / "engine-logs" / session.variant.replace("/", "-") / self.kind
         logs.mkdir(parents=True, exist_ok=True)
-        for name in ("script.log", "steps.txt", "integrity.txt", "dmesg.txt"):
+        for name in ("script.log", "steps.txt", "host_steps.txt", "integrity.txt", "dmesg.txt"):
             if (out / name).exists():
                 shutil.copy2(out / name, logs / name)
         console = self.run_dir / "guest" / "console.log"

@@ -42,7 +42,7 @@ from ..errors import EngineError
 from ..procs import ProcessGroup, unix_socket_accepts
 from ..qmp import QMPClient, QMPError
 from .image import GuestImage
-from .vm import READY_MARK, GuestConfig, GuestError, _console_tail, _write_input, qemu_argv
+from .vm import READY_MARK, ConsoleLines, GuestConfig, GuestError, _console_tail, _write_input, qemu_argv
 
 Method = Literal["background-snapshot", "precopy"]
 METHODS: tuple[Method, ...] = ("background-snapshot", "precopy")
@@ -151,36 +151,24 @@ class MemsnapRun:
                 "meminfo": self.meminfo}
 
 
-class _Console:
-    """Reads the guest's console log as it grows and stamps complete lines with the host's clock."""
+class _Console(ConsoleLines):
+    """The guest's console, stamped (vm.ConsoleLines), with fio's terse status lines kept as Samples (s since t0)."""
 
     def __init__(self, path: Path, t0: float):
-        self.path, self.t0, self.pos, self.partial = path, t0, 0, b""
+        super().__init__(path)
+        self.t0 = t0
         self.samples: list[Sample] = []
-        self.lines: list[str] = []
 
-    def poll(self) -> None:
-        if not self.path.exists():
-            return
-        now = time.monotonic() - self.t0
-        with open(self.path, "rb") as f:
-            f.seek(self.pos)
-            data = f.read()
-        self.pos += len(data)
-        data = self.partial + data
-        *complete, self.partial = data.split(b"\n")
-        for raw in complete:
-            line = raw.decode(errors="replace").strip("\r")
-            self.lines.append(line)
+    def poll(self) -> list[tuple[float, str]]:
+        new = super().poll()
+        for now, line in new:
             m = _TERSE_RE.match(line)
             if m:
                 f_ = line.split(";")
                 if len(f_) > _TERSE_WRITE_RUNTIME_MS:
-                    self.samples.append(Sample(now, m.group(1), int(f_[_TERSE_WRITE_KB]) / 4,
+                    self.samples.append(Sample(now - self.t0, m.group(1), int(f_[_TERSE_WRITE_KB]) / 4,
                                                int(f_[_TERSE_WRITE_RUNTIME_MS]) / 1000))
-
-    def seen(self, mark: str) -> bool:
-        return any(mark in line for line in self.lines)
+        return new
 
 
 def _wait(console: _Console, child, until, timeout: float, what: str) -> None:

@@ -94,6 +94,53 @@ class GuestRun:
     wall_s: float                  # host seconds from qemu start to its exit
     console_path: Path
     files: list[str] = field(default_factory=list)
+    t0: float = 0.0                # host monotonic time (s) at qemu's start
+    step_times: dict[str, float] = field(default_factory=dict)  # {TAG: host monotonic s} of `snaptax-step TAG` lines
+
+
+STEP_MARK = "snaptax-step "   # a guest script's line per step (the LVM thin engine's `step TAG`)
+
+
+class ConsoleLines:
+    """Reads a growing console log and stamps each complete line with the host's monotonic clock (s) at the poll
+    that first saw it: within one poll interval of when the guest wrote it, on the clock the host's counter
+    samplers use (snaptax.timeline.HostSampler), so a guest's step can be placed among host samples without
+    mapping the guest's clock."""
+
+    def __init__(self, path: Path):
+        self.path, self.pos, self.partial = path, 0, b""
+        self.stamped: list[tuple[float, str]] = []
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for _, line in self.stamped]
+
+    def poll(self) -> list[tuple[float, str]]:
+        """Read what the console gained since the last poll; returns the new complete lines, stamped."""
+        if not self.path.exists():
+            return []
+        now = time.monotonic()
+        with open(self.path, "rb") as f:
+            f.seek(self.pos)
+            data = f.read()
+        self.pos += len(data)
+        *complete, self.partial = (self.partial + data).split(b"\n")
+        new = [(now, raw.decode(errors="replace").strip("\r")) for raw in complete]
+        self.stamped += new
+        return new
+
+    def seen(self, mark: str) -> bool:
+        return any(mark in line for _, line in self.stamped)
+
+    def step_times(self) -> dict[str, float]:
+        """{TAG: host monotonic time (s)} of each `snaptax-step TAG [words]` line (the first, if a tag repeats)."""
+        out: dict[str, float] = {}
+        for t, line in self.stamped:
+            i = line.find(STEP_MARK)
+            words = line[i + len(STEP_MARK):].split() if i >= 0 else []
+            if words:
+                out.setdefault(words[0], t)
+        return out
 
 
 def _console_tail(path: Path, lines: int = 25) -> str:
@@ -184,13 +231,15 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
                             log_path=console)
         ready_at: float | None = None
         heard_size, heard_at = -1, t0   # the console's size and when it last grew
+        reader = ConsoleLines(console)
         while child.proc.poll() is None:
             now = time.monotonic()
             size = console.stat().st_size if console.exists() else 0
             if size != heard_size:
                 heard_size, heard_at = size, now
+                reader.poll()
             if ready_at is None:
-                if console.exists() and READY_MARK in console.read_text(errors="replace"):
+                if reader.seen(READY_MARK):
                     ready_at = now
                 elif now - t0 > config.boot_timeout_s:
                     group.stop(child)
@@ -207,7 +256,8 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
             time.sleep(0.05)
         wall = time.monotonic() - t0
         group.stop(child)
-        if ready_at is None and console.exists() and READY_MARK in console.read_text(errors="replace"):
+        reader.poll()
+        if ready_at is None and reader.seen(READY_MARK):
             ready_at = wall + t0  # READY and power-off fell within one poll
     finally:
         if own:
@@ -218,7 +268,7 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
                          f"{_console_tail(console)}")
     rc = int((out_dir / "rc").read_text().strip() or 255)
     result = GuestRun(rc=rc, out_dir=out_dir, boot_to_ready_s=None if ready_at is None else ready_at - t0,
-                      wall_s=wall, console_path=console, files=files_out)
+                      wall_s=wall, console_path=console, files=files_out, t0=t0, step_times=reader.step_times())
     if check and rc != 0:
         log = out_dir / "script.log"
         tail = _console_tail(log, 25) if log.exists() else _console_tail(console)

@@ -153,7 +153,9 @@ HANG_NOTE = (
     "quick runs with 32 MiB files while the emulated array spent about 1.4 ms of CPU under its lock to place each "
     "RAID1 read (fixed in commit edbeaa55, snaptax.spindle); since that fix, once in four quick runs (two at 8 "
     "MiB, two at 32 MiB; 24 timelines and 4 convergence grids): a guest request still incomplete 75 s after the "
-    "fio job's start, during an active commit under saturation. We did not find the cause, so a timeline whose "
+    "fio job's start, during an active commit under saturation. QEMU 10.0's daemon (bookworm-backports) hung the "
+    "same way in alternating smoke runs (2 of 7 runs, against 1 of 3 with 7.2; 2026-11-25), so the cause is not "
+    "7.2's daemon alone. We did not find the cause, so a timeline whose "
     "daemon hangs is stopped and measured again with a fresh daemon (at most three attempts), and every run reports "
     "how many repeats it needed.")
 
