@@ -178,7 +178,7 @@ def _wait(console: _Console, child, until, timeout: float, what: str) -> None:
         if child.proc.poll() is not None:
             raise GuestError(f"guest exited ({child.proc.returncode}) while waiting for {what}; console tail:\n"
                              f"{_console_tail(console.path)}")
-        if any("SNAPTAX-GUEST-FAILED" in line for line in console.lines):
+        if console.seen("SNAPTAX-GUEST-FAILED"):
             raise GuestError(f"guest failed while waiting for {what}; console tail:\n{_console_tail(console.path)}")
         if time.monotonic() > deadline:
             raise GuestError(f"no {what} after {timeout:.0f} s; console tail:\n{_console_tail(console.path)}")

@@ -96,10 +96,7 @@ def phase_quantiles_from_counters(before: dict, after: dict, points: int = PHASE
     nothing outstanding) as `points` equally likely values: the idle-phase histogram's quantiles at
     (j + ½)/points, each at its bin's centre. Empty when the emulator saw no idle arrival."""
     h, width = _phase_histogram(before, after)
-    if not len(h):
-        return ()
-    c = np.cumsum(h)
-    return tuple(float((int(np.searchsorted(c, c[-1] * (j + 0.5) / points)) + 0.5) * width) for j in range(points))
+    return tuple(_phase_quantile(h, width, (j + 0.5) / points) for j in range(points)) if len(h) else ()
 
 
 def phase_from_counters(before: dict, after: dict) -> float:
@@ -107,10 +104,13 @@ def phase_from_counters(before: dict, after: dict) -> float:
     completion to the next arrival with nothing outstanding; bins of idle_phase_bin_us µs) differenced between
     the raw counters before and after. 0 when the emulator saw no idle arrival."""
     h, width = _phase_histogram(before, after)
-    if not len(h):
-        return 0.0
+    return _phase_quantile(h, width, 0.5) if len(h) else 0.0
+
+
+def _phase_quantile(h: np.ndarray, width: float, p: float) -> float:
+    """The turnaround (s) at probability p of a non-empty idle-phase histogram: the centre of the bin it falls in."""
     c = np.cumsum(h)
-    return (int(np.searchsorted(c, c[-1] / 2)) + 0.5) * width
+    return float((int(np.searchsorted(c, c[-1] * p)) + 0.5) * width)
 
 
 def predicted_iops(spec: DeviceSpec | str, *, rw: str, iodepth: int, capacity: int = CAPACITY, span: float = 1.0,
