@@ -37,6 +37,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -515,8 +516,13 @@ class LvmThinEngine(SnapshotEngine):
             tail = "\n".join((out_dir / "script.log").read_text(errors="replace").splitlines()[-20:])
             raise EngineError(f"lvmthin native script exited {cp.returncode}; log tail:\n{tail}")
 
-    def execute(self, plan: Plan, session) -> None:
-        """Run the whole plan at once (guest or native) and record each Measure into `session`."""
+    def execute(self, plan: Plan, session, clock_t0: float | None = None) -> None:
+        """Run the whole plan at once (guest or native) and record each Measure into `session`.
+
+        clock_t0 (host monotonic s, in the guest only): put the run on a timeline's clock, as snaptax.timeline does
+        for host-side engines: each measurement's extra gets t_start_s/t_end_s and fio's per-second IOPS
+        (vm_series), each snapshot/delete event its t_s, from the host's stamps of the guest's step lines
+        (host_step_times), so they can be set against counters sampled on the host (timeline.HostSampler)."""
         raw = self.run_dir / "results"
         shutil.rmtree(raw, ignore_errors=True)
         compiled, out = self.run_plan(plan, raw)
@@ -535,11 +541,14 @@ class LvmThinEngine(SnapshotEngine):
             shutil.copy2(console, logs / "console.log")
         session.log_event("lvmthin_setup", seconds=_span(steps, "setup"), chunk_size=self.config.chunk_size,
                           zeroing=self.config.zeroing, chain=self.config.chain)
+        host = self.host_step_times if clock_t0 is not None else {}
         for ev in compiled.events:
             tag = f"{ev['index']:03d}-{ev['event'] if ev['event'] == 'delete' else 'snapshot'}"
             seconds = _span(steps, tag)
+            at = {"t_s": round(host[f"{tag}-begin"] - clock_t0, 3)} \
+                if clock_t0 is not None and f"{tag}-begin" in host else {}
             session.log_event(ev["event"], name=ev["name"], chain_length=ev["chain_length"], seconds=seconds,
-                              **({"which": ev["which"]} if "which" in ev else {"source": ev["source"]}))
+                              **at, **({"which": ev["which"]} if "which" in ev else {"source": ev["source"]}))
         for index, (step, chain, volume) in sorted(compiled.measures.items()):
             src = out / f"m{index:03d}"
             directory = session.measurement_dir(index, step)
@@ -557,14 +566,30 @@ class LvmThinEngine(SnapshotEngine):
             self._shares_broken += broken
             after["engine.chunks_broken"] = self._shares_broken
             self._chain = chain
+            end = host.get(f"{index:03d}-fio-end")
+            timed = _on_clock(directory, result, end - clock_t0) if clock_t0 is not None and end is not None else {}
             session.record_measurement(index, step, chain_length=chain,
                                        fio_run=FioRun(directory, result, _span(steps, f"{index:03d}-fio")),
                                        counters_before=before, counters_after=after,
                                        extra={"engine": self.kind, "volume": volume,
                                               "chunks_newly_provisioned": provisioned,
-                                              "where": "native" if self.native else "tcg-guest"})
+                                              "where": "native" if self.native else "tcg-guest", **timed})
         self._chain = compiled.final_chain_length
         session.log_event("lvmthin_run", **self.last_run)
+
+
+def _on_clock(directory: Path, result: dict, t_end_s: float) -> dict[str, Any]:
+    """A guest measurement placed on a host timeline: it ended when the host saw its fio-end step line (t_end_s)
+    and started fio's runtime before (the step line before fio is printed ~1 s before fio's job starts under TCG,
+    so the end is the better anchor); fio's per-second IOPS (all directions, fiologparser) as timeline.Load
+    records them."""
+    from .. import fiolog
+    from ..timeline import _log_name
+    runtime = max((float(j.get("job_runtime", j.get("read", {}).get("runtime", 0))) for j in result.get("jobs", [])),
+                  default=0.0) / 1e3
+    series = {_log_name(log, result): [list(r) for r in fiolog.per_second(log)]
+              for log in sorted(directory.glob("fio_iops*.log"))}
+    return {"t_start_s": round(t_end_s - runtime, 3), "t_end_s": round(t_end_s, 3), "vm_series": series}
 
 
 # The slowest rate a size-based job (a prefill) may run at in the TCG guest before it counts as stalled: the guest
@@ -592,15 +617,20 @@ STALL_ATTEMPTS = 2
 
 
 def execute_variant(rig: Rig, device: Device, config: LvmThinConfig, disk_size: int, variant: str, plan: Plan,
-                    session) -> None:
+                    session, description: dict[str, Any] | None = None,
+                    body: Callable[[LvmThinEngine], None] | None = None) -> None:
     """`plan` as variant `variant` of `session` on a fresh engine; when the guest stalls (GuestStalled: nothing was
     recorded), once more on a fresh engine — new daemon, new guest, the physical volume re-created — with the
-    stall logged in the run (event 'guest_stalled'). A second stall raises."""
+    stall logged in the run (event 'guest_stalled'). A second stall raises. description: added to the engine's
+    in the variant's record; body: what runs the plan on the entered engine (default: engine.execute(plan))."""
     for attempt in range(1, STALL_ATTEMPTS + 1):
         try:
             with LvmThinEngine(rig, device, config, disk_size) as engine:
-                with session.in_variant(variant, engine.describe()):
-                    engine.execute(plan, session)
+                with session.in_variant(variant, {**engine.describe(), **(description or {})}):
+                    if body is None:
+                        engine.execute(plan, session)
+                    else:
+                        body(engine)
             return
         except GuestStalled as exc:
             session.log_event("guest_stalled", variant=variant, attempt=attempt, of=STALL_ATTEMPTS,

@@ -6,13 +6,19 @@ every second into `measurements/<pool>/host_series.csv`. A timeline whose daemon
 measured again with a fresh engine (snaptax.timeline.attempt; studies.lifecycle.plan.HANG_NOTE).
 Learning is ended by the pool's own counters, never by a
 fixed wait: the study cannot know when the emulated (or a real) Easy Tier plans, only see that it did.
+
+Then, where the rig lists the lvmthin engine, each pool's LVM thin timeline (plan.lvmthin_plan) as one script in
+the TCG guest (or natively), a fresh pool under it: the same host sampler runs beside the guest, and the guest's step
+lines, stamped on the host's clock, put each fio run on the timeline (engines.lvmthin, clock_t0).
 """
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 
 from ... import fio, profiles, rig as rigmod
+from ...engines.lvmthin import LvmThinEngine, execute_variant
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...record import RunSession
@@ -25,6 +31,17 @@ from . import plan as planmod
 HOST_KEYS = ("host.reads", "host.writes", "host.ssd_reads", "host.ssd_writes", "host.hdd_reads", "host.hdd_writes",
              "host.split_reads", "host.split_writes", "host.unmapped_reads", "host.promotions", "host.demotions",
              "host.migrated_bytes", "host.tier_cycles", "host.heat_ios")
+LATENESS_KEYS = ("emulator.released", "emulator.release_late_s_sum", "host.member_reads", "host.member_writes")
+
+
+def sampled_keys(counters: dict[str, float]) -> tuple[str, ...]:
+    """HOST_KEYS and what the emulator's lateness per phase is computed from (record.Measurement.lateness_fraction:
+    late seconds per release over busy seconds per member request), for the runs whose own counters are the
+    guest's (LVM thin)."""
+    return (*HOST_KEYS, *(k for k in LATENESS_KEYS if k in counters),
+            *sorted(k for k in counters if k.startswith("host.member") and k.endswith(".busy_s")))
+
+
 COMMIT_TIMEOUT_S = 120.0    # a consolidation of a few hundred MiB on the emulated pool takes seconds
 
 
@@ -99,7 +116,7 @@ def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringSc
         job = planmod.workload(s, s.phase_length(pool, seconds))
         tl.run(text(job), job, phase)
 
-    with HostSampler(engine._host_counters, tl.t0, HOST_KEYS) as sampler:
+    with HostSampler(engine._host_counters, tl.t0, sampled_keys(engine.counters())) as sampler:
         fill = planmod.fill_job(s)
         tl.run(text(fill), fill, "fill")
         if planmod.tiered(pool):
@@ -117,7 +134,20 @@ def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringSc
         if planmod.tiered(pool):
             wait_until_learned(tl, s, "relearn", s.relearn_limit_s, cycles_before + 1)
             steady("relearned", s.phase_s)
-    sampler.write(session.staging / "measurements" / session.variant / "host_series.csv")
+    sampler.write(host_series_path(session))
+
+
+def host_series_path(session: RunSession):
+    return session.staging / "measurements" / session.variant / "host_series.csv"
+
+
+def lvmthin_timeline(engine: LvmThinEngine, session: RunSession, plan) -> None:
+    """The LVM thin plan on one pool, the pool's counters sampled every second on the clock the guest's steps are
+    stamped on."""
+    t0 = time.monotonic()
+    with HostSampler(engine._host_counters, t0, sampled_keys(engine.counters())) as sampler:
+        engine.execute(plan, session, clock_t0=t0)
+    sampler.write(host_series_path(session))
 
 
 def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
@@ -127,17 +157,27 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     devices = pool_devices(rig)
     s = planmod.scale(profile)
     cfg = planmod.qcow2_config(s)
-    params = planmod.parameters(s, {p: d.name for p, d in devices.items()})
+    lvmthin = planmod.LVM_THIN in rig.engines
+    params = {**planmod.parameters(s, {p: d.name for p, d in devices.items()}), "lvmthin": lvmthin}
     with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devices.values()),
-                    planned_points=planmod.planned_points(s),
-                    planned_seconds=planmod.planned_seconds(profile)) as session:
+                    planned_points=planmod.planned_points(s, lvmthin),
+                    planned_seconds=planmod.planned_seconds(profile, lvmthin)) as session:
+        study = {pool: {"pool": pool, "device": dev.name, "emulated": dev.emulated,
+                        "model_time_per_io": emulated_time_per_io(rig, dev, s)} for pool, dev in devices.items()}
         for pool, dev in devices.items():
             attempt(session, pool, functools.partial(timeline, s=s, pool=pool),
                     functools.partial(Qcow2ChainEngine, rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
-                    {"pool": pool, "device": dev.name, "emulated": dev.emulated,
-                     "model_time_per_io": emulated_time_per_io(rig, dev, s)})
+                    study[pool])
+        if lvmthin:
+            for pool, dev in devices.items():
+                plan = planmod.lvmthin_plan(s, pool)
+                execute_variant(rig, dev, planmod.lvmthin_config(), s.disk_bytes, planmod.lvmthin_variant(pool),
+                                plan, session, {"study": study[pool]},
+                                functools.partial(lvmthin_timeline, session=session, plan=plan))
     assert session.published is not None
     return session.published
 
 
-__all__ = ["HOST_KEYS", "pool_devices", "emulated_time_per_io", "ssd_share", "wait_until_learned", "timeline", "run"]
+__all__ = ["HOST_KEYS", "LATENESS_KEYS", "sampled_keys", "pool_devices",
+           "emulated_time_per_io", "ssd_share", "wait_until_learned", "timeline",
+           "lvmthin_timeline", "host_series_path", "run"]

@@ -31,16 +31,29 @@ Phases, each one fio run (per-second IOPS logs), the pool's counters sampled eve
 On tier_pool, learn ends a few seconds after a cycle end, and initial ... after must fit before the next one, or
 that cycle's plan would promote the delta and `with` would measure a recovered pool: the scales keep them within
 the cycle and the analysis reports any cycle that ended inside a phase.
+
+LVM thin (array-native), for contrast, on each pool after the qcow2 timeline: a thin volume of the same size in a
+thin pool (64 KiB chunks, snapshots of the origin, fio on the origin), in the TCG guest where the kernel has no
+device-mapper. A snapshot makes every write to a shared chunk allocate a new pool chunk: further into the pool's LBA
+space, in extents nothing wrote before, so the pool allocates them on the SAS tier as it does the qcow2 delta. Its
+deletion (`lvremove`) copies nothing: the origin keeps mapping the new chunks, so the data stays misplaced until a
+cycle promotes it, where the qcow2 commit copies it back onto the extents the pool had promoted. The whole timeline
+is one script in the guest (no step can wait on the pool's counters there), so learning and re-learning are runs
+of fixed length: one tiering cycle of the emulated pool and a margin, which guarantees a cycle end inside each,
+and the analysis judges from the host's counters, cut at the guest's steps, whether the pool learned.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from ... import profiles
+from ...engines.lvmthin import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, format_size
+from ...plan import DeleteSnapshot, Measure, Plan, Step, TakeSnapshot
 
 STUDY = "tiering"
 KiB, MiB = 1 << 10, 1 << 20
@@ -54,6 +67,7 @@ SEED_DISK_BYTES = 100e9                    # the seed's VM disk
 SEED_POOL_BYTES = 4.2e12                   # the V7000's usable capacity the emulated pools scale (16 GiB)
 PHASES = ("fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned")
 STEADY = ("initial", "with", "after", "relearned")
+LVM_THIN = "lvmthin"
 
 
 @dataclass(frozen=True)
@@ -77,12 +91,15 @@ class TieringScale:
     relearn_limit_s: float
     learned_fraction: float = 0.9
     untiered_factor: float = 2.0
+    guest_learn_s: float = 3.0
+    guest_segment_s: float = 10.0
 
     def __post_init__(self) -> None:
         src = "tiering scale"
         if self.disk_bytes <= 0 or self.disk_bytes % MiB:
             raise ConfigError(src, "disk_bytes", f"must be a positive whole number of MiB, got {self.disk_bytes}")
-        for name in ("phase_s", "settle_s", "with_s", "delete_window_s", "learn_segment_s"):
+        for name in ("phase_s", "settle_s", "with_s", "delete_window_s", "learn_segment_s", "guest_learn_s",
+                     "guest_segment_s"):
             if not getattr(self, name) >= 2:
                 raise ConfigError(src, name, "runs need at least 2 s")
         for name in ("learn_limit_s", "relearn_limit_s"):
@@ -112,10 +129,52 @@ SCALES: dict[str, TieringScale] = {
     # left in the next cycle; sas_pool's runs twice as long (its claims' intervals were about ±6 pp with 3-s
     # batches of 20 s, against ±5 pp tolerances)
     "quick": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
-                          learn_limit_s=200, relearn_limit_s=150),
+                          learn_limit_s=200, relearn_limit_s=150, guest_learn_s=130),
     "full": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
-                         learn_limit_s=260, relearn_limit_s=260),
+                         learn_limit_s=260, relearn_limit_s=260, guest_learn_s=130),
 }
+
+
+def lvmthin_config() -> LvmThinConfig:
+    """The array-native contrast: LVM thin with 64 KiB chunks (lvm's default), snapshots of the origin ('fan'), the
+    pool twice the volume (a full copy-out after the snapshot fits)."""
+    return LvmThinConfig(name=LVM_THIN, chunk_size=64 * KiB, chain="fan", pool_factor=2.0,
+                         analogue="array-native snapshot (redirect on write)")
+
+
+def lvmthin_variant(pool: str) -> str:
+    """The LVM thin timeline's variant name on `pool` (the qcow2 timeline's is the pool's own name)."""
+    return f"{pool}.{LVM_THIN}"
+
+
+def pool_of(variant: str) -> str:
+    """The pool a variant ran on."""
+    return variant.split(".")[0]
+
+
+def engine_of(variant: str) -> str:
+    return variant.split(".")[1] if "." in variant else "qcow2"
+
+
+def lvmthin_plan(s: TieringScale, pool: str) -> Plan:
+    """The LVM thin timeline as one plan: fill, (learn), initial, snapshot, settle, with, delete (lvremove: no load
+    window, it copies nothing), after, (relearn, relearned). Runs as long as the qcow2 timeline's on tier_pool;
+    on sas_pool as long as there too (not × untiered_factor: the row is a contrast, not a claim)."""
+    def run(phase: str, seconds: float, repeat: int = 0) -> Measure:
+        return Measure(workload(s, seconds), phase, repeat)
+
+    def segments(phase: str) -> list[Step]:
+        n = max(1, math.ceil(s.guest_learn_s / s.guest_segment_s))
+        return [run(phase, s.guest_learn_s / n, k) for k in range(n)]
+
+    steps: list[Step] = [Measure(fill_job(s), "fill")]
+    if tiered(pool):
+        steps += segments("learn")
+    steps += [run("initial", s.phase_s), TakeSnapshot(), run("settle", s.settle_s), run("with", s.with_s),
+              DeleteSnapshot("newest"), run("after", s.phase_s)]
+    if tiered(pool):
+        steps += [*segments("relearn"), run("relearned", s.phase_s)]
+    return Plan(tuple(steps))
 
 
 def scale(profile: profiles.Profile) -> TieringScale:
@@ -148,22 +207,33 @@ def phases_of(pool: str) -> tuple[str, ...]:
     return PHASES if tiered(pool) else tuple(p for p in PHASES if p not in ("learn", "relearn", "relearned"))
 
 
-def estimated_seconds(s: TieringScale) -> float:
-    """Planned time (s), for the ETA: the tier pool's waits at their limits (learning ends earlier when the
-    counters say so), the phases, 5 s per fill and engine start."""
+GUEST_START_S = 20.0       # the TCG guest's boot, LVM set-up and the fill of the LVM thin timeline (about 7 + 3 + 8 s)
+GUEST_FIO_START_S = 1.5    # fio's start and exit in the TCG guest, per run
+
+
+def estimated_seconds(s: TieringScale, lvmthin: bool = True) -> float:
+    """Planned time (s), for the ETA: the qcow2 timelines with the tier pool's waits at their limits (learning
+    ends earlier when the counters say so), the phases, 5 s per fill and engine start; then (lvmthin) the LVM thin
+    timelines' fixed plans, with the guest's start and fio's start in it."""
     per_pool = s.between_cycles_s + 10
-    return per_pool * (1 + s.untiered_factor) + s.learn_limit_s + s.relearn_limit_s + s.phase_s
+    total = per_pool * (1 + s.untiered_factor) + s.learn_limit_s + s.relearn_limit_s + s.phase_s
+    if lvmthin:
+        for pool in POOLS:
+            plan = lvmthin_plan(s, pool)
+            total += GUEST_START_S + plan.fio_seconds() + GUEST_FIO_START_S * len(list(plan.measurements()))
+    return total
 
 
-def planned_seconds(profile: profiles.Profile) -> float:
+def planned_seconds(profile: profiles.Profile, lvmthin: bool = True) -> float:
     """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession)."""
-    return estimated_seconds(scale(profile))
+    return estimated_seconds(scale(profile), lvmthin)
 
 
-def planned_points(s: TieringScale) -> int:
-    """fio runs at most: every phase of both pools, learning segments at their limits."""
+def planned_points(s: TieringScale, lvmthin: bool = True) -> int:
+    """fio runs at most: every phase of both pools, learning segments at their limits; the LVM thin plans' runs."""
     learn = -(-s.learn_limit_s // s.learn_segment_s) + -(-s.relearn_limit_s // s.learn_segment_s)
-    return len(phases_of("sas_pool")) + len(phases_of(TIERED)) - 2 + int(learn)
+    qcow2 = len(phases_of("sas_pool")) + len(phases_of(TIERED)) - 2 + int(learn)
+    return qcow2 + (sum(len(list(lvmthin_plan(s, p).measurements())) for p in POOLS) if lvmthin else 0)
 
 
 def parameters(s: TieringScale, devices: dict[str, str]) -> dict[str, Any]:
@@ -172,12 +242,14 @@ def parameters(s: TieringScale, devices: dict[str, str]) -> dict[str, Any]:
             "learn_limit_s": s.learn_limit_s, "relearn_limit_s": s.relearn_limit_s,
             "learned_fraction": s.learned_fraction, "untiered_factor": s.untiered_factor, "bs": BS,
             "read_percent": READ_PERCENT, "random_percent": RANDOM_PERCENT, "iodepth": IODEPTH,
-            "qcow2": qcow2_config(s).name, "disk_scale": s.disk_bytes / SEED_DISK_BYTES}
+            "qcow2": qcow2_config(s).name, "disk_scale": s.disk_bytes / SEED_DISK_BYTES,
+            "guest_learn_s": s.guest_learn_s, "guest_segment_s": s.guest_segment_s}
 
 
-def describe(profile: profiles.Profile) -> str:
+def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
     """What a run measures, in words and numbers from the scale (deterministic: checked by nbval)."""
     s = scale(profile)
+    t = lvmthin_config()
     return "\n".join([
         f"profile {profile.name}: IOmeter as seed 002, {BS // KiB} KiB, {READ_PERCENT} % read, {RANDOM_PERCENT} % "
         f"random, QD{IODEPTH}, over a {format_size(s.disk_bytes)} disk (the seed's 100 GB scaled by "
@@ -188,11 +260,16 @@ def describe(profile: profiles.Profile) -> str:
         f"x{s.untiered_factor:g} on sas_pool)",
         f"learning: {s.learn_segment_s:g}-s runs until a cycle has ended and >= {s.learned_fraction:.0%} of I/O is "
         f"SSD-served, at most {s.learn_limit_s:g} s (re-learning at most {s.relearn_limit_s:g} s)",
-        f"planned at most about {estimated_seconds(s) / 60:.1f} min",
+        *([f"then {LVM_THIN} ({t.analogue}) on each pool, in the TCG guest where the kernel has no device-mapper: "
+            f"{t.chunk_size // KiB} KiB chunks, snapshot of the origin, deleted by lvremove (no load window: it "
+            f"copies nothing); learning and re-learning fixed at {s.guest_learn_s:g} s in "
+            f"{s.guest_segment_s:g}-s runs, the phases as long as qcow2's on tier_pool"] if lvmthin else []),
+        f"planned at most about {estimated_seconds(s, lvmthin) / 60:.1f} min",
     ])
 
 
 __all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "STEADY", "BS", "IODEPTH", "TieringScale", "SCALES", "scale",
            "qcow2_config", "workload", "fill_job", "tiered", "phases_of", "estimated_seconds",
-           "planned_seconds", "planned_points",
+           "planned_seconds", "planned_points", "LVM_THIN", "lvmthin_config", "lvmthin_variant", "pool_of",
+           "engine_of", "lvmthin_plan",
            "parameters", "describe"]
