@@ -27,6 +27,9 @@ class DeviceBackend:
     nbd_socket: Path | None
     nbd_export: str | None
     host_counters: Callable[[], dict[str, float]]
+    # an emulated device's levels (commands queued now, per member and in the emulator), which counters leave out:
+    # what a diagnosis of a hung request reads (None: not emulated)
+    levels: Callable[[], dict[str, Any]] | None = None
 
     def protocol(self) -> dict[str, Any]:
         return qsd.protocol_for(self.kind, path=self.path, nbd_socket=self.nbd_socket,
@@ -77,5 +80,5 @@ def open_device(rig: Rig, device: Device, group: ProcessGroup, tag: str = "") ->
     if device.type == "spindle":
         from .spindle.serve import serve_device  # the emulator is only needed on rigs that have spindles
         served = serve_device(rig, device, group, tag=tag)
-        return DeviceBackend(device, "nbd", None, served.socket, served.export, served.counters)
+        return DeviceBackend(device, "nbd", None, served.socket, served.export, served.counters, served.levels)
     raise ValueError(f"unknown device type {device.type!r}")

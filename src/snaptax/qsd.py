@@ -28,6 +28,7 @@ class StorageDaemon:
     group: ProcessGroup
     run_dir: Path
     qmp: QMPClient | None = None
+    pid: int | None = None
 
     @property
     def qmp_socket(self) -> Path:
@@ -47,8 +48,9 @@ class StorageDaemon:
                 "--chardev", f"socket,path={self.qmp_socket},server=on,wait=off,id=qmp0",
                 "--monitor", "chardev=qmp0",
                 "--nbd-server", f"addr.type=unix,addr.path={self.nbd_socket},max-connections=0"]
-        self.group.spawn(argv, name="qemu-storage-daemon", log_path=self.run_dir / "qsd.log",
-                         ready=lambda: unix_socket_accepts(self.qmp_socket) and self.nbd_socket.exists())
+        child = self.group.spawn(argv, name="qemu-storage-daemon", log_path=self.run_dir / "qsd.log",
+                                 ready=lambda: unix_socket_accepts(self.qmp_socket) and self.nbd_socket.exists())
+        self.pid = child.proc.pid
         self.qmp = QMPClient(self.qmp_socket).connect()
         return self
 

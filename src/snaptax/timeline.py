@@ -11,6 +11,7 @@ parsed by fiologparser in `extra`.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -252,19 +253,26 @@ ATTEMPTS = 3
 def attempt(session: RunSession, name: str, body: Callable[[RunSession, E], None],
             make_engine: Callable[[], E], study: dict[str, Any]) -> None:
     """Measure one timeline with a fresh engine; if the daemon hangs (a QMP reply or a guest request that never
-    comes), stop everything, drop what this attempt recorded, log an `attempt_failed` event with the error, and
-    measure the timeline again, at most ATTEMPTS times (then the error stands)."""
+    comes), read where the request is held (Qcow2ChainEngine.diagnose), stop everything, drop what this attempt
+    recorded, log an `attempt_failed` event with the error and the diagnosis, and measure the timeline again, at
+    most ATTEMPTS times (then the error stands, with the diagnosis in its message)."""
     for k in range(1, ATTEMPTS + 1):
+        diagnosis: dict[str, Any] = {}
         try:
             engine = make_engine()
             with engine:        # (not `as`: __enter__ is typed as the base engine)
                 with session.in_variant(name, {**engine.describe(), "study": study, "attempt": k}):
-                    body(session, engine)
+                    try:
+                        body(session, engine)
+                    except (MeasurementError, EngineError, TimeoutError):
+                        # read while the hung request is still where it hung (closing the engine ends it)
+                        diagnosis = engine.diagnose()
+                        raise
             return
         except (MeasurementError, EngineError, TimeoutError) as exc:
             if k == ATTEMPTS:
-                raise
+                raise type(exc)(f"{exc} [diagnosis: {json.dumps(diagnosis)[:2000]}]") from exc
             dropped = session.discard_variant(name)
             with session.in_variant(name, session.variants[name]):
                 session.log_event("attempt_failed", attempt=k, dropped_measurements=dropped,
-                                  error=f"{type(exc).__name__}: {exc}"[:300])
+                                  error=f"{type(exc).__name__}: {exc}"[:300], diagnosis=diagnosis)

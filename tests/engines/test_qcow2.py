@@ -108,3 +108,19 @@ def test_clone_copies_the_chain_and_leaves_it_intact(work_dir, tmp_path):
         check(b1, e.fio_target(), tmp_path / "after-b1")
         assert not [r for r in e.store.regions if "clone" in r]
     assert no_daemons()
+
+
+@pytest.mark.skipif(not rigmod.load("local").devices or not any(d.emulated for d in rigmod.load("local").devices),
+                    reason="the local rig has no emulated device")
+def test_a_diagnosis_reads_each_side_without_stopping_anything(work_dir):
+    # what attempt() records when a timeline hangs: here on an idle engine, where every part is readable
+    rig = rigmod.load("local")
+    dev = next(d for d in rig.devices if d.emulated)
+    cfg = Qcow2Config("test", extended_l2=True, l2_cache_size=8192, l2_cache_entry_size=4096)
+    with Qcow2ChainEngine(rig, dev, cfg, SIZE) as e:
+        d = e.diagnose(wait_s=0.2, qmp_timeout_s=2)
+        assert d["qmp_block_jobs"] == []                      # the daemon answers: no job
+        assert d["device_progress"]["host.reads"] == 0        # nothing is running
+        assert all(q == 0 for q in d["device_levels"]["members_queue_depth"])
+        assert any(t["comm"].startswith("qemu-storage") for t in d["daemon_threads"])
+        e.daemon.execute("query-version")                     # the monitor still works afterwards

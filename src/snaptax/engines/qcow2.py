@@ -13,8 +13,10 @@ write), and `cache-clean-interval`.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import fio
@@ -134,6 +136,7 @@ class Qcow2ChainEngine(SnapshotEngine):
             tag = f"qcow2-{self.config.name}"
             backend = open_device(self.rig, self.device, self.group, tag=tag)
             self._host_counters = backend.host_counters
+            self._levels = backend.levels
             self.daemon = StorageDaemon(self.group, self.rig.rig_work_dir / "run" / tag).start()
             self.store = RegionStore(self.daemon, backend.protocol(), self.device.capacity)
             base = self.store.allocate(self.disk_size, "base")
@@ -148,6 +151,45 @@ class Qcow2ChainEngine(SnapshotEngine):
         if self.daemon and self.daemon.qmp:
             self.daemon.qmp.close()
         self.group.close()
+
+    def diagnose(self, wait_s: float = 2.0, qmp_timeout_s: float = 5.0) -> dict[str, Any]:
+        """Which side holds a request when a timeline hangs (studies.lifecycle.plan.HANG_NOTE), read before anything
+        is stopped: the device's counters twice, `wait_s` apart (does it still complete commands?) and, emulated,
+        its queued commands; whether the daemon answers `query-block-jobs` within `qmp_timeout_s` (one stuck in a
+        drain does not: its monitor waits with it); the state and kernel wait channel of each daemon thread.
+        Never raises: a part that cannot be read says why."""
+        out: dict[str, Any] = {}
+
+        def part(name: str, read: Any) -> None:
+            try:
+                out[name] = read()
+            except Exception as exc:  # noqa: BLE001 - a diagnosis reports what it could not read
+                out[name] = f"unreadable: {type(exc).__name__}: {exc}"[:200]
+        first = self._host_counters()
+        time.sleep(wait_s)
+        second = self._host_counters()
+        out["device_progress"] = {k: second[k] - first[k] for k in ("host.reads", "host.writes", "emulator.released")
+                                  if k in first and k in second}
+        if self._levels is not None:
+            part("device_levels", self._levels)
+        daemon = self.daemon
+        qmp = daemon.qmp if daemon is not None else None
+        if qmp is not None and qmp._sock is not None:
+            def jobs() -> Any:
+                assert qmp is not None and qmp._sock is not None
+                sock = qmp._sock
+                previous = sock.gettimeout()
+                sock.settimeout(qmp_timeout_s)
+                try:
+                    return qmp.execute("query-block-jobs")
+                except (TimeoutError, OSError):
+                    return f"no reply within {qmp_timeout_s:g} s"
+                finally:
+                    sock.settimeout(previous)
+            part("qmp_block_jobs", jobs)
+        if daemon is not None and daemon.pid:
+            part("daemon_threads", lambda: _threads(daemon.pid))
+        return out
 
     # ------------------------------------------------------------ interface
     @property
@@ -291,3 +333,18 @@ def execute_per_config(rig: Rig, device: Device, configs: Mapping[str, Qcow2Conf
         with Qcow2ChainEngine(rig, device, configs[vp.variant], disk_size) as engine:
             with session.in_variant(vp.variant, engine.describe()):
                 engine.execute(vp.plan, session)
+
+
+def _threads(pid: int) -> list[dict[str, str]]:
+    """Each thread of process `pid`: name, state (R, S, D, ...) and kernel wait channel, from /proc."""
+    out = []
+    for task in sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name)):
+        def read(name: str, task: Path = task) -> str:
+            try:
+                return (task / name).read_text().strip()
+            except OSError:
+                return "?"
+        stat = read("stat")
+        state = stat.rsplit(")", 1)[1].split()[0] if ")" in stat else "?"
+        out.append({"tid": task.name, "comm": read("comm"), "state": state, "wchan": read("wchan")})
+    return out

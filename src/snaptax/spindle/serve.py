@@ -21,6 +21,7 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import procs
 from ..errors import ConfigError, EngineError
@@ -136,6 +137,14 @@ class RigSpindle:
 
     def counters(self) -> dict[str, float]:
         return flat_counters(fresh_counters(self.served.counters))
+
+    def levels(self) -> dict[str, Any]:
+        """Commands outstanding now: per member drive, the array's, and the emulator's own block (levels are not
+        counters, so flat_counters leaves them out)."""
+        raw = fresh_counters(self.served.counters)
+        return {"members_queue_depth": [m.get("queue_depth") for m in raw.get("members", [])],
+                "array": {k: v for k, v in raw.get("array", {}).items() if "queue" in k or "outstanding" in k},
+                "emulator": raw.get("emulator", {})}
 
 
 def fresh_counters(path: Path, timeout_s: float = 5.0) -> dict:

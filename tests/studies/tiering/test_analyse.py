@@ -54,9 +54,77 @@ def test_no_fit_no_ratios_at_tier_speed():
 def test_tier_over_sas_combines_both_intervals():
     phases = pd.DataFrame({"pool": ["sas_pool"], "phase": ["with"], "ratio_pct": [80.0], "ratio_low": [72.0],
                            "ratio_high": [88.0], "n": [5]})
-    speed = pd.DataFrame({"phase": ["with"], "ratio_pct": [4.0], "ratio_low": [3.5], "ratio_high": [4.5], "n": [60]})
+    speed = pd.DataFrame({"pool": ["tier_pool", "tier_pool.lvmthin"], "phase": ["with"] * 2, "ratio_pct": [4.0, 9.0],
+                          "ratio_low": [3.5, 8.0], "ratio_high": [4.5, 10.0], "n": [60, 60]})
     iv = an._relative(phases, speed)
     assert iv.estimate == pytest.approx(5.0)
     assert iv.low < 5.0 < iv.high and iv.n == 5
     half = math.hypot(math.log(88 / 72) / 2, math.log(4.5 / 3.5) / 2)
     assert iv.high == pytest.approx(5.0 * math.exp(half))
+
+
+def test_at_tier_speed_is_per_variant_on_the_tiered_pool():
+    p = np.linspace(0, 1, 50)
+    fit = tm.fit(p, tm.iops(p, 400.0, 800.0) * (1 + 0.01 * np.sin(np.arange(50))))
+    thin = _phases(0.25).assign(pool="tier_pool.lvmthin")
+    sas = _phases(0.0).assign(pool="sas_pool.lvmthin")
+    out = an.at_tier_speed(pd.concat([_phases(0.5), thin, sas]), fit, {"tier_pool": {"ssd_us_per_io": 20.0}})
+    assert set(out.pool) == {"tier_pool", "tier_pool.lvmthin"}
+    # each variant against its own initial phase: a smaller share keeps less
+    assert out[out.pool == "tier_pool.lvmthin"].ratio_pct.iloc[0] < out[out.pool == "tier_pool"].ratio_pct.iloc[0]
+
+
+def _series(rows):
+    return pd.DataFrame(rows, columns=["t_s", "host.reads", "host.ssd_reads"])
+
+
+def test_a_guest_runs_counters_are_cut_from_the_host_series_around_it():
+    h = _series([(0.0, 0, 0), (1.0, 100, 10), (2.0, 300, 110), (3.0, 500, 210), (4.0, 600, 220)])
+    # the run from 1.4 s to 2.9 s lies between the samples at 1 s and 3 s
+    assert an.series_delta(h, 1.4, 2.9) == {"host.reads": 400.0, "host.ssd_reads": 200.0}
+    assert an.series_delta(h, 1.0, 3.0) == {"host.reads": 400.0, "host.ssd_reads": 200.0}
+    # not covered by the series: nothing (not a partial count)
+    assert an.series_delta(h, 3.5, 9.0) == {} and an.series_delta(h, -1.0, 2.0) == {}
+    assert an.series_delta(h, math.nan, 2.0) == {}
+
+
+def test_lateness_from_counter_increases_is_late_per_release_over_busy_per_request():
+    c = {"emulator.released": 100.0, "emulator.release_late_s_sum": 0.5, "host.member_reads": 150.0,
+         "host.member_writes": 50.0, "host.member0.busy_s": 1.0, "host.member1.busy_s": 1.0}
+    assert an.lateness_pct(c) == pytest.approx(100 * (0.5 / 100) / (2.0 / 200))
+    assert math.isnan(an.lateness_pct({"emulator.released": 0.0}))
+
+
+def _lvmthin_meas(shares, cycles):
+    n = len(shares)
+    return pd.DataFrame({"pool": "tier_pool.lvmthin", "index": range(n), "phase": "learn", "ssd_share": shares,
+                         "tier_cycles": cycles, "t_start_s": np.arange(n) * 10.0, "t_end_s": np.arange(n) * 10.0 + 9,
+                         "lateness_pct": 1.0})
+
+
+@pytest.mark.parametrize("shares,cycles,learned", [([0.1, 0.5, 0.95], [0, 1, 0], "yes"),
+                                                    ([0.1, 0.5, 0.6], [0, 1, 0], "no"),
+                                                    ([0.95, 0.95, 0.95], [0, 0, 0], "no")])
+def test_the_fixed_learning_runs_learned_when_a_cycle_ended_and_the_last_run_was_ssd_served(shares, cycles, learned):
+    values = {v.key: v for v in an._lvmthin_values(_lvmthin_meas(shares, cycles), pd.DataFrame(
+        columns=["pool", "phase"]), pd.DataFrame(columns=["pool", "event", "t_s", "learned", "seconds"]),
+        pd.DataFrame(columns=["pool", "phase"]), 0.9)}
+    assert values["tiering.tier_pool.lvmthin.learned"].text == learned
+    assert values["tiering.tier_pool.lvmthin.relearned"].text == "n/a"
+    assert values["tiering.tier_pool.lvmthin.learn_s"].value == pytest.approx(29.0)
+    # nothing measured on the SAS-only pool: its values exist and are undefined
+    assert math.isnan(values["tiering.sas_pool.lvmthin.with.ratio"].value)
+
+
+def _shares(q_after, t_after):
+    rows = [("tier_pool", "initial", 1.0), ("tier_pool", "with", 0.5), ("tier_pool", "after", q_after),
+            ("tier_pool.lvmthin", "initial", 1.0), ("tier_pool.lvmthin", "with", 0.5),
+            ("tier_pool.lvmthin", "after", t_after)]
+    return pd.DataFrame(rows, columns=["pool", "phase", "ssd_share"])
+
+
+@pytest.mark.parametrize("q_after,t_after,verdict", [(1.0, 0.4, "holds"), (1.0, 0.95, "refuted"),
+                                                     (0.5, 0.4, "refuted")])
+def test_the_prediction_that_lvremove_leaves_the_data_misplaced_can_fail(q_after, t_after, verdict):
+    assert an._stays(_shares(q_after, t_after)) == verdict
+    assert an._stays(_shares(q_after, t_after).iloc[:3]) == "n/a"

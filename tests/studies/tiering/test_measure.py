@@ -27,12 +27,22 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     record = smoke_run("tiering")
     assert (record.path.parent.parent.name, record.path.parent.name) == ("local", "tiering")
     m = record.manifest
-    assert set(m.variants) == set(planmod.POOLS) and m.emulated
+    thin = {planmod.lvmthin_variant(p): p for p in planmod.POOLS}
+    assert set(m.variants) == {*planmod.POOLS, *thin} and m.emulated
     for pool in planmod.POOLS:
         assert [x.phase for x in record.measurements if x.variant == pool and x.phase not in ("learn", "relearn")] \
             == [p for p in planmod.phases_of(pool) if p not in ("learn", "relearn")]
         assert (record.path / "measurements" / pool / "host_series.csv").exists()
         assert m.variants[pool]["study"]["model_time_per_io"]
+    for variant, pool in thin.items():
+        # the LVM thin timeline: the guest's runs on the host's clock, inside the pool's sampled series
+        runs = [x for x in record.measurements if x.variant == variant]
+        assert [x.phase for x in runs] == [x.phase for _, x, _ in planmod.lvmthin_plan(
+            planmod.scale(profiles.get("smoke")), pool).measurements()]
+        starts = [x.extra["t_start_s"] for x in runs]
+        assert starts == sorted(starts) and all(x.extra["t_end_s"] > x.extra["t_start_s"] for x in runs)
+        assert all(x.extra["vm_series"] for x in runs if x.phase != "fill")
+        assert m.variants[variant]["engine"] == "lvmthin" and m.variants[variant]["study"]["pool"] == pool
     a = an.analyse(record)
     # per-second VM IOPS count both directions of the mixed job (fiologparser fed one file per direction)
     init = [x for x in record.measurements if x.variant == "sas_pool" and x.phase == "initial"][0]
@@ -41,3 +51,7 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     assert {o.claim.id for o in a.outcomes} == {f"tiering.C002-{c}" for c in ("1a", "1b", "1c", "2a", "2b", "2c", "3")}
     deletions = a.meas.dropna(subset=["deletion"])
     assert len(deletions) == 2 and all(d["converged"] for d in deletions.deletion)
+    thin_rows = a.meas[a.meas.pool.isin(thin)]
+    # the guest's I/O reached the pool: every run after the fill has host I/O between its start and end
+    assert thin_rows[thin_rows.phase != "fill"].ssd_share.notna().all()
+    assert {"tiering.tier_pool.lvmthin.with.ratio", "tiering.sas_pool.lvmthin.after.ratio"} <= {v.key for v in a.values}

@@ -62,3 +62,36 @@ def test_a_rig_without_the_pools_is_refused_in_one_line(tmp_path):
     bare = dataclasses.replace(rig, devices=tuple(d for d in rig.devices if d.name != "tier_pool"))
     with pytest.raises(ConfigError, match="tier_pool"):
         measure.pool_devices(bare)
+
+
+@pytest.mark.parametrize("name", ["quick", "full"])
+def test_lvmthin_learning_outlasts_a_cycle_of_the_rigs_tier_pool(name):
+    # the guest's script cannot wait on the pool's counters: its fixed learning runs must contain a cycle end
+    s = planmod.scale(profiles.get(name))
+    rig = rigmod.load("local")
+    cycle = parse_device(measure.pool_devices(rig)[planmod.TIERED].spindle, rig.source).cycle_s
+    plan = planmod.lvmthin_plan(s, planmod.TIERED)
+    for phase in ("learn", "relearn"):
+        runs = [m for _, m, _ in plan.measurements() if m.phase == phase]
+        assert sum(m.job.runtime_s for m in runs) > cycle + 5
+        assert all(m.job.runtime_s <= s.guest_segment_s for m in runs)
+
+
+def test_lvmthin_timelines_phases_and_snapshot():
+    s = planmod.scale(profiles.get("quick"))
+    for pool in planmod.POOLS:
+        plan = planmod.lvmthin_plan(s, pool)
+        phases = [m.phase for _, m, _ in plan.measurements() if m.phase not in ("learn", "relearn")]
+        expected = ["fill", "initial", "settle", "with", "after"] + (["relearned"] if pool == planmod.TIERED else [])
+        assert phases == expected
+        # the snapshot exists during settle and with, and is gone for after
+        chains = {m.phase: chain for _, m, chain in plan.measurements()}
+        assert (chains["initial"], chains["with"], chains["after"]) == (0, 1, 0)
+        assert {m.job.runtime_s for _, m, _ in plan.measurements() if m.phase == "with"} == {s.with_s}
+    assert planmod.pool_of(planmod.lvmthin_variant("tier_pool")) == "tier_pool"
+    assert planmod.engine_of("tier_pool") == "qcow2" and planmod.engine_of("tier_pool.lvmthin") == "lvmthin"
+
+
+def test_a_scale_without_lvmthin_learning_is_refused():
+    with pytest.raises(ConfigError, match="guest_learn_s"):
+        dataclasses.replace(planmod.scale(profiles.get("quick")), guest_learn_s=0)

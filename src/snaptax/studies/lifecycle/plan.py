@@ -157,7 +157,9 @@ HANG_NOTE = (
     "same way in alternating smoke runs (2 of 7 runs, against 1 of 3 with 7.2; 2026-11-25), so the cause is not "
     "7.2's daemon alone. We did not find the cause, so a timeline whose "
     "daemon hangs is stopped and measured again with a fresh daemon (at most three attempts), and every run reports "
-    "how many repeats it needed.")
+    "how many repeats it needed. Each failed attempt records, before anything is stopped, where the request is held: "
+    "whether the emulated device still completes commands and how many it has queued, whether the daemon answers "
+    "QMP within 5 s, and the state and kernel wait channel of each daemon thread (the run's attempt_failed events).")
 
 
 def qcow2_config(s: LifecycleScale) -> Qcow2Config:

@@ -3,6 +3,12 @@ and where the pool served the I/O (the SSD-served share p from the pool's counte
 phase that seed 002 reports, the misplacement model fitted to the tiered pool's per-second points with its
 predictions, and the verdicts on the seed's claims. Pure: a run in, tables, a fit and values out.
 
+Variants. The qcow2 timelines are named after their pool (`sas_pool`, `tier_pool`), the LVM thin ones
+`<pool>.lvmthin` (plan.lvmthin_variant); the `pool` column of every table holds the variant. The qcow2 rows carry
+the claims; the LVM thin rows are the array-native contrast. An LVM thin run's own counters are the guest's, so its
+SSD-served share, tiering cycles and emulator lateness are cut from the host series at the run's start and end
+(the guest's step lines, stamped on the host's clock).
+
 Intervals. A phase is one fio run; its per-second IOPS are not independent (a second's queue carries into the
 next), so each phase is cut into BATCH_S-second batches and the ratio of two phases' means is formed from their
 batch means (ratio of means, Welch, snaptax.stats) — the batch-means method of simulation output analysis. Both
@@ -24,7 +30,7 @@ from ...models import tiering as tm
 from ...record import RunRecord
 from ...stats import Interval, ratio_of_means_interval
 from ...values import Value
-from .plan import POOLS, READ_PERCENT, STUDY, TIERED
+from .plan import LVM_THIN, POOLS, READ_PERCENT, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
 
 CITE = "kanap"
 WHERE_SAS = "table 'V7000 full SAS'"
@@ -71,23 +77,30 @@ def model_time_per_io(record: RunRecord) -> dict[str, dict[str, float]]:
 
 def at_tier_speed(phases: pd.DataFrame, fit: tm.TierFit | None, model_us: dict[str, dict[str, float]]) \
         -> pd.DataFrame:
-    """The tiered pool's phase ratios as the misplacement model gives them at the measured SSD-served shares,
-    with the SSD tier at its own speed: τ_ssd from the emulated tier's model (the served emulator, one Python
-    process, cannot deliver it: its lateness reaches ~10x the SSD's service time) or, on a real pool, the fitted
-    τ_ssd; τ_hdd fitted. Interval: the ratio at the ends of τ_hdd's 95 % interval (it is monotone in τ_hdd)."""
-    tier = phases[phases.pool == TIERED] if not phases.empty else phases
-    if fit is None or tier.empty or "initial" not in set(tier.phase):
-        return pd.DataFrame(columns=["phase", "ssd_share", "ratio_pct", "ratio_low", "ratio_high", "n"])
+    """The tiered pool's phase ratios, per variant on it (qcow2, LVM thin), as the misplacement model gives them at
+    the measured SSD-served shares, with the SSD tier at its own speed: τ_ssd from the emulated tier's model (the
+    served emulator, one Python process, cannot deliver it: its lateness reaches ~10x the SSD's service time) or, on
+    a real pool, the fitted τ_ssd; τ_hdd fitted on the qcow2 timeline. Interval: the ratio at the ends of τ_hdd's
+    95 % interval (it is monotone in τ_hdd)."""
+    columns = ["pool", "phase", "ssd_share", "ratio_pct", "ratio_low", "ratio_high", "n", "tau_ssd_us"]
+    tier = phases[phases.pool.map(pool_of) == TIERED] if not phases.empty else phases
+    if fit is None or tier.empty:
+        return pd.DataFrame(columns=columns)
     tau_s = model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us)
-    p0 = float(tier[tier.phase == "initial"].ssd_share.iloc[0])
     rows = []
-    for r in tier[tier.phase != "initial"].itertuples():
-        def ratio(tau_h: float, p: float = float(r.ssd_share)) -> float:
-            return 100 * float(tm.time_per_io_us(p0, tau_s, tau_h) / tm.time_per_io_us(p, tau_s, tau_h))
-        ends = sorted(ratio(t) for t in fit.ci95[1])
-        rows.append({"phase": r.phase, "ssd_share": r.ssd_share, "ratio_pct": ratio(fit.tau_hdd_us),
-                     "ratio_low": ends[0], "ratio_high": ends[1], "n": fit.points, "tau_ssd_us": tau_s})
-    return pd.DataFrame(rows)
+    for variant in sorted(set(tier.pool)):
+        v = tier[tier.pool == variant]
+        if "initial" not in set(v.phase):
+            continue
+        p0 = float(v[v.phase == "initial"].ssd_share.iloc[0])
+        for r in v[v.phase != "initial"].itertuples():
+            def ratio(tau_h: float, p: float = float(r.ssd_share), p0: float = p0) -> float:
+                return 100 * float(tm.time_per_io_us(p0, tau_s, tau_h) / tm.time_per_io_us(p, tau_s, tau_h))
+            ends = sorted(ratio(t) for t in fit.ci95[1])
+            rows.append({"pool": variant, "phase": r.phase, "ssd_share": r.ssd_share,
+                         "ratio_pct": ratio(fit.tau_hdd_us), "ratio_low": ends[0], "ratio_high": ends[1],
+                         "n": fit.points, "tau_ssd_us": tau_s})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _host_series(run_dir, variant: str) -> pd.DataFrame:
@@ -103,15 +116,47 @@ def _share(c: dict[str, float]) -> float:
     return (c.get("host.ssd_reads", 0.0) + c.get("host.ssd_writes", 0.0)) / total if total > 0 else math.nan
 
 
+def series_delta(h: pd.DataFrame, t_start_s: float, t_end_s: float) -> dict[str, float]:
+    """The host counters' increase over [t_start_s, t_end_s] from a 1-s host series: between the last sample at or
+    before the start and the first at or after the end (the run lies inside; empty when the series does not
+    cover it)."""
+    if len(h) < 2 or not (math.isfinite(t_start_s) and math.isfinite(t_end_s)):
+        return {}
+    ts = h["t_s"].to_numpy()
+    i = int(np.searchsorted(ts, t_start_s, side="right")) - 1
+    j = int(np.searchsorted(ts, t_end_s, side="left"))
+    if i < 0 or j >= len(h) or j <= i:
+        return {}
+    return {k: float(h[k].iloc[j] - h[k].iloc[i]) for k in h.columns if k != "t_s"}
+
+
+def lateness_pct(c: dict[str, float]) -> float:
+    """The emulator's mean release lateness over the mean member service time, in % (as
+    record.Measurement.lateness_fraction), from counter increases; nan without them."""
+    released, late = c.get("emulator.released", 0.0), c.get("emulator.release_late_s_sum", 0.0)
+    busy = sum(v for k, v in c.items() if k.endswith(".busy_s"))
+    served = c.get("host.member_reads", 0.0) + c.get("host.member_writes", 0.0)
+    if not (released > 0 and busy > 0 and served > 0):
+        return math.nan
+    return 100 * (late / released) / (busy / served)
+
+
 def measurements_table(record: RunRecord) -> pd.DataFrame:
     rows = []
+    hosts = {v: _host_series(record.path, v) for v in record.manifest.variants if engine_of(v) == LVM_THIN}
     for m in record.measurements:
-        c = {n: (v.delta or 0.0) for n, v in m.counters.items() if v.delta is not None}
+        t_start, t_end = float(m.extra.get("t_start_s", math.nan)), float(m.extra.get("t_end_s", math.nan))
+        if m.variant in hosts:
+            c = series_delta(hosts[m.variant], t_start, t_end)
+            late = lateness_pct(c)
+        else:
+            c = {n: (v.delta or 0.0) for n, v in m.counters.items() if v.delta is not None}
+            late = 100 * m.lateness_fraction
         rows.append({"pool": m.variant, "index": m.index, "phase": m.phase,
-                     "t_start_s": m.extra.get("t_start_s", math.nan), "t_end_s": m.extra.get("t_end_s", math.nan),
+                     "t_start_s": t_start, "t_end_s": t_end,
                      "iops": m.iops(), "ssd_share": _share(c), "tier_cycles": c.get("host.tier_cycles", 0.0),
                      "promotions": c.get("host.promotions", 0.0), "demotions": c.get("host.demotions", 0.0),
-                     "lateness_pct": 100 * m.lateness_fraction, "deletion": m.extra.get("deletion"),
+                     "lateness_pct": late, "deletion": m.extra.get("deletion"),
                      "fio_runtime_s": max((float(r["runtime_ms"]) for r in m.fio), default=math.nan) / 1e3})
     return pd.DataFrame(rows)
 
@@ -174,8 +219,10 @@ def phases_table(seconds: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
             rows.append({"pool": pool, "phase": phase, "iops": float(np.mean(x)) if len(x) else math.nan,
                          "batches": len(x), "ratio_pct": 100 * r.estimate, "ratio_low": 100 * r.low,
                          "ratio_high": 100 * r.high, "n": r.n, "ssd_share": float(m.ssd_share.iloc[0]),
-                         "cycles_inside": float(m.tier_cycles.iloc[0]), "seed_iops": SEED[pool].get(phase, math.nan),
-                         "seed_ratio_pct": 100 * SEED[pool].get(phase, math.nan) / SEED[pool]["initial"]})
+                         "cycles_inside": float(m.tier_cycles.iloc[0]),
+                         "seed_iops": SEED[pool_of(pool)].get(phase, math.nan),
+                         "seed_ratio_pct": 100 * SEED[pool_of(pool)].get(phase, math.nan)
+                         / SEED[pool_of(pool)]["initial"]})
     return pd.DataFrame(rows)
 
 
@@ -243,7 +290,7 @@ def _relative(phases: pd.DataFrame, speed: pd.DataFrame) -> Interval:
     """The tiered pool's with-snapshot ratio (at the SSD tier's speed) over the SAS-only pool's (measured), in %:
     a ratio of two independent ratios, its log half-width the root sum of squares of theirs."""
     sas = phases[(phases.pool == "sas_pool") & (phases.phase == "with")] if not phases.empty else phases
-    tier = speed[speed.phase == "with"] if not speed.empty else speed
+    tier = speed[(speed.pool == TIERED) & (speed.phase == "with")] if not speed.empty else speed
     if sas.empty or tier.empty:
         return Interval(math.nan, math.nan, math.nan, 0, "ratio of ratios")
     a, b = tier.iloc[0], sas.iloc[0]
@@ -269,8 +316,9 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
            Value(f"{k}.delete_window_s", float(params["delete_window_s"]), "s"),
            Value(f"{k}.batch_s", float(BATCH_S), "s"),
            Value(f"{k}.untiered_factor", float(params.get("untiered_factor", 1.0)), "", digits=0),
-           Value(f"{k}.cycles_inside_steady", float(phases[phases.phase.isin(("initial", "with", "after"))]
-                                                    .cycles_inside.sum()) if not phases.empty else math.nan, "")]
+           Value(f"{k}.cycles_inside_steady", float(phases[phases.phase.isin(("initial", "with", "after"))
+                                                           & phases.pool.isin(POOLS)].cycles_inside.sum())
+                 if not phases.empty else math.nan, "")]
     for pool in POOLS:
         for phase in ("initial", *RATIO_PHASES):
             r = phases[(phases.pool == pool) & (phases.phase == phase)] if not phases.empty else phases
@@ -309,7 +357,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
             under_load = info["t_done"] < load_end - LOAD_END_MARGIN_S
         out.append(Value(f"{k}.{pool}.commit_under_load", text=("yes" if under_load else "no") if info else "n/a"))
     for phase in RATIO_PHASES:
-        r = speed[speed.phase == phase] if not speed.empty else speed
+        r = speed[(speed.pool == TIERED) & (speed.phase == phase)] if not speed.empty else speed
         out.append(Value.where_defined(f"{k}.{TIERED}.{phase}.at_tier_speed",
                                        float(r.ratio_pct.iloc[0]) if len(r) else math.nan,
                                        float(r.ratio_low.iloc[0]) if len(r) else math.nan,
@@ -357,6 +405,86 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
     return out
 
 
+LVM_THIN_PHASES = ("initial", "with", "after", "relearned")
+
+
+def _stays(phases: pd.DataFrame) -> str:
+    """The misplacement model's prediction for the two engines on the tiered pool after the snapshot's deletion,
+    which the measured shares can refute: qcow2's commit copies the data back onto the base's promoted extents, so
+    its SSD-served share returns towards the initial one; LVM thin's lvremove copies nothing, so its share stays at
+    or below the with-snapshot level until a cycle ends. 'holds' when, on the tiered pool, qcow2's after-share lies
+    above the midpoint of its with and initial shares and LVM thin's below the midpoint of its own; 'refuted'
+    otherwise; 'n/a' without both timelines."""
+    def shares(variant: str) -> dict[str, float]:
+        v = phases[phases.pool == variant] if not phases.empty else phases
+        return {r.phase: float(r.ssd_share) for r in v.itertuples()}
+    q, t = shares(TIERED), shares(lvmthin_variant(TIERED))
+    need = {"initial", "with", "after"}
+    if not (need <= set(q) and need <= set(t)) or not all(math.isfinite(x) for x in (*q.values(), *t.values())):
+        return "n/a"
+    back = q["after"] > (q["with"] + q["initial"]) / 2
+    stays = t["after"] < (t["with"] + t["initial"]) / 2
+    return "holds" if back and stays else "refuted"
+
+
+def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFrame, speed: pd.DataFrame,
+                    learned_fraction: float) -> list[Value]:
+    """The array-native contrast: per pool, the LVM thin timeline's phase IOPS, SSD-served shares and ratios to its
+    own initial phase (with intervals), its guest rate against the qcow2 timeline's, how long lvcreate and lvremove
+    took; on the tiered pool also the ratios at the SSD tier's speed and whether the fixed learning runs did learn
+    (a cycle ended inside and the last run's SSD-served share reached `learned_fraction`). NaN where not measured."""
+    k = STUDY
+    out: list[Value] = []
+    for pool in POOLS:
+        variant = lvmthin_variant(pool)
+        base = f"{k}.{pool}.{LVM_THIN}"
+        for phase in LVM_THIN_PHASES:
+            if phase == "relearned" and pool != TIERED:
+                continue
+            r = phases[(phases.pool == variant) & (phases.phase == phase)] if not phases.empty else phases
+            row = r.iloc[0] if len(r) else None
+            out.append(Value(f"{base}.{phase}.iops", float(row.iops) if row is not None else math.nan, "IOPS",
+                             n=int(row.batches) if row is not None else 0))
+            out.append(Value(f"{base}.{phase}.ssd_share", 100 * float(row.ssd_share) if row is not None
+                             else math.nan, "%", digits=0))
+            if phase != "initial":
+                out.append(Value.where_defined(
+                    f"{base}.{phase}.ratio", *((float(row.ratio_pct), float(row.ratio_low), float(row.ratio_high),
+                                               int(row.n)) if row is not None else (math.nan, math.nan, math.nan, 0)),
+                    "%", 1, f"ratio of means of {BATCH_S}-s batches, Welch"))
+            if pool == TIERED and phase != "initial":
+                s = speed[(speed.pool == variant) & (speed.phase == phase)] if not speed.empty else speed
+                out.append(Value.where_defined(
+                    f"{base}.{phase}.at_tier_speed", *((float(s.ratio_pct.iloc[0]), float(s.ratio_low.iloc[0]),
+                                                       float(s.ratio_high.iloc[0]), int(s.n.iloc[0])) if len(s)
+                                                      else (math.nan, math.nan, math.nan, 0)),
+                    "%", 1, "fitted τ_hdd's interval"))
+        q = phases[(phases.pool == pool) & (phases.phase == "initial")] if not phases.empty else phases
+        g = phases[(phases.pool == variant) & (phases.phase == "initial")] if not phases.empty else phases
+        out.append(Value(f"{base}.over_qcow2_initial", 100 * float(g.iops.iloc[0] / q.iops.iloc[0])
+                         if len(q) and len(g) else math.nan, "%", digits=0))
+        ev = events[events.pool == variant] if not events.empty else events
+        for kind, name in (("snapshot", "snapshot_s"), ("delete", "delete_s")):
+            e = ev[ev.event == kind] if not ev.empty else ev
+            out.append(Value(f"{base}.{name}", float(e.seconds.iloc[0]) if len(e) else math.nan, "s", digits=2))
+        m = meas[meas.pool == variant] if not meas.empty else meas
+        steady = m[m.phase.isin(("initial", "settle", "with", "after"))] if not m.empty else m
+        out.append(Value(f"{base}.cycles_inside_steady", float(steady.tier_cycles.sum()) if len(m) else math.nan,
+                         "", digits=0))
+        out.append(Value(f"{base}.worst_lateness_pct", float(m.lateness_pct.max()) if len(m) else math.nan, "%",
+                         digits=0))
+        if pool == TIERED:
+            out.append(Value(f"{k}.predict.lvmthin_misplacement_stays", text=_stays(phases)))
+            for phase in ("learn", "relearn"):
+                runs = m[m.phase == phase].sort_values("index") if not m.empty else m
+                learned = (len(runs) > 0 and float(runs.tier_cycles.sum()) >= 1
+                           and float(runs.ssd_share.iloc[-1]) >= learned_fraction)
+                out.append(Value(f"{base}.{phase}ed", text=("yes" if learned else "no") if len(runs) else "n/a"))
+                out.append(Value(f"{base}.{phase}_s", float(runs.t_end_s.max() - runs.t_start_s.min())
+                                 if len(runs) else math.nan, "s", digits=0))
+    return out
+
+
 def analyse(record: RunRecord) -> TieringAnalysis:
     meas = measurements_table(record)
     seconds = seconds_table(record)
@@ -368,10 +496,13 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     what_if = what_if_table(fit, phases, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit
                                                                          else math.nan))
     values = _values(record, meas, phases, events, fit, what_if, speed, model_us)
+    values += _lvmthin_values(meas, phases, events, speed,
+                              float(record.manifest.parameters.get("learned_fraction", 0.9)))
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(set(meas.pool))]
     return TieringAnalysis(record, values, outcomes, meas, seconds, phases, events, fit, what_if, model_us, speed)
 
 
 __all__ = ["TieringAnalysis", "analyse", "measurements_table", "seconds_table", "events_table", "phases_table",
-           "phase_samples", "fit_model", "what_if_table", "at_tier_speed", "model_time_per_io", "SEED", "BATCH_S"]
+           "phase_samples", "fit_model", "what_if_table", "at_tier_speed", "model_time_per_io", "SEED", "BATCH_S",
+           "series_delta", "lateness_pct", "LVM_THIN_PHASES"]

@@ -11,24 +11,26 @@ import pandas as pd
 from ... import figures, macros
 from ...models import tiering as tm
 from .analyse import TieringAnalysis
-from .plan import POOLS
+from .plan import LVM_THIN, POOLS, TIERED, engine_of, lvmthin_variant, pool_of
 
 PHASE_ORDER = ["fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned"]
 PHASE_TITLES = {"initial": "initial", "with": "with snapshot", "delete": "during consolidation",
                 "after": "after consolidation", "relearned": "after re-learning"}
 SPEED_LABEL = "tier_pool, model at SSD speed"
-MARKS = ("snapshot", "delete_start", "delete_done", "learn_done", "relearn_done")
+MARKS = ("snapshot", "delete_start", "delete_done", "learn_done", "relearn_done", "delete")
+LVM_THIN_VARIANTS = tuple(lvmthin_variant(p) for p in POOLS)
+SERIES = (*POOLS, *LVM_THIN_VARIANTS)
 
 
-def timeline_chart(a: TieringAnalysis) -> alt.VConcatChart:
-    """Seed 002's vCenter graphs, per pool: the VM's IOPS per second (fio's log, log scale) coloured by phase, and
-    the share of the pool's I/O served by SSD extents (the pool's counters); rules mark the snapshot and the
-    consolidation's start and end."""
+def timeline_chart(a: TieringAnalysis, variants: tuple[str, ...] = POOLS) -> alt.VConcatChart:
+    """Seed 002's vCenter graphs, per variant (pool, or LVM thin on a pool): the VM's IOPS per second (fio's log, log
+    scale) coloured by phase, and the share of the pool's I/O served by SSD extents (the pool's counters); rules mark
+    the snapshot and the consolidation's start and end (LVM thin: the snapshot and its lvremove)."""
     s = a.seconds[a.seconds.phase != "fill"].copy()
     s["ssd_pct"] = 100 * s.ssd_share
     ev = a.events[a.events.event.isin(MARKS)]
     rows = []
-    for pool in [p for p in POOLS if p in set(s.pool)]:
+    for pool in [p for p in variants if p in set(s.pool)]:
         d = s[s.pool == pool]
         x = alt.X("t_s:Q", title="time (s)")
         color = alt.Color("phase:N", sort=PHASE_ORDER, title="phase")
@@ -44,17 +46,25 @@ def timeline_chart(a: TieringAnalysis) -> alt.VConcatChart:
     return alt.vconcat(*rows)
 
 
+def speed_label(variant: str) -> str:
+    """The series of a tiered variant's ratios at the SSD tier's speed."""
+    return SPEED_LABEL if variant == TIERED else f"{variant}, model at SSD speed"
+
+
 def ratio_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
     """IOPS of each phase as a % of the initial phase, ours (point, 95 % interval) and the seed's (tick), per pool;
     for the tiered pool also the misplacement model's ratio at the SSD tier's own speed (analyse.at_tier_speed)."""
     p = a.phases[a.phases.phase.isin(list(PHASE_TITLES)[1:])].copy()
+    series = [v for v in SERIES if v in set(p.pool)]
     if not a.at_tier_speed.empty:
-        model = a.at_tier_speed.assign(pool=SPEED_LABEL, seed_ratio_pct=math.nan)
-        p = pd.concat([p, model[model.phase.isin(list(PHASE_TITLES)[1:])]], ignore_index=True)
+        sp = a.at_tier_speed[a.at_tier_speed.phase.isin(list(PHASE_TITLES)[1:])]
+        labels = {v: speed_label(v) for v in sorted(set(sp.pool))}
+        model = sp.assign(pool=sp.pool.map(labels), seed_ratio_pct=math.nan)
+        p = pd.concat([p, model], ignore_index=True)
+        series += [labels[v] for v in (TIERED, lvmthin_variant(TIERED)) if v in labels]
     p["phase_title"] = p.phase.map(PHASE_TITLES)
     order = [PHASE_TITLES[k] for k in list(PHASE_TITLES)[1:]]
     x = alt.X("phase_title:N", title=None, sort=order, axis=alt.Axis(labelAngle=0))
-    series = [*POOLS, SPEED_LABEL]
     xo = alt.XOffset("pool:N", sort=series)
     y = alt.Y("ratio_pct:Q", title="IOPS, % of initial (log)", scale=alt.Scale(type="log"))
     # points, not bars: a bar on a log scale has no base
@@ -92,6 +102,11 @@ def model_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
     return alt.layer(*layers).properties(width=300, height=200)
 
 
+def variant_label(variant: str) -> str:
+    """A variant in the table: its pool and engine."""
+    return f"{macros.tex_escape(pool_of(variant))} ({'LVM thin' if engine_of(variant) == LVM_THIN else 'qcow2'})"
+
+
 def phases_tex(a: TieringAnalysis) -> str:
     def ci(r) -> str:
         if r.phase == "initial" or not math.isfinite(r.ratio_pct):
@@ -99,18 +114,38 @@ def phases_tex(a: TieringAnalysis) -> str:
         if not (math.isfinite(r.ratio_low) and math.isfinite(r.ratio_high)):
             return macros.fmt(r.ratio_pct, 1)
         return f"{macros.fmt(r.ratio_pct, 1)} [{macros.fmt(r.ratio_low, 1)}, {macros.fmt(r.ratio_high, 1)}]"
-    speed = {r.phase: r for r in a.at_tier_speed.itertuples()}
+    speed = {(r.pool, r.phase): r for r in a.at_tier_speed.itertuples()}
 
     def at_speed(r) -> str:
-        m = speed.get(r.phase)
-        return ci(m._replace(phase=r.phase)) if r.pool == "tier_pool" and m is not None else "--"
-    rows = [[macros.tex_escape(r.pool), PHASE_TITLES.get(r.phase, r.phase), macros.fmt(r.iops, 0), ci(r), at_speed(r),
-             macros.fmt(100 * r.ssd_share, 0) if math.isfinite(r.ssd_share) else "--",
-             macros.fmt(r.seed_iops, 0) if math.isfinite(r.seed_iops) else "--",
-             macros.fmt(r.seed_ratio_pct, 1) if math.isfinite(r.seed_ratio_pct) and r.phase != "initial" else "--"]
+        m = speed.get((r.pool, r.phase))
+        return ci(m._replace(phase=r.phase)) if pool_of(r.pool) == TIERED and m is not None else "--"
+    def seed(r) -> tuple[str, str]:
+        # the seed's figures are VMware redo logs': shown beside the qcow2 rows only
+        if engine_of(r.pool) != "qcow2":
+            return "--", "--"
+        return (macros.fmt(r.seed_iops, 0) if math.isfinite(r.seed_iops) else "--",
+                macros.fmt(r.seed_ratio_pct, 1) if math.isfinite(r.seed_ratio_pct) and r.phase != "initial" else "--")
+    rows = [[variant_label(r.pool), PHASE_TITLES.get(r.phase, r.phase), macros.fmt(r.iops, 0), ci(r), at_speed(r),
+             macros.fmt(100 * r.ssd_share, 0) if math.isfinite(r.ssd_share) else "--", *seed(r)]
             for r in a.phases.itertuples()]
-    return macros.render_table(["pool", "phase", "IO/s", "\\% of initial [95\\% CI]", "at SSD speed \\%",
+    return macros.render_table(["pool (engine)", "phase", "IO/s", "\\% of initial [95\\% CI]", "at SSD speed \\%",
                                 "SSD-served \\%", "seed IO/s", "seed \\%"], rows, align="llrrrrrr")
+
+
+def engines_table(a: TieringAnalysis) -> pd.DataFrame:
+    """qcow2 against LVM thin per pool and phase: the SSD-served share, the measured ratio to the initial phase and,
+    on the tiered pool, the ratio at the SSD tier's speed."""
+    if a.phases.empty:
+        return pd.DataFrame(columns=["pool", "engine", "phase", "ssd_pct", "ratio_pct", "at_tier_speed_pct"])
+    p = a.phases.assign(engine=a.phases.pool.map(engine_of))
+    speed = {(r.pool, r.phase): r.ratio_pct for r in a.at_tier_speed.itertuples()}
+    p["at_tier_speed_pct"] = [speed.get((r.pool, r.phase), 100.0 if r.phase == "initial" and pool_of(r.pool) == TIERED
+                                        else math.nan) for r in p.itertuples()]
+    p["ssd_pct"] = 100 * p.ssd_share
+    p["pool"] = p.pool.map(pool_of)
+    order = {ph: i for i, ph in enumerate(PHASE_ORDER)}
+    p = p.sort_values(["pool", "phase"], key=lambda c: c.map(order) if c.name == "phase" else c, kind="stable")
+    return p[["pool", "engine", "phase", "ssd_pct", "ratio_pct", "at_tier_speed_pct"]].reset_index(drop=True)
 
 
 def what_if_table(a: TieringAnalysis) -> pd.DataFrame:
@@ -119,6 +154,7 @@ def what_if_table(a: TieringAnalysis) -> pd.DataFrame:
 
 def write(a: TieringAnalysis, figure_dir: Path | None = None, generated_dir: Path | None = None) -> None:
     figures.save(timeline_chart(a), "tiering-timeline", figure_dir)
+    figures.save(timeline_chart(a, LVM_THIN_VARIANTS), "tiering-lvmthin-timeline", figure_dir)
     figures.save(ratio_chart(a), "tiering-ratios", figure_dir)
     figures.save(model_chart(a), "tiering-model", figure_dir)
     macros.write_table("tiering-phases", phases_tex(a), generated_dir)
