@@ -63,5 +63,15 @@ def test_the_last_attempts_error_carries_the_diagnosis(data_dir, work_dir):
 
 def test_threads_of_a_process_have_a_state_and_a_wait_channel():
     threads = _threads(os.getpid())
-    assert threads and all(t["state"] in "RSDTtZIX" and t["wchan"] for t in threads)
-    assert threads[0]["tid"] == str(os.getpid())
+    assert threads and all(t["state"] in "RSDTtZIX" and t["wchan"] and t["cpu_s"] >= 0 for t in threads)
+    assert _threads(2 ** 22 + 7) == []          # a process that has gone
+    assert str(os.getpid()) in {t["tid"] for t in threads}
+
+
+def test_the_host_series_ends_after_what_ran_inside_it():
+    reads = iter(range(1000))
+    with timeline.HostSampler(lambda: {"host.reads": float(next(reads))}, 0.0, ("host.reads",),
+                              interval_s=10.0) as sampler:
+        pass
+    # the loop's first reading (if it came before the exit), and one at the exit, after everything inside
+    assert 1 <= len(sampler.rows) <= 2 and sampler.rows[-1][1]["host.reads"] == len(sampler.rows) - 1

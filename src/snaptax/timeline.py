@@ -81,6 +81,13 @@ class HostSampler:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=5)
+        # one reading after everything inside has ended, so the series covers the last run's end (a guest's run
+        # ends with its step line, up to a sampling interval after the loop's last reading)
+        try:
+            c = self.read()
+            self.rows.append((time.monotonic() - self.t0, {k: c.get(k, 0.0) for k in self.keys}))
+        except (OSError, ValueError):
+            pass
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -122,5 +122,7 @@ def test_a_diagnosis_reads_each_side_without_stopping_anything(work_dir):
         assert d["qmp_block_jobs"] == []                      # the daemon answers: no job
         assert d["device_progress"]["host.reads"] == 0        # nothing is running
         assert all(q == 0 for q in d["device_levels"]["members_queue_depth"])
-        assert any(t["comm"].startswith("qemu-storage") for t in d["daemon_threads"])
+        daemon = [threads for name, threads in d["processes"].items() if name.startswith("qemu-storage-daemon")]
+        assert daemon and all(t["state"] and t["cpu_s_in_window"] >= 0 for t in daemon[0])
+        assert not any(isinstance(v, list) for v in d["device_levels"]["emulator"].values())
         e.daemon.execute("query-version")                     # the monitor still works afterwards

@@ -13,6 +13,7 @@ write), and `cache-clean-interval`.
 """
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -155,8 +156,9 @@ class Qcow2ChainEngine(SnapshotEngine):
     def diagnose(self, wait_s: float = 2.0, qmp_timeout_s: float = 5.0) -> dict[str, Any]:
         """Which side holds a request when a timeline hangs (studies.lifecycle.plan.HANG_NOTE), read before anything
         is stopped: the device's counters twice, `wait_s` apart (does it still complete commands?) and, emulated,
-        its queued commands; whether the daemon answers `query-block-jobs` within `qmp_timeout_s` (one stuck in a
-        drain does not: its monitor waits with it); the state and kernel wait channel of each daemon thread.
+        its queued commands; for every process the engine started (daemon, emulator, fio) each thread's state,
+        kernel wait channel and CPU seconds over those `wait_s` (asleep, or spinning?); whether the daemon answers
+        `query-block-jobs` within `qmp_timeout_s` (one stuck in a drain does not: its monitor waits with it).
         Never raises: a part that cannot be read says why."""
         out: dict[str, Any] = {}
 
@@ -165,13 +167,19 @@ class Qcow2ChainEngine(SnapshotEngine):
                 out[name] = read()
             except Exception as exc:  # noqa: BLE001 - a diagnosis reports what it could not read
                 out[name] = f"unreadable: {type(exc).__name__}: {exc}"[:200]
-        first = self._host_counters()
+        live = [(c.name, c.proc.pid) for c in self.group.children if c.proc.poll() is None]
+        first, cpu0 = self._host_counters(), {pid: _threads(pid) for _, pid in live}
         time.sleep(wait_s)
-        second = self._host_counters()
+        second, cpu1 = self._host_counters(), {pid: _threads(pid) for _, pid in live}
         out["device_progress"] = {k: second[k] - first[k] for k in ("host.reads", "host.writes", "emulator.released")
                                   if k in first and k in second}
         if self._levels is not None:
             part("device_levels", self._levels)
+        out["processes"] = {f"{name}[{pid}]": [
+            {**{k: v for k, v in th.items() if k != "cpu_s"},
+             "cpu_s_in_window": round(th["cpu_s"] - next((b["cpu_s"] for b in cpu0[pid] if b["tid"] == th["tid"]),
+                                                         th["cpu_s"]), 3)}
+            for th in cpu1[pid]] for name, pid in live}
         daemon = self.daemon
         qmp = daemon.qmp if daemon is not None else None
         if qmp is not None and qmp._sock is not None:
@@ -187,8 +195,6 @@ class Qcow2ChainEngine(SnapshotEngine):
                 finally:
                     sock.settimeout(previous)
             part("qmp_block_jobs", jobs)
-        if daemon is not None and daemon.pid:
-            part("daemon_threads", lambda: _threads(daemon.pid))
         return out
 
     # ------------------------------------------------------------ interface
@@ -335,16 +341,25 @@ def execute_per_config(rig: Rig, device: Device, configs: Mapping[str, Qcow2Conf
                 engine.execute(vp.plan, session)
 
 
-def _threads(pid: int) -> list[dict[str, str]]:
-    """Each thread of process `pid`: name, state (R, S, D, ...) and kernel wait channel, from /proc."""
-    out = []
-    for task in sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name)):
+def _threads(pid: int) -> list[dict[str, Any]]:
+    """Each thread of process `pid`: name, state (R, S, D, ...), kernel wait channel and CPU seconds so far (user +
+    system), from /proc; empty when the process has gone."""
+    out: list[dict[str, Any]] = []
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tasks = sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name))
+    except OSError:
+        return out
+    for task in tasks:
         def read(name: str, task: Path = task) -> str:
             try:
                 return (task / name).read_text().strip()
             except OSError:
                 return "?"
         stat = read("stat")
-        state = stat.rsplit(")", 1)[1].split()[0] if ")" in stat else "?"
-        out.append({"tid": task.name, "comm": read("comm"), "state": state, "wchan": read("wchan")})
+        fields = stat.rsplit(")", 1)[1].split() if ")" in stat else []
+        # after the ")": state is field 3 of stat(5), utime and stime fields 14 and 15
+        cpu = (int(fields[11]) + int(fields[12])) / tick if len(fields) > 12 else float("nan")
+        out.append({"tid": task.name, "comm": read("comm"), "state": fields[0] if fields else "?",
+                    "wchan": read("wchan"), "cpu_s": cpu})
     return out

@@ -144,7 +144,7 @@ class RigSpindle:
         raw = fresh_counters(self.served.counters)
         return {"members_queue_depth": [m.get("queue_depth") for m in raw.get("members", [])],
                 "array": {k: v for k, v in raw.get("array", {}).items() if "queue" in k or "outstanding" in k},
-                "emulator": raw.get("emulator", {})}
+                "emulator": {k: v for k, v in raw.get("emulator", {}).items() if not isinstance(v, list)}}
 
 
 def fresh_counters(path: Path, timeout_s: float = 5.0) -> dict:

@@ -128,3 +128,18 @@ def _shares(q_after, t_after):
 def test_the_prediction_that_lvremove_leaves_the_data_misplaced_can_fail(q_after, t_after, verdict):
     assert an._stays(_shares(q_after, t_after)) == verdict
     assert an._stays(_shares(q_after, t_after).iloc[:3]) == "n/a"
+
+
+def test_what_if_curves_follow_the_model():
+    p = np.linspace(0, 1, 50)
+    fit = tm.fit(p, tm.iops(p, 400.0, 800.0) * (1 + 0.01 * np.sin(np.arange(50))))
+    c = an.what_if_curves(fit, 20.0)
+    loss = c[c.curve == "loss_hours"]
+    assert (np.diff(loss.y) > 0).all()                       # a longer cycle, a longer loss
+    assert np.interp(86400.0, loss.x, loss.y) == pytest.approx(12.0 + an.SEED_DISK_BYTES / an.SEED_MIGRATION_B_S
+                                                               / 3600, rel=0.02)
+    r = c[c.curve == "ratio_pct"]
+    assert r.y.iloc[-1] == pytest.approx(100.0) and r.y.iloc[0] == pytest.approx(100 * 20.0 / fit.tau_hdd_us)
+    assert ((r.low <= r.y + 1e-9) & (r.y <= r.high + 1e-9)).all()
+    # without a fit only the cycle curve
+    assert set(an.what_if_curves(None, 20.0).curve) == {"loss_hours"}

@@ -67,6 +67,7 @@ class TieringAnalysis(Analysis):
     what_if: pd.DataFrame = field(default_factory=pd.DataFrame)
     model_us: dict[str, dict[str, float]] = field(default_factory=dict)    # per pool: the emulator's own τ's
     at_tier_speed: pd.DataFrame = field(default_factory=pd.DataFrame)      # tier_pool ratios at the SSD's speed
+    what_if_curves: pd.DataFrame = field(default_factory=pd.DataFrame)     # what_if_curves()
 
 
 def model_time_per_io(record: RunRecord) -> dict[str, dict[str, float]]:
@@ -256,6 +257,29 @@ def what_if_table(fit: tm.TierFit | None, phases: pd.DataFrame, tau_ssd_us: floa
                                                                                          fit.tau_hdd_us)
             rows.append({"what": what, "ssd_share": p, "ratio_pct": 100 * float(ratio)})
     return pd.DataFrame(rows)
+
+
+WHAT_IF_GRID_CYCLES_S = np.geomspace(60.0, 7 * 86400.0, 61)     # 1 min ... a week
+WHAT_IF_GRID_SHARES = np.linspace(0.0, 1.0, 51)
+
+
+def what_if_curves(fit: tm.TierFit | None, tau_ssd_us: float) -> pd.DataFrame:
+    """The what-ifs as curves: (a) how long the loss lasts against the tiering cycle's length, for the seed's disk
+    at its migration rate (curve 'loss_hours', x = cycle_s); (b) the rate with a snapshot, as % of a fully SSD-served
+    initial rate, against the SSD-served share with the snapshot, from the misplacement model at the SSD tier's
+    speed and the fitted τ_hdd, with the ends of τ_hdd's 95 % interval (curve 'ratio_pct', x = ssd_share). (b) is
+    empty without a fit."""
+    rows = [{"curve": "loss_hours", "x": float(c), "y": float(tm.loss_duration_s(c, SEED_DISK_BYTES,
+                                                                                 SEED_MIGRATION_B_S)) / 3600,
+             "low": math.nan, "high": math.nan} for c in WHAT_IF_GRID_CYCLES_S]
+    if fit is not None and math.isfinite(tau_ssd_us):
+        def ratio(p: float, tau_h: float) -> float:
+            return 100 * float(tm.time_per_io_us(1.0, tau_ssd_us, tau_h) / tm.time_per_io_us(p, tau_ssd_us, tau_h))
+        for p in WHAT_IF_GRID_SHARES:
+            ends = sorted(ratio(float(p), t) for t in fit.ci95[1])
+            rows.append({"curve": "ratio_pct", "x": float(p), "y": ratio(float(p), fit.tau_hdd_us), "low": ends[0],
+                         "high": ends[1]})
+    return pd.DataFrame(rows, columns=["curve", "x", "y", "low", "high"])
 
 
 def _claims(pools: set[str]) -> list[Claim]:
@@ -500,9 +524,11 @@ def analyse(record: RunRecord) -> TieringAnalysis:
                               float(record.manifest.parameters.get("learned_fraction", 0.9)))
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(set(meas.pool))]
-    return TieringAnalysis(record, values, outcomes, meas, seconds, phases, events, fit, what_if, model_us, speed)
+    curves = what_if_curves(fit, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit else math.nan))
+    return TieringAnalysis(record, values, outcomes, meas, seconds, phases, events, fit, what_if, model_us, speed,
+                           curves)
 
 
 __all__ = ["TieringAnalysis", "analyse", "measurements_table", "seconds_table", "events_table", "phases_table",
            "phase_samples", "fit_model", "what_if_table", "at_tier_speed", "model_time_per_io", "SEED", "BATCH_S",
-           "series_delta", "lateness_pct", "LVM_THIN_PHASES"]
+           "series_delta", "lateness_pct", "LVM_THIN_PHASES", "what_if_curves"]

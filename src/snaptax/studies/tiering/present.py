@@ -10,7 +10,7 @@ import pandas as pd
 
 from ... import figures, macros
 from ...models import tiering as tm
-from .analyse import TieringAnalysis
+from .analyse import SEED, TieringAnalysis
 from .plan import LVM_THIN, POOLS, TIERED, engine_of, lvmthin_variant, pool_of
 
 PHASE_ORDER = ["fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned"]
@@ -132,6 +132,45 @@ def phases_tex(a: TieringAnalysis) -> str:
                                 "SSD-served \\%", "seed IO/s", "seed \\%"], rows, align="llrrrrrr")
 
 
+def what_if_chart(a: TieringAnalysis) -> alt.HConcatChart:
+    """The what-ifs as curves (analyse.what_if_curves): how long the loss lasts against the tiering cycle (log-log;
+    the seed's era's 24 h, 1 h and 5 min marked), and the rate with a snapshot against the SSD-served share with it
+    at the SSD tier's speed (band: τ_hdd's 95 % interval), with the shares measured with the snapshot (qcow2, LVM
+    thin), the flash write cache's share and the seed's ratio (rule) marked."""
+    c = a.what_if_curves
+    loss = c[c.curve == "loss_hours"].assign(hours=lambda d: d.x / 3600)
+    named = a.what_if[a.what_if.what.str.startswith("cycle")] if not a.what_if.empty else a.what_if
+    marks = pd.DataFrame({"hours": named.cycle_s / 3600, "y": named.loss_hours, "what": named.what}) \
+        if not named.empty else pd.DataFrame(columns=["hours", "y", "what"])
+    xs = alt.X("hours:Q", title="tiering cycle (h, log)", scale=alt.Scale(type="log"))
+    ys = alt.Y("y:Q", title="loss lasts (h, log)", scale=alt.Scale(type="log"))
+    left = alt.layer(alt.Chart(loss).mark_line(color="black").encode(x=xs, y=ys),
+                     alt.Chart(marks).mark_point(filled=True, size=50, color="black").encode(
+                         x=xs, y=ys, tooltip=["what", alt.Tooltip("y:Q", format=".2f")])
+                     ).properties(width=220, height=170, title="seed's 100 GB disk, 12 GB per 5 min")
+    ratio = c[c.curve == "ratio_pct"].assign(ssd_pct=lambda d: 100 * d.x)
+    x = alt.X("ssd_pct:Q", title="SSD-served share with the snapshot (%)", scale=alt.Scale(domain=[0, 100]))
+    y = alt.Y("y:Q", title="% of initial rate (log)", scale=alt.Scale(type="log"))
+    layers: list[alt.Chart] = [alt.Chart(ratio).mark_area(opacity=0.25, color="gray").encode(x=x, y="low:Q",
+                                                                                          y2="high:Q"),
+                               alt.Chart(ratio).mark_line(color="black").encode(x=x, y=y)]
+    points = []
+    for r in a.phases[(a.phases.phase == "with") & (a.phases.pool.map(pool_of) == TIERED)].itertuples():
+        points.append({"ssd_pct": 100 * r.ssd_share, "label": f"measured, {engine_of(r.pool)}"})
+    cache = a.what_if[a.what_if.what == "flash write cache"] if not a.what_if.empty else a.what_if
+    if len(cache):
+        points.append({"ssd_pct": 100 * float(cache.ssd_share.iloc[0]), "label": "flash write cache"})
+    if points and len(ratio):
+        pts = pd.DataFrame(points)
+        pts["y"] = np.interp(pts.ssd_pct, ratio.ssd_pct, ratio.y)
+        layers.append(alt.Chart(pts).mark_point(filled=True, size=60).encode(
+            x=x, y=y, shape=alt.Shape("label:N", title=None), tooltip=["label", alt.Tooltip("y:Q", format=".1f")]))
+    seed = 100 * SEED[TIERED]["with"] / SEED[TIERED]["initial"]
+    layers.append(alt.Chart(pd.DataFrame({"y": [seed]})).mark_rule(strokeDash=[4, 3], color="gray").encode(y="y:Q"))
+    right = alt.layer(*layers).properties(width=220, height=170, title="tier_pool at the SSD tier's speed")
+    return alt.hconcat(left, right)
+
+
 def engines_table(a: TieringAnalysis) -> pd.DataFrame:
     """qcow2 against LVM thin per pool and phase: the SSD-served share, the measured ratio to the initial phase and,
     on the tiered pool, the ratio at the SSD tier's speed."""
@@ -157,4 +196,5 @@ def write(a: TieringAnalysis, figure_dir: Path | None = None, generated_dir: Pat
     figures.save(timeline_chart(a, LVM_THIN_VARIANTS), "tiering-lvmthin-timeline", figure_dir)
     figures.save(ratio_chart(a), "tiering-ratios", figure_dir)
     figures.save(model_chart(a), "tiering-model", figure_dir)
+    figures.save(what_if_chart(a), "tiering-whatif", figure_dir)
     macros.write_table("tiering-phases", phases_tex(a), generated_dir)
