@@ -171,8 +171,9 @@ class Qcow2ChainEngine(SnapshotEngine):
         first, cpu0 = self._host_counters(), {pid: _threads(pid) for _, pid in live}
         time.sleep(wait_s)
         second, cpu1 = self._host_counters(), {pid: _threads(pid) for _, pid in live}
-        out["device_progress"] = {k: second[k] - first[k] for k in ("host.reads", "host.writes", "emulator.released")
-                                  if k in first and k in second}
+        keys = ("host.reads", "host.writes", "emulator.released")
+        out["device_progress"] = {k: second[k] - first[k] for k in keys if k in first and k in second}
+        out["device_totals"] = {k: second[k] for k in keys if k in second}
         if self._levels is not None:
             part("device_levels", self._levels)
         out["processes"] = {f"{name}[{pid}]": [

@@ -34,6 +34,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Hashable
 
 import nbdkit  # provided by nbdkit-plugin-python
@@ -90,6 +91,8 @@ class _Emulator:
         self.gap_sum = 0.0
         self.gap_n = 0
         self.self_timed = 0
+        self.errors = 0                 # commands the simulator refused (an exception in submit)
+        self.last_error = ""
         # phase of an idle arrival: simulated time from the last completion to the arrival (reply lateness +
         # client turnaround), as a histogram of GAP_BIN_S bins (cumulative: readers diff two snapshots)
         self.last_done_t: float | None = None
@@ -162,6 +165,9 @@ class _Emulator:
             "idle_gap_us_mean": round(self.gap_sum / self.gap_n * 1e6, 2) if self.gap_n else 0.0,
             "idle_arrivals": self.gap_n, "idle_gap_s_sum": round(self.gap_sum, 9),
             "self_timed": self.self_timed, "idle_phase_bin_us": GAP_BIN_S * 1e6,
+            # commands the plugin holds (submitted, not yet returned to nbdkit): a level, for hang diagnoses
+            "outstanding": len(self.reqs),
+            "errors": self.errors, "last_error": self.last_error,
             "idle_phase_hist": self.phase_hist}
         tmp = f"{self.counters_path}.tmp"
         with builtins.open(tmp, "w") as f:
@@ -180,7 +186,15 @@ class _Emulator:
             token = self.next_token
             self.next_token += 1
             req = self.reqs[token] = _Req(token)
-            self.sim.submit(token, kind, offset, length, now)
+            try:
+                self.sim.submit(token, kind, offset, length, now)
+            except Exception:
+                # the simulator refused the command: nbdkit answers the client with an error, and the plugin
+                # must not keep waiting for a completion that will never come (kept for a hang's diagnosis)
+                self.reqs.pop(token, None)
+                self.errors += 1
+                self.last_error = f"{kind} offset={offset} length={length}: {traceback.format_exc()[-1500:]}"
+                raise
             self._deliver(self.sim.take_done())
             self.cond.notify()   # the pump recomputes its wake-up time
         return req
@@ -219,7 +233,7 @@ class _Emulator:
         if self.pump is not None:
             self.pump.join(timeout=5)
         with self.cond:
-            self.sim.advance(self.now())
+            self._deliver(self.sim.advance(self.now()))
             self._dump()
         os.close(self.fd)
 
@@ -286,7 +300,10 @@ def cleanup() -> None:
 def close(h) -> None:
     assert _state is not None
     with _state.cond:   # a client is done: make its work visible in the counters at once
-        _state.sim.advance(_state.now())
+        # deliver what the advance completes: those are other clients' commands, whose threads wait for them (an
+        # advance whose completions were dropped here left a request unanswered for ever: the daemon hangs of
+        # studies.lifecycle.plan.HANG_NOTE, at graph changes, when qemu-storage-daemon closes a connection)
+        _state._deliver(_state.sim.advance(_state.now()))
         _state._dump()
 
 

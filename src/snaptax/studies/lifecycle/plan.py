@@ -147,19 +147,19 @@ def scale(profile: profiles.Profile) -> LifecycleScale:
 
 
 HANG_NOTE = (
-    "qemu-storage-daemon 7.2 sometimes hangs during a deletion under load: a guest request never completes after an "
-    "active commit's pivot, or a helper snapshot gets no QMP reply within 60 s although the guest is stopped; the "
-    "daemon's main loop sits idle in poll and the emulated array has no request queued. It hung in three of three "
-    "quick runs with 32 MiB files while the emulated array spent about 1.4 ms of CPU under its lock to place each "
-    "RAID1 read (fixed in commit edbeaa55, snaptax.spindle); since that fix, once in four quick runs (two at 8 "
-    "MiB, two at 32 MiB; 24 timelines and 4 convergence grids): a guest request still incomplete 75 s after the "
-    "fio job's start, during an active commit under saturation. QEMU 10.0's daemon (bookworm-backports) hung the "
-    "same way in alternating smoke runs (2 of 7 runs, against 1 of 3 with 7.2; 2026-11-25), so the cause is not "
-    "7.2's daemon alone. We did not find the cause, so a timeline whose "
-    "daemon hangs is stopped and measured again with a fresh daemon (at most three attempts), and every run reports "
-    "how many repeats it needed. Each failed attempt records, before anything is stopped, where the request is held: "
-    "whether the emulated device still completes commands and how many it has queued, whether the daemon answers "
-    "QMP within 5 s, and the state and kernel wait channel of each daemon thread (the run's attempt_failed events).")
+    "Timelines sometimes hung during a deletion under load: a guest request never completed after an active "
+    "commit's or a mirror's pivot, or a helper snapshot got no QMP reply, while qemu-storage-daemon sat idle in poll "
+    "and the emulated array had no request queued; QEMU 10.0's daemon hung the same way. The cause was in our "
+    "emulator (found 2026-11-26 from the diagnosis each failed attempt records: the plugin held one command its "
+    "simulator had completed): when the daemon closed one of its connections to the emulated array, at a graph "
+    "change, the plugin's close callback advanced the simulator and dropped the completions that advance produced, "
+    "which belonged to other connections' commands; their threads waited for ever. Fixed in "
+    "snaptax.spindle.plugin.close (tests/spindle/test_plugin.py). Runs measured before the fix needed repeats; a "
+    "timeline whose daemon hangs is still stopped and measured again with a fresh daemon (at most three attempts), "
+    "as a guard, and every run reports how many repeats it needed. Each failed attempt records, before anything is "
+    "stopped, where the request is held: whether the emulated device still completes commands, how many it has "
+    "queued and how many its plugin holds, whether the daemon answers QMP within 5 s, and the state, kernel wait "
+    "channel and CPU time of each thread of every process the engine started (the run's attempt_failed events).")
 
 
 def qcow2_config(s: LifecycleScale) -> Qcow2Config:

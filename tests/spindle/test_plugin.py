@@ -1,0 +1,56 @@
+"""The nbdkit plugin's bookkeeping, in-process (nbdkit's module stubbed): a command the simulator completes is
+always handed back to the thread that waits for it."""
+import importlib
+import json
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from snaptax.spindle.profiles import to_json
+from snaptax.spindle.rigfiles import parse_device
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "nbdkit", types.SimpleNamespace(THREAD_MODEL_PARALLEL=3))
+    mod = importlib.reload(importlib.import_module("snaptax.spindle.plugin"))
+    capacity = 64 << 20
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"spec": to_json(parse_device({"device": "raid1_10k"}, "test")),
+                                "capacity": capacity, "name": "t"}))
+    backing = tmp_path / "disk.img"
+    backing.write_bytes(b"")
+    backing.open("r+b").truncate(capacity)
+    for key, value in (("srcdir", str(SRC)), ("spec", str(spec)), ("file", str(backing)),
+                       ("counters", str(tmp_path / "counters.json"))):
+        mod.config(key, value)
+    mod.config_complete()       # the pump is not started: nothing delivers behind the test's back
+    yield mod
+    mod._state.shutdown()
+
+
+def test_a_client_closing_delivers_other_clients_completions(plugin):
+    state = plugin._state
+    req = state.request("read", 1 << 20, 4096)      # another client's read, in service on a member
+    assert not req.done and state.reqs
+    time.sleep(0.1)                                 # well past its simulated completion
+    plugin.close(None)                              # a client disconnects: the simulator is advanced
+    # the read completed in that advance: it must be handed to its thread, or the thread waits for ever
+    assert req.done and not state.reqs
+    state.finish(req)                               # returns at once
+
+
+def test_a_command_the_simulator_refuses_is_not_kept_outstanding(plugin, monkeypatch):
+    state = plugin._state
+
+    def refuse(*args, **kwargs):
+        raise ValueError("refused")
+    monkeypatch.setattr(state.sim, "submit", refuse)
+    with pytest.raises(ValueError):
+        state.request("write", 0, 4096)
+    assert not state.reqs and state.errors == 1 and "refused" in state.last_error
