@@ -5,8 +5,8 @@ import os
 import pytest
 
 from snaptax import profiles, rig as rigmod, timeline
-from snaptax.engines.qcow2 import _threads
 from snaptax.errors import MeasurementError
+from snaptax.procs import threads as _threads
 from snaptax.record import RunSession
 
 

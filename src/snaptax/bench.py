@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from . import fio, paths, provenance, rig as rigmod
+from . import fio, paths, procs, provenance, rig as rigmod
 from .backends import open_device
 from .errors import ConfigError
 from .lock import measurement_lock
@@ -115,8 +115,7 @@ def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUN
 
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process has used (/proc/PID/stat fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return procs.cpu_seconds(Path(f"/proc/{pid}/stat").read_text())
 
 
 def _machine_busy_seconds() -> float:

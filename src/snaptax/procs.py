@@ -217,3 +217,31 @@ def install_sigterm_as_exit() -> None:
     """Make SIGTERM unwind `with` blocks like Ctrl-C does (call from the main thread of a CLI)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda n, f: (_ for _ in ()).throw(SystemExit(128 + n)))
+
+
+def cpu_seconds(stat: str) -> float:
+    """User + system CPU seconds from a /proc/PID/stat (or /proc/PID/task/TID/stat) line: fields 14 and 15."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def threads(pid: int) -> list[dict]:
+    """Each thread of process `pid`: name, state (R, S, D, ...), kernel wait channel and CPU seconds so far (user +
+    system), from /proc; empty when the process has gone."""
+    from pathlib import Path
+    out: list[dict] = []
+    try:
+        tasks = sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name))
+    except OSError:
+        return out
+    for task in tasks:
+        def read(name: str, task: Path = task) -> str:
+            try:
+                return (task / name).read_text().strip()
+            except OSError:
+                return "?"
+        stat = read("stat")
+        ok = ")" in stat
+        out.append({"tid": task.name, "comm": read("comm"), "state": stat.rsplit(")", 1)[1].split()[0] if ok else "?",
+                    "wchan": read("wchan"), "cpu_s": cpu_seconds(stat) if ok else float("nan")})
+    return out

@@ -379,34 +379,53 @@ class Measurement:
                    directory=directory)
 
     @property
+    def _deltas(self) -> dict[str, float]:
+        return {n: c.delta for n, c in self.counters.items() if c.delta is not None}
+
+    @property
     def emulator_lateness_s(self) -> float:
         """Mean lateness of the emulator's releases against its own schedule (nan when not emulated)."""
-        try:
-            released = self.delta("emulator.released")
-            late = self.delta("emulator.release_late_s_sum")
-        except KeyError:
-            return math.nan
-        return late / released if released else math.nan
+        return emulator_lateness_s(self._deltas)
 
     @property
     def service_time_s(self) -> float:
-        """Mean time a member drive was busy per request it served (nan without member counters): the rig
-        device's members, and a snapshot device's (snapdev.*) when an engine keeps its snapshots on one."""
-        busy = sum(c.delta or 0.0 for n, c in self.counters.items() if n.endswith(".busy_s"))
-        served = sum(self.counters[n].delta or 0.0 for n in ("host.member_reads", "host.member_writes",
-                                                            "snapdev.member_reads", "snapdev.member_writes")
-                     if n in self.counters)
-        return busy / served if served and busy else math.nan
+        """Mean time a member drive was busy per request it served (service_time_s)."""
+        return service_time_s(self._deltas)
 
     @property
     def lateness_fraction(self) -> float:
-        late, service = self.emulator_lateness_s, self.service_time_s
-        return late / service if math.isfinite(late) and math.isfinite(service) and service > 0 else math.nan
+        return lateness_fraction(self._deltas)
 
     @property
     def flagged(self) -> bool:
         f = self.lateness_fraction
         return math.isfinite(f) and f > LATENESS_LIMIT
+
+
+def emulator_lateness_s(deltas: dict[str, float]) -> float:
+    """Mean lateness (s) of the emulator's releases against its own schedule, from counter increases
+    (emulator.release_late_s_sum / emulator.released; nan when not emulated)."""
+    if "emulator.released" not in deltas or "emulator.release_late_s_sum" not in deltas:
+        return math.nan
+    released = deltas["emulator.released"]
+    return deltas["emulator.release_late_s_sum"] / released if released else math.nan
+
+
+def service_time_s(deltas: dict[str, float]) -> float:
+    """Mean time (s) a member drive was busy per request it served, from counter increases (nan without member
+    counters): the rig device's members, and a snapshot device's (snapdev.*) when an engine keeps its snapshots
+    on one."""
+    busy = sum(v for n, v in deltas.items() if n.endswith(".busy_s"))
+    served = sum(deltas.get(n, 0.0) for n in ("host.member_reads", "host.member_writes", "snapdev.member_reads",
+                                              "snapdev.member_writes"))
+    return busy / served if served and busy else math.nan
+
+
+def lateness_fraction(deltas: dict[str, float]) -> float:
+    """The emulator's mean lateness over the mean member service time (dimensionless; nan when either is
+    undefined), from counter increases over a measurement."""
+    late, service = emulator_lateness_s(deltas), service_time_s(deltas)
+    return late / service if math.isfinite(late) and math.isfinite(service) and service > 0 else math.nan
 
 
 class RunRecord:

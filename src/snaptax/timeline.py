@@ -69,11 +69,7 @@ class HostSampler:
     def _loop(self) -> None:
         nxt = time.monotonic()
         while not self._stop.is_set():
-            try:
-                c = self.read()
-                self.rows.append((time.monotonic() - self.t0, {k: c.get(k, 0.0) for k in self.keys}))
-            except (OSError, ValueError):
-                pass
+            self._sample()
             nxt += self.interval_s
             self._stop.wait(max(0.0, nxt - time.monotonic()))
 
@@ -83,6 +79,9 @@ class HostSampler:
             self._thread.join(timeout=5)
         # one reading after everything inside has ended, so the series covers the last run's end (a guest's run
         # ends with its step line, up to a sampling interval after the loop's last reading)
+        self._sample()
+
+    def _sample(self) -> None:
         try:
             c = self.read()
             self.rows.append((time.monotonic() - self.t0, {k: c.get(k, 0.0) for k in self.keys}))
@@ -164,21 +163,24 @@ class Timeline(Generic[E]):
         bad = [j.get("jobname") for j in result.get("jobs", []) if j.get("error")]
         if bad:
             raise MeasurementError(f"fio job(s) {bad} of {load.step.label} reported I/O errors")
-        series: dict[str, list[tuple[float, float]]] = {}
-        logs = sorted(load.directory.glob("fio_iops*.log"))
-        for log in logs:
-            series[_log_name(log, result)] = fiolog.per_second(log)
         after = self.engine.counters()
         self.session.record_measurement(load.index, load.step, chain_length=self.engine.chain_length,
                                         fio_run=fio.FioRun(load.directory, result, wall), counters_before=load.before,
                                         counters_after=after,
                                         extra={"t_start_s": load.started, "t_end_s": self.now(),
-                                               "vm_series": {k: [list(r) for r in v] for k, v in series.items()},
+                                               "vm_series": vm_series(load.directory, result),
                                                **(extra or {})})
 
     def run(self, text_of, job: fio.FioJob, phase: str, extra: dict[str, Any] | None = None) -> None:
         load = self.start(text_of, job, phase)
         self.finish(load, extra)
+
+
+def vm_series(directory: Path, result: dict) -> dict[str, list[list[float]]]:
+    """fio's per-second IOPS of a run (all directions, fiologparser), per job: what a measurement's extra
+    `vm_series` holds."""
+    return {_log_name(log, result): [list(r) for r in fiolog.per_second(log)]
+            for log in sorted(directory.glob("fio_iops*.log"))}
 
 
 def _log_name(log: Path, result: dict) -> str:

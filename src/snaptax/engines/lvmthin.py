@@ -583,13 +583,11 @@ def _on_clock(directory: Path, result: dict, t_end_s: float) -> dict[str, Any]:
     and started fio's runtime before (the step line before fio is printed ~1 s before fio's job starts under TCG,
     so the end is the better anchor); fio's per-second IOPS (all directions, fiologparser) as timeline.Load
     records them."""
-    from .. import fiolog
-    from ..timeline import _log_name
+    from ..timeline import vm_series
     runtime = max((float(j.get("job_runtime", j.get("read", {}).get("runtime", 0))) for j in result.get("jobs", [])),
                   default=0.0) / 1e3
-    series = {_log_name(log, result): [list(r) for r in fiolog.per_second(log)]
-              for log in sorted(directory.glob("fio_iops*.log"))}
-    return {"t_start_s": round(t_end_s - runtime, 3), "t_end_s": round(t_end_s, 3), "vm_series": series}
+    return {"t_start_s": round(t_end_s - runtime, 3), "t_end_s": round(t_end_s, 3),
+            "vm_series": vm_series(directory, result)}
 
 
 # The slowest rate a size-based job (a prefill) may run at in the TCG guest before it counts as stalled: the guest

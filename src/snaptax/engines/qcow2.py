@@ -13,14 +13,12 @@ write), and `cache-clean-interval`.
 """
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import fio
+from .. import fio, procs
 from ..backends import open_device
 from ..errors import ConfigError, EngineError
 from ..procs import ProcessGroup
@@ -168,9 +166,9 @@ class Qcow2ChainEngine(SnapshotEngine):
             except Exception as exc:  # noqa: BLE001 - a diagnosis reports what it could not read
                 out[name] = f"unreadable: {type(exc).__name__}: {exc}"[:200]
         live = [(c.name, c.proc.pid) for c in self.group.children if c.proc.poll() is None]
-        first, cpu0 = self._host_counters(), {pid: _threads(pid) for _, pid in live}
+        first, cpu0 = self._host_counters(), {pid: procs.threads(pid) for _, pid in live}
         time.sleep(wait_s)
-        second, cpu1 = self._host_counters(), {pid: _threads(pid) for _, pid in live}
+        second, cpu1 = self._host_counters(), {pid: procs.threads(pid) for _, pid in live}
         keys = ("host.reads", "host.writes", "emulator.released")
         out["device_progress"] = {k: second[k] - first[k] for k in keys if k in first and k in second}
         out["device_totals"] = {k: second[k] for k in keys if k in second}
@@ -341,26 +339,3 @@ def execute_per_config(rig: Rig, device: Device, configs: Mapping[str, Qcow2Conf
             with session.in_variant(vp.variant, engine.describe()):
                 engine.execute(vp.plan, session)
 
-
-def _threads(pid: int) -> list[dict[str, Any]]:
-    """Each thread of process `pid`: name, state (R, S, D, ...), kernel wait channel and CPU seconds so far (user +
-    system), from /proc; empty when the process has gone."""
-    out: list[dict[str, Any]] = []
-    tick = os.sysconf("SC_CLK_TCK")
-    try:
-        tasks = sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name))
-    except OSError:
-        return out
-    for task in tasks:
-        def read(name: str, task: Path = task) -> str:
-            try:
-                return (task / name).read_text().strip()
-            except OSError:
-                return "?"
-        stat = read("stat")
-        fields = stat.rsplit(")", 1)[1].split() if ")" in stat else []
-        # after the ")": state is field 3 of stat(5), utime and stime fields 14 and 15
-        cpu = (int(fields[11]) + int(fields[12])) / tick if len(fields) > 12 else float("nan")
-        out.append({"tid": task.name, "comm": read("comm"), "state": fields[0] if fields else "?",
-                    "wchan": read("wchan"), "cpu_s": cpu})
-    return out

@@ -27,7 +27,7 @@ import pandas as pd
 from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import tiering as tm
-from ...record import RunRecord
+from ...record import RunRecord, lateness_fraction
 from ...stats import Interval, ratio_of_means_interval
 from ...values import Value
 from .plan import LVM_THIN, POOLS, READ_PERCENT, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
@@ -132,14 +132,9 @@ def series_delta(h: pd.DataFrame, t_start_s: float, t_end_s: float) -> dict[str,
 
 
 def lateness_pct(c: dict[str, float]) -> float:
-    """The emulator's mean release lateness over the mean member service time, in % (as
-    record.Measurement.lateness_fraction), from counter increases; nan without them."""
-    released, late = c.get("emulator.released", 0.0), c.get("emulator.release_late_s_sum", 0.0)
-    busy = sum(v for k, v in c.items() if k.endswith(".busy_s"))
-    served = c.get("host.member_reads", 0.0) + c.get("host.member_writes", 0.0)
-    if not (released > 0 and busy > 0 and served > 0):
-        return math.nan
-    return 100 * (late / released) / (busy / served)
+    """The emulator's mean release lateness over the mean member service time, in % (record.lateness_fraction),
+    from counter increases; nan without them."""
+    return 100 * lateness_fraction(c)
 
 
 def measurements_table(record: RunRecord) -> pd.DataFrame:
