@@ -48,6 +48,9 @@ CATALOGUE: tuple[CounterSpec, ...] = (
                 "a tiered pool's host bytes by the tier that served them (unmapped: zeros)"),
     CounterSpec(r"host\.heat_(ios|ignored_ios)", "counter", "requests",
                 "a tiered pool's host requests counted as extent heat / too large to count (Easy Tier: > 64 KiB)"),
+    CounterSpec(r"host\.latency_s_sum", "counter", "s",
+                "summed time of the array's host commands from arrival to completion (Δ/Δt: the mean number "
+                "outstanding in the array, Little's law)"),
     CounterSpec(r"host\.member_(reads|writes)", "counter", "requests", "requests summed over an array's members"),
     CounterSpec(r"host\.member\d+\.(reads|writes|cache_hits)", "counter", "requests",
                 "one member drive's requests"),
@@ -82,6 +85,9 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     CounterSpec(r"guest\.(reads|writes)", "counter", "requests", "requests the guest's LV completed"),
     CounterSpec(r"guest\.sectors_(read|written)", "counter", "512-byte sectors", "sectors the guest's LV moved"),
     CounterSpec(r"guest\.io_ms", "counter", "ms", "time the guest's LV had I/O in flight"),
+    CounterSpec(r"guest\.cpu_(busy|idle)_s", "counter", "s",
+                "the guest's CPU time busy (user, nice, system, irq, softirq) / idle (idle, iowait), summed over "
+                "its CPUs"),
 )
 # snapdev: a second rig device an engine keeps its snapshots on (the cofw engine's snapshot_device), counted as
 # the host counts the source device.

@@ -141,6 +141,7 @@ COUNTERS = """pv pv0 153 0 10408 103 4193 17 51961 1702 0 904 1820 0 0 0 0 35 13
 lv origin 10 0 80 1 20 0 160 2 0 3 3 0 0 0 0 0 0
 pool 0 524288 thin-pool 2 112/1024 {used}/8192 - rw discard_passdown queue_if_no_space - 256
 thin origin 0 524288 thin {mapped} 524287
+cpu  1200 30 800 5000 70 10 40 0 0 0
 """
 
 
@@ -153,6 +154,8 @@ def test_parse_counters_and_broken_chunks():
     assert before["engine.pool_meta_used_blocks"] == 112 and before["engine.pool_data_total_chunks"] == 8192
     assert before["engine.pool_data_percent"] == 50.0 and before["engine.pool_metadata_percent"] == 10.9375
     assert before["engine.live_mapped_sectors"] == 524288
+    # the guest's CPU in seconds (ticks of 1/100 s): busy = user + nice + system + irq + softirq, idle + iowait
+    assert before["guest.cpu_busy_s"] == pytest.approx(20.8) and before["guest.cpu_idle_s"] == pytest.approx(50.7)
     # the prefilled origin maps every pool chunk: nothing is held by snapshots alone
     assert before["engine.snapshot_allocated_bytes"] == 0
     assert "engine.chunks_broken" not in before        # a counter the engine keeps across the plan (execute)

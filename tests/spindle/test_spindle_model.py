@@ -7,7 +7,7 @@ import pytest
 from snaptax.errors import ConfigError
 from snaptax.spindle.arrays import Raid5, Simulator, Tier
 from snaptax.spindle.model import Disk, Geometry, Op, fit_seek_curve
-from snaptax.spindle.predict import closed_loop
+from snaptax.spindle.predict import Region, closed_loop, closed_loop_mix
 from snaptax.spindle.profiles import DiskSpec, Raid1Spec, Raid5Spec, SeekSpec, TierSpec, spec_from_json, to_json
 from snaptax.spindle.rigfiles import load_profile, parse_device, profile_names
 
@@ -115,6 +115,32 @@ def test_reordering_raises_iops_with_queue_depth(p10k):
     assert iops[-1] > 2.2 * iops[0]
     fifo = closed_loop(DiskSpec(dataclasses.replace(p10k, scheduler="fifo")), GiB, qd=32, ios=1500, seed=3).iops
     assert fifo == pytest.approx(iops[0], rel=0.1)     # no reordering: queue depth buys nothing
+
+
+def test_a_layout_of_regions_generalises_the_single_span_loop(p10k):
+    one = closed_loop(DiskSpec(p10k), GiB, qd=4, ios=800, span=0.25, seed=5)
+    same = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, regions=[Region(0, GiB // 4)], seed=5)
+    assert same.iops == one.iops                 # the same random numbers: closed_loop is this function
+    # half the commands at the far end of the stroke: long seeks between the two regions cost IOPS
+    apart = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, seed=5,
+                            regions=[Region(0, GiB // 64, 0.5), Region(GiB - GiB // 64, GiB // 64, 0.5)])
+    near = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, seed=5,
+                           regions=[Region(0, GiB // 64, 0.5), Region(GiB // 64, GiB // 64, 0.5)])
+    assert apart.iops < 0.8 * near.iops
+    # a region of weight 0 is never used: the layout is the other region's alone
+    unused = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, seed=5,
+                             regions=[Region(0, GiB // 64, 1.0), Region(GiB - GiB // 64, GiB // 64, 0.0)])
+    alone = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, seed=5, regions=[Region(0, GiB // 64)])
+    assert unused.iops == pytest.approx(alone.iops, rel=0.1)
+    # writes (a read share below 1) cost what the drive's write path costs: a mix lies between the two
+    r, w, mix = (closed_loop_mix(DiskSpec(p10k), GiB, qd=1, ios=800, seed=5, regions=[Region(0, GiB)],
+                                 read_fraction=f).iops for f in (1.0, 0.0, 0.5))
+    assert min(r, w) * 0.9 < mix < max(r, w) * 1.1
+    for bad in ([], [Region(0, 100)], [Region(0, GiB, 0.0)]):
+        with pytest.raises(ValueError, match="regions"):
+            closed_loop_mix(DiskSpec(p10k), GiB, qd=1, regions=bad)
+    with pytest.raises(ValueError, match="read_fraction"):
+        closed_loop_mix(DiskSpec(p10k), GiB, qd=1, regions=[Region(0, GiB)], read_fraction=1.5)
 
 
 def test_shorter_span_gives_more_iops(p10k):

@@ -155,6 +155,8 @@ counters() {  # counters MEASURED LIVE FILE: every counter the host turns into n
         echo "lv $1 $stat"
         echo "pool $(dmsetup status $VG-%(pool)s-tpool)"
         echo "thin $2 $(dmsetup status $VG-$2)"
+        read -r cpu < /proc/stat
+        echo "$cpu"
     } > "$3"
 }
 step() { echo "$1 $(now)" >> "$OUT/steps.txt"; echo "snaptax-step $1"; }  # the line: the host's sign of life
@@ -291,6 +293,7 @@ def _round_up(n: int, unit: int) -> int:
 
 _STAT = ("reads", "reads_merged", "sectors_read", "read_ms", "writes", "writes_merged", "sectors_written",
          "write_ms", "in_flight", "io_ms", "weighted_io_ms")
+USER_HZ = 100     # /proc/stat's tick (Linux's USER_HZ on x86)
 _KEEP = ("reads", "writes", "sectors_read", "sectors_written", "io_ms")
 
 
@@ -327,6 +330,10 @@ def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
                         "engine.pool_meta_total_blocks": float(meta_total),
                         "engine.pool_data_used_chunks": float(data_used),
                         "engine.pool_data_total_chunks": float(data_total)})
+        elif kind == "cpu":  # /proc/stat's first line: user nice system idle iowait irq softirq steal … (ticks)
+            t = [float(x) / USER_HZ for x in parts[1:8]]
+            out["guest.cpu_busy_s"] = t[0] + t[1] + t[2] + t[5] + t[6]
+            out["guest.cpu_idle_s"] = t[3] + t[4]
         elif kind == "thin":  # thin LV NAME: 0 LEN thin MAPPED_SECTORS HIGHEST|-
             f = parts[2:]
             i = f.index("thin")

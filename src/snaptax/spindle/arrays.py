@@ -481,6 +481,7 @@ class Simulator:
             arr.pop(k, None)
         ios = self.array.reads + self.array.writes
         arr["latency_mean_ms"] = round(self.latency_sum_s / ios * 1e3, 4) if ios else 0.0
+        arr["latency_s_sum"] = round(self.latency_sum_s, 6)     # cumulative: Δ/Δt is the mean queue (Little)
         for v in self.volumes:
             arr.update(v.extra_counters())
         return {"time_s": round(t, 6), "array": arr, "members": [m.counters.snapshot(t) for m in self.members]}

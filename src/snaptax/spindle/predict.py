@@ -7,7 +7,7 @@ Deterministic for a given seed.
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from .arrays import Simulator
@@ -22,22 +22,52 @@ class LoopResult:
     sim_s: float
 
 
-def closed_loop(spec: DeviceSpec, capacity: int, *, qd: int, write: bool = False, bs: int = 4096,
-                span: float = 1.0, offset: int = 0, ios: int = 4000, warmup: int = 200,
-                seed: int = 1) -> LoopResult:
-    """Random `bs` I/O over [offset, offset + span·capacity) at queue depth `qd`; IOPS over `ios` completions
-    after `warmup` completions (so the queue has filled and the head position is random)."""
+@dataclass(frozen=True)
+class Region:
+    """A byte range [offset, offset + length) of the device and the share `weight` of the commands that land in
+    it (uniformly at random, `bs`-aligned)."""
+    offset: int
+    length: int
+    weight: float = 1.0
+
+
+def closed_loop_mix(spec: DeviceSpec, capacity: int, *, qd: int, regions: Sequence[Region],
+                    read_fraction: float = 1.0, bs: int = 4096, ios: int = 4000, warmup: int = 200,
+                    seed: int = 1) -> LoopResult:
+    """Random `bs` I/O over a layout of regions (a command picks a region by weight, then a uniformly random
+    aligned offset inside it), a share `read_fraction` (0 … 1) of them reads, at queue depth `qd`; IOPS over `ios`
+    completions after `warmup`. With one region and read_fraction 0 or 1 it draws exactly the random numbers of a
+    single-region loop, so `closed_loop` is this function."""
+    if not regions or any(r.length < bs or r.weight < 0 for r in regions) or sum(r.weight for r in regions) <= 0:
+        raise ValueError("regions: each at least one block long, weights non-negative, not all zero")
+    if not 0.0 <= read_fraction <= 1.0:
+        raise ValueError(f"read_fraction must lie in [0, 1], got {read_fraction}")
     rng = random.Random(seed)
-    blocks = max(1, int(span * (capacity - offset)) // bs)
+    blocks = [max(1, r.length // bs) for r in regions]
+    total_weight = sum(r.weight for r in regions)
     sim = Simulator(spec, capacity)
-    kind = "write" if write else "read"
     issued: dict[Hashable, float] = {}
     next_token = 0
+
+    def where() -> int:
+        i = 0
+        if len(regions) > 1:
+            x = rng.random() * total_weight
+            while i < len(regions) - 1 and x >= regions[i].weight:
+                x -= regions[i].weight
+                i += 1
+        return regions[i].offset + rng.randrange(blocks[i]) * bs
+
+    def kind() -> str:
+        if read_fraction in (0.0, 1.0):
+            return "read" if read_fraction == 1.0 else "write"
+        return "read" if rng.random() < read_fraction else "write"
 
     def issue(t: float) -> None:
         nonlocal next_token
         issued[next_token] = t
-        sim.submit(next_token, kind, offset + rng.randrange(blocks) * bs, bs, t)
+        k = kind()
+        sim.submit(next_token, k, where(), bs, t)
         next_token += 1
 
     for _ in range(qd):
@@ -64,6 +94,16 @@ def closed_loop(spec: DeviceSpec, capacity: int, *, qd: int, write: bool = False
     assert t_start is not None or warmup == 0
     elapsed = t_end - (t_start or 0.0)
     return LoopResult(ios / elapsed, lat_sum / ios, ios, elapsed)
+
+
+def closed_loop(spec: DeviceSpec, capacity: int, *, qd: int, write: bool = False, bs: int = 4096,
+                span: float = 1.0, offset: int = 0, ios: int = 4000, warmup: int = 200,
+                seed: int = 1) -> LoopResult:
+    """Random `bs` I/O over [offset, offset + span·capacity) at queue depth `qd`; IOPS over `ios` completions
+    after `warmup` completions (so the queue has filled and the head position is random)."""
+    length = max(1, int(span * (capacity - offset)) // bs) * bs
+    return closed_loop_mix(spec, capacity, qd=qd, regions=[Region(offset, length)],
+                           read_fraction=0.0 if write else 1.0, bs=bs, ios=ios, warmup=warmup, seed=seed)
 
 
 def qd1_trace(spec: DeviceSpec, capacity: int, *, n: int, span: float = 1.0, bs: int = 4096, gap_s: float = 0.0,

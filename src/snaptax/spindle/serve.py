@@ -170,7 +170,7 @@ _TIER_LANDED = tuple(f"{tier}_{what}" for tier in ("ssd", "hdd")
                      for what in ("reads", "writes", "bytes_read", "bytes_written"))
 _ARRAY_EXTRAS = ("rmw_rows", "full_stripe_rows", "promotions", "demotions", "migrated_bytes", "tier_cycles",
                  *_TIER_LANDED, "unmapped_reads", "unmapped_bytes_read", "split_reads", "split_writes",
-                 "heat_ios", "heat_ignored_ios")
+                 "heat_ios", "heat_ignored_ios", "latency_s_sum")
 _MEMBER_KEYS = ("reads", "writes", "bytes_read", "bytes_written", "busy_s", "cache_hits")
 _EMULATOR_KEYS = ("released", "release_late_s_sum", "idle_arrivals", "idle_gap_s_sum", "self_timed")
 
@@ -180,6 +180,7 @@ def flat_counters(raw: dict) -> dict[str, float]:
     (snaptax.counters), all cumulative so that a before/after difference is the work of one measurement:
       host.reads, host.writes, host.bytes_read, host.bytes_written   commands the array received (host level)
       host.rmw_rows, host.full_stripe_rows, host.promotions, …       array extras (RAID5 rows, tier migrations)
+      host.latency_s_sum                                             Σ host commands' time in the array
       host.ssd_reads, host.hdd_bytes_written, host.split_reads, …     a tiered pool: where host I/O landed
       host.member<i>.reads … .busy_s, .cache_hits                    what each member drive did
       host.member_reads, host.member_writes                          summed over members

@@ -80,9 +80,9 @@ def _series(rows):
 
 def test_a_guest_runs_counters_are_cut_from_the_host_series_around_it():
     h = _series([(0.0, 0, 0), (1.0, 100, 10), (2.0, 300, 110), (3.0, 500, 210), (4.0, 600, 220)])
-    # the run from 1.4 s to 2.9 s lies between the samples at 1 s and 3 s
-    assert an.series_delta(h, 1.4, 2.9) == {"host.reads": 400.0, "host.ssd_reads": 200.0}
-    assert an.series_delta(h, 1.0, 3.0) == {"host.reads": 400.0, "host.ssd_reads": 200.0}
+    # the run from 1.4 s to 2.9 s lies between the samples at 1 s and 3 s (a bracket of 2 s)
+    assert an.series_delta(h, 1.4, 2.9) == {"t_s": 2.0, "host.reads": 400.0, "host.ssd_reads": 200.0}
+    assert an.series_delta(h, 1.0, 3.0) == {"t_s": 2.0, "host.reads": 400.0, "host.ssd_reads": 200.0}
     # not covered by the series: nothing (not a partial count)
     assert an.series_delta(h, 3.5, 9.0) == {} and an.series_delta(h, -1.0, 2.0) == {}
     assert an.series_delta(h, math.nan, 2.0) == {}
@@ -108,12 +108,70 @@ def _lvmthin_meas(shares, cycles):
 def test_the_fixed_learning_runs_learned_when_a_cycle_ended_and_the_last_run_was_ssd_served(shares, cycles, learned):
     values = {v.key: v for v in an._lvmthin_values(_lvmthin_meas(shares, cycles), pd.DataFrame(
         columns=["pool", "phase"]), pd.DataFrame(columns=["pool", "event", "t_s", "learned", "seconds"]),
-        pd.DataFrame(columns=["pool", "phase"]), 0.9)}
+        pd.DataFrame(columns=["pool", "phase"]), 0.9, {})}
     assert values["tiering.tier_pool.lvmthin.learned"].text == learned
     assert values["tiering.tier_pool.lvmthin.relearned"].text == "n/a"
     assert values["tiering.tier_pool.lvmthin.learn_s"].value == pytest.approx(29.0)
     # nothing measured on the SAS-only pool: its values exist and are undefined
     assert math.isnan(values["tiering.sas_pool.lvmthin.with.ratio"].value)
+    assert math.isnan(values["tiering.sas_pool.lvmthin.after.span_model_ratio"].value)
+    assert values["tiering.predict.lvmthin_span_explains_after"].text == "n/a"
+
+
+CURVE = {"fraction": [0.0, 0.5, 1.0], "ratio_pct": [100.0, 96.0, 100.0], "ratio_low": [100.0, 94.0, 98.0],
+         "ratio_high": [100.0, 98.0, 102.0]}
+
+
+def test_the_span_model_is_read_between_its_modelled_fractions():
+    assert an.span_model_ratio(CURVE, 0.25) == pytest.approx((98.0, 97.0, 99.0))
+    assert an.span_model_ratio(CURVE, 0.5) == pytest.approx((96.0, 94.0, 98.0))
+    assert all(math.isnan(x) for x in an.span_model_ratio(CURVE, 1.5))
+    assert all(math.isnan(x) for x in an.span_model_ratio({}, 0.5))
+    assert all(math.isnan(x) for x in an.span_model_ratio(CURVE, math.nan))
+
+
+def _sas_lvmthin(after_ratios):
+    """A SAS-pool LVM thin timeline: 6144 chunks of 64 KiB mapped, 2048 broken by the end of 'with'; the after
+    phase's per-second IOPS a fraction `after_ratios` of the initial 1000."""
+    meas = pd.DataFrame([
+        {"pool": "sas_pool.lvmthin", "index": i, "phase": ph, "ssd_share": 0.0, "tier_cycles": 0.0,
+         "t_start_s": 10.0 * i, "t_end_s": 10.0 * i + 9, "lateness_pct": 1.0, "member_ms_per_io": 2.0,
+         "device_per_guest_io": 1.0, "device_ms_per_io": 8.0, "device_queue": 9.0, "guest_cpu_pct": 50.0,
+         "chunks_broken": 2048.0 if ph == "with" else 0.0, "mapped_bytes": 6144 * 65536.0, "deletion": None}
+        for i, ph in enumerate(("initial", "with", "after"))])
+    rng = np.random.default_rng(3)
+    seconds = pd.DataFrame([{"pool": "sas_pool.lvmthin", "phase": ph, "t_s": t, "t_in_phase_s": t + 1.0,
+                             "iops": 1000 * r * (1 + 0.01 * rng.standard_normal())}
+                            for ph, r in (("initial", 1.0), ("with", 0.5), ("after", after_ratios))
+                            for t in range(13)])
+    return meas, seconds
+
+
+@pytest.mark.parametrize("after,verdict", [(0.97, "holds"), (0.75, "refuted")])
+def test_the_span_explanation_holds_only_where_the_model_meets_the_measured_ratio(after, verdict):
+    meas, seconds = _sas_lvmthin(after)
+    phases = an.phases_table(seconds, meas)
+    assert an.remapped_fraction(meas, "sas_pool.lvmthin", 65536) == pytest.approx(1 / 3)
+    layout = {"sas_pool.lvmthin": {"span_model": CURVE, "chunk_size": 65536}}
+    values = {v.key: v for v in an._lvmthin_values(
+        meas, phases, pd.DataFrame(columns=["pool", "event", "t_s", "learned", "seconds"]),
+        pd.DataFrame(columns=["pool", "phase"]), 0.9, layout)}
+    assert values["tiering.sas_pool.lvmthin.remapped_pct"].value == pytest.approx(100 / 3)
+    model = values["tiering.sas_pool.lvmthin.after.span_model_ratio"]
+    assert model.value == pytest.approx(100 - 4 * 2 / 3) and model.has_interval
+    assert values["tiering.sas_pool.lvmthin.after.ratio"].value == pytest.approx(100 * after, rel=0.02)
+    assert values["tiering.predict.lvmthin_span_explains_after"].text == verdict
+    assert values["tiering.sas_pool.lvmthin.after.device_queue"].value == 9.0
+
+
+def test_the_arrays_time_per_command_and_queue_follow_littles_law():
+    c = {"host.reads": 800.0, "host.writes": 200.0, "host.latency_s_sum": 9.0, "t_s": 1.0,
+         "host.member_reads": 1500.0, "host.member_writes": 500.0, "host.member0.busy_s": 1.0,
+         "host.member1.busy_s": 3.0}
+    assert an.device_time(c) == pytest.approx({"device_ms_per_io": 9.0, "device_queue": 9.0})
+    assert an.member_ms_per_io(c) == pytest.approx(2.0)
+    assert all(math.isnan(x) for x in an.device_time({"host.reads": 5.0}).values())
+    assert math.isnan(an.member_ms_per_io({}))
 
 
 def _shares(q_after, t_after):

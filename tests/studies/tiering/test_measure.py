@@ -20,6 +20,22 @@ def test_the_emulated_tiers_own_times_per_io():
     assert set(sas) == {"hdd_us_per_io"}
 
 
+def test_the_untiered_pools_own_model_of_the_two_region_layout():
+    rig = rigmod.load("local")
+    s = planmod.scale(profiles.get("quick"))
+    devs = measure.pool_devices(rig)
+    curve = measure.span_model(rig, devs["sas_pool"], s, ios=1500)
+    assert curve["fraction"] == list(planmod.SPAN_MODEL_FRACTIONS)
+    assert [curve[k][0] for k in ("ratio_pct", "ratio_low", "ratio_high")] == pytest.approx([100.0] * 3)
+    assert all(lo <= x <= hi for lo, x, hi in zip(curve["ratio_low"], curve["ratio_pct"], curve["ratio_high"],
+                                                  strict=True))
+    # both regions lie within a few per cent of the stroke: the wider span costs little, and nothing when all the
+    # data moved (one region again, as long as the first)
+    assert 85.0 < min(curve["ratio_pct"]) < 100.0
+    assert curve["ratio_pct"][-1] == pytest.approx(100.0, abs=4.0)
+    assert measure.span_model(rig, devs["tier_pool"], s) == {}          # there the SSD share dominates
+
+
 @pytest.mark.integration
 @requires_root
 @requires_spindles

@@ -30,7 +30,7 @@ from ...models import tiering as tm
 from ...record import RunRecord, lateness_fraction
 from ...stats import Interval, ratio_of_means_interval
 from ...values import Value
-from .plan import LVM_THIN, POOLS, READ_PERCENT, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
+from .plan import LVM_THIN, POOLS, READ_PERCENT, SPAN_MODEL_SEEDS, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
 
 CITE = "kanap"
 WHERE_SAS = "table 'V7000 full SAS'"
@@ -120,7 +120,7 @@ def _share(c: dict[str, float]) -> float:
 def series_delta(h: pd.DataFrame, t_start_s: float, t_end_s: float) -> dict[str, float]:
     """The host counters' increase over [t_start_s, t_end_s] from a 1-s host series: between the last sample at or
     before the start and the first at or after the end (the run lies inside; empty when the series does not
-    cover it)."""
+    cover it); "t_s" is the length of that bracket in s."""
     if len(h) < 2 or not (math.isfinite(t_start_s) and math.isfinite(t_end_s)):
         return {}
     ts = h["t_s"].to_numpy()
@@ -128,13 +128,53 @@ def series_delta(h: pd.DataFrame, t_start_s: float, t_end_s: float) -> dict[str,
     j = int(np.searchsorted(ts, t_end_s, side="left"))
     if i < 0 or j >= len(h) or j <= i:
         return {}
-    return {k: float(h[k].iloc[j] - h[k].iloc[i]) for k in h.columns if k != "t_s"}
+    return {k: float(h[k].iloc[j] - h[k].iloc[i]) for k in h.columns}     # "t_s": the bracket's length
 
 
 def lateness_pct(c: dict[str, float]) -> float:
     """The emulator's mean release lateness over the mean member service time, in % (record.lateness_fraction),
     from counter increases; nan without them."""
     return 100 * lateness_fraction(c)
+
+
+def member_ms_per_io(c: dict[str, float]) -> float:
+    """The array members' busy time per member request in ms, from counter increases: Σ busy_s over the members /
+    (member reads + member writes) · 10³ — the device's own time per command, whatever the host's path adds;
+    nan without them."""
+    busy = sum(v for k, v in c.items() if k.startswith("host.member") and k.endswith(".busy_s"))
+    n = c.get("host.member_reads", 0.0) + c.get("host.member_writes", 0.0)
+    return 1e3 * busy / n if n > 0 and busy > 0 else math.nan
+
+
+def device_time(c: dict[str, float]) -> dict[str, float]:
+    """From counter increases over a bracket of c["t_s"] seconds, the array's own view of the host commands:
+    device_ms_per_io = Σ command time (arrival → completion) / commands · 10³, and device_queue = Σ command time /
+    t_s, the mean number of commands outstanding in the array (Little's law); nans without host.latency_s_sum
+    (runs before 2026-11-26)."""
+    n = c.get("host.reads", 0.0) + c.get("host.writes", 0.0)
+    lat, dt = c.get("host.latency_s_sum", math.nan), c.get("t_s", math.nan)
+    return {"device_ms_per_io": 1e3 * lat / n if n > 0 else math.nan,
+            "device_queue": lat / dt if dt > 0 else math.nan}
+
+
+def _per(counters: dict[str, Any], num: tuple[str, ...], den: tuple[str, ...]) -> float:
+    """Σ of the `num` counters' increases over Σ of the `den` ones' (nan when any is missing or den is 0)."""
+    try:
+        a = sum(float(counters[k].delta) for k in num)
+        b = sum(float(counters[k].delta) for k in den)
+    except (KeyError, TypeError):
+        return math.nan
+    return a / b if b > 0 else math.nan
+
+
+def span_model_ratio(curve: dict[str, list], f: float) -> tuple[float, float, float]:
+    """The emulated pool's own model of the load over the two-region layout (measure.span_model), at the share f of
+    the data in the second region (0 … 1): (ratio, low, high) in % of the one-region rate, linear between the
+    modelled fractions; nans outside them or without the curve."""
+    xs = curve.get("fraction") or []
+    if not xs or not math.isfinite(f) or not xs[0] <= f <= xs[-1]:
+        return (math.nan, math.nan, math.nan)
+    return tuple(float(np.interp(f, xs, curve[k])) for k in ("ratio_pct", "ratio_low", "ratio_high"))  # type: ignore[return-value]
 
 
 def measurements_table(record: RunRecord) -> pd.DataFrame:
@@ -147,10 +187,18 @@ def measurements_table(record: RunRecord) -> pd.DataFrame:
             late = lateness_pct(c)
         else:
             c = {n: (v.delta or 0.0) for n, v in m.counters.items() if v.delta is not None}
+            c["t_s"] = m.wall_s       # the counters bracket the fio run
             late = 100 * m.lateness_fraction
+        g = {n: v for n, v in m.counters.items()}
         rows.append({"pool": m.variant, "index": m.index, "phase": m.phase,
                      "t_start_s": t_start, "t_end_s": t_end,
                      "iops": m.iops(), "ssd_share": _share(c), "tier_cycles": c.get("host.tier_cycles", 0.0),
+                     "member_ms_per_io": member_ms_per_io(c), **device_time(c),
+                     "device_per_guest_io": _per(g, ("host.reads", "host.writes"), ("guest.reads", "guest.writes")),
+                     "guest_cpu_pct": 100 * _per(g, ("guest.cpu_busy_s",), ("guest.cpu_busy_s", "guest.cpu_idle_s")),
+                     "chunks_broken": g["engine.chunks_broken"].after if "engine.chunks_broken" in g else math.nan,
+                     "mapped_bytes": 512 * g["engine.live_mapped_sectors"].after
+                     if "engine.live_mapped_sectors" in g else math.nan,
                      "promotions": c.get("host.promotions", 0.0), "demotions": c.get("host.demotions", 0.0),
                      "lateness_pct": late, "deletion": m.extra.get("deletion"),
                      "fio_runtime_s": max((float(r["runtime_ms"]) for r in m.fio), default=math.nan) / 1e3})
@@ -446,12 +494,37 @@ def _stays(phases: pd.DataFrame) -> str:
     return "holds" if back and stays else "refuted"
 
 
+def remapped_fraction(meas: pd.DataFrame, variant: str, chunk_size: float) -> float:
+    """The share (0 … 1) of the volume's chunks that LVM thin had moved to newly allocated chunks by the end of the
+    with-snapshot phase (the guest's pool counters: chunks broken by the volume's writes since the snapshot, over
+    the volume's mapped chunks): after lvremove that share of the data lies in the region allocated after the
+    volume's. nan where not measured."""
+    m = meas[(meas.pool == variant) & (meas.phase == "with")] if not meas.empty else meas
+    if m.empty or not chunk_size > 0:
+        return math.nan
+    mapped = float(m.mapped_bytes.iloc[0]) / chunk_size
+    return float(m.chunks_broken.iloc[0]) / mapped if mapped > 0 else math.nan
+
+
+def _span_explains(after: Value, model: Value) -> str:
+    """The seek-span explanation of LVM thin's loss after lvremove on an untiered pool, as a prediction the
+    measurement can refute: 'holds' when the emulated pool's own model of the two-region layout (its range over
+    seeds) overlaps the measured after-ratio's interval, 'refuted' otherwise, 'n/a' without both."""
+    if not (after.has_interval and model.has_interval):
+        return "n/a"
+    return "holds" if model.low <= after.high and after.low <= model.high else "refuted"
+
+
 def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFrame, speed: pd.DataFrame,
-                    learned_fraction: float) -> list[Value]:
+                    learned_fraction: float, layout: dict[str, dict[str, Any]]) -> list[Value]:
     """The array-native contrast: per pool, the LVM thin timeline's phase IOPS, SSD-served shares and ratios to its
     own initial phase (with intervals), its guest rate against the qcow2 timeline's, how long lvcreate and lvremove
     took; on the tiered pool also the ratios at the SSD tier's speed and whether the fixed learning runs did learn
-    (a cycle ended inside and the last run's SSD-served share reached `learned_fraction`). NaN where not measured."""
+    (a cycle ended inside and the last run's SSD-served share reached `learned_fraction`); on an untiered pool the
+    share of the data remapped under the snapshot, the two-region layout's rate from the pool's own model
+    (`layout[variant]`: its span_model and chunk_size) and whether it explains the loss after lvremove, and per phase
+    the members' time per command, the array's time per command and mean queue, the device's I/Os per guest I/O and
+    the guest's CPU use. NaN where not measured."""
     k = STUDY
     out: list[Value] = []
     for pool in POOLS:
@@ -471,6 +544,18 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
                     f"{base}.{phase}.ratio", *((float(row.ratio_pct), float(row.ratio_low), float(row.ratio_high),
                                                int(row.n)) if row is not None else (math.nan, math.nan, math.nan, 0)),
                     "%", 1, f"ratio of means of {BATCH_S}-s batches, Welch"))
+            if pool != TIERED:
+                m_ph = meas[(meas.pool == variant) & (meas.phase == phase)] if not meas.empty else meas
+                out.append(Value(f"{base}.{phase}.member_ms_per_io", float(m_ph.member_ms_per_io.iloc[0])
+                                 if len(m_ph) else math.nan, "ms", digits=2))
+                out.append(Value(f"{base}.{phase}.device_per_guest_io", float(m_ph.device_per_guest_io.iloc[0])
+                                 if len(m_ph) else math.nan, "", digits=3))
+                out.append(Value(f"{base}.{phase}.device_ms_per_io", float(m_ph.device_ms_per_io.iloc[0])
+                                 if len(m_ph) else math.nan, "ms", digits=1))
+                out.append(Value(f"{base}.{phase}.device_queue", float(m_ph.device_queue.iloc[0])
+                                 if len(m_ph) else math.nan, "", digits=1))
+                out.append(Value(f"{base}.{phase}.guest_cpu_pct", float(m_ph.guest_cpu_pct.iloc[0])
+                                 if len(m_ph) else math.nan, "%", digits=0))
             if pool == TIERED and phase != "initial":
                 s = speed[(speed.pool == variant) & (speed.phase == phase)] if not speed.empty else speed
                 out.append(Value.where_defined(
@@ -492,6 +577,18 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
                          "", digits=0))
         out.append(Value(f"{base}.worst_lateness_pct", float(m.lateness_pct.max()) if len(m) else math.nan, "%",
                          digits=0))
+        if pool != TIERED:
+            lay = layout.get(variant, {})
+            f = remapped_fraction(meas, variant, float(lay.get("chunk_size") or math.nan))
+            out.append(Value(f"{base}.remapped_pct", 100 * f, "%", digits=0))
+            est, lo, hi = span_model_ratio(lay.get("span_model") or {}, f)
+            model = Value.where_defined(f"{base}.after.span_model_ratio", est, lo, hi, len(SPAN_MODEL_SEEDS), "%",
+                                        1, "the emulated pool's own model (closed loops) of the two-region layout, "
+                                        "range over seeds")
+            out.append(model)
+            after = next((v for v in out if v.key == f"{base}.after.ratio"), None)
+            out.append(Value(f"{k}.predict.lvmthin_span_explains_after",
+                             text=_span_explains(after, model) if after is not None else "n/a"))
         if pool == TIERED:
             out.append(Value(f"{k}.predict.lvmthin_misplacement_stays", text=_stays(phases)))
             for phase in ("learn", "relearn"):
@@ -515,8 +612,11 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     what_if = what_if_table(fit, phases, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit
                                                                          else math.nan))
     values = _values(record, meas, phases, events, fit, what_if, speed, model_us)
+    layout = {v: {"span_model": (meta.get("study") or {}).get("span_model") or {},
+                  "chunk_size": (meta.get("config") or {}).get("chunk_size")}
+              for v, meta in record.manifest.variants.items() if engine_of(v) == LVM_THIN}
     values += _lvmthin_values(meas, phases, events, speed,
-                              float(record.manifest.parameters.get("learned_fraction", 0.9)))
+                              float(record.manifest.parameters.get("learned_fraction", 0.9)), layout)
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(set(meas.pool))]
     curves = what_if_curves(fit, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit else math.nan))
@@ -526,4 +626,5 @@ def analyse(record: RunRecord) -> TieringAnalysis:
 
 __all__ = ["TieringAnalysis", "analyse", "measurements_table", "seconds_table", "events_table", "phases_table",
            "phase_samples", "fit_model", "what_if_table", "at_tier_speed", "model_time_per_io", "SEED", "BATCH_S",
-           "series_delta", "lateness_pct", "LVM_THIN_PHASES", "what_if_curves"]
+           "series_delta", "lateness_pct", "LVM_THIN_PHASES", "what_if_curves", "member_ms_per_io",
+           "span_model_ratio", "remapped_fraction", "device_time"]

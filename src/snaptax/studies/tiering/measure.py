@@ -22,7 +22,7 @@ from ...engines.lvmthin import LvmThinEngine, execute_variant
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...record import RunSession
-from ...spindle.predict import closed_loop
+from ...spindle.predict import Region, closed_loop, closed_loop_mix
 from ...spindle.profiles import TierSpec
 from ...spindle.rigfiles import parse_device
 from ...timeline import HostSampler, Timeline, attempt, delete_active
@@ -31,13 +31,14 @@ from . import plan as planmod
 HOST_KEYS = ("host.reads", "host.writes", "host.ssd_reads", "host.ssd_writes", "host.hdd_reads", "host.hdd_writes",
              "host.split_reads", "host.split_writes", "host.unmapped_reads", "host.promotions", "host.demotions",
              "host.migrated_bytes", "host.tier_cycles", "host.heat_ios")
-LATENESS_KEYS = ("emulator.released", "emulator.release_late_s_sum", "host.member_reads", "host.member_writes")
+LATENESS_KEYS = ("emulator.released", "emulator.release_late_s_sum", "host.member_reads", "host.member_writes",
+                 "host.latency_s_sum")
 
 
 def sampled_keys(counters: dict[str, float]) -> tuple[str, ...]:
     """HOST_KEYS and what the emulator's lateness per phase is computed from (record.Measurement.lateness_fraction:
-    late seconds per release over busy seconds per member request), for the runs whose own counters are the
-    guest's (LVM thin)."""
+    late seconds per release over busy seconds per member request), with the array's summed command time (its mean
+    queue and time per command per phase), for the runs whose own counters are the guest's (LVM thin)."""
     return (*HOST_KEYS, *(k for k in LATENESS_KEYS if k in counters),
             *sorted(k for k in counters if k.startswith("host.member") and k.endswith(".busy_s")))
 
@@ -78,6 +79,37 @@ def emulated_time_per_io(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.Tiering
                 for wr in (False, True))
         out[f"{tier}_us_per_io"] = 1e6 * (fr / r + (1 - fr) / w)
     return out
+
+
+def span_model(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale, ios: int = 6000) -> dict[str, list]:
+    """What the emulated (untiered) pool's own model gives for the load once a share f of the volume's data lies in
+    a second region right after the first: the layout LVM thin leaves behind after a snapshot's deletion (the
+    chunks written under the snapshot were allocated after the volume's; thin pools allocate upwards). Regions
+    [0, D) with weight 1 − f and [D, D + f·D) with weight f, D the disk's bytes; the load's read share, block size
+    and queue depth, random offsets (its 10 % sequential runs left out: they are the same in both layouts). Per f in
+    plan.SPAN_MODEL_FRACTIONS: IOPS(f) / IOPS(0) in %, the mean over plan.SPAN_MODEL_SEEDS (each seed the same
+    random numbers for every f) and its range over them. Empty for a real or a tiered pool (there the SSD share
+    dominates)."""
+    if not dev.emulated:
+        return {}
+    spec = parse_device(dev.spindle, rig.source, f"devices.{dev.name}.spindle")
+    if isinstance(spec, TierSpec):
+        return {}
+    d = s.disk_bytes
+    by_seed = []
+    for seed in planmod.SPAN_MODEL_SEEDS:
+        iops = []
+        for f in planmod.SPAN_MODEL_FRACTIONS:
+            regions = [Region(0, d, 1 - f)] + ([Region(d, int(f * d) // planmod.BS * planmod.BS, f)] if f else [])
+            iops.append(closed_loop_mix(spec, dev.capacity, qd=planmod.IODEPTH, regions=regions,
+                                        read_fraction=planmod.READ_PERCENT / 100, bs=planmod.BS, ios=ios,
+                                        seed=seed).iops)
+        by_seed.append([100 * x / iops[0] for x in iops])
+    by_f = list(zip(*by_seed, strict=True))
+    return {"fraction": list(planmod.SPAN_MODEL_FRACTIONS),
+            "ratio_pct": [sum(col) / len(col) for col in by_f],
+            "ratio_low": [min(col) for col in by_f],
+            "ratio_high": [max(col) for col in by_f]}
 
 
 def ssd_share(before: dict[str, float], after: dict[str, float]) -> float:
@@ -164,6 +196,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                     planned_seconds=planmod.planned_seconds(profile, lvmthin)) as session:
         study = {pool: {"pool": pool, "device": dev.name, "emulated": dev.emulated,
                         "model_time_per_io": emulated_time_per_io(rig, dev, s)} for pool, dev in devices.items()}
+        span = {pool: span_model(rig, dev, s) for pool, dev in devices.items()} if lvmthin else {}
         for pool, dev in devices.items():
             attempt(session, pool, functools.partial(timeline, s=s, pool=pool),
                     functools.partial(Qcow2ChainEngine, rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
@@ -172,12 +205,12 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
             for pool, dev in devices.items():
                 plan = planmod.lvmthin_plan(s, pool)
                 execute_variant(rig, dev, planmod.lvmthin_config(), s.disk_bytes, planmod.lvmthin_variant(pool),
-                                plan, session, {"study": study[pool]},
+                                plan, session, {"study": {**study[pool], "span_model": span[pool]}},
                                 functools.partial(lvmthin_timeline, session=session, plan=plan))
     assert session.published is not None
     return session.published
 
 
 __all__ = ["HOST_KEYS", "LATENESS_KEYS", "sampled_keys", "pool_devices",
-           "emulated_time_per_io", "ssd_share", "wait_until_learned", "timeline",
+           "emulated_time_per_io", "span_model", "ssd_share", "wait_until_learned", "timeline",
            "lvmthin_timeline", "host_series_path", "run"]

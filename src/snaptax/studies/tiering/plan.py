@@ -63,6 +63,8 @@ BS = 32 * KiB
 READ_PERCENT = 80
 RANDOM_PERCENT = 90
 IODEPTH = 16
+SPAN_MODEL_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)    # shares of the data in a second region (measure.span_model)
+SPAN_MODEL_SEEDS = (1, 2, 3, 4, 5)                    # its closed loops' seeds: the range over them is its interval
 SEED_DISK_BYTES = 100e9                    # the seed's VM disk
 SEED_POOL_BYTES = 4.2e12                   # the V7000's usable capacity the emulated pools scale (16 GiB)
 PHASES = ("fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned")
@@ -268,7 +270,8 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
     ])
 
 
-__all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "STEADY", "BS", "IODEPTH", "TieringScale", "SCALES", "scale",
+__all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "STEADY", "BS", "IODEPTH", "SPAN_MODEL_FRACTIONS", "SPAN_MODEL_SEEDS",
+           "TieringScale", "SCALES", "scale",
            "qcow2_config", "workload", "fill_job", "tiered", "phases_of", "estimated_seconds",
            "planned_seconds", "planned_points", "LVM_THIN", "lvmthin_config", "lvmthin_variant", "pool_of",
            "engine_of", "lvmthin_plan",
