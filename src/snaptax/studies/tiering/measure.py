@@ -38,9 +38,10 @@ LATENESS_KEYS = ("emulator.released", "emulator.release_late_s_sum", "host.membe
 def sampled_keys(counters: dict[str, float]) -> tuple[str, ...]:
     """HOST_KEYS and what the emulator's lateness per phase is computed from (record.Measurement.lateness_fraction:
     late seconds per release over busy seconds per member request), with the array's summed command time (its mean
-    queue and time per command per phase), for the runs whose own counters are the guest's (LVM thin)."""
+    queue and time per command per phase) and each member's busy time and cache hits, for the runs whose own counters
+    are the guest's (LVM thin)."""
     return (*HOST_KEYS, *(k for k in LATENESS_KEYS if k in counters),
-            *sorted(k for k in counters if k.startswith("host.member") and k.endswith(".busy_s")))
+            *sorted(k for k in counters if k.startswith("host.member") and k.endswith((".busy_s", ".cache_hits"))))
 
 
 COMMIT_TIMEOUT_S = 120.0    # a consolidation of a few hundred MiB on the emulated pool takes seconds
