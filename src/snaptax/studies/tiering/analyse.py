@@ -146,6 +146,17 @@ def member_ms_per_io(c: dict[str, float]) -> float:
     return 1e3 * busy / n if n > 0 and busy > 0 else math.nan
 
 
+def member_balance(c: dict[str, float]) -> dict[str, float]:
+    """From counter increases, how the array's members shared the work: member_busy_spread = the busiest member's
+    busy time over the least busy one's (1: even), member_hit_pct = Σ cache hits / Σ member requests in % (a hit
+    costs no positioning); nans without the members' counters (a hit share needs host.member<i>.cache_hits)."""
+    busy = [v for k, v in c.items() if k.startswith("host.member") and k.endswith(".busy_s")]
+    hits = [v for k, v in c.items() if k.startswith("host.member") and k.endswith(".cache_hits")]
+    n = c.get("host.member_reads", 0.0) + c.get("host.member_writes", 0.0)
+    return {"member_busy_spread": max(busy) / min(busy) if busy and min(busy) > 0 else math.nan,
+            "member_hit_pct": 100 * sum(hits) / n if hits and n > 0 else math.nan}
+
+
 def device_time(c: dict[str, float]) -> dict[str, float]:
     """From counter increases over a bracket of c["t_s"] seconds, the array's own view of the host commands:
     device_ms_per_io = Σ command time (arrival → completion) / commands · 10³, and device_queue = Σ command time /
@@ -193,7 +204,7 @@ def measurements_table(record: RunRecord) -> pd.DataFrame:
         rows.append({"pool": m.variant, "index": m.index, "phase": m.phase,
                      "t_start_s": t_start, "t_end_s": t_end,
                      "iops": m.iops(), "ssd_share": _share(c), "tier_cycles": c.get("host.tier_cycles", 0.0),
-                     "member_ms_per_io": member_ms_per_io(c), **device_time(c),
+                     "member_ms_per_io": member_ms_per_io(c), **device_time(c), **member_balance(c),
                      "device_per_guest_io": _per(g, ("host.reads", "host.writes"), ("guest.reads", "guest.writes")),
                      "guest_cpu_pct": 100 * _per(g, ("guest.cpu_busy_s",), ("guest.cpu_busy_s", "guest.cpu_idle_s")),
                      "chunks_broken": g["engine.chunks_broken"].after if "engine.chunks_broken" in g else math.nan,
@@ -523,8 +534,8 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
     (a cycle ended inside and the last run's SSD-served share reached `learned_fraction`); on an untiered pool the
     share of the data remapped under the snapshot, the two-region layout's rate from the pool's own model
     (`layout[variant]`: its span_model and chunk_size) and whether it explains the loss after lvremove, and per phase
-    the members' time per command, the array's time per command and mean queue, the device's I/Os per guest I/O and
-    the guest's CPU use. NaN where not measured."""
+    the members' time per command, balance and cache hits, the array's time per command and mean queue, the
+    device's I/Os per guest I/O and the guest's CPU use. NaN where not measured."""
     k = STUDY
     out: list[Value] = []
     for pool in POOLS:
@@ -556,6 +567,10 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
                                  if len(m_ph) else math.nan, "", digits=1))
                 out.append(Value(f"{base}.{phase}.guest_cpu_pct", float(m_ph.guest_cpu_pct.iloc[0])
                                  if len(m_ph) else math.nan, "%", digits=0))
+                out.append(Value(f"{base}.{phase}.member_busy_spread", float(m_ph.member_busy_spread.iloc[0])
+                                 if len(m_ph) else math.nan, "", digits=2))
+                out.append(Value(f"{base}.{phase}.member_hit_pct", float(m_ph.member_hit_pct.iloc[0])
+                                 if len(m_ph) else math.nan, "%", digits=0))
             if pool == TIERED and phase != "initial":
                 s = speed[(speed.pool == variant) & (speed.phase == phase)] if not speed.empty else speed
                 out.append(Value.where_defined(
@@ -578,6 +593,10 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
         out.append(Value(f"{base}.worst_lateness_pct", float(m.lateness_pct.max()) if len(m) else math.nan, "%",
                          digits=0))
         if pool != TIERED:
+            for phase in ("initial", "after"):    # the qcow2 timeline beside it: its members' read-ahead hits
+                q_ph = meas[(meas.pool == pool) & (meas.phase == phase)] if not meas.empty else meas
+                out.append(Value(f"{k}.{pool}.{phase}.member_hit_pct", float(q_ph.member_hit_pct.iloc[0])
+                                 if len(q_ph) else math.nan, "%", digits=0))
             lay = layout.get(variant, {})
             f = remapped_fraction(meas, variant, float(lay.get("chunk_size") or math.nan))
             out.append(Value(f"{base}.remapped_pct", 100 * f, "%", digits=0))
@@ -627,4 +646,4 @@ def analyse(record: RunRecord) -> TieringAnalysis:
 __all__ = ["TieringAnalysis", "analyse", "measurements_table", "seconds_table", "events_table", "phases_table",
            "phase_samples", "fit_model", "what_if_table", "at_tier_speed", "model_time_per_io", "SEED", "BATCH_S",
            "series_delta", "lateness_pct", "LVM_THIN_PHASES", "what_if_curves", "member_ms_per_io",
-           "span_model_ratio", "remapped_fraction", "device_time"]
+           "span_model_ratio", "remapped_fraction", "device_time", "member_balance"]
