@@ -111,6 +111,11 @@ def emulator_overhead(workdir: Path | None = None, *, runtime_s: float = 10.0) -
 
 
 SPANS = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+# The short spans' seeks are what pins the track-to-track figure (0.3 ms, the size of the harness's own jitter):
+# they run twice as long. Six quiet rounds of 2026-11-26 fitted alone: worst track-to-track error 4.8 %; the same
+# rounds refitted with a second round's short-span traces added (three pairs): worst 3.0 % (the other two figures
+# stay within 1 % either way).
+SPAN_RUNTIME_FACTOR = {0.003: 2.0, 0.01: 2.0}
 
 
 def _seek_traces(wd: Path, runtime_s: float) -> list[seek.Trace]:
@@ -121,7 +126,8 @@ def _seek_traces(wd: Path, runtime_s: float) -> list[seek.Trace]:
     with ProcessGroup() as group, serve(group, SpindleDevice(disk(PROFILE), CAPACITY, wd, PROFILE)) as s:
         for span in SPANS:
             before = fresh_counters(s.counters)
-            run = fio.run(sm.span_job(span, runtime_s, CAPACITY), fio.FioTarget("nbd", uri=s.uri),
+            run = fio.run(sm.span_job(span, runtime_s * SPAN_RUNTIME_FACTOR.get(span, 1.0), CAPACITY),
+                          fio.FioTarget("nbd", uri=s.uri),
                           wd / f"span{span:g}")
             after = fresh_counters(s.counters)
             off, lat = sm.read_clat_log(sm.clat_log(run.directory))
@@ -189,7 +195,7 @@ def explained_accuracy(service_ms: float, round_trip_us: float, late_us: float) 
 
 
 def run(workdir: Path | None = None) -> dict[str, float]:
-    """All spindle benchmarks (about 6 minutes: three rounds of accuracy and of the seek sweep)."""
+    """All spindle benchmarks (about 7 minutes: three rounds of accuracy and of the seek sweep)."""
     out: dict[str, float] = {}
     out.update(placement_cost())
     out.update(emulator_accuracy(workdir))
