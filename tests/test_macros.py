@@ -4,7 +4,7 @@ from snaptax.macros import breakable
 
 
 def test_breakable_key():
-    assert breakable("a_b.c.d") == "a\\_b.\\allowbreak{}c.\\allowbreak{}d"
+    assert breakable("a_b.c.d") == "a\\_\\allowbreak{}b.\\allowbreak{}c.\\allowbreak{}d"
 
 
 def test_render_long_table_defines_the_rows_a_longtable_expands():
