@@ -137,6 +137,12 @@ def lateness_pct(c: dict[str, float]) -> float:
     return 100 * lateness_fraction(c)
 
 
+# Where an LVM thin phase's time went on the untiered pool (measurements_table's columns): value unit and digits.
+LAYOUT_COLUMNS = {"device_per_guest_io": ("", 3), "device_ms_per_io": ("ms", 1), "device_queue": ("", 1),
+                  "member_ms_per_io": ("ms", 2), "member_busy_spread": ("", 2), "member_hit_pct": ("%", 0),
+                  "guest_cpu_pct": ("%", 0)}
+
+
 def member_ms_per_io(c: dict[str, float]) -> float:
     """The array members' busy time per member request in ms, from counter increases: Σ busy_s over the members /
     (member reads + member writes) · 10³ — the device's own time per command, whatever the host's path adds;
@@ -200,7 +206,7 @@ def measurements_table(record: RunRecord) -> pd.DataFrame:
             c = {n: (v.delta or 0.0) for n, v in m.counters.items() if v.delta is not None}
             c["t_s"] = m.wall_s       # the counters bracket the fio run
             late = 100 * m.lateness_fraction
-        g = {n: v for n, v in m.counters.items()}
+        g = m.counters       # the guest's own, for an LVM thin run
         rows.append({"pool": m.variant, "index": m.index, "phase": m.phase,
                      "t_start_s": t_start, "t_end_s": t_end,
                      "iops": m.iops(), "ssd_share": _share(c), "tier_cycles": c.get("host.tier_cycles", 0.0),
@@ -557,20 +563,8 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
                     "%", 1, f"ratio of means of {BATCH_S}-s batches, Welch"))
             if pool != TIERED:
                 m_ph = meas[(meas.pool == variant) & (meas.phase == phase)] if not meas.empty else meas
-                out.append(Value(f"{base}.{phase}.member_ms_per_io", float(m_ph.member_ms_per_io.iloc[0])
-                                 if len(m_ph) else math.nan, "ms", digits=2))
-                out.append(Value(f"{base}.{phase}.device_per_guest_io", float(m_ph.device_per_guest_io.iloc[0])
-                                 if len(m_ph) else math.nan, "", digits=3))
-                out.append(Value(f"{base}.{phase}.device_ms_per_io", float(m_ph.device_ms_per_io.iloc[0])
-                                 if len(m_ph) else math.nan, "ms", digits=1))
-                out.append(Value(f"{base}.{phase}.device_queue", float(m_ph.device_queue.iloc[0])
-                                 if len(m_ph) else math.nan, "", digits=1))
-                out.append(Value(f"{base}.{phase}.guest_cpu_pct", float(m_ph.guest_cpu_pct.iloc[0])
-                                 if len(m_ph) else math.nan, "%", digits=0))
-                out.append(Value(f"{base}.{phase}.member_busy_spread", float(m_ph.member_busy_spread.iloc[0])
-                                 if len(m_ph) else math.nan, "", digits=2))
-                out.append(Value(f"{base}.{phase}.member_hit_pct", float(m_ph.member_hit_pct.iloc[0])
-                                 if len(m_ph) else math.nan, "%", digits=0))
+                out += [Value(f"{base}.{phase}.{col}", float(m_ph[col].iloc[0]) if len(m_ph) else math.nan, unit,
+                              digits=digits) for col, (unit, digits) in LAYOUT_COLUMNS.items()]
             if pool == TIERED and phase != "initial":
                 s = speed[(speed.pool == variant) & (speed.phase == phase)] if not speed.empty else speed
                 out.append(Value.where_defined(
@@ -646,4 +640,4 @@ def analyse(record: RunRecord) -> TieringAnalysis:
 __all__ = ["TieringAnalysis", "analyse", "measurements_table", "seconds_table", "events_table", "phases_table",
            "phase_samples", "fit_model", "what_if_table", "at_tier_speed", "model_time_per_io", "SEED", "BATCH_S",
            "series_delta", "lateness_pct", "LVM_THIN_PHASES", "what_if_curves", "member_ms_per_io",
-           "span_model_ratio", "remapped_fraction", "device_time", "member_balance"]
+           "span_model_ratio", "remapped_fraction", "device_time", "member_balance", "LAYOUT_COLUMNS"]

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ... import figures, macros
 from ...models import tiering as tm
-from .analyse import SEED, TieringAnalysis
+from .analyse import LAYOUT_COLUMNS, SEED, TieringAnalysis
 from .plan import LVM_THIN, POOLS, TIERED, engine_of, lvmthin_variant, pool_of
 
 PHASE_ORDER = ["fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned"]
@@ -187,10 +187,6 @@ def engines_table(a: TieringAnalysis) -> pd.DataFrame:
     return p[["pool", "engine", "phase", "ssd_pct", "ratio_pct", "at_tier_speed_pct"]].reset_index(drop=True)
 
 
-LAYOUT_COLUMNS = ("iops", "device_per_guest_io", "device_ms_per_io", "device_queue", "member_ms_per_io",
-                  "member_busy_spread", "member_hit_pct", "guest_cpu_pct")
-
-
 def layout_table(a: TieringAnalysis) -> pd.DataFrame:
     """LVM thin on the untiered pool, per steady phase: the guest's IOPS and what the array saw (device commands per
     guest command, the array's ms per command and mean queue, the members' ms per command, busiest over least busy
@@ -199,8 +195,8 @@ def layout_table(a: TieringAnalysis) -> pd.DataFrame:
     m = a.meas[(a.meas.pool == variant) & a.meas.phase.isin(("initial", "settle", "with", "after"))] \
         if not a.meas.empty else a.meas
     if m.empty:
-        return pd.DataFrame(columns=["phase", *LAYOUT_COLUMNS])
-    return m[["phase", *LAYOUT_COLUMNS]].reset_index(drop=True)
+        return pd.DataFrame(columns=["phase", "iops", *LAYOUT_COLUMNS])
+    return m[["phase", "iops", *LAYOUT_COLUMNS]].reset_index(drop=True)
 
 
 def what_if_table(a: TieringAnalysis) -> pd.DataFrame:
