@@ -27,7 +27,7 @@ import pandas as pd
 from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import tiering as tm
-from ...record import RunRecord, lateness_fraction
+from ...record import RunRecord, lateness_fraction, service_time_s
 from ...stats import Interval, ratio_of_means_interval
 from ...values import Value
 from .plan import LVM_THIN, POOLS, READ_PERCENT, SPAN_MODEL_SEEDS, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
@@ -145,11 +145,9 @@ LAYOUT_COLUMNS = {"device_per_guest_io": ("", 3), "device_ms_per_io": ("ms", 1),
 
 def member_ms_per_io(c: dict[str, float]) -> float:
     """The array members' busy time per member request in ms, from counter increases: Σ busy_s over the members /
-    (member reads + member writes) · 10³ — the device's own time per command, whatever the host's path adds;
-    nan without them."""
-    busy = sum(v for k, v in c.items() if k.startswith("host.member") and k.endswith(".busy_s"))
-    n = c.get("host.member_reads", 0.0) + c.get("host.member_writes", 0.0)
-    return 1e3 * busy / n if n > 0 and busy > 0 else math.nan
+    (member reads + member writes) · 10³ (record.service_time_s) — the device's own time per command, whatever the
+    host's path adds; nan without them."""
+    return 1e3 * service_time_s(c)
 
 
 def member_balance(c: dict[str, float]) -> dict[str, float]:
