@@ -9,6 +9,7 @@ import pytest
 
 from snaptax import paths
 from tests.conftest import requires_qsd, requires_root
+from tests.processes import processes_in
 
 pytestmark = [pytest.mark.integration, requires_qsd, requires_root]
 
@@ -16,7 +17,8 @@ pytestmark = [pytest.mark.integration, requires_qsd, requires_root]
 def ours(work_dir):
     procs = subprocess.run(["pgrep", "-af", str(work_dir)], capture_output=True, text=True).stdout
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    return [line for line in procs.splitlines() + loops.splitlines() if str(work_dir) in line and "pytest" not in line]
+    named = [line for line in procs.splitlines() + loops.splitlines() if str(work_dir) in line and "pytest" not in line]
+    return named + [line for line in processes_in(work_dir) if "pytest" not in line]
 
 
 def _as_from_a_terminal() -> None:

@@ -75,13 +75,17 @@ def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = None
         cwd: Path | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
     """A short-lived command, captured; raises EngineError with its stderr tail on failure."""
     require(argv[0])
-    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                            cwd=cwd, start_new_session=True, preexec_fn=_child_setup)
+    proc: subprocess.Popen | None = None
     try:
+        # A signal between the fork and `proc` being bound would leave the child (and what it forks) unowned.
+        with signals_deferred(redeliver=True):
+            proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                    cwd=cwd, start_new_session=True, preexec_fn=_child_setup)
         out, err = proc.communicate(input=input, timeout=timeout)
     except BaseException:
-        _stop(proc, grace=2.0)
+        if proc is not None:
+            _stop(proc, grace=2.0)
         raise
     cp = subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
     if check and proc.returncode != 0:
@@ -91,16 +95,44 @@ def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = None
 
 
 def _stop(proc: subprocess.Popen, grace: float) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
+    if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    _kill_left_in_group(proc.pid)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Processes still in the process group `pgid` other than its leader. The kernel does not hand out a number
+    while a process group of that number has members, so once the leader is gone these are all the leader's own
+    (fio's forked job processes, which PR_SET_PDEATHSIG does not reach: it is not inherited by fork)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == pgid:
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "; comm may contain spaces
+        if int(fields[2]) == pgid:                     # state ppid pgrp ...
+            members.append(int(entry.name))
+    return members
+
+
+def _kill_left_in_group(pgid: int) -> None:
+    """SIGKILL what the reaped leader `pgid` left in its group. Only while nothing holds its number: if a process
+    numbered `pgid` exists, the number was reused and the group is someone else's."""
+    if Path(f"/proc/{pgid}").exists():
+        return
+    for pid in group_members(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @dataclass
