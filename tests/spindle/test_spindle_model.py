@@ -101,6 +101,28 @@ def test_qd1_sequential_reads_are_served_by_readahead(p10k):
     assert disk.counters.cache_hits >= 40
 
 
+def test_readahead_buffer_holds_one_segment_ahead_of_the_reader(p10k):
+    # A long sequential stream (like a volume's fill), then the head leaves for a write far away. A drive's
+    # segment holds what it read ahead of the last read before the head left, not everything since the stream
+    # began, and a hit on a left-behind segment does not make the drive read further.
+    disk = Disk(p10k, GiB, "d")
+    t = 0.0
+    for i in range(400):                                    # 400 x 32 KiB = 12.5 MiB, streamed
+        (t,) = _run(disk, [(t + 100e-6, i * 32768, 32768, False)])
+    (t,) = _run(disk, [(t, GiB // 2, 32768, True)])          # the head leaves
+    streamed_hits = disk.counters.cache_hits
+    assert streamed_hits >= 390
+    # reads behind the reader (inside the streamed range) are not in the buffer
+    for i in (10, 100, 200, 390):
+        (t,) = _run(disk, [(t, i * 32768, 32768, False)])
+    assert disk.counters.cache_hits == streamed_hits
+    # from a new stream's segment, each hit serves only what the drive read before the head left
+    (t,) = _run(disk, [(t, GiB // 4, 32768, False)])          # a new stream begins
+    (t,) = _run(disk, [(t, GiB // 2 + 65536, 32768, True)])   # the head leaves at once: nothing read ahead
+    (t,) = _run(disk, [(t, GiB // 4 + 32768, 32768, False)])  # the next block: a media read, not a hit
+    assert disk.counters.cache_hits == streamed_hits
+
+
 def test_qd1_random_read_matches_datasheet_access_time(p10k):
     r = closed_loop(DiskSpec(p10k), GiB, qd=1, ios=3000, span=1.0)
     g = Geometry(p10k, GiB)

@@ -291,7 +291,8 @@ class Disk(Member):
         self.head_x = 0.0
         self.flush_waiters: list[Callable[[float], None]] = []
         # read-ahead stream: buffer holds [ra_start, position) where position advances at media rate
-        # from (ra_x, ra_t) until ra_limit_x, or is frozen once the head leaves for another command.
+        # from (ra_x, ra_t) until ra_limit_x, or is frozen once the head leaves for another command;
+        # ra_start follows the reader (the last read served from the stream).
         self.ra_start = -1.0
         self.ra_x = 0.0
         self.ra_t = 0.0
@@ -398,8 +399,16 @@ class Disk(Member):
                     self.ra_x, self.ra_t, self.ra_frozen = op.x_end, t, False
                     self.ra_limit_x = limit
                 else:
-                    # a buffer hit or stream continuation: the stream runs on, its window moves forward
-                    self.ra_limit_x = max(self.ra_limit_x, limit)
+                    # a buffer hit or stream continuation. The segment now begins at what was just served: a drive's
+                    # read-ahead segment is a ring that refills ahead of the reader, so what lies behind the reader
+                    # is overwritten, not kept. The stream reads on past it only while the head is still on it: once
+                    # the head has left (frozen), the buffer holds what was read before it left and nothing more.
+                    # (Before 2026-11-26 a hit extended even a frozen window by `readahead_bytes`, and the window
+                    # never lost its start: after a sequential fill one member's "buffer" held its whole share of a
+                    # volume, and random reads there were served as hits.)
+                    self.ra_start = max(self.ra_start, op.lba)
+                    if not self.ra_frozen:
+                        self.ra_limit_x = max(self.ra_limit_x, limit)
             op.on_done(t)
         if self.current is None:   # on_done may have submitted (and so dispatched) a command already
             self._dispatch(t)
