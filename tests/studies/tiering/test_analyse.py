@@ -137,7 +137,7 @@ def _sas_lvmthin(after_ratios):
         {"pool": "sas_pool.lvmthin", "index": i, "phase": ph, "ssd_share": 0.0, "tier_cycles": 0.0,
          "t_start_s": 10.0 * i, "t_end_s": 10.0 * i + 9, "lateness_pct": 1.0, "member_ms_per_io": 2.0,
          "device_per_guest_io": 1.0, "device_ms_per_io": 8.0, "device_queue": 9.0, "guest_cpu_pct": 50.0,
-         "member_busy_spread": 1.0, "member_hit_pct": 1.0,
+         "member_busy_pct": 80.0, "member_busy_spread": 1.0, "member_hit_pct": 1.0,
          "chunks_broken": 2048.0 if ph == "with" else 0.0, "mapped_bytes": 6144 * 65536.0, "deletion": None}
         for i, ph in enumerate(("initial", "with", "after"))])
     rng = np.random.default_rng(3)
@@ -175,6 +175,7 @@ def test_the_arrays_time_per_command_and_queue_follow_littles_law():
     assert math.isnan(an.member_ms_per_io({}))
     # member 1 three times as busy as member 0; no cache hits sampled: no hit share
     assert an.member_balance(c)["member_busy_spread"] == pytest.approx(3.0)
+    assert an.member_balance({**c, "t_s": 4.0})["member_busy_pct"] == pytest.approx(50.0)   # mean 2 s of 4 s
     assert math.isnan(an.member_balance(c)["member_hit_pct"])
     hits = {**c, "host.member0.cache_hits": 100.0, "host.member1.cache_hits": 300.0}
     assert an.member_balance(hits)["member_hit_pct"] == pytest.approx(20.0)

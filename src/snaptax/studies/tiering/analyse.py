@@ -139,7 +139,8 @@ def lateness_pct(c: dict[str, float]) -> float:
 
 # Where an LVM thin phase's time went on the untiered pool (measurements_table's columns): value unit and digits.
 LAYOUT_COLUMNS = {"device_per_guest_io": ("", 3), "device_ms_per_io": ("ms", 1), "device_queue": ("", 1),
-                  "member_ms_per_io": ("ms", 2), "member_busy_spread": ("", 2), "member_hit_pct": ("%", 0),
+                  "member_ms_per_io": ("ms", 2), "member_busy_pct": ("%", 0), "member_busy_spread": ("", 2),
+                  "member_hit_pct": ("%", 0),
                   "guest_cpu_pct": ("%", 0)}
 
 
@@ -151,13 +152,17 @@ def member_ms_per_io(c: dict[str, float]) -> float:
 
 
 def member_balance(c: dict[str, float]) -> dict[str, float]:
-    """From counter increases, how the array's members shared the work: member_busy_spread = the busiest member's
-    busy time over the least busy one's (1: even), member_hit_pct = Σ cache hits / Σ member requests in % (a hit
-    costs no positioning); nans without the members' counters (a hit share needs host.member<i>.cache_hits)."""
+    """From counter increases over a bracket of c["t_s"] seconds, how the array's members shared the work:
+    member_busy_pct = the mean member's busy time / t_s in % (how much of the time a drive was positioning or
+    transferring), member_busy_spread = the busiest member's busy time over the least busy one's (1: even),
+    member_hit_pct = Σ cache hits / Σ member requests in % (a hit costs no positioning); nans without the members'
+    counters (a hit share needs host.member<i>.cache_hits)."""
     busy = [v for k, v in c.items() if k.startswith("host.member") and k.endswith(".busy_s")]
     hits = [v for k, v in c.items() if k.startswith("host.member") and k.endswith(".cache_hits")]
     n = c.get("host.member_reads", 0.0) + c.get("host.member_writes", 0.0)
-    return {"member_busy_spread": max(busy) / min(busy) if busy and min(busy) > 0 else math.nan,
+    dt = c.get("t_s", math.nan)
+    return {"member_busy_pct": 100 * sum(busy) / len(busy) / dt if busy and dt > 0 else math.nan,
+            "member_busy_spread": max(busy) / min(busy) if busy and min(busy) > 0 else math.nan,
             "member_hit_pct": 100 * sum(hits) / n if hits and n > 0 else math.nan}
 
 
