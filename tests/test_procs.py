@@ -11,7 +11,7 @@ from snaptax import procs
 
 def _alive(pid: int) -> bool:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        state = procs.stat_fields(Path(f"/proc/{pid}/stat").read_text())[0]
     except OSError:
         return False
     return state != "Z"
@@ -30,7 +30,7 @@ def test_a_forked_child_outliving_its_leader_is_killed(tmp_path):
     assert not _alive(pid)
 
 
-def test_group_members_lists_the_forked_child_not_the_leader(tmp_path):
+def test_group_members_lists_the_forked_child_not_the_leader():
     proc = subprocess.Popen(["sh", "-c", "sleep 60 & wait"], start_new_session=True)
     try:
         deadline = time.monotonic() + 5
@@ -43,7 +43,7 @@ def test_group_members_lists_the_forked_child_not_the_leader(tmp_path):
         proc.wait()
 
 
-def test_stop_leaves_a_reused_number_alone(tmp_path, monkeypatch):
+def test_stop_leaves_a_reused_number_alone(monkeypatch):
     # If a process with the leader's number exists, the number was reused: nothing is killed.
     killed = []
     monkeypatch.setattr(procs, "group_members", lambda pgid: [12345])

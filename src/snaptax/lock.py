@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 
-from . import paths
+from . import paths, procs
 
 _state = threading.local()
 
@@ -24,7 +24,7 @@ def _ancestors() -> set[int]:
         pids.add(pid)
         try:
             stat = open(f"/proc/{pid}/stat").read()
-            pid = int(stat.rsplit(")", 1)[1].split()[1])
+            pid = int(procs.stat_fields(stat)[1])
         except (OSError, ValueError, IndexError):
             break
     return pids

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SnaptaxError
+from .procs import stat_fields
 from .progress import PROGRESS_FILE_ENV
 
 KERNEL = "snaptax"
@@ -35,7 +36,7 @@ def _kernel_children() -> list[int]:
             continue
         try:
             stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            ppid = int(stat_fields(stat)[1])
             if ppid == me and b"ipykernel" in (entry / "cmdline").read_bytes():
                 pids.append(int(entry.name))
         except (OSError, ValueError, IndexError):

@@ -119,8 +119,7 @@ def group_members(pgid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "; comm may contain spaces
-        if int(fields[2]) == pgid:                     # state ppid pgrp ...
+        if int(stat_fields(stat)[2]) == pgid:
             members.append(int(entry.name))
     return members
 
@@ -251,9 +250,15 @@ def install_sigterm_as_exit() -> None:
         signal.signal(signal.SIGTERM, lambda n, f: (_ for _ in ()).throw(SystemExit(128 + n)))
 
 
+def stat_fields(stat: str) -> list[str]:
+    """The fields of a /proc/PID/stat line after "pid (comm)": [state, ppid, pgrp, ...]. comm may hold spaces and
+    parentheses, so the line is split after its last ')'."""
+    return stat.rsplit(")", 1)[1].split()
+
+
 def cpu_seconds(stat: str) -> float:
     """User + system CPU seconds from a /proc/PID/stat (or /proc/PID/task/TID/stat) line: fields 14 and 15."""
-    fields = stat.rsplit(")", 1)[1].split()
+    fields = stat_fields(stat)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -274,6 +279,6 @@ def threads(pid: int) -> list[dict]:
                 return "?"
         stat = read("stat")
         ok = ")" in stat
-        out.append({"tid": task.name, "comm": read("comm"), "state": stat.rsplit(")", 1)[1].split()[0] if ok else "?",
+        out.append({"tid": task.name, "comm": read("comm"), "state": stat_fields(stat)[0] if ok else "?",
                     "wchan": read("wchan"), "cpu_s": cpu_seconds(stat) if ok else float("nan")})
     return out
