@@ -66,6 +66,13 @@ def test_bad_jobs_are_refused_with_the_field_named():
         fio.FioJob("x", "read")
     with pytest.raises(ConfigError, match="log_avg_msec"):
         fio.FioJob("x", "read", runtime_s=1, log_avg_msec=100)
+    with pytest.raises(ConfigError, match="randseed"):
+        fio.FioJob("x", "randread", runtime_s=1, randseed=-1)
+
+
+def test_randseed_is_written_only_when_set():
+    assert "randseed" not in dict(fio.FioJob("x", "randread", runtime_s=1).options())
+    assert dict(fio.FioJob("x", "randread", runtime_s=1, randseed=7).options())["randseed"] == "7"
 
 
 def _fio_result(read_iops=100.0, write_iops=50.0):

@@ -62,7 +62,9 @@ class FioJob:
 
     `offset`/`size` select the span (fio's nbd engine ignores `filename`). Logs: per-second IOPS and
     completion-latency logs averaged over `log_avg_msec` (≥ 1000 ms: shorter windows give repeated
-    timestamps in fio 3.33).
+    timestamps in fio 3.33). `randseed` unset with `randrepeat`: fio's fixed default seed, so every run of the
+    same job draws the same offsets in the same order; a job that stands for a later stretch of one continuous
+    load gives each stretch its own seed.
     """
 
     name: str
@@ -77,6 +79,7 @@ class FioJob:
     ramp_time_s: float = 0
     time_based: bool = True
     randrepeat: bool = True
+    randseed: int | None = None
     rwmixread: int | None = None
     percentage_random: int | None = None
     group_reporting: bool = True
@@ -91,6 +94,8 @@ class FioJob:
         for name in ("bs", "iodepth", "numjobs", "size"):
             if getattr(self, name) <= 0:
                 raise ConfigError(src, name, "must be positive")
+        if self.randseed is not None and not 0 <= self.randseed < 2 ** 64:
+            raise ConfigError(src, "randseed", "must be an unsigned 64-bit integer")
         if self.time_based and not self.runtime_s:
             raise ConfigError(src, "runtime_s", "time_based jobs need a runtime")
         if self.log_avg_msec is not None and self.log_avg_msec < 1000:
@@ -117,6 +122,8 @@ class FioJob:
         if self.ramp_time_s:
             opts.append(("ramp_time", _seconds(self.ramp_time_s)))
         opts.append(("randrepeat", "1" if self.randrepeat else "0"))
+        if self.randseed is not None:
+            opts.append(("randseed", str(self.randseed)))
         if self.verify:
             opts += [("verify", self.verify), ("do_verify", "1")]
         opts += list(self.extra)

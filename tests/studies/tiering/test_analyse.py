@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from snaptax.counters import CounterValue
 from snaptax.models import tiering as tm
 from snaptax.studies.tiering import analyse as an
 
@@ -138,6 +139,7 @@ def _sas_lvmthin(after_ratios):
          "t_start_s": 10.0 * i, "t_end_s": 10.0 * i + 9, "lateness_pct": 1.0, "member_ms_per_io": 2.0,
          "device_per_guest_io": 1.0, "device_ms_per_io": 8.0, "device_queue": 9.0, "guest_cpu_pct": 50.0,
          "member_busy_pct": 80.0, "member_busy_spread": 1.0, "member_hit_pct": 1.0,
+         "copied_write_pct": 30.0 if ph == "after" else 0.0,
          "chunks_broken": 2048.0 if ph == "with" else 0.0, "mapped_bytes": 6144 * 65536.0, "deletion": None}
         for i, ph in enumerate(("initial", "with", "after"))])
     rng = np.random.default_rng(3)
@@ -163,6 +165,7 @@ def test_the_span_explanation_holds_only_where_the_model_meets_the_measured_rati
     assert values["tiering.sas_pool.lvmthin.after.ratio"].value == pytest.approx(100 * after, rel=0.02)
     assert values["tiering.predict.lvmthin_span_explains_after"].text == verdict
     assert values["tiering.sas_pool.lvmthin.after.device_queue"].value == 9.0
+    assert values["tiering.sas_pool.lvmthin.after.copied_write_pct"].value == 30.0
 
 
 def test_the_arrays_time_per_command_and_queue_follow_littles_law():
@@ -208,3 +211,16 @@ def test_what_if_curves_follow_the_model():
     assert ((r.low <= r.y + 1e-9) & (r.y <= r.high + 1e-9)).all()
     # without a fit only the cycle curve
     assert set(an.what_if_curves(None, 20.0).curve) == {"loss_hours"}
+
+
+def test_a_write_that_copies_a_chunk_shows_as_a_chunk_read_the_volume_did_not_ask_for():
+    def g(device_sectors_read, volume_sectors_read, writes):
+        return {name: CounterValue(name, "counter", "", 0.0, after) for name, after in
+                (("host.sectors_read", device_sectors_read), ("guest.sectors_read", volume_sectors_read),
+                 ("guest.writes", writes))}
+    chunk = 65536.0
+    # 100 writes, 25 of which broke a chunk's sharing: 25 × 128 sectors read beyond the volume's own reads
+    assert an.copied_write_pct(g(10_000 + 25 * 128, 10_000, 100), chunk) == pytest.approx(25.0)
+    assert an.copied_write_pct(g(10_000, 10_000, 100), chunk) == 0.0
+    assert math.isnan(an.copied_write_pct(g(10_000, 10_000, 0), chunk))       # no writes: no share
+    assert math.isnan(an.copied_write_pct({}, chunk))

@@ -11,9 +11,20 @@ from snaptax.studies.tiering import measure, plan as planmod
 
 
 def test_the_workload_is_the_seeds_iometer_pattern():
-    opts = dict(planmod.workload(planmod.scale(profiles.get("quick")), 15).options())
+    opts = dict(planmod.workload(planmod.scale(profiles.get("quick")), 15, "initial").options())
     assert (opts["rw"], opts["rwmixread"], opts["percentage_random"], opts["bs"]) == ("randrw", "80", "90", "32768")
     assert opts["iodepth"] == str(planmod.IODEPTH)
+
+
+def test_every_phase_draws_its_own_offsets_and_a_rerun_draws_the_same():
+    # the seed's IOmeter ran on through the phases: with fio's default seed every phase would replay one sequence,
+    # and after a deletion LVM thin would meet only the chunks the snapshot phases had already copied
+    s = planmod.scale(profiles.get("quick"))
+    plan = planmod.lvmthin_plan(s, planmod.TIERED)
+    seeds = [m.job.randseed for _, m, _ in plan.measurements() if m.job.rw == "randrw"]
+    assert len(seeds) == len(set(seeds)) > 5
+    assert planmod.workload(s, 15, "after").randseed == planmod.workload(s, 9, "after").randseed
+    assert planmod.workload(s, 15, "learn", 0).randseed != planmod.workload(s, 15, "learn", 1).randseed
 
 
 def test_the_fill_heats_nothing():

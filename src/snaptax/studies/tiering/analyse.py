@@ -138,10 +138,25 @@ def lateness_pct(c: dict[str, float]) -> float:
 
 
 # Where an LVM thin phase's time went on the untiered pool (measurements_table's columns): value unit and digits.
-LAYOUT_COLUMNS = {"device_per_guest_io": ("", 3), "device_ms_per_io": ("ms", 1), "device_queue": ("", 1),
+LAYOUT_COLUMNS = {"device_per_guest_io": ("", 3), "copied_write_pct": ("%", 0),
+                  "device_ms_per_io": ("ms", 1), "device_queue": ("", 1),
                   "member_ms_per_io": ("ms", 2), "member_busy_pct": ("%", 0), "member_busy_spread": ("", 2),
                   "member_hit_pct": ("%", 0),
                   "guest_cpu_pct": ("%", 0)}
+
+
+def copied_write_pct(guest: dict[str, Any], chunk_size: float) -> float:
+    """The share of the guest's writes in % that made the pool copy a chunk, from the guest's counters over one run:
+    100 · (Δ device sectors read − Δ volume sectors read) · 512 B / chunk_size / Δ volume writes. dm-thin breaks the
+    sharing of a chunk by reading it whole (kcopyd) into a new one, so the device reads what the volume did not ask
+    for; the pool's metadata reads would count too (0 in the phases before any snapshot). nan without the counters
+    or without writes."""
+    try:
+        extra = float(guest["host.sectors_read"].delta) - float(guest["guest.sectors_read"].delta)
+        writes = float(guest["guest.writes"].delta)
+    except (KeyError, TypeError):
+        return math.nan
+    return 100 * extra * 512 / chunk_size / writes if writes > 0 and chunk_size > 0 else math.nan
 
 
 def member_ms_per_io(c: dict[str, float]) -> float:
@@ -197,6 +212,12 @@ def span_model_ratio(curve: dict[str, list], f: float) -> tuple[float, float, fl
     return tuple(float(np.interp(f, xs, curve[k])) for k in ("ratio_pct", "ratio_low", "ratio_high"))  # type: ignore[return-value]
 
 
+def _chunk_size(record: RunRecord, variant: str) -> float:
+    """An LVM thin variant's chunk size in bytes from its record (nan for the qcow2 timelines)."""
+    config = (record.manifest.variants.get(variant) or {}).get("config") or {}
+    return float(config.get("chunk_size") or math.nan) if engine_of(variant) == LVM_THIN else math.nan
+
+
 def measurements_table(record: RunRecord) -> pd.DataFrame:
     rows = []
     hosts = {v: _host_series(record.path, v) for v in record.manifest.variants if engine_of(v) == LVM_THIN}
@@ -215,6 +236,7 @@ def measurements_table(record: RunRecord) -> pd.DataFrame:
                      "iops": m.iops(), "ssd_share": _share(c), "tier_cycles": c.get("host.tier_cycles", 0.0),
                      "member_ms_per_io": member_ms_per_io(c), **device_time(c), **member_balance(c),
                      "device_per_guest_io": _per(g, ("host.reads", "host.writes"), ("guest.reads", "guest.writes")),
+                     "copied_write_pct": copied_write_pct(g, _chunk_size(record, m.variant)),
                      "guest_cpu_pct": 100 * _per(g, ("guest.cpu_busy_s",), ("guest.cpu_busy_s", "guest.cpu_idle_s")),
                      "chunks_broken": g["engine.chunks_broken"].after if "engine.chunks_broken" in g else math.nan,
                      "mapped_bytes": 512 * g["engine.live_mapped_sectors"].after
@@ -568,6 +590,10 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
                 m_ph = meas[(meas.pool == variant) & (meas.phase == phase)] if not meas.empty else meas
                 out += [Value(f"{base}.{phase}.{col}", float(m_ph[col].iloc[0]) if len(m_ph) else math.nan, unit,
                               digits=digits) for col, (unit, digits) in LAYOUT_COLUMNS.items()]
+            if pool == TIERED:
+                m_ph = meas[(meas.pool == variant) & (meas.phase == phase)] if not meas.empty else meas
+                out.append(Value(f"{base}.{phase}.copied_write_pct", float(m_ph.copied_write_pct.iloc[0])
+                                 if len(m_ph) else math.nan, "%", digits=0))
             if pool == TIERED and phase != "initial":
                 s = speed[(speed.pool == variant) & (speed.phase == phase)] if not speed.empty else speed
                 out.append(Value.where_defined(
@@ -629,7 +655,7 @@ def analyse(record: RunRecord) -> TieringAnalysis:
                                                                          else math.nan))
     values = _values(record, meas, phases, events, fit, what_if, speed, model_us)
     layout = {v: {"span_model": (meta.get("study") or {}).get("span_model") or {},
-                  "chunk_size": (meta.get("config") or {}).get("chunk_size")}
+                  "chunk_size": _chunk_size(record, v)}
               for v, meta in record.manifest.variants.items() if engine_of(v) == LVM_THIN}
     values += _lvmthin_values(meas, phases, events, speed,
                               float(record.manifest.parameters.get("learned_fraction", 0.9)), layout)

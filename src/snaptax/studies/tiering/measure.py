@@ -121,15 +121,21 @@ def ssd_share(before: dict[str, float], after: dict[str, float]) -> float:
     return (d("host.ssd_reads") + d("host.ssd_writes")) / total if total > 0 else float("nan")
 
 
+def _job_text(job: fio.FioJob, target, prefix) -> str:
+    return job.job_file(target, log_prefix=prefix)
+
+
 def wait_until_learned(tl: Timeline[Qcow2ChainEngine], s: planmod.TieringScale, phase: str, limit_s: float,
                        cycles_needed: float) -> bool:
     """Run the workload in short runs until a cycle ended past `cycles_needed` and a run's SSD-served share is at
     least s.learned_fraction, or `limit_s` passed. Returns whether the pool learned; logs the decision."""
     t0 = tl.now()
-    job = planmod.workload(s, s.learn_segment_s)
+    repeat = 0
     while True:
+        job = planmod.workload(s, s.learn_segment_s, phase, repeat)
+        repeat += 1
         before = tl.engine.counters()
-        tl.run(lambda target, prefix: job.job_file(target, log_prefix=prefix), job, phase)
+        tl.run(functools.partial(_job_text, job), job, phase)
         after = tl.engine.counters()
         share = ssd_share(before, after)
         cycles = after.get("host.tier_cycles", 0.0)
@@ -142,16 +148,13 @@ def wait_until_learned(tl: Timeline[Qcow2ChainEngine], s: planmod.TieringScale, 
 def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringScale, pool: str) -> None:
     tl = Timeline[Qcow2ChainEngine](session, engine, session.variant)
 
-    def text(job: fio.FioJob):
-        return lambda target, prefix: job.job_file(target, log_prefix=prefix)
-
     def steady(phase: str, seconds: float) -> None:
-        job = planmod.workload(s, s.phase_length(pool, seconds))
-        tl.run(text(job), job, phase)
+        job = planmod.workload(s, s.phase_length(pool, seconds), phase)
+        tl.run(functools.partial(_job_text, job), job, phase)
 
     with HostSampler(engine._host_counters, tl.t0, sampled_keys(engine.counters())) as sampler:
         fill = planmod.fill_job(s)
-        tl.run(text(fill), fill, "fill")
+        tl.run(functools.partial(_job_text, fill), fill, "fill")
         if planmod.tiered(pool):
             wait_until_learned(tl, s, "learn", s.learn_limit_s, 1)
         steady("initial", s.phase_s)
@@ -159,8 +162,8 @@ def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringSc
         steady("settle", s.settle_s)
         steady("with", s.with_s)
         cycles_before = engine.counters().get("host.tier_cycles", 0.0)
-        job = planmod.workload(s, s.phase_length(pool, s.delete_window_s))
-        load = tl.start(text(job), job, "delete")
+        job = planmod.workload(s, s.phase_length(pool, s.delete_window_s), "delete")
+        load = tl.start(functools.partial(_job_text, job), job, "delete")
         info = delete_active(tl, load)
         tl.finish(load, {"deletion": info})
         steady("after", s.phase_s)

@@ -45,6 +45,7 @@ and the analysis judges from the host's counters, cut at the guest's steps, whet
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +164,7 @@ def lvmthin_plan(s: TieringScale, pool: str) -> Plan:
     window, it copies nothing), after, (relearn, relearned). Runs as long as the qcow2 timeline's on tier_pool;
     on sas_pool as long as there too (not × untiered_factor: the row is a contrast, not a claim)."""
     def run(phase: str, seconds: float, repeat: int = 0) -> Measure:
-        return Measure(workload(s, seconds), phase, repeat)
+        return Measure(workload(s, seconds, phase, repeat), phase, repeat)
 
     def segments(phase: str) -> list[Step]:
         n = max(1, math.ceil(s.guest_learn_s / s.guest_segment_s))
@@ -189,10 +190,21 @@ def qcow2_config(s: TieringScale) -> Qcow2Config:
     return metadata_configs(s.disk_bytes)[1]
 
 
-def workload(s: TieringScale, runtime_s: float, name: str = "iometer") -> FioJob:
-    """Seed 002's IOmeter pattern: 32 KiB, 80 % read, 90 % random, over the whole disk."""
+def workload(s: TieringScale, runtime_s: float, phase: str, repeat: int = 0, name: str = "iometer") -> FioJob:
+    """Seed 002's IOmeter pattern: 32 KiB, 80 % read, 90 % random, over the whole disk, with the random seed of
+    `phase`'s `repeat`-th run (phase_seed).
+
+    The seed's IOmeter ran on through every phase, so each phase met offsets it had not met before. fio's default
+    seed would replay one sequence in every phase: the with-snapshot phase would rewrite what the settle phase had
+    just written, and after a deletion the load would touch only chunks the snapshot phases had already copied."""
     return FioJob(name, "randrw", bs=BS, iodepth=IODEPTH, numjobs=1, size=s.disk_bytes, runtime_s=runtime_s,
-                  rwmixread=READ_PERCENT, percentage_random=RANDOM_PERCENT)
+                  rwmixread=READ_PERCENT, percentage_random=RANDOM_PERCENT, randseed=phase_seed(phase, repeat))
+
+
+def phase_seed(phase: str, repeat: int = 0) -> int:
+    """fio's randseed for the `repeat`-th run of `phase`: CRC-32 of "phase/repeat" — fixed from run to run (a rerun
+    draws the same offsets), different between phases and repeats."""
+    return zlib.crc32(f"{phase}/{repeat}".encode())
 
 
 def fill_job(s: TieringScale) -> FioJob:
