@@ -9,6 +9,7 @@ import pytest
 from snaptax.counters import CounterValue
 from snaptax.models import tiering as tm
 from snaptax.studies.tiering import analyse as an
+from snaptax.values import Value
 
 
 def _seconds(pool, phase, values, t0=0.0):
@@ -139,7 +140,7 @@ def _sas_lvmthin(after_ratios):
          "t_start_s": 10.0 * i, "t_end_s": 10.0 * i + 9, "lateness_pct": 1.0, "member_ms_per_io": 2.0,
          "device_per_guest_io": 1.0, "device_ms_per_io": 8.0, "device_queue": 9.0, "guest_cpu_pct": 50.0,
          "member_busy_pct": 80.0, "member_busy_spread": 1.0, "member_hit_pct": 1.0,
-         "copied_write_pct": 30.0 if ph == "after" else 0.0,
+         "copied_write_pct": 30.0 if ph == "after" else 0.0, "chunks_copied": 0.0,
          "chunks_broken": 2048.0 if ph == "with" else 0.0, "mapped_bytes": 6144 * 65536.0, "deletion": None}
         for i, ph in enumerate(("initial", "with", "after"))])
     rng = np.random.default_rng(3)
@@ -224,3 +225,27 @@ def test_a_write_that_copies_a_chunk_shows_as_a_chunk_read_the_volume_did_not_as
     assert an.copied_write_pct(g(10_000, 10_000, 100), chunk) == 0.0
     assert math.isnan(an.copied_write_pct(g(10_000, 10_000, 0), chunk))       # no writes: no share
     assert math.isnan(an.copied_write_pct({}, chunk))
+
+
+def test_the_copy_model_fitted_under_the_snapshot_predicts_the_phase_after_lvremove():
+    # 6144 chunks mapped; 1536 broken by the end of settle, 3072 by the end of with, 1536 more copied after lvremove
+    # (the origin's older chunks still count as shared): mean remapped shares 3/8 under the snapshot and 5/8 after
+    def meas(copied_after_pct):
+        return pd.DataFrame([
+            {"pool": "sas_pool.lvmthin", "phase": ph, "mapped_bytes": 6144 * 65536.0, "chunks_broken": broken,
+             "chunks_copied": copied, "copied_write_pct": pct}
+            for ph, broken, copied, pct in (("settle", 1536.0, 1536.0, 90.0), ("with", 3072.0, 1536.0, 60.0),
+                                            ("after", 0.0, 1536.0, copied_after_pct))])
+    s_with, s_after = 1 - 0.08 * 3 / 8, 1 - 0.08 * (1 - 5 / 8)      # CURVE: 100 → 96 → 100 % linearly
+    k = 3.0
+    r_with = 100 * s_with / (1 + k * 0.2 * 0.6)
+    with_ratio = Value.where_defined("x.with.ratio", r_with, r_with - 1, r_with + 1, 5, "%", 1, "")
+    expected_after = 100 * s_after / (1 + k * 0.2 * 0.25)
+    for after, verdict in ((expected_after, "holds"), (expected_after - 10, "refuted")):
+        after_ratio = Value.where_defined("x.after.ratio", after, after - 1, after + 1, 5, "%", 1, "")
+        values = {v.key: v for v in an.copy_model_values(meas(25.0), "sas_pool.lvmthin", 65536.0, CURVE,
+                                                          with_ratio, after_ratio, "x")}
+        assert values["x.copy_cost"].value == pytest.approx(k)
+        assert values["x.after.remapped_end_pct"].value == pytest.approx(75.0)
+        assert values["x.after.copy_model_ratio"].value == pytest.approx(expected_after)
+        assert values["tiering.predict.lvmthin_copies_explain_after"].text == verdict

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
-from ...models import tiering as tm
+from ...models import copy_load, tiering as tm
 from ...record import RunRecord, lateness_fraction, service_time_s
 from ...stats import Interval, ratio_of_means_interval
 from ...values import Value
@@ -145,18 +145,26 @@ LAYOUT_COLUMNS = {"device_per_guest_io": ("", 3), "copied_write_pct": ("%", 0),
                   "guest_cpu_pct": ("%", 0)}
 
 
-def copied_write_pct(guest: dict[str, Any], chunk_size: float) -> float:
-    """The share of the guest's writes in % that made the pool copy a chunk, from the guest's counters over one run:
-    100 · (Δ device sectors read − Δ volume sectors read) · 512 B / chunk_size / Δ volume writes. dm-thin breaks the
-    sharing of a chunk by reading it whole (kcopyd) into a new one, so the device reads what the volume did not ask
-    for; the pool's metadata reads would count too (0 in the phases before any snapshot). nan without the counters
-    or without writes."""
+def chunks_copied(guest: dict[str, Any], chunk_size: float) -> float:
+    """Chunks the pool copied during one run, from the guest's counters: (Δ device sectors read − Δ volume sectors
+    read) · 512 B / chunk_size. dm-thin breaks the sharing of a chunk by reading it whole (kcopyd) into a new one, so
+    the device reads what the volume did not ask for; the pool's metadata reads would count too (none in the phases
+    before any snapshot). nan without the counters."""
     try:
         extra = float(guest["host.sectors_read"].delta) - float(guest["guest.sectors_read"].delta)
+    except (KeyError, TypeError):
+        return math.nan
+    return extra * 512 / chunk_size if chunk_size > 0 else math.nan
+
+
+def copied_write_pct(guest: dict[str, Any], chunk_size: float) -> float:
+    """The share of the guest's writes in % that made the pool copy a chunk: chunks_copied / Δ volume writes · 100;
+    nan without the counters or without writes."""
+    try:
         writes = float(guest["guest.writes"].delta)
     except (KeyError, TypeError):
         return math.nan
-    return 100 * extra * 512 / chunk_size / writes if writes > 0 and chunk_size > 0 else math.nan
+    return 100 * chunks_copied(guest, chunk_size) / writes if writes > 0 else math.nan
 
 
 def member_ms_per_io(c: dict[str, float]) -> float:
@@ -237,6 +245,7 @@ def measurements_table(record: RunRecord) -> pd.DataFrame:
                      "member_ms_per_io": member_ms_per_io(c), **device_time(c), **member_balance(c),
                      "device_per_guest_io": _per(g, ("host.reads", "host.writes"), ("guest.reads", "guest.writes")),
                      "copied_write_pct": copied_write_pct(g, _chunk_size(record, m.variant)),
+                     "chunks_copied": chunks_copied(g, _chunk_size(record, m.variant)),
                      "guest_cpu_pct": 100 * _per(g, ("guest.cpu_busy_s",), ("guest.cpu_busy_s", "guest.cpu_idle_s")),
                      "chunks_broken": g["engine.chunks_broken"].after if "engine.chunks_broken" in g else math.nan,
                      "mapped_bytes": 512 * g["engine.live_mapped_sectors"].after
@@ -536,22 +545,65 @@ def _stays(phases: pd.DataFrame) -> str:
     return "holds" if back and stays else "refuted"
 
 
-def remapped_fraction(meas: pd.DataFrame, variant: str, chunk_size: float) -> float:
-    """The share (0 … 1) of the volume's chunks that LVM thin had moved to newly allocated chunks by the end of the
-    with-snapshot phase (the guest's pool counters: chunks broken by the volume's writes since the snapshot, over
-    the volume's mapped chunks): after lvremove that share of the data lies in the region allocated after the
-    volume's. nan where not measured."""
-    m = meas[(meas.pool == variant) & (meas.phase == "with")] if not meas.empty else meas
-    if m.empty or not chunk_size > 0:
+def remapped_fraction(meas: pd.DataFrame, variant: str, chunk_size: float, phase: str = "with") -> float:
+    """The share (0 … 1) of the volume's chunks that LVM thin had moved to newly allocated chunks by the end of
+    `phase`: under the snapshot (settle, with) the chunks broken since it was taken (the guest's pool counters),
+    over the volume's mapped chunks; after lvremove that share of the data lies in the region allocated after the
+    volume's. For `after`: the with-phase share plus the chunks copied in the after phase (chunks_copied: a deleted
+    snapshot's time stamps still mark the origin's older chunks shared, so a first write still moves one; the pool's
+    usage cannot show it, as the old chunk is freed as the new one is taken). nan where not measured."""
+    if meas.empty or not chunk_size > 0:
+        return math.nan
+    source = "with" if phase == "after" else phase
+    m = meas[(meas.pool == variant) & (meas.phase == source)]
+    if m.empty:
         return math.nan
     mapped = float(m.mapped_bytes.iloc[0]) / chunk_size
-    return float(m.chunks_broken.iloc[0]) / mapped if mapped > 0 else math.nan
+    broken = float(m.chunks_broken.iloc[0])
+    if phase == "after":
+        a = meas[(meas.pool == variant) & (meas.phase == "after")]
+        broken += float(a.chunks_copied.iloc[0]) if len(a) else math.nan
+    return min(1.0, broken / mapped) if mapped > 0 else math.nan
 
 
-def _span_explains(after: Value, model: Value) -> str:
-    """The seek-span explanation of LVM thin's loss after lvremove on an untiered pool, as a prediction the
-    measurement can refute: 'holds' when the emulated pool's own model of the two-region layout (its range over
-    seeds) overlaps the measured after-ratio's interval, 'refuted' otherwise, 'n/a' without both."""
+def copy_model_values(meas: pd.DataFrame, variant: str, chunk_size: float, curve: dict[str, list],
+                      with_ratio: Value | None, after_ratio: Value | None, base: str) -> list[Value]:
+    """The copy-load model (models.copy_load) on an untiered pool's LVM thin timeline: the copy cost k fitted on the
+    with-snapshot phase (its ratio, its copied share of writes, the span model at its mean remapped share), the
+    after-lvremove ratio it predicts from that phase's own copies and layout, and whether the measured ratio lies
+    in the predicted interval (`{STUDY}.predict.lvmthin_copies_explain_after`). The interval covers the with
+    ratio's interval only (the span model's central value is used)."""
+    w = 1 - READ_PERCENT / 100
+    f = {ph: remapped_fraction(meas, variant, chunk_size, ph) for ph in ("settle", "with", "after")}
+
+    def copied(ph: str) -> float:
+        m = meas[(meas.pool == variant) & (meas.phase == ph)] if not meas.empty else meas
+        return float(m.copied_write_pct.iloc[0]) / 100 if len(m) else math.nan
+
+    s_with = span_model_ratio(curve, (f["settle"] + f["with"]) / 2)[0] / 100
+    s_after = span_model_ratio(curve, (f["with"] + f["after"]) / 2)[0] / 100
+    nan3 = (math.nan, math.nan, math.nan)
+    cost = None
+    if with_ratio is not None and with_ratio.has_interval:
+        cost = copy_load.fit(with_ratio.value / 100, with_ratio.low / 100, with_ratio.high / 100, s_with, w,
+                             copied("with"))
+    k, k_lo, k_hi = (cost.k, cost.k_low, cost.k_high) if cost is not None else nan3
+    est, lo, hi = copy_load.predict(cost, s_after, w, copied("after")) if cost is not None else nan3
+    model = Value.where_defined(f"{base}.after.copy_model_ratio", 100 * est, 100 * lo, 100 * hi,
+                                with_ratio.n if with_ratio is not None else 0, "%", 1,
+                                "copy cost fitted on the with phase; the with ratio's interval")
+    verdict = _explains(after_ratio, model) if after_ratio is not None else "n/a"
+    return [Value(f"{base}.after.remapped_end_pct", 100 * f["after"], "%", digits=0),
+            Value.where_defined(f"{base}.copy_cost", k, k_lo, k_hi, with_ratio.n if with_ratio is not None else 0,
+                                "", 1, "from the with phase's ratio interval"),
+            model, Value(f"{STUDY}.predict.lvmthin_copies_explain_after", text=verdict)]
+
+
+def _explains(after: Value, model: Value) -> str:
+    """A model of LVM thin's loss after lvremove on an untiered pool (the two-region layout's span model; the copy
+    load), as a prediction the measurement can refute: 'holds' when the model's interval (the span model's range
+    over seeds; the copy model's from its fitted cost) overlaps the measured after-ratio's interval, 'refuted'
+    otherwise, 'n/a' without both."""
     if not (after.has_interval and model.has_interval):
         return "n/a"
     return "holds" if model.low <= after.high and after.low <= model.high else "refuted"
@@ -630,7 +682,10 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
             out.append(model)
             after = next((v for v in out if v.key == f"{base}.after.ratio"), None)
             out.append(Value(f"{k}.predict.lvmthin_span_explains_after",
-                             text=_span_explains(after, model) if after is not None else "n/a"))
+                             text=_explains(after, model) if after is not None else "n/a"))
+            with_ratio = next((v for v in out if v.key == f"{base}.with.ratio"), None)
+            out += copy_model_values(meas, variant, float(lay.get("chunk_size") or math.nan),
+                                     lay.get("span_model") or {}, with_ratio, after, base)
         if pool == TIERED:
             out.append(Value(f"{k}.predict.lvmthin_misplacement_stays", text=_stays(phases)))
             for phase in ("learn", "relearn"):
@@ -669,4 +724,5 @@ def analyse(record: RunRecord) -> TieringAnalysis:
 __all__ = ["TieringAnalysis", "analyse", "measurements_table", "seconds_table", "events_table", "phases_table",
            "phase_samples", "fit_model", "what_if_table", "at_tier_speed", "model_time_per_io", "SEED", "BATCH_S",
            "series_delta", "lateness_pct", "LVM_THIN_PHASES", "what_if_curves", "member_ms_per_io",
-           "span_model_ratio", "remapped_fraction", "device_time", "member_balance", "LAYOUT_COLUMNS"]
+           "span_model_ratio", "remapped_fraction", "copy_model_values", "chunks_copied", "copied_write_pct",
+           "device_time", "member_balance", "LAYOUT_COLUMNS"]
