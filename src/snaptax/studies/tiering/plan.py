@@ -269,7 +269,8 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
     return "\n".join([
         f"profile {profile.name}: IOmeter as seed 002, {BS // KiB} KiB, {READ_PERCENT} % read, {RANDOM_PERCENT} % "
         f"random, QD{IODEPTH}, over a {format_size(s.disk_bytes)} disk (the seed's 100 GB scaled by "
-        f"{s.disk_bytes / SEED_DISK_BYTES:.2e}), qcow2 redo log ({qcow2_config(s).name})",
+        f"{s.disk_bytes / SEED_DISK_BYTES:.2e}), qcow2 redo log ({qcow2_config(s).name}); every run draws its own "
+        f"offsets (fio randseed per phase and run)",
         f"pools {', '.join(POOLS)}; phases {', '.join(phases_of(TIERED))} (sas_pool without learn/relearn)",
         f"runs: initial/after/relearned {s.phase_s:g} s, settle {s.settle_s:g} s, with {s.with_s:g} s, "
         f"consolidation window {s.delete_window_s:g} s ({s.between_cycles_s:g} s from learned to after; "
@@ -278,7 +279,7 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
         f"SSD-served, at most {s.learn_limit_s:g} s (re-learning at most {s.relearn_limit_s:g} s)",
         *([f"then {LVM_THIN} ({t.analogue}) on each pool, in the TCG guest where the kernel has no device-mapper: "
             f"{t.chunk_size // KiB} KiB chunks, snapshot of the origin, deleted by lvremove (no load window: it "
-            f"copies nothing); learning and re-learning fixed at {s.guest_learn_s:g} s in "
+            f"copies nothing back); learning and re-learning fixed at {s.guest_learn_s:g} s in "
             f"{s.guest_segment_s:g}-s runs, the phases as long as qcow2's on tier_pool"] if lvmthin else []),
         f"planned at most about {estimated_seconds(s, lvmthin) / 60:.1f} min",
     ])
@@ -286,7 +287,7 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
 
 __all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "STEADY", "BS", "IODEPTH", "SPAN_MODEL_FRACTIONS", "SPAN_MODEL_SEEDS",
            "TieringScale", "SCALES", "scale",
-           "qcow2_config", "workload", "fill_job", "tiered", "phases_of", "estimated_seconds",
+           "qcow2_config", "workload", "phase_seed", "fill_job", "tiered", "phases_of", "estimated_seconds",
            "planned_seconds", "planned_points", "LVM_THIN", "lvmthin_config", "lvmthin_variant", "pool_of",
            "engine_of", "lvmthin_plan",
            "parameters", "describe"]
