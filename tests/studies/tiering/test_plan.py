@@ -109,8 +109,8 @@ def test_a_scale_without_lvmthin_learning_is_refused():
 @pytest.mark.parametrize("start_s", [12.0, 20.0, 30.0, 40.0])
 def test_the_guests_fixed_learning_holds_a_cycle_end_and_the_next_comes_after_its_after_phase(name, start_s):
     # The pool's cycles end every cycle_s from the emulator's start; the guest's learning starts start_s later
-    # (boot, LVM set-up, fill: 17-28 s measured). Each guest run costs GUEST_FIO_START_S more than its fio time,
-    # and lvcreate/lvremove about a second each.
+    # (boot, LVM set-up, fill: about 30 s in the runs of 2026-11-26). Each guest run costs GUEST_FIO_START_S more
+    # than its fio time, and lvcreate/lvremove about a second each.
     s = planmod.scale(profiles.get(name))
     rig = rigmod.load("local")
     cycle = parse_device(measure.pool_devices(rig)[planmod.TIERED].spindle, rig.source).cycle_s

@@ -117,6 +117,16 @@ def _share(c: dict[str, float]) -> float:
     return (c.get("host.ssd_reads", 0.0) + c.get("host.ssd_writes", 0.0)) / total if total > 0 else math.nan
 
 
+def _interval_shares(h: pd.DataFrame) -> np.ndarray:
+    """_share of each host-series interval: element i for the interval ending at sample i (element 0: nan)."""
+    def d(k: str) -> np.ndarray:
+        return np.diff(h[k].to_numpy(), prepend=np.nan) if k in h.columns else np.zeros(len(h))
+    total = d("host.reads") + d("host.writes")
+    ssd = d("host.ssd_reads") + d("host.ssd_writes")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, ssd / np.where(total > 0, total, 1.0), math.nan)
+
+
 def series_delta(h: pd.DataFrame, t_start_s: float, t_end_s: float) -> dict[str, float]:
     """The host counters' increase over [t_start_s, t_end_s] from a 1-s host series: between the last sample at or
     before the start and the first at or after the end (the run lies inside; empty when the series does not
@@ -261,17 +271,15 @@ def seconds_table(record: RunRecord) -> pd.DataFrame:
     share of the pool's I/O over the host-counter sample ending nearest that second."""
     rows: list[dict[str, Any]] = []
     hosts = {v: _host_series(record.path, v) for v in sorted({m.variant for m in record.measurements})}
+    shares = {v: (h["t_s"].to_numpy(), _interval_shares(h)) for v, h in hosts.items() if len(h) >= 2}
     for m in record.measurements:
         t0 = float(m.extra.get("t_start_s", 0.0))
-        h = hosts.get(m.variant, pd.DataFrame())
+        ts, share = shares.get(m.variant, (np.empty(0), np.empty(0)))
         for series in (m.extra.get("vm_series") or {}).values():
             for end_s, value in series:
                 t = t0 + float(end_s)
-                p = math.nan
-                if len(h) >= 2:
-                    i = int(np.searchsorted(h["t_s"].to_numpy(), t))
-                    if 1 <= i < len(h):
-                        p = _share({k: float(h[k].iloc[i] - h[k].iloc[i - 1]) for k in h.columns if k != "t_s"})
+                i = int(np.searchsorted(ts, t))
+                p = float(share[i]) if 1 <= i < len(ts) else math.nan
                 rows.append({"pool": m.variant, "phase": m.phase, "index": m.index, "t_s": t,
                              "t_in_phase_s": float(end_s), "iops": float(value), "ssd_share": p})
     return pd.DataFrame(rows, columns=["pool", "phase", "index", "t_s", "t_in_phase_s", "iops", "ssd_share"])

@@ -131,7 +131,7 @@ SCALES: dict[str, TieringScale] = {
     # quick: the seed's disk scaled; learning takes one 120 s cycle; initial ... after take 95 s of the ~110 s
     # left in the next cycle; sas_pool's runs twice as long (its claims' intervals were about ±6 pp with 3-s
     # batches of 20 s, against ±5 pp tolerances). The guest's fixed learning (guest_learn_s) is shorter than a
-    # cycle: the pool's cycles run from the emulator's start, 15-40 s before the guest's learning starts, so a
+    # cycle: the pool's cycles run from the emulator's start, ~30 s before the guest's learning starts, so a
     # cycle ends inside it and the next only after the guest's after phase (test_plan checks that span of starts)
     "quick": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
                           learn_limit_s=200, relearn_limit_s=150, guest_learn_s=110),
