@@ -176,6 +176,12 @@ class Timeline(Generic[E]):
         self.finish(load, extra)
 
 
+def job_text(job: fio.FioJob) -> Callable[[fio.FioTarget, str], str]:
+    """What Timeline.run and Timeline.start take as `text_of` for a plain fio job: its job file for the engine's
+    target, with logs under the measurement's prefix."""
+    return lambda target, prefix: job.job_file(target, log_prefix=prefix)
+
+
 def vm_series(directory: Path, result: dict) -> dict[str, list[list[float]]]:
     """fio's per-second IOPS of a run (all directions, fiologparser), per job: what a measurement's extra
     `vm_series` holds."""

@@ -13,7 +13,7 @@ from snaptax import fio, paths, profiles, rig as rigmod
 from snaptax.errors import EngineError, MeasurementError
 from snaptax.record import RunWriter
 from snaptax.studies.lifecycle import analyse as an, measure, plan as planmod
-from snaptax.timeline import ATTEMPTS, Timeline
+from snaptax.timeline import ATTEMPTS, Timeline, job_text
 
 from ...conftest import requires_root, requires_spindles
 from ...test_interrupt import _as_from_a_terminal, ours
@@ -54,10 +54,10 @@ def test_deletion_under_load_keeps_every_byte(load, method, tmp_path, work_dir):
                     tl = Timeline(writer, engine, writer.variant)   # type: ignore[arg-type]
                     a = pattern_job("a", "0x0a%o", "write", s)
                     b = pattern_job("b", "0x0b%o", "write", s)
-                    tl.run(measure._fill_text(a), a, "create")
+                    tl.run(job_text(a), a, "create")
                     engine.take_snapshot()
                     engine.empty_bytes = engine.layer_bytes(1)
-                    tl.run(measure._fill_text(b), b, "refill")
+                    tl.run(job_text(b), b, "refill")
                     w = planmod.Workload("w", s.file_bytes, s.delete_window_s, planmod.THINKTIME_MS[load],
                                          extra=(("verify", "pattern"), ("verify_pattern", "0x0b%o"),
                                                 ("do_verify", "0")))
@@ -71,7 +71,7 @@ def test_deletion_under_load_keeps_every_byte(load, method, tmp_path, work_dir):
                     assert engine.chain_length == 0
                     check = pattern_job("check", "0x0b%o", "read", s)
                     try:
-                        tl.run(measure._fill_text(check), check, "after")
+                        tl.run(job_text(check), check, "after")
                     except MeasurementError as exc:       # fio exits non-zero on a mismatch
                         pytest.fail(f"verify after the deletion failed: {exc}")
             return

@@ -22,7 +22,7 @@ from ...errors import ConfigError
 from ...qsd import Region
 from ...record import RunSession
 from ...rig import Device, Rig
-from ...timeline import HostSampler, Load, Timeline, attempt, delete_active, stunned, wait_event
+from ...timeline import HostSampler, Load, Timeline, attempt, delete_active, job_text, stunned, wait_event
 from . import plan as planmod
 
 HOST_KEYS = ("host.reads", "host.writes", "host.member0.reads", "host.member0.writes", "host.member1.reads",
@@ -99,10 +99,6 @@ class LifecycleEngine(Qcow2ChainEngine):
         self.store.regions[node] = alias
         self.layers[:] = [type(base)(node, alias)]
         return {"ready_s": ready, "done_s": done, "switch_stun_s": stunned}
-
-
-def _fill_text(job: fio.FioJob) -> Callable[[fio.FioTarget, str], str]:
-    return lambda target, prefix: job.job_file(target, log_prefix=prefix)
 
 
 def _work_text(w: planmod.Workload) -> Callable[[fio.FioTarget, str], str]:
@@ -200,12 +196,12 @@ def timeline(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleS
     tl = Timeline[LifecycleEngine](session, engine, session.variant)
     fill = planmod.fill_job(s, "fill")
     with HostSampler(engine._host_counters, tl.t0, HOST_KEYS) as sampler:
-        tl.run(_fill_text(fill), fill, "create")
+        tl.run(job_text(fill), fill, "create")
         w = planmod.workload(s, load_name, s.steady_for(load_name), f"iometer-{load_name}")
         tl.run(_work_text(w), w.summary_job(), "before")
         tl.event("snapshot", name=engine.take_snapshot())
         engine.empty_bytes = engine.layer_bytes(1)      # the empty image (header, tables), no load running
-        tl.run(_fill_text(fill), fill, "refill")
+        tl.run(job_text(fill), fill, "refill")
         tl.run(_work_text(w), w.summary_job(), "with")
         wd = planmod.workload(s, load_name, s.delete_window_s, f"iometer-{load_name}")
         load = tl.start(_work_text(wd), wd.summary_job(), "delete")
@@ -226,11 +222,11 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
     tl = Timeline[LifecycleEngine](session, engine, session.variant)
     fill = planmod.fill_job(s, "fill")
     with HostSampler(engine._host_counters, tl.t0, HOST_KEYS) as sampler:
-        tl.run(_fill_text(fill), fill, "create")
+        tl.run(job_text(fill), fill, "create")
         for r in s.grid_rates:
             tl.event("snapshot", name=engine.take_snapshot(), rate_iops=r)
             engine.empty_bytes = engine.layer_bytes(1)
-            tl.run(_fill_text(fill), fill.replace(name=f"fill-rate{r}"), "refill")
+            tl.run(job_text(fill), fill.replace(name=f"fill-rate{r}"), "refill")
             w = planmod.grid_workload(s, r)
             load = tl.start(_work_text(w), w.summary_job(), "delete")
             time.sleep(1.0)

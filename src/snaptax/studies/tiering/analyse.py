@@ -239,6 +239,7 @@ def _chunk_size(record: RunRecord, variant: str) -> float:
 def measurements_table(record: RunRecord) -> pd.DataFrame:
     rows = []
     hosts = {v: _host_series(record.path, v) for v in record.manifest.variants if engine_of(v) == LVM_THIN}
+    chunk_size = {v: _chunk_size(record, v) for v in {m.variant for m in record.measurements}}
     for m in record.measurements:
         t_start, t_end = float(m.extra.get("t_start_s", math.nan)), float(m.extra.get("t_end_s", math.nan))
         if m.variant in hosts:
@@ -254,8 +255,8 @@ def measurements_table(record: RunRecord) -> pd.DataFrame:
                      "iops": m.iops(), "ssd_share": _share(c), "tier_cycles": c.get("host.tier_cycles", 0.0),
                      "member_ms_per_io": member_ms_per_io(c), **device_time(c), **member_balance(c),
                      "device_per_guest_io": _per(g, ("host.reads", "host.writes"), ("guest.reads", "guest.writes")),
-                     "copied_write_pct": copied_write_pct(g, _chunk_size(record, m.variant)),
-                     "chunks_copied": chunks_copied(g, _chunk_size(record, m.variant)),
+                     "copied_write_pct": copied_write_pct(g, chunk_size[m.variant]),
+                     "chunks_copied": chunks_copied(g, chunk_size[m.variant]),
                      "guest_cpu_pct": 100 * _per(g, ("guest.cpu_busy_s",), ("guest.cpu_busy_s", "guest.cpu_idle_s")),
                      "chunks_broken": g["engine.chunks_broken"].after if "engine.chunks_broken" in g else math.nan,
                      "mapped_bytes": 512 * g["engine.live_mapped_sectors"].after
@@ -646,14 +647,11 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
                     f"{base}.{phase}.ratio", *((float(row.ratio_pct), float(row.ratio_low), float(row.ratio_high),
                                                int(row.n)) if row is not None else (math.nan, math.nan, math.nan, 0)),
                     "%", 1, f"ratio of means of {BATCH_S}-s batches, Welch"))
-            if pool != TIERED:
-                m_ph = meas[(meas.pool == variant) & (meas.phase == phase)] if not meas.empty else meas
-                out += [Value(f"{base}.{phase}.{col}", float(m_ph[col].iloc[0]) if len(m_ph) else math.nan, unit,
-                              digits=digits) for col, (unit, digits) in LAYOUT_COLUMNS.items()]
-            if pool == TIERED:
-                m_ph = meas[(meas.pool == variant) & (meas.phase == phase)] if not meas.empty else meas
-                out.append(Value(f"{base}.{phase}.copied_write_pct", float(m_ph.copied_write_pct.iloc[0])
-                                 if len(m_ph) else math.nan, "%", digits=0))
+            # the untiered pool: where the time went; the tiered pool: only the copies (its rates are harness-bound)
+            columns = LAYOUT_COLUMNS if pool != TIERED else {"copied_write_pct": LAYOUT_COLUMNS["copied_write_pct"]}
+            m_ph = meas[(meas.pool == variant) & (meas.phase == phase)] if not meas.empty else meas
+            out += [Value(f"{base}.{phase}.{col}", float(m_ph[col].iloc[0]) if len(m_ph) else math.nan, unit,
+                          digits=digits) for col, (unit, digits) in columns.items()]
             if pool == TIERED and phase != "initial":
                 s = speed[(speed.pool == variant) & (speed.phase == phase)] if not speed.empty else speed
                 out.append(Value.where_defined(

@@ -17,7 +17,7 @@ import functools
 import time
 from pathlib import Path
 
-from ... import fio, profiles, rig as rigmod
+from ... import profiles, rig as rigmod
 from ...engines.lvmthin import LvmThinEngine, execute_variant
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
@@ -25,7 +25,7 @@ from ...record import RunSession
 from ...spindle.predict import Region, closed_loop, closed_loop_mix
 from ...spindle.profiles import TierSpec
 from ...spindle.rigfiles import parse_device
-from ...timeline import HostSampler, Timeline, attempt, delete_active
+from ...timeline import HostSampler, Timeline, attempt, delete_active, job_text
 from . import plan as planmod
 
 HOST_KEYS = ("host.reads", "host.writes", "host.ssd_reads", "host.ssd_writes", "host.hdd_reads", "host.hdd_writes",
@@ -121,10 +121,6 @@ def ssd_share(before: dict[str, float], after: dict[str, float]) -> float:
     return (d("host.ssd_reads") + d("host.ssd_writes")) / total if total > 0 else float("nan")
 
 
-def _job_text(job: fio.FioJob, target, prefix) -> str:
-    return job.job_file(target, log_prefix=prefix)
-
-
 def wait_until_learned(tl: Timeline[Qcow2ChainEngine], s: planmod.TieringScale, phase: str, limit_s: float,
                        cycles_needed: float) -> bool:
     """Run the workload in short runs until a cycle ended past `cycles_needed` and a run's SSD-served share is at
@@ -135,7 +131,7 @@ def wait_until_learned(tl: Timeline[Qcow2ChainEngine], s: planmod.TieringScale, 
         job = planmod.workload(s, s.learn_segment_s, phase, repeat)
         repeat += 1
         before = tl.engine.counters()
-        tl.run(functools.partial(_job_text, job), job, phase)
+        tl.run(job_text(job), job, phase)
         after = tl.engine.counters()
         share = ssd_share(before, after)
         cycles = after.get("host.tier_cycles", 0.0)
@@ -150,11 +146,11 @@ def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringSc
 
     def steady(phase: str, seconds: float) -> None:
         job = planmod.workload(s, s.phase_length(pool, seconds), phase)
-        tl.run(functools.partial(_job_text, job), job, phase)
+        tl.run(job_text(job), job, phase)
 
     with HostSampler(engine._host_counters, tl.t0, sampled_keys(engine.counters())) as sampler:
         fill = planmod.fill_job(s)
-        tl.run(functools.partial(_job_text, fill), fill, "fill")
+        tl.run(job_text(fill), fill, "fill")
         if planmod.tiered(pool):
             wait_until_learned(tl, s, "learn", s.learn_limit_s, 1)
         steady("initial", s.phase_s)
@@ -163,7 +159,7 @@ def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringSc
         steady("with", s.with_s)
         cycles_before = engine.counters().get("host.tier_cycles", 0.0)
         job = planmod.workload(s, s.phase_length(pool, s.delete_window_s), "delete")
-        load = tl.start(functools.partial(_job_text, job), job, "delete")
+        load = tl.start(job_text(job), job, "delete")
         info = delete_active(tl, load)
         tl.finish(load, {"deletion": info})
         steady("after", s.phase_s)
