@@ -6,12 +6,13 @@
     line naming the device, by `snaptax rig check` too, and by open_device before a byte is written;
   * a partition named as the rig device: passes when free, with its own counters and identity;
   * the chain_length study's whole smoke plan end to end on the rig — qcow2 on the block device through the
-    study's own run() (both configurations, 38 fio runs) — and the same plan (one configuration: the study has
-    no LVM variant) on LVM thin in the TCG guest on the passed-through device; each run record complete, attached,
-    not emulated, with the loop device's own counters;
+    study's own run() (both qcow2 configurations, then its LVM thin row in the TCG guest on the passed-through
+    device: 66 fio runs) — and an interrupt of the LVM thin guest alone; each run record complete, attached, not
+    emulated, with the loop device's own counters;
   * nothing left behind (loop device, mount, swap, link, process), also when interrupted by SIGINT: a plain
     process holding the guard states, pytest itself with them in a fixture, the qcow2 study, the LVM thin guest.
-About 3 minutes in all (qcow2 ~90 s, LVM thin ~75 s, the interrupts ~20 s, the guards ~2 s).
+About 2.7 minutes in all, measured 2026-11-26 (the smoke plan 134 s: qcow2 ~60 s, LVM thin ~75 s; the interrupts
+~25 s; the guards ~2 s).
 """
 from __future__ import annotations
 

@@ -98,11 +98,20 @@ def test_ctrl_c_during_a_dump_leaves_nothing(image, scratch):
 @pytest.mark.integration
 @pytest.mark.skipif(os.geteuid() != 0, reason="the study's devices need root (loop devices)")
 def test_ctrl_c_in_the_studys_guest_phase_leaves_nothing_and_publishes_nothing(data_dir, work_dir):
+    """The study's guest phase inside its RunSession, as measure.run reaches it after the host-side plan (left out
+    here: ~60 s of fio; the CLI's own Ctrl-C path, exit 130, is tests/test_interrupt.py's)."""
+    code = textwrap.dedent("""
+        from snaptax import profiles, rig as rigmod
+        from snaptax.record import RunSession
+        from snaptax.studies.memory_dump import measure, plan as planmod
+        profile, rig = profiles.get("smoke"), rigmod.load("local")
+        with RunSession(rig, planmod.STUDY, profile, {}) as session:
+            measure.guest_phase(rig, profile, session)
+    """)
     env = dict(os.environ, SNAPTAX_DATA_DIR=str(data_dir), SNAPTAX_WORK_DIR=str(work_dir),
                PYTHONPATH=str(paths.REPO_ROOT / "src"))
-    proc = subprocess.Popen([sys.executable, "-m", "snaptax", "run", "memory_dump", "--profile", "smoke"],
-                            cwd=paths.REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=_as_from_a_terminal)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=paths.REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_as_from_a_terminal)
     dump = work_dir / "local" / "memdump-guest" / "memsnap-dump.bin"
     deadline = time.monotonic() + 300
     while not (dump.exists() and dump.stat().st_size > MiB):
@@ -111,7 +120,7 @@ def test_ctrl_c_in_the_studys_guest_phase_leaves_nothing_and_publishes_nothing(d
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err.decode()[-2000:]
+    assert proc.returncode != 0 and b"KeyboardInterrupt" in err, err.decode()[-2000:]
     time.sleep(0.3)
     assert processes_mentioning(str(work_dir)) == []
     assert not (work_dir / "local" / "memdump-guest").exists()
