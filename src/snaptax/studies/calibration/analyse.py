@@ -142,8 +142,16 @@ def traces(record: RunRecord, drive: str) -> list[seek.Trace]:
 def fit_all(record: RunRecord, drives: dict[str, DriveProfile]) -> dict[str, seek.SeekFit]:
     """The read-seek figures of every drive, recovered per request (raises if a fit fails: the paper quotes
     every one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     capacity = int(record.manifest.parameters["capacity"])
-    return {name: seek.fit_seek_requests(traces(record, name), p, capacity) for name, p in drives.items()}
+    loaded = {name: traces(record, name) for name in drives}
+    # The fits are independent and their time is in numpy/scipy ufuncs, which release the GIL: one thread per drive
+    # halves the analysis on 2 cores (each fit's arithmetic is unchanged, so are its results). Analysis never runs
+    # beside a measurement (it reads a published run).
+    with ThreadPoolExecutor(max_workers=len(drives) or 1) as pool:
+        futures = {name: pool.submit(seek.fit_seek_requests, loaded[name], p, capacity) for name, p in drives.items()}
+        return {name: f.result() for name, f in futures.items()}
 
 
 def span_table(record: RunRecord, drives: dict[str, DriveProfile], fits: dict[str, seek.SeekFit],
