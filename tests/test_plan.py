@@ -17,3 +17,23 @@ def test_measurements_carry_the_chain_length_at_their_step():
 def test_deleting_from_an_empty_chain_is_an_error():
     with pytest.raises(ValueError, match="empty chain"):
         list(Plan((DeleteSnapshot(),)).measurements())
+
+
+def test_gate_keeper_asks_until_a_gate_closes_and_never_after():
+    from snaptax.errors import ConfigError
+    from snaptax.fio import FioJob
+    from snaptax.plan import GateKeeper, Measure, TakeSnapshot
+
+    job = FioJob("j", "randread", bs=4096, iodepth=1, size=1 << 20, runtime_s=1)
+    steps = [Measure(job, "learn", k, gate="learn") for k in range(4)] + [Measure(job, "after"), TakeSnapshot()]
+    asked: list[int] = []
+
+    def gate(name: str, repeat: int) -> bool:
+        asked.append(repeat)
+        return repeat < 1
+
+    keeper = GateKeeper(gate)
+    assert [keeper.runs(s) for s in steps] == [True, False, False, False, True, True]
+    assert asked == [0, 1] and keeper.closed == {"learn"}
+    with pytest.raises(ConfigError, match="gate"):
+        GateKeeper(None).runs(steps[0])

@@ -6,10 +6,11 @@ TCG guest — and lets tests inspect a plan without running it.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from .errors import ConfigError
 from .fio import FioJob
 
 # What a Measure or Clone works on: the live volume (through the chain), or a flat volume of the same size on the
@@ -36,12 +37,17 @@ class Measure:
 
     phase: what the experiment is doing ('prefill', 'create', 'delete', 'age', ...), used by analysis to
     select rows; repeat: the repetition index at this point of the plan.
+    gate: None, or the name of a loop whose length the host decides while the plan runs: when a gated step is
+    reached, the executor asks its Gate (engines' execute(gate=...)) whether it runs; once the Gate says no, no later
+    step of that gate runs. A plan so holds "run until the counters say so" as data (at most its gated steps), and a
+    guest-side engine that ships the whole plan at once can still let the host end the loop.
     """
 
     job: FioJob
     phase: str
     repeat: int = 0
     target: Target = "live"
+    gate: str | None = None
 
     @property
     def label(self) -> str:
@@ -58,6 +64,30 @@ class Clone:
 
 
 Step = TakeSnapshot | DeleteSnapshot | Measure | Clone
+
+# The host's answer when a gated Measure is reached: Gate(gate name, the step's repeat) -> run it?
+Gate = Callable[[str, int], bool]
+
+
+class GateKeeper:
+    """Asks a Gate for each gated step and remembers the gates it closed (a closed gate's later steps never run and
+    are not asked about). Without a Gate, a plan with gated steps is refused."""
+
+    def __init__(self, gate: Gate | None):
+        self.gate, self.closed = gate, set[str]()
+
+    def runs(self, step: Step) -> bool:
+        if not isinstance(step, Measure) or step.gate is None:
+            return True
+        if step.gate in self.closed:
+            return False
+        if self.gate is None:
+            raise ConfigError("plan", "gate", f"step {step.label} is gated ({step.gate!r}) and the executor was given "
+                              "no Gate to ask")
+        if self.gate(step.gate, step.repeat):
+            return True
+        self.closed.add(step.gate)
+        return False
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,9 @@ def _stop(proc: subprocess.Popen, grace: float) -> None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
     _kill_left_in_group(proc.pid)
+    if proc.stdin is not None:       # a pipe we wrote the child's input into (spawn(stdin_pipe=True))
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
 
 
 def group_members(pgid: int) -> list[int]:
@@ -163,13 +166,15 @@ class ProcessGroup:
 
     def spawn(self, argv: Sequence[str], *, name: str, log_path: Path | None = None,
               ready: Callable[[], bool] | None = None, ready_timeout: float = 30.0,
-              env: dict | None = None) -> Child:
-        """Start a daemon; if `ready` is given, poll it until true (or raise with the daemon's log tail)."""
+              env: dict | None = None, stdin_pipe: bool = False) -> Child:
+        """Start a daemon; if `ready` is given, poll it until true (or raise with the daemon's log tail).
+        stdin_pipe: its standard input is a pipe the caller writes to (child.proc.stdin), else /dev/null."""
         exe = require(argv[0])
         log = open(log_path, "ab") if log_path else subprocess.DEVNULL
         try:
             proc = subprocess.Popen([exe, *argv[1:]], stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+                                    start_new_session=True,
                                     preexec_fn=_child_setup, env=env)
         finally:
             if not isinstance(log, int):     # an opened log file, not subprocess.DEVNULL

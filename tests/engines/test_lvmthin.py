@@ -309,3 +309,54 @@ def test_a_stalled_guest_is_run_once_more_on_a_fresh_engine(monkeypatch, rig):
     with pytest.raises(GuestStalled):
         lvmthin.execute_variant(rig, rig.device(), LvmThinConfig(), 16 * MiB, "v", Plan(()), _FakeSession())
     assert len(made) == lvmthin.STALL_ATTEMPTS
+
+
+def test_a_gated_plan_without_a_gate_is_refused_before_the_guest_boots(rig):
+    plan = Plan((Measure(fill_job(8 * MiB), "prefill"), Measure(scatter_job(8 * MiB), "loop", 0, gate="loop")))
+    engine = LvmThinEngine(rig, rig.device(), LvmThinConfig(name="t-nogate"), disk_size=8 * MiB)
+    with pytest.raises(ConfigError, match="gate"):
+        engine.run_plan(plan, rig.work_dir / "never")
+
+
+def test_a_gate_name_that_is_not_a_shell_name_is_refused():
+    plan = Plan((Measure(scatter_job(8 * MiB), "loop", 0, gate="re-learn"),))
+    with pytest.raises(ConfigError, match=r"steps\[0\]\.gate"):
+        compile_plan(plan, LvmThinConfig(), 8 * MiB, ["pv0"])
+
+
+def test_gated_steps_compile_to_a_question_around_the_run():
+    plan = Plan((Measure(scatter_job(8 * MiB), "loop", 0, gate="loop"), Measure(scatter_job(8 * MiB), "last")))
+    script = compile_plan(plan, LvmThinConfig(), 8 * MiB, ["pv0"]).script
+    gated = script[script.index("if gate 000 loop; then"):script.index("fi\n", script.index("if gate 000 loop"))]
+    assert "fio --output-format=json" in gated and 'step "000-fio-begin' in gated
+    assert "if gate 001" not in script and 'step "001-fio-begin' in script
+
+
+@pytest.mark.guest
+def test_the_host_ends_a_gated_loop_while_the_guest_runs(rig, tmp_path, monkeypatch):
+    """The guest asks before each gated run and waits; the host's third answer closes the loop: the fourth run is
+    neither asked about nor run, and the step after the loop runs."""
+    monkeypatch.setenv("SNAPTAX_DATA_DIR", str(tmp_path / "data"))
+    size = 8 * MiB
+    plan = Plan((Measure(fill_job(size), "prefill"),
+                 *(Measure(scatter_job(size, 16), "loop", k, gate="loop") for k in range(4)),
+                 Measure(scatter_job(size, 16), "last")))
+    asked: list[tuple[str, int]] = []
+
+    def gate(name: str, repeat: int) -> bool:
+        asked.append((name, repeat))
+        return repeat < 2
+
+    engine = LvmThinEngine(rig, rig.device(), LvmThinConfig(name="t-gate"), disk_size=size)
+    with RunSession(rig, "lvmthin-gate", profiles.get("smoke"), {}) as session:
+        with engine:
+            engine.execute(plan, session, gate=gate)
+            steps = engine.host_step_times
+    assert asked == [("loop", 0), ("loop", 1), ("loop", 2)]
+    assert session.published is not None
+    record = RunRecord.load(session.published)
+    assert [(m.phase, m.repeat) for m in record.measurements] == [("prefill", 0), ("loop", 0), ("loop", 1),
+                                                                  ("last", 0)]
+    # each question was answered before its run began, and the closed gate's step was told "skip"
+    assert steps["001-ask"] < steps["001-told"] < steps["001-fio-begin"]
+    assert "003-told" in steps and "003-fio-begin" not in steps and "004-ask" not in steps

@@ -24,3 +24,35 @@ def test_lines_are_stamped_when_complete_and_steps_are_found(tmp_path):
     assert list(steps) == ["001-fio-begin", "001-fio-end"]
     assert steps["001-fio-begin"] == first[1][0] and steps["001-fio-end"] == second[1][0]
     assert reader.seen("half a line") and not reader.seen("nothing like it")
+
+
+def test_gate_answers_each_question_once_and_again_until_told(monkeypatch):
+    from snaptax.guest import vm
+    written: list[bytes] = []
+    decided: list[tuple[str, str]] = []
+
+    def decide(tag: str, name: str) -> bool:
+        decided.append((tag, name))
+        return tag == "004"
+
+    answers = vm.GateAnswers(decide, written.append)
+    answers.see([(0.0, "snaptax-step 004-ask learn"), (0.0, "noise"), (0.0, "snaptax-step 004-ask learn")])
+    assert decided == [("004", "learn")] and written == [b"snaptax-go 004 run\n"]
+    clock = [time.monotonic() + vm.GATE_RESEND_S + 0.1]
+    monkeypatch.setattr(vm.time, "monotonic", lambda: clock[0])
+    answers.resend(clock[0])                                   # not told yet: the answer goes again
+    assert written[-1] == b"snaptax-go 004 run\n" and len(written) == 2
+    answers.see([(0.0, "snaptax-go 004 run"), (0.0, "snaptax-step 004-told run"),
+                 (0.0, "snaptax-step 005-ask learn")])
+    assert written[-1] == b"snaptax-go 005 skip\n"
+    answers.resend(clock[0] + 0.5)                             # 004 was told; 005 was just sent
+    assert len(written) == 3
+
+
+def test_a_gate_answer_to_a_script_that_is_gone_is_dropped():
+    from snaptax.guest import vm
+
+    def broken(data: bytes) -> None:
+        raise BrokenPipeError
+
+    vm.GateAnswers(lambda tag, name: True, broken).see([(0.0, "snaptax-step 001-ask loop")])

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import fio
 from ..errors import EngineError
-from ..plan import Clone, DeleteSnapshot, Measure, Plan, TakeSnapshot
+from ..plan import Clone, DeleteSnapshot, Gate, GateKeeper, Measure, Plan, TakeSnapshot
 
 if TYPE_CHECKING:
     from ..record import RunSession
@@ -63,12 +63,16 @@ class SnapshotEngine(abc.ABC):
     def describe(self) -> dict[str, Any]:
         """Engine parameters and versions for the provenance manifest."""
 
-    def execute(self, plan: Plan, session: RunSession) -> None:
-        """Run every step of `plan` in order, recording each Measure into `session`.
+    def execute(self, plan: Plan, session: RunSession, *, gate: Gate | None = None) -> None:
+        """Run every step of `plan` in order, recording each Measure into `session`; `gate` decides the gated
+        Measures (plan.Measure.gate).
 
         Host-side engines use this as is; an engine that runs fio elsewhere (a guest) overrides it.
         """
+        keeper = GateKeeper(gate)
         for index, step in enumerate(plan.steps):
+            if not keeper.runs(step):
+                continue
             if isinstance(step, TakeSnapshot):
                 t0 = time.monotonic()
                 name = self.take_snapshot()

@@ -34,6 +34,7 @@ The chunk size is a constant, in describe().
 """
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import time
@@ -45,9 +46,9 @@ from typing import Any, Literal
 from .. import fio
 from ..errors import ConfigError, EngineError, MeasurementError
 from ..fio import FioRun, FioTarget
-from ..guest.vm import GuestConfig, GuestDisk, GuestStalled, run_guest
+from ..guest.vm import ConsoleLines, GateAnswers, GuestConfig, GuestDisk, GuestStalled, pipe_writer, run_guest
 from ..lock import measurement_lock
-from ..plan import Clone, DeleteSnapshot, Measure, Plan, TakeSnapshot
+from ..plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot
 from ..procs import ProcessGroup
 from ..rig import Device, Rig
 from .base import SnapshotEngine
@@ -160,6 +161,21 @@ counters() {  # counters MEASURED LIVE FILE: every counter the host turns into n
     } > "$3"
 }
 step() { echo "$1 $(now)" >> "$OUT/steps.txt"; echo "snaptax-step $1"; }  # the line: the host's sign of life
+gate() {  # gate TAG NAME: does gated step TAG run? (snaptax.plan.Measure.gate) The host answers on standard input
+    # (the guest's serial console; natively a pipe) with a line "snaptax-go TAG run|skip"; other lines are ignored
+    # (an answer sent twice, the console's echo). After a skip, later steps of gate NAME skip without asking.
+    eval "[ -z \"\${gate_closed_$2:-}\" ]" || return 1
+    step "$1-ask $2"
+    while read -r word tag answer; do
+        [ "$word" = snaptax-go ] && [ "$tag" = "$1" ] || continue
+        step "$1-told $answer"
+        [ "$answer" = run ] && return 0
+        eval "gate_closed_$2=1"
+        return 1
+    done
+    echo "gate $2: the host's answer for step $1 never came (input closed)" >&2
+    exit 4
+}
 REF=/tmp/snaptax-refs
 ref() {  # ref VOLUME: (re)take VOLUME's reference copy and its checksum
     cat "$(dev $1)" > "$REF/$1"; md5sum < "$REF/$1" | cut -c1-32 > "$REF/$1.md5"
@@ -185,6 +201,9 @@ check() {  # check md5|bytes STEP VOLUME...: every volume equal to its reference
     done
 }
 '''
+
+
+_GATE_RE = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: list[str]) -> CompiledPlan:
@@ -262,14 +281,20 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
             target = FioTarget("libaio", filename=f"/dev/mapper/{VG}-{volume}")
             files[f"m{tag}/job.fio"] = step.job.job_file(target, log_prefix="fio").encode()
             d = f"$OUT/m{tag}"
-            lines += [f'mkdir -p {d} && cp $IN/m{tag}/job.fio {d}/',
-                      f'counters {volume} {st.live} {d}/counters_before.txt',
-                      f'step "{tag}-fio-begin {volume}"',
-                      f'(cd {d} && fio --output-format=json --output=fio.json job.fio)',
-                      f'step "{tag}-fio-end {volume}"',
-                      f'counters {volume} {st.live} {d}/counters_after.txt']
+            body = [f'mkdir -p {d} && cp $IN/m{tag}/job.fio {d}/',
+                    f'counters {volume} {st.live} {d}/counters_before.txt',
+                    f'step "{tag}-fio-begin {volume}"',
+                    f'(cd {d} && fio --output-format=json --output=fio.json job.fio)',
+                    f'step "{tag}-fio-end {volume}"',
+                    f'counters {volume} {st.live} {d}/counters_after.txt']
             if config.integrity and volume == st.live:
-                lines.append(f'ref {st.live}')
+                body.append(f'ref {st.live}')
+            if step.gate is None:
+                lines += body
+            elif not _GATE_RE.fullmatch(step.gate):
+                raise ConfigError("plan", f"steps[{index}].gate", f"{step.gate!r}: want [a-z][a-z0-9_]* (a shell name)")
+            else:
+                lines += [f'if gate {tag} {step.gate}; then', *(f"    {line}" for line in body), "fi"]
             measures[index] = (step, len(st.frozen), volume)
         elif isinstance(step, Clone):
             raise ConfigError("plan", f"steps[{index}]", "the LVM thin guest does not clone volumes")
@@ -455,8 +480,11 @@ class LvmThinEngine(SnapshotEngine):
         return d
 
     # ------------------------------------------------------------ execution
-    def run_plan(self, plan: Plan, out_dir: Path) -> tuple[CompiledPlan, Path]:
-        """Compile and run `plan`; its raw results land in out_dir (m<index>/..., steps.txt, script.log)."""
+    def run_plan(self, plan: Plan, out_dir: Path, gate: Gate | None = None) -> tuple[CompiledPlan, Path]:
+        """Compile and run `plan`; its raw results land in out_dir (m<index>/..., steps.txt, script.log). `gate`
+        answers the script's questions about gated steps while it runs (guest.vm.GateAnswers)."""
+        if gate is None and any(isinstance(st, Measure) and st.gate for st in plan.steps):
+            raise ConfigError("plan", "gate", "the plan has gated steps and the executor was given no Gate to ask")
         serials = ["pv0"]
         compiled = compile_plan(plan, self.config, self.disk_size, serials)
         if self.config.integrity:
@@ -466,16 +494,21 @@ class LvmThinEngine(SnapshotEngine):
                                   f"do not fit in half the guest's {self.config.guest.memory_mib} MiB")
         timeout = max(self.config.guest.run_timeout_s, plan.fio_seconds() * 3 + 600)
         stall = stall_limit(plan, self.disk_size)
+        decide = None
+        if gate is not None:
+            def decide(tag: str, name: str) -> bool:   # the script asks by step tag: its plan step's repeat
+                step = plan.steps[int(tag)]
+                return gate(name, step.repeat if isinstance(step, Measure) else 0)
         with measurement_lock():
             host_before = self._host_counters()
             t0 = time.monotonic()
             if self.native:
-                self._run_native(compiled, out_dir, timeout)
+                self._run_native(compiled, out_dir, timeout, decide)
             else:
                 image = self.image
                 gcfg = _replace(self.config.guest, run_timeout_s=timeout, stall_timeout_s=stall)
                 run = run_guest(image, self.disks, compiled.script, out_dir, files=compiled.files, config=gcfg,
-                                run_dir=self.run_dir / "guest", pg=self.group)
+                                run_dir=self.run_dir / "guest", pg=self.group, gate=decide)
                 self.last_run = {"guest_image_key": image.key, "boot_to_ready_s": run.boot_to_ready_s,
                                  "guest_wall_s": run.wall_s}
                 self.host_step_times = run.step_times
@@ -486,7 +519,8 @@ class LvmThinEngine(SnapshotEngine):
         self.last_run.update(wall_s=wall, host_counters_before=host_before, host_counters_after=host_after)
         return compiled, out_dir
 
-    def _run_native(self, compiled: CompiledPlan, out_dir: Path, timeout: float) -> None:
+    def _run_native(self, compiled: CompiledPlan, out_dir: Path, timeout: float,
+                    decide: Callable[[str, str], bool] | None) -> None:
         """The same script on the host: lvm reads our lvm.conf (filter: only the rig device) via LVM_SYSTEM_DIR."""
         import subprocess
 
@@ -511,20 +545,39 @@ class LvmThinEngine(SnapshotEngine):
             run(["modprobe", mod], check=False)
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LVM_SYSTEM_DIR": str(sysdir), "IN": str(in_dir),
                "OUT": str(out_dir), "SNAPTAX_LIB": str(lib)}
+        reader = ConsoleLines(out_dir / "script.log")
         try:
             with open(out_dir / "script.log", "wb") as log:
-                cp = subprocess.run(["sh", "-e", "run.sh"], cwd=in_dir, env=env, stdout=log,
-                                    stderr=subprocess.STDOUT, timeout=timeout)
+                proc = subprocess.Popen(["sh", "-e", "run.sh"], cwd=in_dir, env=env, stdout=log,
+                                        stderr=subprocess.STDOUT,
+                                        stdin=subprocess.PIPE if decide else subprocess.DEVNULL)
+                answers = GateAnswers(decide, pipe_writer(proc)) if decide else None
+                deadline = time.monotonic() + timeout
+                try:
+                    while proc.poll() is None:
+                        if answers is not None:
+                            answers.see(reader.poll())
+                            answers.resend(time.monotonic())
+                        if time.monotonic() > deadline:
+                            raise EngineError(f"lvmthin native script still running after {timeout:.0f} s")
+                        time.sleep(0.05)
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                    proc.wait()
+                    if proc.stdin is not None:
+                        proc.stdin.close()
         finally:
             # A failed or interrupted script leaves the VG active on the rig device; deactivate it so the
             # device (a loop device, say) can be released.
             subprocess.run(["lvm", "vgchange", "-q", "-an", VG], env=env, capture_output=True, timeout=120)
-        if cp.returncode != 0:
+        if proc.returncode != 0:
             tail = "\n".join((out_dir / "script.log").read_text(errors="replace").splitlines()[-20:])
-            raise EngineError(f"lvmthin native script exited {cp.returncode}; log tail:\n{tail}")
+            raise EngineError(f"lvmthin native script exited {proc.returncode}; log tail:\n{tail}")
 
-    def execute(self, plan: Plan, session, clock_t0: float | None = None) -> None:
-        """Run the whole plan at once (guest or native) and record each Measure into `session`.
+    def execute(self, plan: Plan, session, clock_t0: float | None = None, *, gate: Gate | None = None) -> None:
+        """Run the whole plan at once (guest or native) and record each Measure into `session`; `gate` decides the
+        gated Measures as the script reaches them (plan.Measure.gate), and those it skipped are not recorded.
 
         clock_t0 (host monotonic s, in the guest only): put the run on a timeline's clock, as snaptax.timeline does
         for host-side engines: each measurement's extra gets t_start_s/t_end_s and fio's per-second IOPS
@@ -532,7 +585,7 @@ class LvmThinEngine(SnapshotEngine):
         (host_step_times), so they can be set against counters sampled on the host (timeline.HostSampler)."""
         raw = self.run_dir / "results"
         shutil.rmtree(raw, ignore_errors=True)
-        compiled, out = self.run_plan(plan, raw)
+        compiled, out = self.run_plan(plan, raw, gate)
         # Step times come from the script's clock (/proc/uptime, 10 ms resolution; in the guest its TCG clock).
         # A Measure's wall_s is the whole fio process, including fio's start-up (about 1 s under TCG, where the
         # dynamic loader relocates fio's ~80 MB of libraries); fio's own runtime is in its JSON.
@@ -558,6 +611,8 @@ class LvmThinEngine(SnapshotEngine):
                               **at, **({"which": ev["which"]} if "which" in ev else {"source": ev["source"]}))
         for index, (step, chain, volume) in sorted(compiled.measures.items()):
             src = out / f"m{index:03d}"
+            if step.gate is not None and not src.exists():
+                continue     # the host closed its gate: the script skipped it
             directory = session.measurement_dir(index, step)
             for f in src.iterdir():
                 shutil.copy2(f, directory / f.name)

@@ -3,16 +3,20 @@
 Data path: each disk the script works on is an NBD export of a host-side server (qemu-storage-daemon over a sparse
 file, nbdkit's emulated spindle, ...), attached as a virtio disk whose serial names it inside the guest. One more
 virtio disk, "xfer", is a sparse file on the host: it carries a tar *into* the guest (run.sh and its inputs) and the
-guest overwrites it with a tar of its /out directory before powering off. The serial console is only a log.
+guest overwrites it with a tar of its /out directory before powering off. The serial console is a log, and the way
+back for one kind of short line only: the host's answer to a script's gate question (GateAnswers).
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
+import subprocess
 import tarfile
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,6 +147,53 @@ class ConsoleLines:
         return out
 
 
+_GATE_ASK = re.compile(r"snaptax-step (\d+)-ask ([a-z][a-z0-9_]*)\s*$")
+_GATE_TOLD = re.compile(r"snaptax-step (\d+)-told ")
+GATE_RESEND_S = 3.0
+
+
+class GateAnswers:
+    """The host's side of a script's `gate TAG NAME` (engines.lvmthin): for each "snaptax-step TAG-ask NAME" line
+    the script prints, `decide(TAG, NAME)` is asked once and "snaptax-go TAG run|skip" written to the script's input
+    (`write`); the answer is written again every GATE_RESEND_S until the script's "TAG-told" line shows it arrived
+    (a serial line may drop bytes; the script ignores an answer it already has)."""
+
+    def __init__(self, decide: Callable[[str, str], bool], write: Callable[[bytes], None]):
+        self.decide, self.write = decide, write
+        self.answered: dict[str, bool] = {}
+        self.pending: dict[str, float] = {}     # TAG -> when its answer was last written (host monotonic s)
+
+    def _send(self, tag: str, now: float) -> None:
+        self.pending[tag] = now
+        with contextlib.suppress(OSError):     # the script is gone: its exit is seen by the caller
+            self.write(f"snaptax-go {tag} {'run' if self.answered[tag] else 'skip'}\n".encode())
+
+    def see(self, lines: list[tuple[float, str]]) -> None:
+        """Take the console's new lines (ConsoleLines.poll)."""
+        for _, line in lines:
+            told = _GATE_TOLD.search(line)
+            if told:
+                self.pending.pop(told.group(1), None)
+                continue
+            ask = _GATE_ASK.search(line)
+            if ask and ask.group(1) not in self.answered:
+                self.answered[ask.group(1)] = bool(self.decide(ask.group(1), ask.group(2)))
+                self._send(ask.group(1), time.monotonic())
+
+    def resend(self, now: float) -> None:
+        for tag, sent in list(self.pending.items()):
+            if now - sent >= GATE_RESEND_S:
+                self._send(tag, now)
+
+
+def pipe_writer(proc: subprocess.Popen) -> Callable[[bytes], None]:
+    def write(data: bytes) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(data)
+        proc.stdin.flush()
+    return write
+
+
 def _console_tail(path: Path, lines: int = 25) -> str:
     if not path.exists():
         return "(no console output)"
@@ -205,11 +256,13 @@ def _read_output(xfer: Path, out_dir: Path) -> list[str]:
 
 def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: Path, *,
               files: dict[str, bytes] | None = None, config: GuestConfig = GuestConfig(),
-              run_dir: Path, pg: ProcessGroup | None = None, check: bool = True) -> GuestRun:
+              run_dir: Path, pg: ProcessGroup | None = None, check: bool = True,
+              gate: Callable[[str, str], bool] | None = None) -> GuestRun:
     """Boot, run `script` (POSIX sh, under `sh -e`, with $IN, $OUT and /etc/snaptax/lib.sh), collect $OUT.
 
     `run_dir` holds the xfer disk and the console log (kept, so a failure can be inspected). The NBD servers
     behind `disks` must be running; they belong to the caller. qemu is always gone when this returns.
+    gate: answers the script's gate questions (GateAnswers) over the serial console's input, QEMU's stdin.
     """
     serials = [d.serial for d in disks]
     if len(set(serials)) != len(serials):
@@ -228,7 +281,8 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
     try:
         t0 = time.monotonic()
         child = group.spawn(qemu_argv(image, disks, xfer, config, in_bytes), name="qemu-system-x86_64 (TCG guest)",
-                            log_path=console)
+                            log_path=console, stdin_pipe=gate is not None)
+        answers = GateAnswers(gate, pipe_writer(child.proc)) if gate is not None else None
         ready_at: float | None = None
         heard_size, heard_at = -1, t0   # the console's size and when it last grew
         reader = ConsoleLines(console)
@@ -237,7 +291,11 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
             size = console.stat().st_size if console.exists() else 0
             if size != heard_size:
                 heard_size, heard_at = size, now
-                reader.poll()
+                new = reader.poll()
+                if answers is not None:
+                    answers.see(new)
+            if answers is not None:
+                answers.resend(now)
             if ready_at is None:
                 if reader.seen(READY_MARK):
                     ready_at = now

@@ -76,13 +76,17 @@ def test_a_rig_without_the_pools_is_refused_in_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["quick", "full"])
-def test_lvmthin_learning_runs_are_segments(name):
-    # the guest's script cannot wait on the pool's counters: learning is fixed runs, judged afterwards per segment
+def test_lvmthin_learning_is_gated_runs_that_cover_its_limit(name):
+    # the host ends the guest's learning (measure.LearningGate); the plan holds as many runs as the limit allows
     s = planmod.scale(profiles.get(name))
     plan = planmod.lvmthin_plan(s, planmod.TIERED)
-    for phase in ("learn", "relearn"):
+    for phase, limit in (("learn", s.learn_limit_s), ("relearn", s.relearn_limit_s)):
         runs = [m for _, m, _ in plan.measurements() if m.phase == phase]
-        assert len(runs) > 1 and all(m.job.runtime_s <= s.guest_segment_s for m in runs)
+        assert len(runs) > 1 and all(m.job.runtime_s <= s.guest_segment_s and m.gate == phase for m in runs)
+        assert sum(m.job.runtime_s for m in runs) >= limit
+        assert [m.repeat for m in runs] == list(range(len(runs)))
+    assert all(m.gate is None for _, m, _ in plan.measurements() if m.phase not in ("learn", "relearn"))
+    assert all(m.gate is None for _, m, _ in planmod.lvmthin_plan(s, "sas_pool").measurements())
 
 
 def test_lvmthin_timelines_phases_and_snapshot():
@@ -100,32 +104,84 @@ def test_lvmthin_timelines_phases_and_snapshot():
     assert planmod.engine_of("tier_pool") == "qcow2" and planmod.engine_of("tier_pool.lvmthin") == "lvmthin"
 
 
-def test_a_scale_without_lvmthin_learning_is_refused():
-    with pytest.raises(ConfigError, match="guest_learn_s"):
-        dataclasses.replace(planmod.scale(profiles.get("quick")), guest_learn_s=0)
+def test_a_scale_with_guest_runs_too_short_is_refused():
+    with pytest.raises(ConfigError, match="guest_segment_s"):
+        dataclasses.replace(planmod.scale(profiles.get("quick")), guest_segment_s=1)
 
 
 @pytest.mark.parametrize("name", ["quick", "full"])
-@pytest.mark.parametrize("start_s", [12.0, 20.0, 30.0, 40.0])
-def test_the_guests_fixed_learning_holds_a_cycle_end_and_the_next_comes_after_its_after_phase(name, start_s):
-    # The pool's cycles end every cycle_s from the emulator's start; the guest's learning starts start_s later
-    # (boot, LVM set-up, fill: about 30 s in the runs of 2026-11-26). Each guest run costs GUEST_FIO_START_S more
-    # than its fio time, and lvcreate/lvremove about a second each.
+def test_the_guests_phases_from_learned_to_after_fit_before_the_next_cycle(name):
+    # The host ends learning at the first question after a cycle end: at most one learning run (and its fio start)
+    # after it. From there to the end of the after phase, each guest run costs GUEST_FIO_START_S more than its fio
+    # time and lvcreate/lvremove about a second each: all of it must end before the next cycle does.
     s = planmod.scale(profiles.get(name))
     rig = rigmod.load("local")
     cycle = parse_device(measure.pool_devices(rig)[planmod.TIERED].spindle, rig.source).cycle_s
     plan = planmod.lvmthin_plan(s, planmod.TIERED)
-    t, learn_end, after_end, relearn_end = start_s, 0.0, 0.0, 0.0
-    for _, m, _ in plan.measurements():
-        if m.phase == "fill":
-            continue
-        t += m.job.runtime_s + planmod.GUEST_FIO_START_S + (1.0 if m.phase in ("settle", "after") else 0.0)
-        if m.phase == "learn":
-            learn_end = t
-        if m.phase == "after":
-            after_end = t
-        if m.phase == "relearn":
-            relearn_end = t
-    last_cycle_in_learning = cycle * (learn_end // cycle)
-    assert start_s < last_cycle_in_learning <= learn_end
-    assert after_end + 5 < last_cycle_in_learning + cycle <= relearn_end - 5
+    steady = [m for _, m, _ in plan.measurements() if m.phase in ("initial", "settle", "with", "after")]
+    after_learned = (s.guest_segment_s + planmod.GUEST_FIO_START_S
+                     + sum(m.job.runtime_s + planmod.GUEST_FIO_START_S for m in steady) + 2.0)
+    assert after_learned + 5 < cycle
+
+
+class _Pool:
+    """Counters as the emulated tier pool reports them; `serve(ios, ssd)` adds I/O, `cycle()` ends a cycle."""
+
+    def __init__(self):
+        self.c = {"host.reads": 0.0, "host.writes": 0.0, "host.ssd_reads": 0.0, "host.ssd_writes": 0.0,
+                  "host.tier_cycles": 0.0}
+
+    def serve(self, ios: int, ssd: int) -> None:
+        self.c["host.reads"] += ios
+        self.c["host.ssd_reads"] += ssd
+
+    def cycle(self) -> None:
+        self.c["host.tier_cycles"] += 1
+
+    def __call__(self) -> dict[str, float]:
+        return dict(self.c)
+
+
+def test_the_learning_gate_ends_learning_after_a_cycle_with_a_learned_share(monkeypatch):
+    s = planmod.scale(profiles.get("quick"))
+    pool, events, clock = _Pool(), [], [100.0]
+    monkeypatch.setattr(measure.time, "monotonic", lambda: clock[0])
+    gate = measure.LearningGate(pool, s, lambda kind, **d: events.append((kind, d)), t0=90.0)
+    assert gate("learn", 0)                       # the first run always goes
+    pool.serve(1000, 950)
+    clock[0] += 11
+    assert gate("learn", 1)                       # a learned share, but no cycle has ended
+    pool.cycle()
+    pool.serve(1000, 500)
+    clock[0] += 11
+    assert gate("learn", 2)                       # a cycle, but the run's share is 50 %
+    pool.serve(1000, 950)
+    clock[0] += 11
+    assert not gate("learn", 3)                   # both: learned
+    kind, data = events[-1]
+    assert kind == "learn_done" and data["learned"] and data["t_s"] == 43.0 and data["ssd_share"] == 0.95
+    # re-learning needs a cycle after its own first question: the cycle above does not count
+    assert gate("relearn", 0)
+    pool.serve(1000, 990)
+    clock[0] += 11
+    assert gate("relearn", 1)
+    pool.cycle()
+    pool.serve(1000, 990)
+    clock[0] += 11
+    assert not gate("relearn", 2) and events[-1][0] == "relearn_done" and events[-1][1]["learned"]
+
+
+def test_the_learning_gate_stops_at_the_limit_unlearned(monkeypatch):
+    s = planmod.scale(profiles.get("quick"))
+    pool, events, clock = _Pool(), [], [0.0]
+    monkeypatch.setattr(measure.time, "monotonic", lambda: clock[0])
+    gate = measure.LearningGate(pool, s, lambda kind, **d: events.append((kind, d)), t0=0.0)
+    assert gate("learn", 0)
+    pool.serve(100, 10)
+    clock[0] = s.learn_limit_s - 1
+    assert gate("learn", 1)
+    pool.serve(100, 10)
+    clock[0] = s.learn_limit_s
+    assert not gate("learn", 2)
+    assert events == [("learn_done", {"t_s": s.learn_limit_s, "learned": False, "seconds": s.learn_limit_s,
+                                      "ssd_share": 0.1, "tier_cycles": 0.0, "runs": 2})]

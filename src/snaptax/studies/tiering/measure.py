@@ -9,12 +9,14 @@ fixed wait: the study cannot know when the emulated (or a real) Easy Tier plans,
 
 Then, where the rig lists the lvmthin engine, each pool's LVM thin timeline (plan.lvmthin_plan) as one script in
 the TCG guest (or natively), a fresh pool under it: the same host sampler runs beside the guest, and the guest's step
-lines, stamped on the host's clock, put each fio run on the timeline (engines.lvmthin, clock_t0).
+lines, stamped on the host's clock, put each fio run on the timeline (engines.lvmthin, clock_t0). The guest asks the
+host before each learning run, and the host ends the loop by the same rule (LearningGate).
 """
 from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ... import profiles, rig as rigmod
@@ -173,12 +175,47 @@ def host_series_path(session: RunSession):
     return session.staging / "measurements" / session.variant / "host_series.csv"
 
 
-def lvmthin_timeline(engine: LvmThinEngine, session: RunSession, plan) -> None:
+class LearningGate:
+    """The host's end of the LVM thin guest's learning loops (plan.lvmthin_plan's gated runs), by wait_until_learned's
+    rule, from the pool's counters read when the guest asks before each run: the first run of a phase always goes;
+    after that, another one until a tiering cycle has ended past the phase's need and the run just finished had an
+    SSD-served share of at least s.learned_fraction, or the phase's limit has passed. `learn` needs the pool's first
+    cycle (its cycles count from the emulator's start, as for qcow2); `relearn` a cycle that ended after its own
+    first question (the guest's after phase was over). The decision is logged as `<phase>_done` on the timeline's
+    clock (t0: host monotonic s)."""
+
+    def __init__(self, counters: Callable[[], dict[str, float]], s: planmod.TieringScale,
+                 log_event: Callable[..., None], t0: float):
+        self.counters, self.s, self.log_event, self.t0 = counters, s, log_event, t0
+        self.started: dict[str, tuple[float, float]] = {}     # phase -> (its first question's time, tier cycles)
+        self.last: dict[str, dict[str, float]] = {}           # phase -> counters at its latest question
+
+    def __call__(self, phase: str, repeat: int) -> bool:
+        now, c = time.monotonic(), self.counters()
+        cycles = c.get("host.tier_cycles", 0.0)
+        if phase not in self.started:
+            self.started[phase], self.last[phase] = (now, cycles), c
+            return True
+        first_s, first_cycles = self.started[phase]
+        share = ssd_share(self.last[phase], c)
+        self.last[phase] = c
+        needed = 1.0 if phase == "learn" else first_cycles + 1.0
+        limit = self.s.learn_limit_s if phase == "learn" else self.s.relearn_limit_s
+        learned = cycles >= needed and share >= self.s.learned_fraction
+        if learned or now - first_s >= limit:
+            self.log_event(f"{phase}_done", t_s=round(now - self.t0, 3), learned=learned, seconds=now - first_s,
+                           ssd_share=share, tier_cycles=cycles, runs=repeat)
+            return False
+        return True
+
+
+def lvmthin_timeline(engine: LvmThinEngine, session: RunSession, plan, s: planmod.TieringScale) -> None:
     """The LVM thin plan on one pool, the pool's counters sampled every second on the clock the guest's steps are
-    stamped on."""
+    stamped on; the host ends its learning loops (LearningGate)."""
     t0 = time.monotonic()
+    gate = LearningGate(engine._host_counters, s, session.log_event, t0)
     with HostSampler(engine._host_counters, t0, sampled_keys(engine.counters())) as sampler:
-        engine.execute(plan, session, clock_t0=t0)
+        engine.execute(plan, session, clock_t0=t0, gate=gate)
     sampler.write(host_series_path(session))
 
 
@@ -206,11 +243,11 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                 plan = planmod.lvmthin_plan(s, pool)
                 execute_variant(rig, dev, planmod.lvmthin_config(), s.disk_bytes, planmod.lvmthin_variant(pool),
                                 plan, session, {"study": {**study[pool], "span_model": span[pool]}},
-                                functools.partial(lvmthin_timeline, session=session, plan=plan))
+                                functools.partial(lvmthin_timeline, session=session, plan=plan, s=s))
     assert session.published is not None
     return session.published
 
 
 __all__ = ["HOST_KEYS", "LATENESS_KEYS", "sampled_keys", "pool_devices",
            "emulated_time_per_io", "span_model", "ssd_share", "wait_until_learned", "timeline",
-           "lvmthin_timeline", "host_series_path", "run"]
+           "LearningGate", "lvmthin_timeline", "host_series_path", "run"]

@@ -94,15 +94,13 @@ class TieringScale:
     relearn_limit_s: float
     learned_fraction: float = 0.9
     untiered_factor: float = 2.0
-    guest_learn_s: float = 3.0
     guest_segment_s: float = 10.0
 
     def __post_init__(self) -> None:
         src = "tiering scale"
         if self.disk_bytes <= 0 or self.disk_bytes % MiB:
             raise ConfigError(src, "disk_bytes", f"must be a positive whole number of MiB, got {self.disk_bytes}")
-        for name in ("phase_s", "settle_s", "with_s", "delete_window_s", "learn_segment_s", "guest_learn_s",
-                     "guest_segment_s"):
+        for name in ("phase_s", "settle_s", "with_s", "delete_window_s", "learn_segment_s", "guest_segment_s"):
             if not getattr(self, name) >= 2:
                 raise ConfigError(src, name, "runs need at least 2 s")
         for name in ("learn_limit_s", "relearn_limit_s"):
@@ -130,13 +128,12 @@ SCALES: dict[str, TieringScale] = {
                           learn_limit_s=3, relearn_limit_s=3, untiered_factor=1.0),
     # quick: the seed's disk scaled; learning takes one 120 s cycle; initial ... after take 95 s of the ~110 s
     # left in the next cycle; sas_pool's runs twice as long (its claims' intervals were about ±6 pp with 3-s
-    # batches of 20 s, against ±5 pp tolerances). The guest's fixed learning (guest_learn_s) is shorter than a
-    # cycle: the pool's cycles run from the emulator's start, ~30 s before the guest's learning starts, so a
-    # cycle ends inside it and the next only after the guest's after phase (test_plan checks that span of starts)
+    # batches of 20 s, against ±5 pp tolerances). The LVM thin guest learns in 10-s runs the host ends from the
+    # pool's counters (lvmthin_plan's gated runs, measure.LearningGate), as the qcow2 timeline does.
     "quick": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
-                          learn_limit_s=200, relearn_limit_s=150, guest_learn_s=110),
+                          learn_limit_s=200, relearn_limit_s=150),
     "full": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
-                         learn_limit_s=260, relearn_limit_s=260, guest_learn_s=110),
+                         learn_limit_s=260, relearn_limit_s=260),
 }
 
 
@@ -168,17 +165,19 @@ def lvmthin_plan(s: TieringScale, pool: str) -> Plan:
     def run(phase: str, seconds: float, repeat: int = 0) -> Measure:
         return Measure(workload(s, seconds, phase, repeat), phase, repeat)
 
-    def segments(phase: str) -> list[Step]:
-        n = max(1, math.ceil(s.guest_learn_s / s.guest_segment_s))
-        return [run(phase, s.guest_learn_s / n, k) for k in range(n)]
+    def segments(phase: str, limit_s: float) -> list[Step]:
+        # As many runs as the phase's limit holds, each gated: the host ends the loop from the pool's counters
+        # when the guest asks before a run (measure.LearningGate); the first always runs.
+        n = max(1, math.ceil(limit_s / s.guest_segment_s))
+        return [Measure(workload(s, max(2.0, limit_s / n), phase, k), phase, k, gate=phase) for k in range(n)]
 
     steps: list[Step] = [Measure(fill_job(s), "fill")]
     if tiered(pool):
-        steps += segments("learn")
+        steps += segments("learn", s.learn_limit_s)
     steps += [run("initial", s.phase_s), TakeSnapshot(), run("settle", s.settle_s), run("with", s.with_s),
               DeleteSnapshot("newest"), run("after", s.phase_s)]
     if tiered(pool):
-        steps += [*segments("relearn"), run("relearned", s.phase_s)]
+        steps += [*segments("relearn", s.relearn_limit_s), run("relearned", s.phase_s)]
     return Plan(tuple(steps))
 
 
@@ -259,7 +258,7 @@ def parameters(s: TieringScale, devices: dict[str, str]) -> dict[str, Any]:
             "learned_fraction": s.learned_fraction, "untiered_factor": s.untiered_factor, "bs": BS,
             "read_percent": READ_PERCENT, "random_percent": RANDOM_PERCENT, "iodepth": IODEPTH,
             "qcow2": qcow2_config(s).name, "disk_scale": s.disk_bytes / SEED_DISK_BYTES,
-            "guest_learn_s": s.guest_learn_s, "guest_segment_s": s.guest_segment_s}
+            "guest_segment_s": s.guest_segment_s}
 
 
 def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
@@ -279,8 +278,9 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
         f"SSD-served, at most {s.learn_limit_s:g} s (re-learning at most {s.relearn_limit_s:g} s)",
         *([f"then {LVM_THIN} ({t.analogue}) on each pool, in the TCG guest where the kernel has no device-mapper: "
             f"{t.chunk_size // KiB} KiB chunks, snapshot of the origin, deleted by lvremove (no load window: it "
-            f"copies nothing back); learning and re-learning fixed at {s.guest_learn_s:g} s in "
-            f"{s.guest_segment_s:g}-s runs, the phases as long as qcow2's on tier_pool"] if lvmthin else []),
+            f"copies nothing back); learning and re-learning in {s.guest_segment_s:g}-s runs that the host ends by "
+            f"the same rule from the pool's counters, asked before each run; the phases as long as qcow2's on "
+            f"tier_pool"] if lvmthin else []),
         f"planned at most about {estimated_seconds(s, lvmthin) / 60:.1f} min",
     ])
 
