@@ -442,6 +442,9 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
            Value(f"{k}.settle_s", float(params["settle_s"]), "s"),
            Value(f"{k}.delete_window_s", float(params["delete_window_s"]), "s"),
            Value(f"{k}.batch_s", float(BATCH_S), "s"),
+           Value(f"{k}.learn_segment_s", float(params["learn_segment_s"]), "s", digits=0),
+           Value(f"{k}.guest_segment_s", float(params.get("guest_segment_s", math.nan)), "s", digits=0),
+           Value(f"{k}.learned_fraction_pct", 100 * float(params.get("learned_fraction", math.nan)), "%", digits=0),
            Value(f"{k}.untiered_factor", float(params.get("untiered_factor", 1.0)), "", digits=0),
            Value(f"{k}.cycles_inside_steady", float(phases[phases.phase.isin(("initial", "with", "after"))
                                                            & phases.pool.isin(POOLS)].cycles_inside.sum())
@@ -622,7 +625,7 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
                     learned_fraction: float, layout: dict[str, dict[str, Any]]) -> list[Value]:
     """The array-native contrast: per pool, the LVM thin timeline's phase IOPS, SSD-served shares and ratios to its
     own initial phase (with intervals), its guest rate against the qcow2 timeline's, how long lvcreate and lvremove
-    took; on the tiered pool also the ratios at the SSD tier's speed and whether the fixed learning runs did learn
+    took; on the tiered pool also the ratios at the SSD tier's speed and whether the learning runs did learn
     (a cycle ended inside and the last run's SSD-served share reached `learned_fraction`); on an untiered pool the
     share of the data remapped under the snapshot, the two-region layout's rate from the pool's own model
     (`layout[variant]`: its span_model and chunk_size) and whether it explains the loss after lvremove, and per phase
