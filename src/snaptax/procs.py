@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import EngineError, MissingTool
 
@@ -85,7 +86,7 @@ def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = None
         out, err = proc.communicate(input=input, timeout=timeout)
     except BaseException:
         if proc is not None:
-            _stop(proc, grace=2.0)
+            stop_group(proc, grace=2.0)
         raise
     cp = subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
     if check and proc.returncode != 0:
@@ -94,7 +95,16 @@ def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = None
     return cp
 
 
-def _stop(proc: subprocess.Popen, grace: float) -> None:
+def popen_owned(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    """Popen in its own session (stop it and what it starts with stop_group), killed if this process dies, and
+    started with Ctrl-C held off until `proc` exists (as run() does)."""
+    with signals_deferred(redeliver=True):
+        return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=_child_setup, **kwargs)
+
+
+def stop_group(proc: subprocess.Popen, grace: float) -> None:
+    """Stop a child started in its own session and everything left in its process group (SIGTERM, after `grace`
+    seconds SIGKILL), and close the pipe to its input if there is one."""
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -192,7 +202,7 @@ class ProcessGroup:
         return child
 
     def stop(self, child: Child, grace: float = 5.0) -> None:
-        _stop(child.proc, grace)
+        stop_group(child.proc, grace)
         if child in self.children:
             self.children.remove(child)
 
@@ -212,7 +222,7 @@ class ProcessGroup:
         # Reverse order: the last started (e.g. fio) stops before what it talks to (the daemon).
         with signals_deferred():
             for child in reversed(self.children):
-                _stop(child.proc, 5.0)
+                stop_group(child.proc, 5.0)
             self.children.clear()
             for callback in reversed(self.callbacks):
                 with contextlib.suppress(Exception):

@@ -2,6 +2,7 @@
 chain of three snapshots created, measured and deleted (marked guest)."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -360,3 +361,41 @@ def test_the_host_ends_a_gated_loop_while_the_guest_runs(rig, tmp_path, monkeypa
     # each question was answered before its run began, and the closed gate's step was told "skip"
     assert steps["001-ask"] < steps["001-told"] < steps["001-fio-begin"]
     assert "003-told" in steps and "003-fio-begin" not in steps and "004-ask" not in steps
+
+
+def test_the_native_script_asks_the_host_through_a_pipe(tmp_path):
+    """Native mode (a host with device-mapper) runs the same script head, its gate questions answered over a pipe:
+    the script's own `gate` function with the host's run_script, no LVM needed for the questions themselves."""
+    from snaptax import paths
+    from snaptax.engines import lvmthin
+
+    in_dir, out_dir = tmp_path / "in", tmp_path / "out"
+    in_dir.mkdir()
+    out_dir.mkdir()
+    head = lvmthin._SCRIPT_HEAD % {"vg": "vg", "pvs": "", "serials": "", "pool": "pool"}
+    body = "".join(f"if gate {i:03d} learn; then echo ran > $OUT/r{i}; fi\n" for i in (1, 2, 3))
+    (in_dir / "run.sh").write_text(head + body + 'step "done"\n')
+    env = {"PATH": "/usr/bin:/bin", "IN": str(in_dir), "OUT": str(out_dir),
+           "SNAPTAX_LIB": str(paths.REPO_ROOT / "src" / "snaptax" / "guest" / "lib.sh")}
+    asked: list[tuple[str, str]] = []
+
+    def decide(tag: str, name: str) -> bool:
+        asked.append((tag, name))
+        return tag == "001"
+
+    assert lvmthin.run_script(in_dir, env, out_dir / "script.log", 60, decide) == 0
+    assert asked == [("001", "learn"), ("002", "learn")]
+    assert (out_dir / "r1").exists() and not (out_dir / "r2").exists() and not (out_dir / "r3").exists()
+    steps = [line.split()[0] for line in (out_dir / "steps.txt").read_text().splitlines()]
+    assert steps == ["001-ask", "001-told", "002-ask", "002-told", "done"]
+
+
+def test_a_native_script_past_its_time_is_stopped(tmp_path):
+    from snaptax.engines import lvmthin
+    from tests.processes import processes_mentioning
+    (tmp_path / "run.sh").write_text("sleep 37.25 &\nsleep 37.5\n")     # and a child the script started
+    t0 = time.monotonic()
+    with pytest.raises(EngineError, match="still running"):
+        lvmthin.run_script(tmp_path, {"PATH": "/usr/bin:/bin"}, tmp_path / "script.log", 0.5)
+    assert time.monotonic() - t0 < 10
+    assert processes_mentioning("sleep 37.") == []

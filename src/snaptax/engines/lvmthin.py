@@ -49,7 +49,7 @@ from ..fio import FioRun, FioTarget
 from ..guest.vm import ConsoleLines, GateAnswers, GuestConfig, GuestDisk, GuestStalled, pipe_writer, run_guest
 from ..lock import measurement_lock
 from ..plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot
-from ..procs import ProcessGroup
+from ..procs import ProcessGroup, popen_owned, stop_group
 from ..rig import Device, Rig
 from .base import SnapshotEngine
 
@@ -310,6 +310,34 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
                         final_chain_length=len(st.frozen))
 
 
+def run_script(in_dir: Path, env: dict[str, str], log_path: Path, timeout_s: float,
+               decide: Callable[[str, str], bool] | None = None) -> int:
+    """Run a compiled plan's run.sh natively (`sh -e`, in `in_dir`), its output into `log_path`; `decide` answers
+    its gate questions over a pipe to its standard input, as the guest's console does (GateAnswers). Returns the
+    exit status; raises EngineError past `timeout_s`. The script is gone when this returns."""
+    import subprocess
+
+    reader = ConsoleLines(log_path)
+    with open(log_path, "wb") as log:
+        # Its own process group: on a timeout, an error or Ctrl-C here the script and whatever it started (fio,
+        # lvm) are stopped together (procs.stop_group), not left to finish alone.
+        proc = popen_owned(["sh", "-e", "run.sh"], cwd=in_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                           stdin=subprocess.PIPE if decide else subprocess.DEVNULL)
+        answers = GateAnswers(decide, pipe_writer(proc)) if decide else None
+        deadline = time.monotonic() + timeout_s
+        try:
+            while proc.poll() is None:
+                if answers is not None:
+                    answers.see(reader.poll())
+                    answers.resend(time.monotonic())
+                if time.monotonic() > deadline:
+                    raise EngineError(f"lvmthin native script still running after {timeout_s:.0f} s")
+                time.sleep(0.05)
+        finally:
+            stop_group(proc, grace=5.0)
+    return proc.returncode
+
+
 def _round_up(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 
@@ -545,35 +573,15 @@ class LvmThinEngine(SnapshotEngine):
             run(["modprobe", mod], check=False)
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LVM_SYSTEM_DIR": str(sysdir), "IN": str(in_dir),
                "OUT": str(out_dir), "SNAPTAX_LIB": str(lib)}
-        reader = ConsoleLines(out_dir / "script.log")
         try:
-            with open(out_dir / "script.log", "wb") as log:
-                proc = subprocess.Popen(["sh", "-e", "run.sh"], cwd=in_dir, env=env, stdout=log,
-                                        stderr=subprocess.STDOUT,
-                                        stdin=subprocess.PIPE if decide else subprocess.DEVNULL)
-                answers = GateAnswers(decide, pipe_writer(proc)) if decide else None
-                deadline = time.monotonic() + timeout
-                try:
-                    while proc.poll() is None:
-                        if answers is not None:
-                            answers.see(reader.poll())
-                            answers.resend(time.monotonic())
-                        if time.monotonic() > deadline:
-                            raise EngineError(f"lvmthin native script still running after {timeout:.0f} s")
-                        time.sleep(0.05)
-                finally:
-                    if proc.poll() is None:
-                        proc.kill()
-                    proc.wait()
-                    if proc.stdin is not None:
-                        proc.stdin.close()
+            rc = run_script(in_dir, env, out_dir / "script.log", timeout, decide)
         finally:
             # A failed or interrupted script leaves the VG active on the rig device; deactivate it so the
             # device (a loop device, say) can be released.
             subprocess.run(["lvm", "vgchange", "-q", "-an", VG], env=env, capture_output=True, timeout=120)
-        if proc.returncode != 0:
+        if rc != 0:
             tail = "\n".join((out_dir / "script.log").read_text(errors="replace").splitlines()[-20:])
-            raise EngineError(f"lvmthin native script exited {proc.returncode}; log tail:\n{tail}")
+            raise EngineError(f"lvmthin native script exited {rc}; log tail:\n{tail}")
 
     def execute(self, plan: Plan, session, clock_t0: float | None = None, *, gate: Gate | None = None) -> None:
         """Run the whole plan at once (guest or native) and record each Measure into `session`; `gate` decides the
