@@ -22,7 +22,7 @@ def test_deleting_from_an_empty_chain_is_an_error():
 def test_gate_keeper_asks_until_a_gate_closes_and_never_after():
     from snaptax.errors import ConfigError
     from snaptax.fio import FioJob
-    from snaptax.plan import GateKeeper, Measure, TakeSnapshot
+    from snaptax.plan import GateKeeper, Measure, Plan, TakeSnapshot
 
     job = FioJob("j", "randread", bs=4096, iodepth=1, size=1 << 20, runtime_s=1)
     steps = [Measure(job, "learn", k, gate="learn") for k in range(4)] + [Measure(job, "after"), TakeSnapshot()]
@@ -32,8 +32,11 @@ def test_gate_keeper_asks_until_a_gate_closes_and_never_after():
         asked.append(repeat)
         return repeat < 1
 
-    keeper = GateKeeper(gate)
+    plan = Plan(tuple(steps))
+    assert plan.gates == {"learn"} and Plan(tuple(steps[4:])).gates == frozenset()
+    keeper = GateKeeper(plan, gate)
     assert [keeper.runs(s) for s in steps] == [True, False, False, False, True, True]
     assert asked == [0, 1] and keeper.closed == {"learn"}
-    with pytest.raises(ConfigError, match="gate"):
-        GateKeeper(None).runs(steps[0])
+    with pytest.raises(ConfigError, match=r"gate.*\(learn\).*no Gate"):
+        GateKeeper(plan, None)      # refused before any step, not when the first gated one is reached
+    assert GateKeeper(Plan(tuple(steps[4:])), None).runs(steps[4])

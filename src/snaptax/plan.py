@@ -69,11 +69,19 @@ Step = TakeSnapshot | DeleteSnapshot | Measure | Clone
 Gate = Callable[[str, int], bool]
 
 
-class GateKeeper:
-    """Asks a Gate for each gated step and remembers the gates it closed (a closed gate's later steps never run and
-    are not asked about). Without a Gate, a plan with gated steps is refused."""
+def require_gate(plan: Plan, gate: Gate | None) -> None:
+    """Refuse, before anything runs, a plan with gated steps given to an executor without a Gate to ask."""
+    if gate is None and plan.gates:
+        raise ConfigError("plan", "gate", f"the plan has gated steps ({', '.join(sorted(plan.gates))}) and the "
+                          "executor was given no Gate to ask")
 
-    def __init__(self, gate: Gate | None):
+
+class GateKeeper:
+    """Asks a Gate for each gated step of `plan` and remembers the gates it closed (a closed gate's later steps never
+    run and are not asked about). Without a Gate, a plan with gated steps is refused at once (require_gate)."""
+
+    def __init__(self, plan: Plan, gate: Gate | None):
+        require_gate(plan, gate)
         self.gate, self.closed = gate, set[str]()
 
     def runs(self, step: Step) -> bool:
@@ -81,9 +89,7 @@ class GateKeeper:
             return True
         if step.gate in self.closed:
             return False
-        if self.gate is None:
-            raise ConfigError("plan", "gate", f"step {step.label} is gated ({step.gate!r}) and the executor was given "
-                              "no Gate to ask")
+        assert self.gate is not None     # require_gate refused a gated plan without one
         if self.gate(step.gate, step.repeat):
             return True
         self.closed.add(step.gate)
@@ -106,6 +112,11 @@ class Plan:
                 chain -= 1
             elif isinstance(step, Measure):
                 yield index, step, chain
+
+    @property
+    def gates(self) -> frozenset[str]:
+        """The names of the plan's gated loops (plan.Measure.gate)."""
+        return frozenset(st.gate for st in self.steps if isinstance(st, Measure) and st.gate is not None)
 
     @property
     def max_chain_length(self) -> int:

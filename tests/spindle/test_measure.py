@@ -60,6 +60,13 @@ def test_a_served_spindle_refuses_snapshots():
         sm.check_measure_only(plan)
 
 
+def test_a_served_spindle_refuses_gated_steps():
+    job = sm.qd_job("randread", 1, 1)
+    gated = Plan((Measure(job, "qd"), Measure(job, "learn", gate="learn")))
+    with pytest.raises(ValueError, match="step 1 .*gate.*'learn'"):
+        sm.check_measure_only(gated)
+
+
 def test_the_spindle_benchmarks_are_found():
     assert "spindle" in bench.groups()
 

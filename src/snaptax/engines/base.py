@@ -69,7 +69,7 @@ class SnapshotEngine(abc.ABC):
 
         Host-side engines use this as is; an engine that runs fio elsewhere (a guest) overrides it.
         """
-        keeper = GateKeeper(gate)
+        keeper = GateKeeper(plan, gate)
         for index, step in enumerate(plan.steps):
             if not keeper.runs(step):
                 continue

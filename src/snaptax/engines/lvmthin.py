@@ -48,7 +48,7 @@ from ..errors import ConfigError, EngineError, MeasurementError
 from ..fio import FioRun, FioTarget
 from ..guest.vm import ConsoleLines, GateAnswers, GuestConfig, GuestDisk, GuestStalled, pipe_writer, run_guest
 from ..lock import measurement_lock
-from ..plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot
+from ..plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot, require_gate
 from ..procs import ProcessGroup, popen_owned, stop_group
 from ..rig import Device, Rig
 from .base import SnapshotEngine
@@ -511,8 +511,7 @@ class LvmThinEngine(SnapshotEngine):
     def run_plan(self, plan: Plan, out_dir: Path, gate: Gate | None = None) -> tuple[CompiledPlan, Path]:
         """Compile and run `plan`; its raw results land in out_dir (m<index>/..., steps.txt, script.log). `gate`
         answers the script's questions about gated steps while it runs (guest.vm.GateAnswers)."""
-        if gate is None and any(isinstance(st, Measure) and st.gate for st in plan.steps):
-            raise ConfigError("plan", "gate", "the plan has gated steps and the executor was given no Gate to ask")
+        require_gate(plan, gate)
         serials = ["pv0"]
         compiled = compile_plan(plan, self.config, self.disk_size, serials)
         if self.config.integrity:

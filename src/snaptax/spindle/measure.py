@@ -199,6 +199,9 @@ def check_measure_only(plan: Plan) -> None:
         if not isinstance(step, Measure):
             raise ValueError(f"plan step {index} ({type(step).__name__}) cannot run on a served spindle: "
                              f"it has no snapshots (use a snapshot engine on a rig device)")
+        if step.gate is not None:
+            raise ValueError(f"plan step {index} ({step.label}) has a gate ({step.gate!r}), which a served spindle "
+                             "has no Gate to ask (use a snapshot engine's execute(gate=...))")
 
 
 class ServedSpindle:

@@ -171,6 +171,18 @@ def test_the_learning_gate_ends_learning_after_a_cycle_with_a_learned_share(monk
     assert not gate("relearn", 2) and events[-1][0] == "relearn_done" and events[-1][1]["learned"]
 
 
+def test_the_learning_verdict_needs_both_the_cycle_and_the_share():
+    s = planmod.scale(profiles.get("quick"))
+    before = {"host.reads": 0.0, "host.writes": 0.0, "host.ssd_reads": 0.0, "host.ssd_writes": 0.0}
+    served = {"host.reads": 800.0, "host.writes": 200.0, "host.ssd_reads": 760.0, "host.ssd_writes": 190.0}
+    v = measure.learning_verdict(before, {**served, "host.tier_cycles": 2.0}, 2.0, s)
+    assert v.learned and v.ssd_share == 0.95 and v.tier_cycles == 2.0
+    assert not measure.learning_verdict(before, {**served, "host.tier_cycles": 1.0}, 2.0, s).learned
+    half = {**served, "host.ssd_reads": 400.0, "host.ssd_writes": 100.0, "host.tier_cycles": 3.0}
+    assert not measure.learning_verdict(before, half, 2.0, s).learned
+    assert not measure.learning_verdict(before, {**before, "host.tier_cycles": 3.0}, 2.0, s).learned   # no I/O: nan
+
+
 def test_the_learning_gate_stops_at_the_limit_unlearned(monkeypatch):
     s = planmod.scale(profiles.get("quick"))
     pool, events, clock = _Pool(), [], [0.0]

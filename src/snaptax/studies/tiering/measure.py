@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ... import profiles, rig as rigmod
@@ -123,6 +124,25 @@ def ssd_share(before: dict[str, float], after: dict[str, float]) -> float:
     return (d("host.ssd_reads") + d("host.ssd_writes")) / total if total > 0 else float("nan")
 
 
+@dataclass(frozen=True)
+class LearningVerdict:
+    """Has the tier pool learned, from two counter readings around the last run: `learned` when a tiering cycle
+    has ended past `cycles_needed` (cycles counted from the emulator's start) and the run's SSD-served share is at
+    least s.learned_fraction."""
+
+    learned: bool
+    ssd_share: float
+    tier_cycles: float
+
+
+def learning_verdict(before: dict[str, float], after: dict[str, float], cycles_needed: float,
+                     s: planmod.TieringScale) -> LearningVerdict:
+    """The one learning rule of both engines' loops (wait_until_learned for qcow2, LearningGate for LVM thin)."""
+    share = ssd_share(before, after)
+    cycles = after.get("host.tier_cycles", 0.0)
+    return LearningVerdict(cycles >= cycles_needed and share >= s.learned_fraction, share, cycles)
+
+
 def wait_until_learned(tl: Timeline[Qcow2ChainEngine], s: planmod.TieringScale, phase: str, limit_s: float,
                        cycles_needed: float) -> bool:
     """Run the workload in short runs until a cycle ended past `cycles_needed` and a run's SSD-served share is at
@@ -135,12 +155,11 @@ def wait_until_learned(tl: Timeline[Qcow2ChainEngine], s: planmod.TieringScale, 
         before = tl.engine.counters()
         tl.run(job_text(job), job, phase)
         after = tl.engine.counters()
-        share = ssd_share(before, after)
-        cycles = after.get("host.tier_cycles", 0.0)
-        learned = cycles >= cycles_needed and share >= s.learned_fraction
-        if learned or tl.now() - t0 >= limit_s:
-            tl.event(f"{phase}_done", learned=learned, seconds=tl.now() - t0, ssd_share=share, tier_cycles=cycles)
-            return learned
+        v = learning_verdict(before, after, cycles_needed, s)
+        if v.learned or tl.now() - t0 >= limit_s:
+            tl.event(f"{phase}_done", learned=v.learned, seconds=tl.now() - t0, ssd_share=v.ssd_share,
+                     tier_cycles=v.tier_cycles)
+            return v.learned
 
 
 def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringScale, pool: str) -> None:
@@ -197,14 +216,13 @@ class LearningGate:
             self.started[phase], self.last[phase] = (now, cycles), c
             return True
         first_s, first_cycles = self.started[phase]
-        share = ssd_share(self.last[phase], c)
-        self.last[phase] = c
         needed = 1.0 if phase == "learn" else first_cycles + 1.0
+        v = learning_verdict(self.last[phase], c, needed, self.s)
+        self.last[phase] = c
         limit = self.s.learn_limit_s if phase == "learn" else self.s.relearn_limit_s
-        learned = cycles >= needed and share >= self.s.learned_fraction
-        if learned or now - first_s >= limit:
-            self.log_event(f"{phase}_done", t_s=round(now - self.t0, 3), learned=learned, seconds=now - first_s,
-                           ssd_share=share, tier_cycles=cycles, runs=repeat)
+        if v.learned or now - first_s >= limit:
+            self.log_event(f"{phase}_done", t_s=round(now - self.t0, 3), learned=v.learned, seconds=now - first_s,
+                           ssd_share=v.ssd_share, tier_cycles=v.tier_cycles, runs=repeat)
             return False
         return True
 
@@ -249,5 +267,6 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
 
 
 __all__ = ["HOST_KEYS", "LATENESS_KEYS", "sampled_keys", "pool_devices",
-           "emulated_time_per_io", "span_model", "ssd_share", "wait_until_learned", "timeline",
+           "emulated_time_per_io", "span_model", "ssd_share", "LearningVerdict", "learning_verdict",
+           "wait_until_learned", "timeline",
            "LearningGate", "lvmthin_timeline", "host_series_path", "run"]
