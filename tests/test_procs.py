@@ -50,3 +50,32 @@ def test_stop_leaves_a_reused_number_alone(monkeypatch):
     monkeypatch.setattr(os, "kill", lambda pid, sig: killed.append(pid))
     procs._kill_left_in_group(os.getpid())
     assert killed == []
+
+
+def _gone(text: str, within: float = 5.0) -> bool:
+    """No live process has `text` in its command line (arguments joined by NUL, as /proc keeps them)."""
+    from tests.processes import processes_mentioning
+    deadline = time.monotonic() + within
+    while processes_mentioning(text) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return processes_mentioning(text) == []
+
+
+def test_a_ctrl_c_while_a_child_starts_leaves_no_process(monkeypatch):
+    """Ctrl-C arrives while popen_owned holds it off: it lands as the hold ends, before the caller has the child;
+    popen_owned stops the child's group (the script and what it forked) and lets the interrupt go on."""
+    import signal
+    real = subprocess.Popen
+    started: list[subprocess.Popen] = []
+
+    def popen_then_ctrl_c(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        os.kill(os.getpid(), signal.SIGINT)         # held off until the child is bound
+        return started[-1]
+
+    monkeypatch.setattr(procs.subprocess, "Popen", popen_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        procs.popen_owned(["sh", "-c", "sleep 43.25 & sleep 43.5; wait"])
+    monkeypatch.undo()
+    assert len(started) == 1 and started[0].returncode is not None
+    assert _gone("sleep\x0043.25") and _gone("sleep\x0043.5")

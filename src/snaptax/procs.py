@@ -97,9 +97,18 @@ def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = None
 
 def popen_owned(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
     """Popen in its own session (stop it and what it starts with stop_group), killed if this process dies, and
-    started with Ctrl-C held off until `proc` exists (as run() does)."""
-    with signals_deferred(redeliver=True):
-        return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=_child_setup, **kwargs)
+    started with Ctrl-C held off until `proc` exists (as run() does). A Ctrl-C that came meanwhile lands when the
+    hold ends, before the caller has `proc`: then the child's group is stopped here and the interrupt goes on."""
+    proc: subprocess.Popen | None = None
+    try:
+        with signals_deferred(redeliver=True):
+            proc = subprocess.Popen(list(argv), start_new_session=True, preexec_fn=_child_setup, **kwargs)
+    except BaseException:
+        if proc is not None:
+            with signals_deferred():
+                stop_group(proc, grace=2.0)
+        raise
+    return proc
 
 
 def stop_group(proc: subprocess.Popen, grace: float) -> None:

@@ -398,4 +398,25 @@ def test_a_native_script_past_its_time_is_stopped(tmp_path):
     with pytest.raises(EngineError, match="still running"):
         lvmthin.run_script(tmp_path, {"PATH": "/usr/bin:/bin"}, tmp_path / "script.log", 0.5)
     assert time.monotonic() - t0 < 10
-    assert processes_mentioning("sleep 37.") == []
+    assert processes_mentioning("sleep\x0037.25") == [] and processes_mentioning("sleep\x0037.5") == []
+
+
+def test_a_ctrl_c_just_after_a_native_script_starts_stops_it(tmp_path, monkeypatch):
+    """A KeyboardInterrupt between the script's start and its wait loop (here from setting up the gate's pipe)
+    stops the script and its child: nothing runs on orphaned."""
+    from snaptax.engines import lvmthin
+    from tests.processes import processes_mentioning
+    (tmp_path / "run.sh").write_text("sleep 38.25 &\nsleep 38.5\n")
+
+    def interrupted(proc):
+        time.sleep(0.3)                                 # the script has started its children
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lvmthin, "pipe_writer", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        lvmthin.run_script(tmp_path, {"PATH": "/usr/bin:/bin"}, tmp_path / "script.log", 60, lambda t, n: True)
+    left = ["sleep\x0038.25", "sleep\x0038.5"]       # /proc's command line: arguments joined by NUL
+    deadline = time.monotonic() + 5
+    while any(map(processes_mentioning, left)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [processes_mentioning(t) for t in left] == [[], []]

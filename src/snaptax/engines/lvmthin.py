@@ -49,7 +49,7 @@ from ..fio import FioRun, FioTarget
 from ..guest.vm import ConsoleLines, GateAnswers, GuestConfig, GuestDisk, GuestStalled, pipe_writer, run_guest
 from ..lock import measurement_lock
 from ..plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot, require_gate
-from ..procs import ProcessGroup, popen_owned, stop_group
+from ..procs import ProcessGroup, popen_owned, signals_deferred, stop_group
 from ..rig import Device, Rig
 from .base import SnapshotEngine
 
@@ -323,9 +323,9 @@ def run_script(in_dir: Path, env: dict[str, str], log_path: Path, timeout_s: flo
         # lvm) are stopped together (procs.stop_group), not left to finish alone.
         proc = popen_owned(["sh", "-e", "run.sh"], cwd=in_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
                            stdin=subprocess.PIPE if decide else subprocess.DEVNULL)
-        answers = GateAnswers(decide, pipe_writer(proc)) if decide else None
-        deadline = time.monotonic() + timeout_s
         try:
+            answers = GateAnswers(decide, pipe_writer(proc)) if decide else None
+            deadline = time.monotonic() + timeout_s
             while proc.poll() is None:
                 if answers is not None:
                     answers.see(reader.poll())
@@ -334,7 +334,8 @@ def run_script(in_dir: Path, env: dict[str, str], log_path: Path, timeout_s: flo
                     raise EngineError(f"lvmthin native script still running after {timeout_s:.0f} s")
                 time.sleep(0.05)
         finally:
-            stop_group(proc, grace=5.0)
+            with signals_deferred():     # a second Ctrl-C does not cut the stop short (as ProcessGroup.close)
+                stop_group(proc, grace=5.0)
     return proc.returncode
 
 
