@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from snaptax import bench, profiles
+from snaptax.errors import ConfigError
 from snaptax.plan import Measure, Plan, TakeSnapshot
 from snaptax.spindle import measure as sm
 
@@ -63,8 +64,9 @@ def test_a_served_spindle_refuses_snapshots():
 def test_a_served_spindle_refuses_gated_steps():
     job = sm.qd_job("randread", 1, 1)
     gated = Plan((Measure(job, "qd"), Measure(job, "learn", gate="learn")))
-    with pytest.raises(ValueError, match="step 1 .*gate.*'learn'"):
+    with pytest.raises(ConfigError, match=r"plan: field 'steps\[1\]\.gate': 'learn'") as refused:
         sm.check_measure_only(gated)
+    assert (refused.value.source, refused.value.field) == ("plan", "steps[1].gate")
 
 
 def test_the_spindle_benchmarks_are_found():

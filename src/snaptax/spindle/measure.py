@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import fio
+from ..errors import ConfigError
 from ..plan import Measure, Plan
 from .profiles import DeviceSpec, describe, to_json
 
@@ -200,8 +201,8 @@ def check_measure_only(plan: Plan) -> None:
             raise ValueError(f"plan step {index} ({type(step).__name__}) cannot run on a served spindle: "
                              f"it has no snapshots (use a snapshot engine on a rig device)")
         if step.gate is not None:
-            raise ValueError(f"plan step {index} ({step.label}) has a gate ({step.gate!r}), which a served spindle "
-                             "has no Gate to ask (use a snapshot engine's execute(gate=...))")
+            raise ConfigError("plan", f"steps[{index}].gate", f"{step.gate!r} ({step.label}): a served spindle has "
+                              "no Gate to ask (use a snapshot engine's execute(gate=...))")
 
 
 class ServedSpindle:
