@@ -372,7 +372,7 @@ def test_the_native_script_asks_the_host_through_a_pipe(tmp_path):
     in_dir, out_dir = tmp_path / "in", tmp_path / "out"
     in_dir.mkdir()
     out_dir.mkdir()
-    head = lvmthin._SCRIPT_HEAD % {"vg": "vg", "pvs": "", "serials": "", "pool": "pool"}
+    head = lvmthin._SCRIPT_HEAD % {"vg": "vg", "pvs": "", "serials": "", "pool": "pool", **lvmthin.PROTOCOL}
     body = "".join(f"if gate {i:03d} learn; then echo ran > $OUT/r{i}; fi\n" for i in (1, 2, 3))
     (in_dir / "run.sh").write_text(head + body + 'step "done"\n')
     env = {"PATH": "/usr/bin:/bin", "IN": str(in_dir), "OUT": str(out_dir),

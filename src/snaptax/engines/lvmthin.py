@@ -46,7 +46,20 @@ from typing import Any, Literal
 from .. import fio
 from ..errors import ConfigError, EngineError, MeasurementError
 from ..fio import FioRun, FioTarget
-from ..guest.vm import ConsoleLines, GateAnswers, GuestConfig, GuestDisk, GuestStalled, pipe_writer, run_guest
+from ..guest.vm import (
+    GATE_ASK,
+    GATE_GO,
+    GATE_NAME,
+    GATE_TOLD,
+    STEP_MARK,
+    ConsoleLines,
+    GateAnswers,
+    GuestConfig,
+    GuestDisk,
+    GuestStalled,
+    pipe_writer,
+    run_guest,
+)
 from ..lock import measurement_lock
 from ..plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot, require_gate
 from ..procs import ProcessGroup, popen_owned, signals_deferred, stop_group
@@ -160,15 +173,15 @@ counters() {  # counters MEASURED LIVE FILE: every counter the host turns into n
         echo "$cpu"
     } > "$3"
 }
-step() { echo "$1 $(now)" >> "$OUT/steps.txt"; echo "snaptax-step $1"; }  # the line: the host's sign of life
+step() { echo "$1 $(now)" >> "$OUT/steps.txt"; echo "%(step)s$1"; }  # the line: the host's sign of life
 gate() {  # gate TAG NAME: does gated step TAG run? (snaptax.plan.Measure.gate) The host answers on standard input
     # (the guest's serial console; natively a pipe) with a line "snaptax-go TAG run|skip"; other lines are ignored
     # (an answer sent twice, the console's echo). After a skip, later steps of gate NAME skip without asking.
     eval "[ -z \"\${gate_closed_$2:-}\" ]" || return 1
-    step "$1-ask $2"
+    step "$1-%(ask)s $2"
     while read -r word tag answer; do
-        [ "$word" = snaptax-go ] && [ "$tag" = "$1" ] || continue
-        step "$1-told $answer"
+        [ "$word" = %(go)s ] && [ "$tag" = "$1" ] || continue
+        step "$1-%(told)s $answer"
         [ "$answer" = run ] && return 0
         eval "gate_closed_$2=1"
         return 1
@@ -203,14 +216,16 @@ check() {  # check md5|bytes STEP VOLUME...: every volume equal to its reference
 '''
 
 
-_GATE_RE = re.compile(r"[a-z][a-z0-9_]*")
+_GATE_RE = re.compile(GATE_NAME)
+# The gate protocol's words (guest.vm), filled into the script head with its other parameters.
+PROTOCOL = {"step": STEP_MARK, "ask": GATE_ASK, "told": GATE_TOLD, "go": GATE_GO}
 
 
 def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: list[str]) -> CompiledPlan:
     """The plan as one sh script plus the job files it reads (paths relative to $IN)."""
     list(plan.measurements())  # validates: no delete from an empty chain
     pvs_expr = " ".join(f"$(disk {s})" for s in pv_serials)
-    lines = [_SCRIPT_HEAD % {"vg": VG, "pvs": pvs_expr, "serials": " ".join(pv_serials), "pool": POOL}]
+    lines = [_SCRIPT_HEAD % {"vg": VG, "pvs": pvs_expr, "serials": " ".join(pv_serials), "pool": POOL, **PROTOCOL}]
     pool_size = _round_up(int(disk_size * config.pool_factor), _EXTENT)
     meta = (f" --poolmetadatasize {config.metadata_size // 1024}k" if config.metadata_size else "")
     lines += [

@@ -103,6 +103,11 @@ class GuestRun:
 
 
 STEP_MARK = "snaptax-step "   # a guest script's line per step (the LVM thin engine's `step TAG`)
+# The gate protocol, spoken by the LVM thin engine's script head (engines.lvmthin: `step`, `gate`) and answered by
+# GateAnswers: the script prints "snaptax-step TAG-ask NAME", reads "snaptax-go TAG run|skip" from its input and
+# prints "snaptax-step TAG-told run|skip". NAME is a shell name (the script keeps a closed gate in a variable).
+GATE_NAME = "[a-z][a-z0-9_]*"
+GATE_ASK, GATE_TOLD, GATE_GO = "ask", "told", "snaptax-go"
 
 
 class ConsoleLines:
@@ -147,8 +152,8 @@ class ConsoleLines:
         return out
 
 
-_GATE_ASK = re.compile(r"snaptax-step (\d+)-ask ([a-z][a-z0-9_]*)\s*$")
-_GATE_TOLD = re.compile(r"snaptax-step (\d+)-told ")
+_GATE_ASK = re.compile(rf"{re.escape(STEP_MARK)}(\d+)-{GATE_ASK} ({GATE_NAME})\s*$")
+_GATE_TOLD = re.compile(rf"{re.escape(STEP_MARK)}(\d+)-{GATE_TOLD} ")
 GATE_RESEND_S = 3.0
 
 
@@ -166,7 +171,7 @@ class GateAnswers:
     def _send(self, tag: str, now: float) -> None:
         self.pending[tag] = now
         with contextlib.suppress(OSError):     # the script is gone: its exit is seen by the caller
-            self.write(f"snaptax-go {tag} {'run' if self.answered[tag] else 'skip'}\n".encode())
+            self.write(f"{GATE_GO} {tag} {'run' if self.answered[tag] else 'skip'}\n".encode())
 
     def see(self, lines: list[tuple[float, str]]) -> None:
         """Take the console's new lines (ConsoleLines.poll)."""
