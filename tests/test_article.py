@@ -18,7 +18,7 @@ SEEDS = (
 
 
 def outcome(cid, cite, value, low, high, published=2.0, n=3):
-    c = Claim(cid, cite, "Table 2", "what", published, "×", 1.0, 0.2, "basis", f"{cid}.v", "stand-in")
+    c = Claim(cid, cite, "Table 2", "what", published, "×", 1.0, 0.2, "basis", f"{cid}.v", "stand-in", label="C000-1")
     return Outcome(c, Value(f"{cid}.v", value, "×", low, high, n, 2))
 
 

@@ -8,7 +8,7 @@ from snaptax.values import Value
 
 
 def claim(published, no_effect=0.0, tolerance=15.0, unit="%"):
-    return Claim("t.c", "key", "Table 1", "x", published, unit, no_effect, tolerance, "test", "t.v", "stand-in")
+    return Claim("t.C001-1", "key", "Table 1", "x", published, unit, no_effect, tolerance, "test", "t.v", "stand-in")
 
 
 def ours(value, low, high, n=3):
@@ -70,3 +70,20 @@ def test_a_wide_interval_outside_the_band_still_decides_the_direction():
     assert verdict(overhead, ours(60, 35, 85)) == "differs"
     # a wide interval never agrees, even with its estimate in the band
     assert verdict(claim(65), ours(65, 45, 85)) == "inconclusive"
+
+
+def test_a_claim_names_the_seed_claim_it_tests():
+    assert claim(65).seed_label == "C001-1"
+    labelled = Claim("t.loss.a", "key", "Table 1", "x", 65, "%", 0, 15, "test", "t.v", "s", label="C001-3")
+    assert labelled.seed_label == "C001-3"
+    with pytest.raises(ValueError, match="t.loss.a.*label 'a'"):
+        Claim("t.loss.a", "key", "Table 1", "x", 65, "%", 0, 15, "test", "t.v", "s")
+    with pytest.raises(ValueError, match="'C9-1'"):
+        Claim("t.loss.a", "key", "Table 1", "x", 65, "%", 0, 15, "test", "t.v", "s", label="C9-1")
+
+
+def test_published_values_print_no_more_places_than_the_seed_has():
+    from snaptax.claims import published_str
+    assert published_str(claim(100 * 210 / 760)) == "27.6 %"
+    assert published_str(claim(333.95, unit="s")) == "334 s"
+    assert published_str(claim(1.0 / 3, unit="×")) == "0.333 ×"

@@ -7,7 +7,7 @@ from snaptax import compare, paths
 from snaptax.claims import Claim, Outcome
 from snaptax.values import Results, Value
 
-CLAIM = Claim("s.loss", "key", "Table 1", "loss", 65.0, "%", 0.0, 15.0, "test", "s.loss", "x")
+CLAIM = Claim("s.loss", "key", "Table 1", "loss", 65.0, "%", 0.0, 15.0, "test", "s.loss", "x", label="C001-1")
 
 
 def results(run_id: str, loss: Value) -> Results:

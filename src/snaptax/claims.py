@@ -8,10 +8,14 @@ value — never on a single number or the min–max of repeats. The rule is stat
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .values import Value
+
+# C<seed>-<number>[<letter>]: the numbering of the seeds' claims in the issues (seed 001's C001-1 … C001-7)
+SEED_LABEL_RE = re.compile(r"C00[0-4]-[0-9]+[a-z]?")
 
 Verdict = Literal["agrees", "same direction", "differs", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("agrees", "same direction", "differs", "inconclusive")
@@ -45,6 +49,17 @@ class Claim:
     value_key: str           # our Value that tests it (results.json key)
     stand_in: str            # which of our configurations stands for the source's system
     published_text: str = "" # the source's own wording when it is not a number ('No impact')
+    label: str = ""          # the seed claim it tests as the issues number them ('C001-3'); "": the id's last part
+
+    def __post_init__(self) -> None:
+        if not SEED_LABEL_RE.fullmatch(self.seed_label):
+            raise ValueError(f"claim {self.id!r}: label {self.seed_label!r} is not a seed claim's (want e.g. "
+                             "'C001-3' or 'C000-1b'; give label= when the id does not end in one)")
+
+    @property
+    def seed_label(self) -> str:
+        """The seed claim this row tests (the claims table's first column; several rows may test one)."""
+        return self.label or self.id.rsplit(".", 1)[-1]
 
 
 @dataclass(frozen=True)
@@ -61,7 +76,7 @@ class Outcome:
         return {"id": c.id, "cite": c.cite, "where": c.where, "statement": c.statement,
                 "published": c.published, "published_text": c.published_text, "unit": c.unit,
                 "no_effect": c.no_effect, "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis,
-                "value_key": c.value_key, "stand_in": c.stand_in, "ours": self.ours.to_json(),
+                "value_key": c.value_key, "stand_in": c.stand_in, "label": c.seed_label, "ours": self.ours.to_json(),
                 "verdict": self.verdict}
 
 
@@ -102,13 +117,17 @@ def from_json(row: dict[str, Any]) -> Outcome:
     """An Outcome from a results.json `claims` row."""
     fields = {k: row[k] for k in ("id", "cite", "where", "statement", "published", "unit", "no_effect",
                                    "tolerance", "tolerance_basis", "value_key", "stand_in", "published_text")}
+    fields["label"] = row.get("label", "")     # results.json written before claims carried labels has none
     return Outcome(Claim(**fields), Value.from_json(row["ours"]))
 
 
 def published_str(c: Claim) -> str:
     if c.published_text:
         return c.published_text
-    num = f"{c.published:g}" if not math.isnan(c.published) else "n/a"
+    # three significant digits, or every digit of the whole part: a ratio the seed's own numbers give (110 + 100
+    # of 510 + 250 = 27.6 %) is not printed to more places than they have
+    digits = max(3, len(str(int(abs(c.published))))) if math.isfinite(c.published) else 3
+    num = f"{c.published:.{digits}g}" if not math.isnan(c.published) else "n/a"
     return f"{num} {c.unit}".strip()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import article, claims as claimsmod, compare, macros, paths, profiles, rig as rigmod, sources, studies
 from .analysis import Analysis
-from .record import RunRecord, published_runs, write_atomic
+from .record import LATENESS_LIMIT, RunRecord, published_runs, write_atomic
 from .values import Results, Value, check_available, keys_used, render_tex
 
 
@@ -54,6 +54,7 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
         vals.append(Value(f"claim.{c.id}.where", text=c.where))
         vals.append(Value(f"claim.{c.id}.verdict", text=o.verdict))
     vals.append(Value("paper.worst_lateness_pct", max(lateness) if lateness else math.nan, "%", digits=2))
+    vals.append(Value("paper.lateness_limit_pct", LATENESS_LIMIT * 100, "%", digits=0))
     return vals
 
 
@@ -61,14 +62,14 @@ def claims_tex(outcomes: list[claimsmod.Outcome]) -> str:
     rows = []
     for o in outcomes:
         c = o.claim
-        rows.append([f"{macros.tex_escape(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
+        rows.append([c.seed_label, f"{macros.tex_escape(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
                      macros.tex_escape(claimsmod.published_str(c)),
                      macros.tex_escape(claimsmod.ours_str(o)).replace(" [", "\\newline["),   # interval below
                      f"$\\pm${macros.tex_escape(f'{c.tolerance:g} {c.unit}'.strip())}",
                      macros.tex_escape(c.stand_in), o.verdict])
     # a longtable: the table runs over pages as studies add claims (a float cannot, and overflowed the page)
-    return macros.render_long_table("claims", ["Claim (source)", "Published", "Ours [95\\,\\% CI]", "Tolerance",
-                                               "Our stand-in", "Verdict"], rows)
+    return macros.render_long_table("claims", ["Seed claim", "Claim (source)", "Published", "Ours [95\\,\\% CI]",
+                                               "Tolerance", "Our stand-in", "Verdict"], rows)
 
 
 def tolerance_bases_tex(outcomes: list[claimsmod.Outcome]) -> str:

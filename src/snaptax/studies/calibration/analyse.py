@@ -290,7 +290,7 @@ def _claims(record: RunRecord) -> list[Claim]:
                   "10K SAS RAID1, VM with a snapshot: host-level reads per VM-level read",
                   SEED000_FACTOR, "×", 1.0, SEED000_TOLERANCE, SEED000_BASIS, CLAIM_VALUE,
                   f"qcow2 {m.parameters['reads_double_config']} overlay on the emulated "
-                  f"{rd.get('device', m.parameters['device'])}")]
+                  f"{rd.get('device', m.parameters['device'])}", label="C000-2")]
 
 
 def analyse(record: RunRecord) -> CalibrationAnalysis:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
+from ...fio import seed001_job
 from ...models import chain as chain_model
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_across_time_interval, ratio_of_means_interval
@@ -24,6 +25,10 @@ HOST_BASELINE = "on-disk-metadata"   # the host path the guest's ceiling is set 
 # Which of our configurations stands for which of the study's datastores.
 STAND_IN = {"on-disk-metadata": "VMFS (SEsparse)", "in-memory-metadata": "vSAN (vSANsparse)",
             LVM_THIN: "vVOL (array-native)"}
+# The seed claims (as issue 13 numbers them) each configuration's rows test: C001-1 VMFS, C001-2 vSAN, C001-3 vVOL;
+# C001-5 the recovery as snapshots are deleted, for every datastore.
+SEED_CLAIM = {"on-disk-metadata": "C001-1", "in-memory-metadata": "C001-2", LVM_THIN: "C001-3"}
+RECOVERY_CLAIM = "C001-5"
 ENGINE_WORDS = {"on-disk-metadata": "qcow2 on-disk-metadata", "in-memory-metadata": "qcow2 in-memory-metadata",
                 LVM_THIN: "LVM thin, 64 KiB chunks (TCG guest)"}
 JOB_WORDS = {"randrw": "random I/O", "readwrite": "sequential I/O", MIRROR: "16 KiB 50 % random I/O"}
@@ -252,6 +257,10 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     k = STUDY
     params = record.manifest.parameters
     out = [Value(f"{k}.max_chain", float(params["max_chain"]), "snapshots")]
+    seed_job = seed001_job("randrw", size=1 << 20, runtime_s=1)    # the seed's jobs' shape, as every run uses it
+    out += [Value(f"{k}.iodepth", float(seed_job.iodepth), "requests"),
+            Value(f"{k}.numjobs", float(seed_job.numjobs), "jobs"),
+            Value(f"{k}.outstanding", float(seed_job.iodepth * seed_job.numjobs), "requests")]
     if "runtime_s" in params:      # runs of the first plan ran at the profile's runtime (chain_length.run.*)
         out += [Value(f"{k}.runtime_s", float(params["runtime_s"]), "s"),
                 Value(f"{k}.ramp_time_s", float(params["ramp_time_s"]), "s"),
@@ -319,7 +328,7 @@ def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval], chain_end
         claims.append(Claim(f"{STUDY}.loss.{variant}.{job}", "setty2021", "Table 1",
                             f"{datastore}, FIO {JOB_WORDS[job]}: loss with 1 snapshot", published, "%", 0.0,
                             LOSS_TOLERANCE_PP, LOSS_BASIS, f"{STUDY}.loss.{variant}.{job}", ENGINE_WORDS[variant],
-                            "No impact" if published == 0 else ""))
+                            "No impact" if published == 0 else "", label=SEED_CLAIM[variant]))
     figures_1_to_4 = [k for k in sorted(chain_end) if k[0] in CHAIN_PUBLISHED and k[1] in WORKLOADS]
     for (variant, job), words in ((k, CHAIN_PUBLISHED[k[0]]) for k in figures_1_to_4):
         datastore = STAND_IN[variant].split()[0]
@@ -327,14 +336,15 @@ def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval], chain_end
                             "Performance Results, after figures 1 to 4",
                             f"{datastore}, FIO {JOB_WORDS[job]}: loss with the longest chain", 0.0, "%", 0.0,
                             LOSS_TOLERANCE_PP, LOSS_BASIS, f"{STUDY}.chain_end_loss.{variant}.{job}",
-                            ENGINE_WORDS[variant], words))
+                            ENGINE_WORDS[variant], words, label=SEED_CLAIM[variant]))
     for variant, published in LARGEST_LOSS_PUBLISHED.items():
         if any(k[0] == variant for k in chain_end):
             datastore = STAND_IN[variant].split()[0]
             claims.append(Claim(f"{STUDY}.chain_end_loss_max.{variant}", "setty2021", "Summary (Guest performance)",
                                 f"{datastore}: the largest loss of guest IOPS (ours: the FIO job that lost most, "
                                 "at the longest chain)", published, "%", 0.0, LOSS_TOLERANCE_PP, LOSS_BASIS,
-                                f"{STUDY}.chain_end_loss_max.{variant}", ENGINE_WORDS[variant], "as much as 85 %"))
+                                f"{STUDY}.chain_end_loss_max.{variant}", ENGINE_WORDS[variant], "as much as 85 %",
+                                label=SEED_CLAIM[variant]))
     # Seed 001 reports recovery after deleting for the redo-log datastores (figures 5 and 6); vVOL has no
     # performance to recover, so its recovery and its mirror are values, not claims. Runs of the first plans
     # deleted with the 4 KiB jobs; the seed's own job for figures 5 and 6 is the mirror job.
@@ -349,7 +359,7 @@ def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval], chain_end
             claims.append(Claim(f"{STUDY}.{name}.{variant}.{job}", "setty2021", where,
                                 f"{datastore}, FIO {JOB_WORDS[job]}: {what}", 100.0, "%", 100.0,
                                 RECOVERY_TOLERANCE_PP, RECOVERY_BASIS, f"{STUDY}.{name}.{variant}.{job}",
-                                ENGINE_WORDS[variant], words))
+                                ENGINE_WORDS[variant], words, label=RECOVERY_CLAIM))
     return claims
 
 

@@ -197,7 +197,7 @@ def claims() -> list[Claim]:
         Claim(f"{k}.C004-3", CITE, WHERE, "two snapshots: the 15K RAID5's slowdown over the SSD's (T2/T0 over "
               "T2/T0)", 150.0, "%", 100.0, 25.0, DIRECTION_BASIS + "; 'much more difficult' is a large effect: "
               "±25 % separates it from 'somewhat'", f"{k}.raid5_over_ssd.k2",
-              "raid5_15k_6 vs ssd_snapshots", "'a much more difficult time' (no number)"),
+              "emulated raid5_15k_6 vs ssd_snapshots", "'a much more difficult time' (no number)"),
     ]
 
 

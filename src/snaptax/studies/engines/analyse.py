@@ -315,7 +315,7 @@ def claims(summary: pd.DataFrame) -> list[Claim]:
     return [Claim(f"{STUDY}.vvol_loss.{phase}", "setty2021", "Table 1",
                   f"vVOL, FIO random I/O: loss with 1 snapshot ({words})", 0.0, "%", 0.0, LOSS_TOLERANCE_PP,
                   LOSS_BASIS, f"{STUDY}.{phase}_loss.{CLAIM_VARIANT}",
-                  f"LVM thin, {grain} KiB chunks, QD1 writes (TCG guest)", "No impact")
+                  f"LVM thin, {grain} KiB chunks, QD1 writes (TCG guest)", "No impact", label="C001-3")
             for phase, words in CLAIM_PHASES.items()]
 
 
