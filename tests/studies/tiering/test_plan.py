@@ -83,7 +83,8 @@ def test_lvmthin_learning_is_gated_runs_that_cover_its_limit(name):
     for phase, limit in (("learn", s.learn_limit_s), ("relearn", s.relearn_limit_s)):
         runs = [m for _, m, _ in plan.measurements() if m.phase == phase]
         assert len(runs) > 1 and all(m.job.runtime_s <= s.guest_segment_s and m.gate == phase for m in runs)
-        assert sum(m.job.runtime_s for m in runs) >= limit
+        # the question before the last run comes after the limit: the limit ends the loop, steps never run out
+        assert sum(m.job.runtime_s for m in runs[:-1]) >= limit
         assert [m.repeat for m in runs] == list(range(len(runs)))
     assert all(m.gate is None for _, m, _ in plan.measurements() if m.phase not in ("learn", "relearn"))
     assert all(m.gate is None for _, m, _ in planmod.lvmthin_plan(s, "sas_pool").measurements())
@@ -197,3 +198,48 @@ def test_the_learning_gate_stops_at_the_limit_unlearned(monkeypatch):
     assert not gate("learn", 2)
     assert events == [("learn_done", {"t_s": s.learn_limit_s, "learned": False, "seconds": s.learn_limit_s,
                                       "ssd_share": 0.1, "tier_cycles": 0.0, "runs": 2})]
+
+
+def test_the_learning_gate_refuses_a_gate_it_does_not_know():
+    gate = measure.LearningGate(_Pool(), planmod.scale(profiles.get("quick")), lambda kind, **d: None, t0=0.0)
+    with pytest.raises(ConfigError, match="gate.*'learning'"):
+        gate("learning", 0)
+
+
+class _GuestEngine:
+    """execute() asks the gate as the guest would: a first learn question, then (the pool learned) a second; it
+    can stall after asking, as a guest the stall watchdog ends."""
+
+    def __init__(self, stall: bool):
+        self.pool, self.stall = _Pool(), stall
+
+    def counters(self) -> dict[str, float]:
+        return self.pool()
+
+    def execute(self, plan, session, clock_t0=None, *, gate=None):
+        assert gate("learn", 0)
+        self.pool.cycle()
+        self.pool.serve(100, 95)
+        assert not gate("learn", 1)
+        if self.stall:
+            raise TimeoutError("guest stalled")
+
+
+class _Session:
+    def __init__(self, staging):
+        self.staging, self.variant, self.events = staging, "tier_pool.lvmthin", []
+
+    def log_event(self, kind, **data):
+        self.events.append((kind, data))
+
+
+def test_the_gates_decisions_are_logged_only_for_the_attempt_that_ran_through(tmp_path):
+    s = planmod.scale(profiles.get("quick"))
+    stalled = _Session(tmp_path / "a")
+    with pytest.raises(TimeoutError):
+        measure.lvmthin_timeline(_GuestEngine(stall=True), stalled, None, s)
+    assert stalled.events == []        # execute_variant measures again, on a new clock
+    ran = _Session(tmp_path / "b")
+    measure.lvmthin_timeline(_GuestEngine(stall=False), ran, None, s)
+    assert [(k, d["learned"], d["runs"]) for k, d in ran.events] == [("learn_done", True, 1)]
+    assert measure.host_series_path(ran).is_file()

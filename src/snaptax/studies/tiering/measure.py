@@ -195,13 +195,17 @@ def host_series_path(session: RunSession):
 
 
 class LearningGate:
-    """The host's end of the LVM thin guest's learning loops (plan.lvmthin_plan's gated runs), by wait_until_learned's
-    rule, from the pool's counters read when the guest asks before each run: the first run of a phase always goes;
-    after that, another one until a tiering cycle has ended past the phase's need and the run just finished had an
-    SSD-served share of at least s.learned_fraction, or the phase's limit has passed. `learn` needs the pool's first
-    cycle (its cycles count from the emulator's start, as for qcow2); `relearn` a cycle that ended after its own
-    first question (the guest's after phase was over). The decision is logged as `<phase>_done` on the timeline's
-    clock (t0: host monotonic s)."""
+    """The host's end of the LVM thin guest's learning loops (plan.lvmthin_plan's gated runs), by learning_verdict
+    (wait_until_learned's rule), from the pool's counters read when the guest asks before each run: the first run of
+    a phase always goes; after that, another one until a tiering cycle has ended past the phase's need and the run
+    just finished had an SSD-served share of at least s.learned_fraction, or the phase's limit has passed. `learn`
+    needs the pool's first cycle (its cycles count from the emulator's start, as for qcow2). `relearn` needs a cycle
+    that ended after its own first question, when the guest's after phase was over; qcow2's re-learning counts from
+    before its consolidation instead (a cycle that ended during the consolidation or the after phase counts). The
+    decision goes to `log_event` as `<phase>_done` on
+    the timeline's clock (t0: host monotonic s)."""
+
+    PHASES = ("learn", "relearn")
 
     def __init__(self, counters: Callable[[], dict[str, float]], s: planmod.TieringScale,
                  log_event: Callable[..., None], t0: float):
@@ -210,6 +214,8 @@ class LearningGate:
         self.last: dict[str, dict[str, float]] = {}           # phase -> counters at its latest question
 
     def __call__(self, phase: str, repeat: int) -> bool:
+        if phase not in self.PHASES:
+            raise ConfigError("plan", "gate", f"{phase!r}: the tiering plan's gates are {', '.join(self.PHASES)}")
         now, c = time.monotonic(), self.counters()
         cycles = c.get("host.tier_cycles", 0.0)
         if phase not in self.started:
@@ -229,12 +235,16 @@ class LearningGate:
 
 def lvmthin_timeline(engine: LvmThinEngine, session: RunSession, plan, s: planmod.TieringScale) -> None:
     """The LVM thin plan on one pool, the pool's counters sampled every second on the clock the guest's steps are
-    stamped on; the host ends its learning loops (LearningGate)."""
+    stamped on; the host ends its learning loops (LearningGate). The gate's decisions are logged once the plan has
+    run: an attempt the guest stalled in (execute_variant measures again) leaves none on another attempt's clock."""
     t0 = time.monotonic()
-    gate = LearningGate(engine._host_counters, s, session.log_event, t0)
-    with HostSampler(engine._host_counters, t0, sampled_keys(engine.counters())) as sampler:
+    decisions: list[tuple[str, dict]] = []
+    gate = LearningGate(engine.counters, s, lambda kind, **data: decisions.append((kind, data)), t0)
+    with HostSampler(engine.counters, t0, sampled_keys(engine.counters())) as sampler:
         engine.execute(plan, session, clock_t0=t0, gate=gate)
     sampler.write(host_series_path(session))
+    for kind, data in decisions:
+        session.log_event(kind, **data)
 
 
 def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:

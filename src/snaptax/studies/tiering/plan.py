@@ -166,10 +166,12 @@ def lvmthin_plan(s: TieringScale, pool: str) -> Plan:
         return Measure(workload(s, seconds, phase, repeat), phase, repeat)
 
     def segments(phase: str, limit_s: float) -> list[Step]:
-        # As many runs as the phase's limit holds, each gated: the host ends the loop from the pool's counters
-        # when the guest asks before a run (measure.LearningGate); the first always runs.
+        # Gated runs: the host ends the loop from the pool's counters when the guest asks before a run
+        # (measure.LearningGate); the first always runs. One run more than the limit holds, so that the question
+        # before the last run always comes after the limit: the loop ends at a question, with its verdict logged,
+        # and never by running out of steps.
         n = max(1, math.ceil(limit_s / s.guest_segment_s))
-        return [Measure(workload(s, max(2.0, limit_s / n), phase, k), phase, k, gate=phase) for k in range(n)]
+        return [Measure(workload(s, max(2.0, limit_s / n), phase, k), phase, k, gate=phase) for k in range(n + 1)]
 
     steps: list[Step] = [Measure(fill_job(s), "fill")]
     if tiered(pool):
