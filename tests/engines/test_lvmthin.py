@@ -390,6 +390,41 @@ def test_the_native_script_asks_the_host_through_a_pipe(tmp_path):
     assert steps == ["001-ask", "001-told", "002-ask", "002-told", "done"]
 
 
+def test_a_garbled_answer_neither_runs_nor_closes_a_gate(tmp_path, monkeypatch):
+    """Before each answer the script gets lines a serial line could garble it into: an empty, a misspelt or a
+    lengthened answer, an answer under a garbled tag. It ignores them and acts on the answer that follows."""
+    from snaptax import paths
+    from snaptax.engines import lvmthin
+
+    in_dir, out_dir = tmp_path / "in", tmp_path / "out"
+    in_dir.mkdir()
+    out_dir.mkdir()
+    head = lvmthin._SCRIPT_HEAD % {"vg": "vg", "pvs": "", "serials": "", "pool": "pool", **lvmthin.PROTOCOL}
+    body = "".join(f"if gate {i:03d} learn; then echo ran > $OUT/r{i}; fi\n" for i in (1, 2, 3))
+    (in_dir / "run.sh").write_text(head + body + 'step "done"\n')
+    env = {"PATH": "/usr/bin:/bin", "IN": str(in_dir), "OUT": str(out_dir),
+           "SNAPTAX_LIB": str(paths.REPO_ROOT / "src" / "snaptax" / "guest" / "lib.sh")}
+    real = lvmthin.pipe_writer
+
+    def garbling(proc):
+        write = real(proc)
+
+        def first_garbled(data: bytes) -> None:
+            tag, other = data.split()[1], b"skip" if data.endswith(b"run\n") else b"run"
+            write(b"snaptax-go " + tag + b"\nsnaptax-go " + tag + b" ru\nsnaptax-go " + tag + b" " + other + b"x\n"
+                  + b"snaptax-go " + tag + b" " + other + b" " + other + b"\nsnaptax-go 0" + tag + b" " + other
+                  + b"\n" + data)
+        return first_garbled
+
+    monkeypatch.setattr(lvmthin, "pipe_writer", garbling)
+    assert lvmthin.run_script(in_dir, env, out_dir / "script.log", 60, lambda tag, name: tag == "001") == 0
+    assert (out_dir / "r1").exists() and not (out_dir / "r2").exists() and not (out_dir / "r3").exists()
+    told = [line.split()[:2] for line in (out_dir / "script.log").read_text().splitlines() if "-told" in line]
+    assert told == [["snaptax-step", "001-told"], ["snaptax-step", "002-told"]]
+    assert "snaptax-step 001-told run" in (out_dir / "script.log").read_text()
+    assert "snaptax-step 002-told skip" in (out_dir / "script.log").read_text()
+
+
 def test_a_native_script_past_its_time_is_stopped(tmp_path):
     from snaptax.engines import lvmthin
     from tests.processes import processes_mentioning

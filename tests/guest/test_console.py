@@ -56,3 +56,15 @@ def test_a_gate_answer_to_a_script_that_is_gone_is_dropped():
         raise BrokenPipeError
 
     vm.GateAnswers(lambda tag, name: True, broken).see([(0.0, "snaptax-step 001-ask loop")])
+
+
+def test_a_told_line_with_another_answer_is_not_delivery():
+    from snaptax.guest import vm
+    written: list[bytes] = []
+    answers = vm.GateAnswers(lambda tag, name: True, written.append)
+    answers.see([(0.0, "snaptax-step 002-ask learn")])
+    answers.see([(0.0, "snaptax-step 002-told skip"), (0.0, "snaptax-step 002-told "),
+                 (0.0, "snaptax-step 002-told runs"), (0.0, "snaptax-step 003-told run")])
+    assert "002" in answers.pending                          # the script did not hear "run": sent again later
+    answers.see([(0.0, "snaptax-step 002-told run")])
+    assert answers.pending == {} and answers.answered == {"002": True}

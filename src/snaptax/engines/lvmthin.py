@@ -175,16 +175,17 @@ counters() {  # counters MEASURED LIVE FILE: every counter the host turns into n
 }
 step() { echo "$1 $(now)" >> "$OUT/steps.txt"; echo "%(step)s$1"; }  # the line: the host's sign of life
 gate() {  # gate TAG NAME: does gated step TAG run? (snaptax.plan.Measure.gate) The host answers on standard input
-    # (the guest's serial console; natively a pipe) with a line "snaptax-go TAG run|skip"; other lines are ignored
-    # (an answer sent twice, the console's echo). After a skip, later steps of gate NAME skip without asking.
+    # (the guest's serial console; natively a pipe) with a line "snaptax-go TAG run|skip"; any other line is ignored
+    # (an answer for another step, the console's echo, a line the serial line garbled) and the next one read. After
+    # a skip, later steps of gate NAME skip without asking.
     eval "[ -z \"\${gate_closed_$2:-}\" ]" || return 1
     step "$1-%(ask)s $2"
     while read -r word tag answer; do
         [ "$word" = %(go)s ] && [ "$tag" = "$1" ] || continue
-        step "$1-%(told)s $answer"
-        [ "$answer" = run ] && return 0
-        eval "gate_closed_$2=1"
-        return 1
+        case "$answer" in
+            run) step "$1-%(told)s run"; return 0 ;;
+            skip) step "$1-%(told)s skip"; eval "gate_closed_$2=1"; return 1 ;;
+        esac
     done
     echo "gate $2: the host's answer for step $1 never came (input closed)" >&2
     exit 4

@@ -153,32 +153,38 @@ class ConsoleLines:
 
 
 _GATE_ASK = re.compile(rf"{re.escape(STEP_MARK)}(\d+)-{GATE_ASK} ({GATE_NAME})\s*$")
-_GATE_TOLD = re.compile(rf"{re.escape(STEP_MARK)}(\d+)-{GATE_TOLD} ")
+_GATE_TOLD = re.compile(rf"{re.escape(STEP_MARK)}(\d+)-{GATE_TOLD} (run|skip)\s*$")
 GATE_RESEND_S = 3.0
 
 
 class GateAnswers:
     """The host's side of a script's `gate TAG NAME` (engines.lvmthin): for each "snaptax-step TAG-ask NAME" line
     the script prints, `decide(TAG, NAME)` is asked once and "snaptax-go TAG run|skip" written to the script's input
-    (`write`); the answer is written again every GATE_RESEND_S until the script's "TAG-told" line shows it arrived
-    (a serial line may drop bytes; the script ignores an answer it already has)."""
+    (`write`); the answer is written again every GATE_RESEND_S until the script's "TAG-told ANSWER" line shows that
+    answer arrived (a serial line may drop or garble bytes; the script ignores any line that is not an answer for
+    the step it asks about, and an answer it already has)."""
 
     def __init__(self, decide: Callable[[str, str], bool], write: Callable[[bytes], None]):
         self.decide, self.write = decide, write
         self.answered: dict[str, bool] = {}
         self.pending: dict[str, float] = {}     # TAG -> when its answer was last written (host monotonic s)
 
+    def _word(self, tag: str) -> str:
+        return "run" if self.answered[tag] else "skip"
+
     def _send(self, tag: str, now: float) -> None:
         self.pending[tag] = now
         with contextlib.suppress(OSError):     # the script is gone: its exit is seen by the caller
-            self.write(f"{GATE_GO} {tag} {'run' if self.answered[tag] else 'skip'}\n".encode())
+            self.write(f"{GATE_GO} {tag} {self._word(tag)}\n".encode())
 
     def see(self, lines: list[tuple[float, str]]) -> None:
         """Take the console's new lines (ConsoleLines.poll)."""
         for _, line in lines:
             told = _GATE_TOLD.search(line)
             if told:
-                self.pending.pop(told.group(1), None)
+                tag, heard = told.groups()
+                if tag in self.answered and heard == self._word(tag):
+                    self.pending.pop(tag, None)     # what the script heard is what was sent: delivered
                 continue
             ask = _GATE_ASK.search(line)
             if ask and ask.group(1) not in self.answered:
