@@ -26,36 +26,51 @@ def test_lines_are_stamped_when_complete_and_steps_are_found(tmp_path):
     assert reader.seen("half a line") and not reader.seen("nothing like it")
 
 
-def test_gate_answers_each_question_once_and_again_until_told(monkeypatch):
+def test_gate_answers_each_question_once_and_again_until_told():
     from snaptax.guest import vm
     written: list[bytes] = []
     decided: list[tuple[str, str]] = []
+    clock = [100.0]
 
     def decide(tag: str, name: str) -> bool:
         decided.append((tag, name))
         return tag == "004"
 
-    answers = vm.GateAnswers(decide, written.append)
+    answers = vm.GateAnswers(decide, written.append, clock=lambda: clock[0])
     answers.see([(0.0, "snaptax-step 004-ask learn"), (0.0, "noise"), (0.0, "snaptax-step 004-ask learn")])
     assert decided == [("004", "learn")] and written == [b"snaptax-go 004 run\n"]
-    clock = [time.monotonic() + vm.GATE_RESEND_S + 0.1]
-    monkeypatch.setattr(vm.time, "monotonic", lambda: clock[0])
-    answers.resend(clock[0])                                   # not told yet: the answer goes again
-    assert written[-1] == b"snaptax-go 004 run\n" and len(written) == 2
+    clock[0] += vm.GATE_RESEND_S - 0.1
+    answers.resend()                                           # too soon to send again
+    assert len(written) == 1
+    clock[0] += 0.2
+    answers.resend()                                           # not told yet: the answer goes again
+    assert written[-1] == b"snaptax-go 004 run\n" and len(written) == 2 and answers.pending == {"004": clock[0]}
     answers.see([(0.0, "snaptax-go 004 run"), (0.0, "snaptax-step 004-told run"),
                  (0.0, "snaptax-step 005-ask learn")])
-    assert written[-1] == b"snaptax-go 005 skip\n"
-    answers.resend(clock[0] + 0.5)                             # 004 was told; 005 was just sent
+    assert written[-1] == b"snaptax-go 005 skip\n" and list(answers.pending) == ["005"]
+    clock[0] += 0.5
+    answers.resend()                                           # 004 was told; 005 was just sent
     assert len(written) == 3
 
 
 def test_a_gate_answer_to_a_script_that_is_gone_is_dropped():
+    """A write to a script that has exited (a broken pipe) raises nothing: the caller sees the exit. The question
+    is still decided once, and the answer stays pending (written again, harmlessly, until then)."""
     from snaptax.guest import vm
+    tried: list[bytes] = []
+    clock = [5.0]
 
     def broken(data: bytes) -> None:
+        tried.append(data)
         raise BrokenPipeError
 
-    vm.GateAnswers(lambda tag, name: True, broken).see([(0.0, "snaptax-step 001-ask loop")])
+    answers = vm.GateAnswers(lambda tag, name: True, broken, clock=lambda: clock[0])
+    answers.see([(0.0, "snaptax-step 001-ask loop")])
+    assert tried == [b"snaptax-go 001 run\n"]
+    assert answers.answered == {"001": True} and answers.pending == {"001": 5.0}
+    clock[0] += vm.GATE_RESEND_S
+    answers.resend()
+    assert len(tried) == 2 and answers.pending == {"001": clock[0]}
 
 
 def test_a_told_line_with_another_answer_is_not_delivery():

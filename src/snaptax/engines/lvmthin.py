@@ -345,7 +345,7 @@ def run_script(in_dir: Path, env: dict[str, str], log_path: Path, timeout_s: flo
             while proc.poll() is None:
                 if answers is not None:
                     answers.see(reader.poll())
-                    answers.resend(time.monotonic())
+                    answers.resend()
                 if time.monotonic() > deadline:
                     raise EngineError(f"lvmthin native script still running after {timeout_s:.0f} s")
                 time.sleep(0.05)

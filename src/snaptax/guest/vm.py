@@ -164,10 +164,11 @@ class GateAnswers:
     answer arrived (a serial line may drop or garble bytes; the script ignores any line that is not an answer for
     the step it asks about, and an answer it already has)."""
 
-    def __init__(self, decide: Callable[[str, str], bool], write: Callable[[bytes], None]):
-        self.decide, self.write = decide, write
+    def __init__(self, decide: Callable[[str, str], bool], write: Callable[[bytes], None],
+                 clock: Callable[[], float] = time.monotonic):
+        self.decide, self.write, self.clock = decide, write, clock
         self.answered: dict[str, bool] = {}
-        self.pending: dict[str, float] = {}     # TAG -> when its answer was last written (host monotonic s)
+        self.pending: dict[str, float] = {}     # TAG -> when its answer was last written (clock(), s)
 
     def _word(self, tag: str) -> str:
         return "run" if self.answered[tag] else "skip"
@@ -189,9 +190,11 @@ class GateAnswers:
             ask = _GATE_ASK.search(line)
             if ask and ask.group(1) not in self.answered:
                 self.answered[ask.group(1)] = bool(self.decide(ask.group(1), ask.group(2)))
-                self._send(ask.group(1), time.monotonic())
+                self._send(ask.group(1), self.clock())
 
-    def resend(self, now: float) -> None:
+    def resend(self) -> None:
+        """Write again each answer not yet delivered whose last writing is GATE_RESEND_S old."""
+        now = self.clock()
         for tag, sent in list(self.pending.items()):
             if now - sent >= GATE_RESEND_S:
                 self._send(tag, now)
@@ -306,7 +309,7 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
                 if answers is not None:
                     answers.see(new)
             if answers is not None:
-                answers.resend(now)
+                answers.resend()
             if ready_at is None:
                 if reader.seen(READY_MARK):
                     ready_at = now
