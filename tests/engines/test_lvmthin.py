@@ -325,6 +325,24 @@ def test_a_gate_name_that_is_not_a_shell_name_is_refused():
         compile_plan(plan, LvmThinConfig(), 8 * MiB, ["pv0"])
 
 
+def test_the_host_answers_only_questions_of_gated_steps_of_the_plan():
+    """A tag the console garbled (no step, a step that is not a gated Measure, another gate's name) gets no answer
+    (None) and never reaches the Gate; a gated step's question is asked with its repeat."""
+    from snaptax.engines.lvmthin import gate_decider
+    plan = Plan((Measure(scatter_job(8 * MiB), "first"), TakeSnapshot(),
+                 Measure(scatter_job(8 * MiB), "loop", 5, gate="loop")))
+    asked: list[tuple[str, int]] = []
+
+    def gate(name: str, repeat: int) -> bool:
+        asked.append((name, repeat))
+        return True
+
+    decide = gate_decider(plan, gate)
+    assert [decide(tag, "loop") for tag in ("000", "001", "003", "2", "0002", "999")] == [None] * 6
+    assert decide("002", "lop") is None and asked == []
+    assert decide("002", "loop") is True and asked == [("loop", 5)]
+
+
 def test_gated_steps_compile_to_a_question_around_the_run():
     plan = Plan((Measure(scatter_job(8 * MiB), "loop", 0, gate="loop"), Measure(scatter_job(8 * MiB), "last")))
     script = compile_plan(plan, LvmThinConfig(), 8 * MiB, ["pv0"]).script

@@ -37,7 +37,7 @@ def test_gate_answers_each_question_once_and_again_until_told():
         return tag == "004"
 
     answers = vm.GateAnswers(decide, written.append, clock=lambda: clock[0])
-    answers.see([(0.0, "snaptax-step 004-ask learn"), (0.0, "noise"), (0.0, "snaptax-step 004-ask learn")])
+    answers.see([(0.0, "snaptax-step 004-ask learn"), (0.0, "noise")])
     assert decided == [("004", "learn")] and written == [b"snaptax-go 004 run\n"]
     clock[0] += vm.GATE_RESEND_S - 0.1
     answers.resend()                                           # too soon to send again
@@ -83,3 +83,19 @@ def test_a_told_line_with_another_answer_is_not_delivery():
     assert "002" in answers.pending                          # the script did not hear "run": sent again later
     answers.see([(0.0, "snaptax-step 002-told run")])
     assert answers.pending == {} and answers.answered == {"002": True}
+
+
+def test_a_question_asked_again_gets_its_answer_again_and_a_garbled_one_none():
+    from snaptax.guest import vm
+    written: list[bytes] = []
+    decided: list[tuple[str, str]] = []
+
+    def decide(tag: str, name: str) -> bool | None:
+        decided.append((tag, name))
+        return None if tag != "004" else False
+
+    answers = vm.GateAnswers(decide, written.append, clock=lambda: 0.0)
+    answers.see([(0.0, "snaptax-step 004-ask learn"), (0.0, "snaptax-step 904-ask learn")])
+    assert written == [b"snaptax-go 004 skip\n"] and answers.ignored == 1 and list(answers.answered) == ["004"]
+    answers.see([(0.0, "snaptax-step 004-told skip"), (0.0, "snaptax-step 004-ask learn")])
+    assert written[1:] == [b"snaptax-go 004 skip\n"] and decided == [("004", "learn"), ("904", "learn")]

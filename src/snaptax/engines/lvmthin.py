@@ -326,8 +326,23 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
                         final_chain_length=len(st.frozen))
 
 
+def gate_decider(plan: Plan, gate: Gate) -> Callable[[str, str], bool | None]:
+    """The host's decide(TAG, NAME) for GateAnswers: `gate`'s answer for the gated Measure the script's step TAG
+    compiled from (asked with its repeat), or None (not answered) when TAG and NAME name no gated Measure of `plan`
+    as compiled: a question the console garbled, not one to answer with some other step's repeat."""
+    questions = {f"{index:03d}": step for index, step in enumerate(plan.steps)
+                 if isinstance(step, Measure) and step.gate is not None}
+
+    def decide(tag: str, name: str) -> bool | None:
+        step = questions.get(tag)
+        if step is None or step.gate != name:
+            return None
+        return gate(name, step.repeat)
+    return decide
+
+
 def run_script(in_dir: Path, env: dict[str, str], log_path: Path, timeout_s: float,
-               decide: Callable[[str, str], bool] | None = None) -> int:
+               decide: Callable[[str, str], bool | None] | None = None) -> int:
     """Run a compiled plan's run.sh natively (`sh -e`, in `in_dir`), its output into `log_path`; `decide` answers
     its gate questions over a pipe to its standard input, as the guest's console does (GateAnswers). Returns the
     exit status; raises EngineError past `timeout_s`. The script is gone when this returns."""
@@ -538,11 +553,7 @@ class LvmThinEngine(SnapshotEngine):
                                   f"do not fit in half the guest's {self.config.guest.memory_mib} MiB")
         timeout = max(self.config.guest.run_timeout_s, plan.fio_seconds() * 3 + 600)
         stall = stall_limit(plan, self.disk_size)
-        decide = None
-        if gate is not None:
-            def decide(tag: str, name: str) -> bool:   # the script asks by step tag: its plan step's repeat
-                step = plan.steps[int(tag)]
-                return gate(name, step.repeat if isinstance(step, Measure) else 0)
+        decide = gate_decider(plan, gate) if gate is not None else None
         with measurement_lock():
             host_before = self._host_counters()
             t0 = time.monotonic()
@@ -564,7 +575,7 @@ class LvmThinEngine(SnapshotEngine):
         return compiled, out_dir
 
     def _run_native(self, compiled: CompiledPlan, out_dir: Path, timeout: float,
-                    decide: Callable[[str, str], bool] | None) -> None:
+                    decide: Callable[[str, str], bool | None] | None) -> None:
         """The same script on the host: lvm reads our lvm.conf (filter: only the rig device) via LVM_SYSTEM_DIR."""
         import subprocess
 

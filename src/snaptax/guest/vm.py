@@ -160,13 +160,15 @@ GATE_RESEND_S = 3.0
 class GateAnswers:
     """The host's side of a script's `gate TAG NAME` (engines.lvmthin): for each "snaptax-step TAG-ask NAME" line
     the script prints, `decide(TAG, NAME)` is asked once and "snaptax-go TAG run|skip" written to the script's input
-    (`write`); the answer is written again every GATE_RESEND_S until the script's "TAG-told ANSWER" line shows that
-    answer arrived (a serial line may drop or garble bytes; the script ignores any line that is not an answer for
-    the step it asks about, and an answer it already has)."""
+    (`write`), or nothing if it returns None (no such question: a garbled line; counted in `ignored`). The answer
+    is written again every GATE_RESEND_S until the script's "TAG-told ANSWER" line shows that answer arrived, and
+    at once if the question comes again (a serial line may drop or garble bytes; the script ignores any line that
+    is not an answer for the step it asks about, and an answer it already has)."""
 
-    def __init__(self, decide: Callable[[str, str], bool], write: Callable[[bytes], None],
+    def __init__(self, decide: Callable[[str, str], bool | None], write: Callable[[bytes], None],
                  clock: Callable[[], float] = time.monotonic):
         self.decide, self.write, self.clock = decide, write, clock
+        self.ignored = 0                        # questions decide() did not answer (None): no step of the script
         self.answered: dict[str, bool] = {}
         self.pending: dict[str, float] = {}     # TAG -> when its answer was last written (clock(), s)
 
@@ -188,9 +190,16 @@ class GateAnswers:
                     self.pending.pop(tag, None)     # what the script heard is what was sent: delivered
                 continue
             ask = _GATE_ASK.search(line)
-            if ask and ask.group(1) not in self.answered:
-                self.answered[ask.group(1)] = bool(self.decide(ask.group(1), ask.group(2)))
-                self._send(ask.group(1), self.clock())
+            if not ask:
+                continue
+            tag, name = ask.groups()
+            if tag not in self.answered:
+                decision = self.decide(tag, name)
+                if decision is None:            # not a question of this script (a garbled line): no answer
+                    self.ignored += 1
+                    continue
+                self.answered[tag] = bool(decision)
+            self._send(tag, self.clock())       # an answered step asked again: its answer was missed; again
 
     def resend(self) -> None:
         """Write again each answer not yet delivered whose last writing is GATE_RESEND_S old."""
@@ -271,7 +280,7 @@ def _read_output(xfer: Path, out_dir: Path) -> list[str]:
 def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: Path, *,
               files: dict[str, bytes] | None = None, config: GuestConfig = GuestConfig(),
               run_dir: Path, pg: ProcessGroup | None = None, check: bool = True,
-              gate: Callable[[str, str], bool] | None = None) -> GuestRun:
+              gate: Callable[[str, str], bool | None] | None = None) -> GuestRun:
     """Boot, run `script` (POSIX sh, under `sh -e`, with $IN, $OUT and /etc/snaptax/lib.sh), collect $OUT.
 
     `run_dir` holds the xfer disk and the console log (kept, so a failure can be inspected). The NBD servers
