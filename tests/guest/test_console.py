@@ -1,6 +1,8 @@
 """vm.ConsoleLines: a growing console log read line by line and stamped with the host's clock (pure; no guest)."""
 import time
 
+import pytest
+
 from snaptax.guest.vm import ConsoleLines
 
 
@@ -79,7 +81,7 @@ def test_a_told_line_with_another_answer_is_not_delivery():
     answers = vm.GateAnswers(lambda tag, name: True, written.append)
     answers.see([(0.0, "snaptax-step 002-ask learn")])
     answers.see([(0.0, "snaptax-step 002-told skip"), (0.0, "snaptax-step 002-told "),
-                 (0.0, "snaptax-step 002-told runs"), (0.0, "snaptax-step 003-told run")])
+                 (0.0, "snaptax-step 002-told runs"), (0.0, "snaptax-step 001-told run")])
     assert "002" in answers.pending                          # the script did not hear "run": sent again later
     answers.see([(0.0, "snaptax-step 002-told run")])
     assert answers.pending == {} and answers.answered == {"002": True}
@@ -99,3 +101,52 @@ def test_a_question_asked_again_gets_its_answer_again_and_a_garbled_one_none():
     assert written == [b"snaptax-go 004 skip\n"] and answers.ignored == 1 and list(answers.answered) == ["004"]
     answers.see([(0.0, "snaptax-step 004-told skip"), (0.0, "snaptax-step 004-ask learn")])
     assert written[1:] == [b"snaptax-go 004 skip\n"] and decided == [("004", "learn"), ("904", "learn")]
+
+
+def test_a_later_step_line_delivers_an_answer_whose_told_line_was_lost():
+    from snaptax.guest import vm
+    written: list[bytes] = []
+    clock = [0.0]
+    answers = vm.GateAnswers(lambda tag, name: tag == "001", written.append, clock=lambda: clock[0])
+    answers.see([(0.0, "snaptax-step 001-ask learn")])
+    answers.see([(0.0, "snaptax-step setup-end"), (0.0, "snaptax-step 001-ask learn")])
+    assert list(answers.pending) == ["001"]                    # neither says the answer arrived
+    answers.see([(0.0, "snaptax-step 001-fio-begin origin")])     # only "run" leads to the step's run
+    assert answers.pending == {}
+    answers.see([(0.0, "snaptax-step 002-ask learn")])
+    answers.see([(0.0, "snaptax-go 002 skip"), (0.0, "[ 9.1] snaptax-step 004-ask other")])
+    assert list(answers.pending) == ["004"]                    # 002 went by (skipped); 004 was just asked
+    clock[0] += vm.GATE_RESEND_S
+    answers.resend()
+    assert written == [b"snaptax-go 001 run\n", b"snaptax-go 001 run\n", b"snaptax-go 002 skip\n",
+                       b"snaptax-go 004 skip\n", b"snaptax-go 004 skip\n"]
+
+
+def test_echoed_answers_are_not_a_sign_of_life():
+    from snaptax.guest import vm
+    assert vm.is_gate_echo("snaptax-go 001 run") and vm.is_gate_echo("snapt") and vm.is_gate_echo(" \r")
+    assert not vm.is_gate_echo("snaptax-step 001-told run") and not vm.is_gate_echo("x snaptax-go 001 run")
+
+
+def _fake_guest(monkeypatch, tmp_path, shell: str, **config):
+    """run_guest with QEMU replaced by `shell` (sh -c) on the same console and input: no guest boots."""
+    from snaptax.guest import vm
+    monkeypatch.setattr(vm, "qemu_argv", lambda *args: ["sh", "-c", shell])
+    cfg = vm.GuestConfig(boot_timeout_s=10, xfer_mib=1, **config)
+    return lambda **kw: vm.run_guest(None, [], "true", tmp_path / "out", config=cfg,  # type: ignore[arg-type]
+                                     run_dir=tmp_path / "run", **kw)
+
+
+def test_a_script_that_never_hears_its_answer_stalls_despite_the_echoes(monkeypatch, tmp_path):
+    """A script that asks and then hears only garbage: the host resends every GATE_RESEND_S and the tty echoes each
+    resend, yet the stall limit (longer than the resend interval) ends the run."""
+    from snaptax.guest import vm
+    run = _fake_guest(monkeypatch, tmp_path, 'echo SNAPTAX-READY; echo "snaptax-step 001-ask loop"; '
+                      'while read -r line; do echo "$line"; done', stall_timeout_s=vm.GATE_RESEND_S * 1.5,
+                      run_timeout_s=vm.GATE_RESEND_S * 6)
+    t0 = time.monotonic()
+    with pytest.raises(vm.GuestStalled):
+        run(gate=lambda tag, name: True)
+    assert time.monotonic() - t0 < vm.GATE_RESEND_S * 4
+    console = (tmp_path / "run" / "console.log").read_text().splitlines()
+    assert console.count("snaptax-go 001 run") >= 2                    # it was resent, and echoed

@@ -154,6 +154,7 @@ class ConsoleLines:
 
 _GATE_ASK = re.compile(rf"{re.escape(STEP_MARK)}(\d+)-{GATE_ASK} ({GATE_NAME})\s*$")
 _GATE_TOLD = re.compile(rf"{re.escape(STEP_MARK)}(\d+)-{GATE_TOLD} (run|skip)\s*$")
+_STEP_OF = re.compile(rf"{re.escape(STEP_MARK)}(\d+)-(\S+)")    # a plan step's line: its tag and first word
 GATE_RESEND_S = 3.0
 
 
@@ -161,9 +162,9 @@ class GateAnswers:
     """The host's side of a script's `gate TAG NAME` (engines.lvmthin): for each "snaptax-step TAG-ask NAME" line
     the script prints, `decide(TAG, NAME)` is asked once and "snaptax-go TAG run|skip" written to the script's input
     (`write`), or nothing if it returns None (no such question: a garbled line; counted in `ignored`). The answer
-    is written again every GATE_RESEND_S until the script's "TAG-told ANSWER" line shows that answer arrived, and
-    at once if the question comes again (a serial line may drop or garble bytes; the script ignores any line that
-    is not an answer for the step it asks about, and an answer it already has)."""
+    is written again every GATE_RESEND_S until the script's "TAG-told ANSWER" line, or any line of a later step (or
+    of step TAG's run), shows that answer arrived, and at once if the question comes again (a serial line may drop
+    or garble bytes; the script ignores any line that is not an answer for the step it asks about)."""
 
     def __init__(self, decide: Callable[[str, str], bool | None], write: Callable[[bytes], None],
                  clock: Callable[[], float] = time.monotonic):
@@ -183,6 +184,14 @@ class GateAnswers:
     def see(self, lines: list[tuple[float, str]]) -> None:
         """Take the console's new lines (ConsoleLines.poll)."""
         for _, line in lines:
+            step = _STEP_OF.search(line)
+            if step and self.pending:
+                # The script has gone past a step whose told line was lost: a later step's line, or (after "run")
+                # the step's own run, shows the answer arrived. Resending it would only make the console echo it.
+                at, word = int(step.group(1)), step.group(2)
+                for tag in [t for t in self.pending
+                            if int(t) < at or (int(t) == at and word not in (GATE_ASK, GATE_TOLD))]:
+                    del self.pending[tag]
             told = _GATE_TOLD.search(line)
             if told:
                 tag, heard = told.groups()
@@ -207,6 +216,13 @@ class GateAnswers:
         for tag, sent in list(self.pending.items()):
             if now - sent >= GATE_RESEND_S:
                 self._send(tag, now)
+
+
+def is_gate_echo(text: str) -> bool:
+    """True for a console line (or a line's start) that is the guest tty's echo of an answer written to its input
+    ("snaptax-go ..."), or blank: no sign that the script is alive, so it does not reset the stall timer."""
+    text = text.strip()
+    return not text or text.startswith(GATE_GO) or GATE_GO.startswith(text)
 
 
 def pipe_writer(proc: subprocess.Popen) -> Callable[[bytes], None]:
@@ -307,14 +323,19 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
                             log_path=console, stdin_pipe=gate is not None)
         answers = GateAnswers(gate, pipe_writer(child.proc)) if gate is not None else None
         ready_at: float | None = None
-        heard_size, heard_at = -1, t0   # the console's size and when it last grew
+        heard_size, heard_at = -1, t0   # the console's size, and when it last grew by more than echoed answers
         reader = ConsoleLines(console)
         while child.proc.poll() is None:
             now = time.monotonic()
             size = console.stat().st_size if console.exists() else 0
             if size != heard_size:
-                heard_size, heard_at = size, now
+                heard_size, partial = size, reader.partial
                 new = reader.poll()
+                # The console grew; the stall timer restarts unless all it gained is the echo of resent answers.
+                gained = [line for _, line in new] + ([reader.partial.decode(errors="replace")]
+                                                      if reader.partial != partial else [])
+                if not all(map(is_gate_echo, gained)):
+                    heard_at = now
                 if answers is not None:
                     answers.see(new)
             if answers is not None:
