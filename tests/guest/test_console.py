@@ -150,3 +150,17 @@ def test_a_script_that_never_hears_its_answer_stalls_despite_the_echoes(monkeypa
     assert time.monotonic() - t0 < vm.GATE_RESEND_S * 4
     console = (tmp_path / "run" / "console.log").read_text().splitlines()
     assert console.count("snaptax-go 001 run") >= 2                    # it was resent, and echoed
+
+
+def test_an_error_from_the_gate_stops_qemu_in_the_callers_group(monkeypatch, tmp_path):
+    from snaptax.procs import ProcessGroup
+    from tests.processes import processes_mentioning
+    run = _fake_guest(monkeypatch, tmp_path, 'echo SNAPTAX-READY; echo "snaptax-step 001-ask loop"; sleep 44.25')
+
+    def gate(tag: str, name: str) -> bool:
+        raise RuntimeError("the gate failed")
+
+    with ProcessGroup() as pg:
+        with pytest.raises(RuntimeError, match="the gate failed"):
+            run(gate=gate, pg=pg)
+        assert pg.children == [] and processes_mentioning("44.25") == []    # while the caller's group lives on

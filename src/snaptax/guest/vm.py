@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EngineError
-from ..procs import ProcessGroup
+from ..procs import Child, ProcessGroup, signals_deferred
 from .image import GuestImage
 from .kernel import tool
 
@@ -317,6 +317,7 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
     in_bytes = _write_input(xfer, config.xfer_mib << 20, script, files or {}, serials)
     own = pg is None
     group = pg or ProcessGroup()
+    child: Child | None = None
     try:
         t0 = time.monotonic()
         child = group.spawn(qemu_argv(image, disks, xfer, config, in_bytes), name="qemu-system-x86_64 (TCG guest)",
@@ -361,6 +362,12 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
         reader.poll()
         if ready_at is None and reader.seen(READY_MARK):
             ready_at = wall + t0  # READY and power-off fell within one poll
+    except BaseException:
+        # An error here (the gate's answer raised, say) or Ctrl-C: QEMU stops now, also in the caller's group.
+        if child is not None:
+            with signals_deferred():
+                group.stop(child)
+        raise
     finally:
         if own:
             group.close()
