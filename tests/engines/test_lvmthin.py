@@ -351,6 +351,20 @@ def test_gated_steps_compile_to_a_question_around_the_run():
     assert "if gate 001" not in script and 'step "001-fio-begin' in script
 
 
+def test_a_skipped_gated_step_skips_its_integrity_check_but_not_the_plans_last():
+    plan = Plan((Measure(scatter_job(8 * MiB), "first"), Measure(scatter_job(8 * MiB), "loop", 0, gate="loop"),
+                 Measure(scatter_job(8 * MiB), "loop", 1, gate="loop")))
+    script = compile_plan(plan, LvmThinConfig(integrity=True), 8 * MiB, ["pv0"]).script.splitlines()
+    gated = script.index("if gate 001 loop; then")
+    block = script[gated:script.index("fi", gated) + 1]
+    assert "    check md5 001 origin" in block and sum("check md5 001" in line for line in script) == 1
+    assert "check md5 000 origin" in script                                 # an ungated step: checked as before
+    last = script.index("if gate 002 loop; then")
+    after = script[script.index("fi", last) + 1:]
+    assert "check bytes 002 origin" in after
+    assert not any("check" in line for line in script[last:script.index("fi", last)])
+
+
 @pytest.mark.guest
 def test_the_host_ends_a_gated_loop_while_the_guest_runs(rig, tmp_path, monkeypatch):
     """The guest asks before each gated run and waits; the host's third answer closes the loop: the fourth run is

@@ -257,7 +257,7 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
     measures: dict[int, tuple[Measure, int, str]] = {}
     events: list[dict] = []
     for index, step in enumerate(plan.steps):
-        tag = f"{index:03d}"
+        tag, last = f"{index:03d}", index == len(plan.steps) - 1
         if isinstance(step, TakeSnapshot):
             st.serial += 1
             name, source = f"snap{st.serial}", (ORIGIN if config.chain == "fan" else st.live)
@@ -310,15 +310,18 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
             elif not _GATE_RE.fullmatch(step.gate):
                 raise ConfigError("plan", f"steps[{index}].gate", f"{step.gate!r}: want [a-z][a-z0-9_]* (a shell name)")
             else:
+                if config.integrity and not last:
+                    # A skipped step changed nothing to check; the plan's last check (bytes) runs in any case.
+                    body.append(f'check md5 {tag} {" ".join(st.volumes)}')
                 lines += [f'if gate {tag} {step.gate}; then', *(f"    {line}" for line in body), "fi"]
             measures[index] = (step, len(st.frozen), volume)
         elif isinstance(step, Clone):
             raise ConfigError("plan", f"steps[{index}]", "the LVM thin guest does not clone volumes")
         else:  # pragma: no cover - Step is a closed union
             raise TypeError(f"unknown plan step {step!r}")
-        if config.integrity:
-            # Checksums after every step; byte for byte after a delete and at the end of the plan.
-            how = "bytes" if isinstance(step, DeleteSnapshot) or index == len(plan.steps) - 1 else "md5"
+        if config.integrity and (last or not (isinstance(step, Measure) and step.gate is not None)):
+            # Checksums after every step that ran; byte for byte after a delete and at the end of the plan.
+            how = "bytes" if isinstance(step, DeleteSnapshot) or last else "md5"
             lines.append(f'check {how} {tag} {" ".join(st.volumes)}')
     lines += ['lvm lvs -a -o lv_name,lv_size,data_percent,metadata_percent $VG',
               'lvm vgchange -q -an $VG', 'step "done"']
