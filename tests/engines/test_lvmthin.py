@@ -391,7 +391,7 @@ def test_the_host_ends_a_gated_loop_while_the_guest_runs(rig, tmp_path, monkeypa
     assert [(m.phase, m.repeat) for m in record.measurements] == [("prefill", 0), ("loop", 0), ("loop", 1),
                                                                   ("last", 0)]
     # each question was answered before its run began, and the closed gate's step was told "skip"
-    assert steps["001-ask"] < steps["001-told"] < steps["001-fio-begin"]
+    assert steps["001-ask"] < steps["001-told"] <= steps["001-fio-begin"]     # told and run may share a poll
     assert "003-told" in steps and "003-fio-begin" not in steps and "004-ask" not in steps
 
 
