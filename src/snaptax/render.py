@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import article, claims as claimsmod, compare, macros, paths, profiles, rig as rigmod, sources, studies
+from . import article, claims as claimsmod, compare, macros, paths, profiles, prose, rig as rigmod, sources, studies
 from .analysis import Analysis
 from .record import LATENESS_LIMIT, RunRecord, published_runs, write_atomic
 from .values import Results, Value, check_available, keys_used, render_tex
@@ -174,6 +174,8 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     times = study_times(rig)
     values += article.time_values(times)
     values += article.bench_values(paths.BENCH_DIR / "latest.json")
+    if profile != "smoke":        # smoke's numbers mean nothing: the prose is checked on the paper's own runs
+        prose.check(values)
     for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro_tex),
                      ("glance", article.glance_tex), ("artifact", article.artifact_tex)):
         made[stem] = sources.Source(stem, f"{fn.__module__}.{fn.__name__}")

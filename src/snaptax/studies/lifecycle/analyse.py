@@ -239,7 +239,8 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
             r = row.iloc[0]
             vals += [Value(f"{k}.{load}.{method}.delete_s", float(r.seconds), "s", n=1, digits=1),
                      Value(f"{k}.{load}.{method}.converged", float(r.converged), "", n=1, digits=0),
-                     Value(f"{k}.{load}.{method}.after_load_s", float(r.after_load_s), "s", n=1, digits=1)]
+                     Value(f"{k}.{load}.{method}.after_load_s", float(r.after_load_s), "s", n=1, digits=1),
+                     Value(f"{k}.{load}.{method}.writer_iops", float(r.writer_iops), "writes/s", n=1)]
             if method == "iterative":
                 vals += [Value(f"{k}.{load}.iterative.iterations", float(r.iterations), "", n=1),
                          Value(f"{k}.{load}.iterative.stun_s", float(r.stun_s) if r.converged else math.nan, "s",

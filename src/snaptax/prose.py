@@ -1,0 +1,94 @@
+"""What the paper's prose says about its values, checked against the data at every render.
+
+A number reaches the paper only as a generated value; a sentence that reads it ("both intervals include 1", "the
+deletion did not converge") is typed. A rerun can change the number and leave the sentence wrong. Each such
+sentence is a Fact here, and `snaptax render` refuses to write the paper's values when one no longer holds, naming
+the value and the sentence to rewrite. Smoke runs are too short for their numbers to mean anything, so a smoke
+build (make test) does not check them; tests check the facts against the committed quick runs.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import SnaptaxError
+from .values import Value
+
+Relation = Literal["includes", "above", "below", "estimate_below", "equals"]
+
+
+class ProseOutdated(SnaptaxError):
+    """A sentence of the paper no longer says what the data say."""
+
+
+@dataclass(frozen=True)
+class Fact:
+    """`key`'s value stands in `relation` to `than` (a number, or another value's key: its estimate):
+    includes: the 95 % interval holds it; above/below: the whole interval lies above/below it;
+    estimate_below: the estimate is below it; equals: the estimate equals it. `where`: the sentence's place."""
+
+    key: str
+    relation: Relation
+    than: float | str
+    where: str
+
+    def reference(self, values: Mapping[str, Value]) -> float:
+        return values[self.than].value if isinstance(self.than, str) else float(self.than)
+
+    def holds(self, values: Mapping[str, Value]) -> bool:
+        v, x = values[self.key], self.reference(values)
+        if self.relation == "includes":
+            return v.has_interval and v.low <= x <= v.high
+        if self.relation == "above":
+            return v.has_interval and v.low > x
+        if self.relation == "below":
+            return v.has_interval and v.high < x
+        if self.relation == "estimate_below":
+            return math.isfinite(v.value) and v.value < x
+        return v.value == x
+
+
+FACTS: tuple[Fact, ...] = (
+    Fact("engines.first_ratio.cofw-p8k", "includes", 1.0,
+         "abstract, intro, engines.tex and discussion.tex: the copy-on-first-write ratios' intervals include 1"),
+    Fact("engines.steady_ratio.cofw-p8k", "includes", 1.0,
+         "abstract, intro, engines.tex and discussion.tex: the copy-on-first-write ratios' intervals include 1"),
+    Fact("engines.extra_us_per_first_write.cofw-p8k", "above", 0.0,
+         "discussion.tex: the time added per copied page does exclude zero"),
+    *(Fact(f"engines.{ratio}.{grain}", "includes", 1.0, "engines.tex: the four qcow2 intervals include no slowdown")
+      for ratio in ("first_ratio", "steady_ratio") for grain in ("qcow2-c64k", "qcow2-c64k-ext")),
+    Fact("db_snapshots.raid5_15k_6.fit.overlap", "estimate_below", 0.1,
+         "db_snapshots.tex: the two snapshots' copies on the RAID5 hardly overlap"),
+    Fact("chain_length.chain_end_loss.in-memory-metadata.randrw", "includes", 0.0,
+         "claims.tex, seed claims not judged: the vSAN stand-in's chain-end loss, an interval that includes no loss"),
+    Fact("lifecycle.saturated.iterative.converged", "equals", 0.0,
+         "intro.tex and discussion.tex: the saturated iterative deletion did not converge"),
+    Fact("lifecycle.saturated.iterative.writer_iops", "estimate_below", "lifecycle.model.critical_rate",
+         "intro.tex and discussion.tex: ... although its guest wrote below the estimate of r*"),
+)
+
+
+def broken(facts: Iterable[Fact], values: Mapping[str, Value]) -> list[str]:
+    """One description per fact that does not hold (or whose value is missing)."""
+    out = []
+    for f in facts:
+        if f.key not in values or (isinstance(f.than, str) and f.than not in values):
+            out.append(f"{f.key}: no such value ({f.where})")
+        elif not f.holds(values):
+            v = values[f.key]
+            shown = f"{v.value:g} [{v.low:g}, {v.high:g}]" if v.has_interval else f"{v.value:g}"
+            out.append(f"{f.key} = {shown} is not {f.relation.replace('_', ' ')} {f.reference(values):g}: rewrite "
+                       f"{f.where}")
+    return out
+
+
+def check(values: Iterable[Value], facts: Iterable[Fact] = FACTS) -> None:
+    """Raise ProseOutdated (one line) when a fact no longer holds."""
+    problems = broken(facts, {v.key: v for v in values})
+    if problems:
+        raise ProseOutdated("the paper's prose no longer matches the data: " + "; ".join(problems))
+
+
+__all__ = ["Relation", "ProseOutdated", "Fact", "FACTS", "broken", "check"]

@@ -1,0 +1,34 @@
+"""The paper's sentences about its values hold for the committed runs, and a sentence the data contradict stops
+the render naming the value and the sentence."""
+import math
+
+import pytest
+
+from snaptax import prose, studies
+from snaptax.record import published_runs
+from snaptax.values import Results, Value
+
+
+def test_a_fact_the_data_contradict_is_named_with_its_sentence():
+    values = [Value("s.ratio", 0.5, "", 0.4, 0.6, 3), Value("s.rate", 90.0), Value("s.limit", 100.0)]
+    facts = (prose.Fact("s.ratio", "includes", 1.0, "intro: the interval includes 1"),
+             prose.Fact("s.rate", "estimate_below", "s.limit", "intro: below the limit"),
+             prose.Fact("s.ratio", "below", 1.0, "intro: a slowdown"))
+    assert prose.broken(facts, {v.key: v for v in values}) == [
+        "s.ratio = 0.5 [0.4, 0.6] is not includes 1: rewrite intro: the interval includes 1"]
+    with pytest.raises(prose.ProseOutdated, match="s.ratio.*intro: the interval includes 1"):
+        prose.check(values, facts)
+    with pytest.raises(prose.ProseOutdated, match="s.gone: no such value"):
+        prose.check(values, (prose.Fact("s.gone", "equals", 0.0, "x"),))
+    # no interval: an 'includes' or 'above' sentence cannot hold
+    assert not prose.Fact("s.rate", "above", 0.0, "x").holds({"s.rate": Value("s.rate", 90.0)})
+    assert not prose.Fact("s.rate", "estimate_below", 1.0, "x").holds({"s.rate": Value("s.rate", math.nan)})
+
+
+def test_every_fact_holds_for_the_newest_quick_runs(monkeypatch):
+    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)   # the checkout's data/, even inside make test
+    values = {}
+    for study in studies.REGISTRY:
+        runs = published_runs("local", study.id, "quick")
+        values.update(Results.load(runs[-1]).values)
+    assert prose.broken(prose.FACTS, values) == []
