@@ -1,13 +1,18 @@
 """The tiering analysis on synthetic tables: batch means, the consolidation window, the model at the SSD tier's
 speed, and the ratio of the two pools' ratios."""
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from snaptax.counters import CounterValue
+from snaptax.fio import parse_size
 from snaptax.models import tiering as tm
+from snaptax.spindle.profiles import to_json
+from snaptax.spindle.rigfiles import SPINDLES_DIR, parse_device
 from snaptax.studies.tiering import analyse as an
 from snaptax.values import Value
 
@@ -249,3 +254,48 @@ def test_the_copy_model_fitted_under_the_snapshot_predicts_the_phase_after_lvrem
         assert values["x.after.remapped_end_pct"].value == pytest.approx(75.0)
         assert values["x.after.copy_model_ratio"].value == pytest.approx(expected_after)
         assert values["tiering.predict.lvmthin_copies_explain_after"].text == verdict
+
+
+def _manifest(spindles, capacity=16 << 30, variants=None):
+    """A manifest as pool_specs reads it: the rig's devices with their recorded `spindle` mapping and capacity."""
+    devices = tuple({"name": pool, "capacity_bytes": capacity, "spindle": sp} for pool, sp in spindles.items())
+    return SimpleNamespace(run_id="t", rig="local", rig_file="rigs/local.yaml", devices=devices,
+                           parameters={"devices": {p: p for p in spindles}}, variants=variants or {})
+
+
+def _pool_values(manifest):
+    return {v.key.removeprefix("tiering.pool."): v.value for v in an.pool_values(an.pool_specs(manifest))}
+
+
+def test_the_pool_set_up_values_are_the_device_specs():
+    """Read against rigs/spindles/devices.yaml itself (not through the loader the analysis uses)."""
+    raw = yaml.safe_load((SPINDLES_DIR / "devices.yaml").read_text())
+    sas, tier = raw["sas_pool"], raw["tier_pool"]
+    got = _pool_values(_manifest({"sas_pool": {"device": "sas_pool"}, "tier_pool": {"device": "tier_pool"}}))
+    assert got["members"] == sas["members"] == tier["hdd"]["members"]
+    assert got["strip_kib"] == parse_size(sas["stripe_unit"]) / 1024 == parse_size(tier["hdd"]["stripe_unit"]) / 1024
+    assert got["ssd_fraction_pct"] == pytest.approx(100 * tier["ssd_fraction"])
+    assert got["extent_mib"] == parse_size(tier["extent"]) / (1 << 20)
+    assert got["cycle_s"] == float(str(tier["cycle"]).removesuffix("s"))
+    assert got["heat_max_io_kib"] == parse_size(tier["heat_max_io"]) / 1024
+    assert got["migration_mb_s"] == tier["migration_mb_s"]
+    assert got["capacity_gib"] == 16
+
+
+def test_the_pool_set_up_values_follow_the_recorded_spec_and_go_undefined_where_the_text_would_be_wrong():
+    raid = {"kind": "raid5", "profile": "sas10k", "members": 6, "stripe_unit": "128K"}
+    tier = {"kind": "tier", "ssd": {"kind": "raid1", "profile": "ssd_sas"}, "hdd": raid, "extent": "32M",
+            "ssd_fraction": 0.2, "cycle": "60s", "heat_max_io": "32K", "migration_mb_s": 50.5}
+    got = _pool_values(_manifest({"sas_pool": raid, "tier_pool": tier}))
+    assert (got["members"], got["strip_kib"], got["extent_mib"], got["ssd_fraction_pct"], got["cycle_s"],
+            got["heat_max_io_kib"], got["migration_mb_s"]) == (6, 128, 32, pytest.approx(20), 60, 32, 50.5)
+    # a spec the run recorded for the variant wins over the rig's mapping
+    recorded = to_json(parse_device({**tier, "cycle": "90s"}, "test"))
+    got = _pool_values(_manifest({"sas_pool": raid, "tier_pool": tier}, variants={"tier_pool": {"spec": recorded}}))
+    assert got["cycle_s"] == 90
+    # "the same RAID5" on both pools: not so, no member count or strip to print
+    got = _pool_values(_manifest({"sas_pool": {**raid, "members": 8}, "tier_pool": tier}))
+    assert math.isnan(got["members"]) and math.isnan(got["strip_kib"]) and got["extent_mib"] == 32
+    # no spec recorded (a real pool): nothing
+    got = _pool_values(_manifest({"sas_pool": None, "tier_pool": None}))
+    assert all(math.isnan(v) for k, v in got.items() if k != "capacity_gib")

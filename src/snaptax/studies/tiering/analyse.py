@@ -26,8 +26,11 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
+from ...errors import ConfigError
 from ...models import copy_load, tiering as tm
-from ...record import RunRecord, lateness_fraction, service_time_s
+from ...record import Manifest, RunRecord, lateness_fraction, service_time_s
+from ...spindle.profiles import DeviceSpec, Raid5Spec, TierSpec, spec_from_json
+from ...spindle.rigfiles import parse_device
 from ...stats import Interval, ratio_of_means_interval
 from ...values import Value
 from .plan import LVM_THIN, POOLS, READ_PERCENT, SPAN_MODEL_SEEDS, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
@@ -438,6 +441,55 @@ def _relative(phases: pd.DataFrame, speed: pd.DataFrame) -> Interval:
                     "ratio of ratios (log half-widths combined)")
 
 
+def pool_specs(manifest: Manifest) -> dict[str, tuple[DeviceSpec | None, float]]:
+    """Per pool (POOLS): the device spec it was served with and its LBA space in bytes, as the run recorded them.
+    The spec: the variant's recorded `spec` (profiles.to_json, as spindle.measure records it) if there is one, else
+    the `spindle` mapping the manifest recorded for the pool's rig device (parameters["devices"] names it), read by
+    the package's own loader (rigfiles.parse_device, which resolves a named array in rigs/spindles/devices.yaml as
+    the measurement did); None for a device without either (a real pool). The capacity: the manifest's
+    capacity_bytes of that device (nan if not recorded)."""
+    names = manifest.parameters.get("devices") or {}
+    devices = {d.get("name"): d for d in manifest.devices}
+    out: dict[str, tuple[DeviceSpec | None, float]] = {}
+    for pool in POOLS:
+        name = str(names.get(pool, pool))
+        dev = devices.get(name) or {}
+        meta = manifest.variants.get(pool) or {}
+        recorded = meta.get("spec") or (meta.get("study") or {}).get("spec")
+        spec: DeviceSpec | None = None
+        try:
+            if recorded:
+                spec = spec_from_json(recorded, f"{manifest.run_id}: variant {pool}")
+            elif dev.get("spindle"):
+                spec = parse_device(dev["spindle"], manifest.rig_file or manifest.rig, f"devices.{name}.spindle")
+        except ConfigError:
+            spec = None
+        out[pool] = (spec, float(dev.get("capacity_bytes") or math.nan))
+    return out
+
+
+def pool_values(specs: dict[str, tuple[DeviceSpec | None, float]]) -> list[Value]:
+    """The emulated pools' set-up as the paper states it (`{STUDY}.pool.*`): the RAID5's members and strip, the
+    same on both pools (nan if the untiered pool and the tiered pool's HDD tier differ), the LBA space (nan if the
+    pools' differ), and the tiered pool's SSD share of capacity, extent size, cycle, largest I/O counted as heat and
+    migration rate (nan if it is not a tier)."""
+    k = f"{STUDY}.pool"
+    sas, sas_cap = specs.get("sas_pool", (None, math.nan))
+    tier, tier_cap = specs.get(TIERED, (None, math.nan))
+    tier_spec = tier if isinstance(tier, TierSpec) else None
+    arrays = [sas, tier_spec.hdd if tier_spec is not None else None]
+    raid = sas if isinstance(sas, Raid5Spec) and all(a == sas for a in arrays) else None
+    nan = math.nan
+    return [Value(f"{k}.members", float(len(raid.members)) if raid else nan, "drives"),
+            Value(f"{k}.strip_kib", raid.stripe_unit_bytes / 1024 if raid else nan, "KiB"),
+            Value(f"{k}.capacity_gib", sas_cap / (1 << 30) if sas_cap == tier_cap else nan, "GiB"),
+            Value(f"{k}.ssd_fraction_pct", 100 * tier_spec.ssd_fraction if tier_spec else nan, "%"),
+            Value(f"{k}.extent_mib", tier_spec.extent_bytes / (1 << 20) if tier_spec else nan, "MiB"),
+            Value(f"{k}.cycle_s", tier_spec.cycle_s if tier_spec else nan, "s"),
+            Value(f"{k}.heat_max_io_kib", tier_spec.heat_max_io_bytes / 1024 if tier_spec else nan, "KiB"),
+            Value(f"{k}.migration_mb_s", tier_spec.migration_mb_s if tier_spec else nan, "MB/s", digits=1)]
+
+
 def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFrame,
             fit: tm.TierFit | None, what_if: pd.DataFrame, speed: pd.DataFrame,
             model_us: dict[str, dict[str, float]]) -> list[Value]:
@@ -448,6 +500,9 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
            Value(f"{k}.settle_s", float(params["settle_s"]), "s"),
            Value(f"{k}.delete_window_s", float(params["delete_window_s"]), "s"),
            Value(f"{k}.batch_s", float(BATCH_S), "s"),
+           Value(f"{k}.bs_kib", float(params.get("bs", math.nan)) / 1024, "KiB"),
+           Value(f"{k}.span_model_seeds", float(len(SPAN_MODEL_SEEDS)), "seeds"),
+           Value(f"{k}.write_share", 1 - READ_PERCENT / 100, "", digits=1),      # w of the copy-load model
            Value(f"{k}.learn_segment_s", float(params["learn_segment_s"]), "s", digits=0),
            Value(f"{k}.guest_segment_s", float(params.get("guest_segment_s", math.nan)), "s", digits=0),
            Value(f"{k}.learned_fraction_pct", 100 * float(params.get("learned_fraction", math.nan)), "%", digits=0),
@@ -492,6 +547,9 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
             load_end = float(dels.t_start_s.iloc[0]) + float(dels.fio_runtime_s.iloc[0])
             under_load = info["t_done"] < load_end - LOAD_END_MARGIN_S
         out.append(Value(f"{k}.{pool}.commit_under_load", text=("yes" if under_load else "no") if info else "n/a"))
+        q = meas[meas.pool == pool] if not meas.empty else meas
+        out.append(Value(f"{k}.{pool}.worst_lateness_pct", float(q.lateness_pct.max()) if len(q) else math.nan, "%",
+                         digits=0))
     for phase in RATIO_PHASES:
         r = speed[(speed.pool == TIERED) & (speed.phase == phase)] if not speed.empty else speed
         out.append(Value.where_defined(f"{k}.{TIERED}.{phase}.at_tier_speed",
@@ -728,11 +786,14 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     what_if = what_if_table(fit, phases, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit
                                                                          else math.nan))
     values = _values(record, meas, phases, events, fit, what_if, speed, model_us)
+    values += pool_values(pool_specs(record.manifest))
     layout = {v: {"span_model": (meta.get("study") or {}).get("span_model") or {},
                   "chunk_size": _chunk_size(record, v)}
               for v, meta in record.manifest.variants.items() if engine_of(v) == LVM_THIN}
     values += _lvmthin_values(meas, phases, events, speed,
                               float(record.manifest.parameters.get("learned_fraction", 0.9)), layout)
+    chunks = {_chunk_size(record, v) for v in layout}
+    values.append(Value(f"{STUDY}.{LVM_THIN}.chunk_kib", chunks.pop() / 1024 if len(chunks) == 1 else math.nan, "KiB"))
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(set(meas.pool))]
     curves = what_if_curves(fit, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit else math.nan))
@@ -744,4 +805,4 @@ __all__ = ["TieringAnalysis", "analyse", "measurements_table", "seconds_table", 
            "phase_samples", "fit_model", "what_if_table", "at_tier_speed", "model_time_per_io", "SEED", "BATCH_S",
            "series_delta", "lateness_pct", "LVM_THIN_PHASES", "what_if_curves", "member_ms_per_io",
            "span_model_ratio", "remapped_fraction", "copy_model_values", "chunks_copied", "copied_write_pct",
-           "device_time", "member_balance", "LAYOUT_COLUMNS"]
+           "device_time", "member_balance", "LAYOUT_COLUMNS", "pool_specs", "pool_values"]
