@@ -415,11 +415,34 @@ def test_the_native_script_asks_the_host_through_a_pipe(tmp_path):
         asked.append((tag, name))
         return tag == "001"
 
-    assert lvmthin.run_script(in_dir, env, out_dir / "script.log", 60, decide) == 0
+    before = time.monotonic()
+    run = lvmthin.run_script(in_dir, env, out_dir / "script.log", 60, decide)
+    assert run.rc == 0
     assert asked == [("001", "learn"), ("002", "learn")]
     assert (out_dir / "r1").exists() and not (out_dir / "r2").exists() and not (out_dir / "r3").exists()
     steps = [line.split()[0] for line in (out_dir / "steps.txt").read_text().splitlines()]
     assert steps == ["001-ask", "001-told", "002-ask", "002-told", "done"]
+    # the host stamped each step line on its own clock, as it does a guest's console lines
+    assert list(run.step_times) == steps
+    stamps = list(run.step_times.values())
+    assert before <= run.t0 <= stamps[0] and stamps == sorted(stamps) and stamps[-1] <= time.monotonic()
+    assert stamps[0] < stamps[1]                            # the answer came in a later poll than the question
+
+
+def test_a_native_run_keeps_the_hosts_stamps_of_its_step_lines(rig, tmp_path, monkeypatch):
+    """run_plan natively: the host's stamps of the script's step lines (run_script) become host_step_times and
+    host_steps.txt, as a guest run's do (no device-mapper needed: the script run itself is stood in for)."""
+    from snaptax.engines.lvmthin import ScriptRun
+    engine = LvmThinEngine(rig, rig.device(), LvmThinConfig(name="t-stamps"), disk_size=8 * MiB)
+    engine.native = True
+    engine._host_counters = lambda: {}
+    ran = ScriptRun(0, 100.0, {"setup-begin": 100.5, "000-fio-begin": 101.25, "done": 103.0})
+    monkeypatch.setattr(engine, "_run_native", lambda compiled, out_dir, timeout, decide: ran)
+    out = tmp_path / "out"
+    out.mkdir()
+    engine.run_plan(Plan((Measure(scatter_job(8 * MiB), "m"),)), out)
+    assert engine.host_step_times == ran.step_times
+    assert (out / "host_steps.txt").read_text() == "setup-begin 0.500\n000-fio-begin 1.250\ndone 3.000\n"
 
 
 def test_a_garbled_answer_neither_runs_nor_closes_a_gate(tmp_path, monkeypatch):
@@ -449,7 +472,7 @@ def test_a_garbled_answer_neither_runs_nor_closes_a_gate(tmp_path, monkeypatch):
         return first_garbled
 
     monkeypatch.setattr(lvmthin, "pipe_writer", garbling)
-    assert lvmthin.run_script(in_dir, env, out_dir / "script.log", 60, lambda tag, name: tag == "001") == 0
+    assert lvmthin.run_script(in_dir, env, out_dir / "script.log", 60, lambda tag, name: tag == "001").rc == 0
     assert (out_dir / "r1").exists() and not (out_dir / "r2").exists() and not (out_dir / "r3").exists()
     told = [line.split()[:2] for line in (out_dir / "script.log").read_text().splitlines() if "-told" in line]
     assert told == [["snaptax-step", "001-told"], ["snaptax-step", "002-told"]]

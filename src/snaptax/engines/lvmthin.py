@@ -344,15 +344,26 @@ def gate_decider(plan: Plan, gate: Gate) -> Callable[[str, str], bool | None]:
     return decide
 
 
+@dataclass(frozen=True)
+class ScriptRun:
+    """A compiled plan's script run natively (run_script)."""
+
+    rc: int                          # its exit status
+    t0: float                        # host monotonic s at its start
+    step_times: dict[str, float]     # {TAG: host monotonic s} of its `snaptax-step TAG` lines, as a guest run's
+
+
 def run_script(in_dir: Path, env: dict[str, str], log_path: Path, timeout_s: float,
-               decide: Callable[[str, str], bool | None] | None = None) -> int:
+               decide: Callable[[str, str], bool | None] | None = None) -> ScriptRun:
     """Run a compiled plan's run.sh natively (`sh -e`, in `in_dir`), its output into `log_path`; `decide` answers
-    its gate questions over a pipe to its standard input, as the guest's console does (GateAnswers). Returns the
-    exit status; raises EngineError past `timeout_s`. The script is gone when this returns."""
+    its gate questions over a pipe to its standard input, as the guest's console does (GateAnswers). Returns its
+    exit status and the host's stamps of its step lines (ConsoleLines, as for the guest's console); raises
+    EngineError past `timeout_s`. The script is gone when this returns."""
     import subprocess
 
     reader = ConsoleLines(log_path)
     with open(log_path, "wb") as log:
+        t0 = time.monotonic()
         # Its own process group: on a timeout, an error or Ctrl-C here the script and whatever it started (fio,
         # lvm) are stopped together (procs.stop_group), not left to finish alone.
         proc = popen_owned(["sh", "-e", "run.sh"], cwd=in_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -361,8 +372,9 @@ def run_script(in_dir: Path, env: dict[str, str], log_path: Path, timeout_s: flo
             answers = GateAnswers(decide, pipe_writer(proc)) if decide else None
             deadline = time.monotonic() + timeout_s
             while proc.poll() is None:
+                new = reader.poll()
                 if answers is not None:
-                    answers.see(reader.poll())
+                    answers.see(new)
                     answers.resend()
                 if time.monotonic() > deadline:
                     raise EngineError(f"lvmthin native script still running after {timeout_s:.0f} s")
@@ -370,7 +382,8 @@ def run_script(in_dir: Path, env: dict[str, str], log_path: Path, timeout_s: flo
         finally:
             with signals_deferred():     # a second Ctrl-C does not cut the stop short (as ProcessGroup.close)
                 stop_group(proc, grace=5.0)
-    return proc.returncode
+    reader.poll()                        # the lines of its last poll interval
+    return ScriptRun(proc.returncode, t0, reader.step_times())
 
 
 def _round_up(n: int, unit: int) -> int:
@@ -469,8 +482,9 @@ class LvmThinEngine(SnapshotEngine):
         self._chain = 0
         self._shares_broken = 0.0
         self.last_run: dict[str, Any] = {}
-        # {TAG: host monotonic s} of the guest's `snaptax-step TAG` console lines in the last guest run: where each
-        # step falls among host-side samples (per-tier counters of an emulated pool), with no guest-clock mapping.
+        # {TAG: host monotonic s} of the script's `snaptax-step TAG` lines in the last run (the guest's console, or
+        # natively its output): where each step falls among host-side samples (per-tier counters of an emulated
+        # pool), with no guest-clock mapping.
         self.host_step_times: dict[str, float] = {}
 
     def _choose_native(self) -> bool:
@@ -561,7 +575,10 @@ class LvmThinEngine(SnapshotEngine):
             host_before = self._host_counters()
             t0 = time.monotonic()
             if self.native:
-                self._run_native(compiled, out_dir, timeout, decide)
+                native = self._run_native(compiled, out_dir, timeout, decide)
+                self.host_step_times = native.step_times
+                (out_dir / "host_steps.txt").write_text(
+                    "".join(f"{tag} {t - native.t0:.3f}\n" for tag, t in native.step_times.items()))
             else:
                 image = self.image
                 gcfg = _replace(self.config.guest, run_timeout_s=timeout, stall_timeout_s=stall)
@@ -578,7 +595,7 @@ class LvmThinEngine(SnapshotEngine):
         return compiled, out_dir
 
     def _run_native(self, compiled: CompiledPlan, out_dir: Path, timeout: float,
-                    decide: Callable[[str, str], bool | None] | None) -> None:
+                    decide: Callable[[str, str], bool | None] | None) -> ScriptRun:
         """The same script on the host: lvm reads our lvm.conf (filter: only the rig device) via LVM_SYSTEM_DIR."""
         import subprocess
 
@@ -604,23 +621,25 @@ class LvmThinEngine(SnapshotEngine):
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LVM_SYSTEM_DIR": str(sysdir), "IN": str(in_dir),
                "OUT": str(out_dir), "SNAPTAX_LIB": str(lib)}
         try:
-            rc = run_script(in_dir, env, out_dir / "script.log", timeout, decide)
+            ran = run_script(in_dir, env, out_dir / "script.log", timeout, decide)
         finally:
             # A failed or interrupted script leaves the VG active on the rig device; deactivate it so the
             # device (a loop device, say) can be released.
             subprocess.run(["lvm", "vgchange", "-q", "-an", VG], env=env, capture_output=True, timeout=120)
-        if rc != 0:
+        if ran.rc != 0:
             tail = "\n".join((out_dir / "script.log").read_text(errors="replace").splitlines()[-20:])
-            raise EngineError(f"lvmthin native script exited {rc}; log tail:\n{tail}")
+            raise EngineError(f"lvmthin native script exited {ran.rc}; log tail:\n{tail}")
+        return ran
 
     def execute(self, plan: Plan, session, clock_t0: float | None = None, *, gate: Gate | None = None) -> None:
         """Run the whole plan at once (guest or native) and record each Measure into `session`; `gate` decides the
         gated Measures as the script reaches them (plan.Measure.gate), and those it skipped are not recorded.
 
-        clock_t0 (host monotonic s, in the guest only): put the run on a timeline's clock, as snaptax.timeline does
-        for host-side engines: each measurement's extra gets t_start_s/t_end_s and fio's per-second IOPS
-        (vm_series), each snapshot/delete event its t_s, from the host's stamps of the guest's step lines
-        (host_step_times), so they can be set against counters sampled on the host (timeline.HostSampler)."""
+        clock_t0 (host monotonic s): put the run on a timeline's clock, as snaptax.timeline does for host-side
+        engines: each measurement's extra gets t_start_s/t_end_s and fio's per-second IOPS (vm_series), each
+        snapshot/delete event its t_s, from the host's stamps of the script's step lines (host_step_times; in the
+        guest its console's, natively its output's), so they can be set against counters sampled on the host
+        (timeline.HostSampler)."""
         raw = self.run_dir / "results"
         shutil.rmtree(raw, ignore_errors=True)
         compiled, out = self.run_plan(plan, raw, gate)
