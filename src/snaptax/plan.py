@@ -127,7 +127,8 @@ class Plan:
         return peak
 
     def fio_seconds(self) -> float:
-        """Lower bound of the plan's run time: the sum of its time-based fio runtimes."""
+        """The sum of the plan's time-based fio runtimes (with ramps): a lower bound of its run time if every gated
+        step runs, and an upper bound of what its gated steps take (a Gate may skip some: plan.Measure.gate)."""
         return sum((m.job.runtime_s or 0) + m.job.ramp_time_s for _, m, _ in self.measurements())
 
 
@@ -149,7 +150,8 @@ class StudyPlan:
         return sum(1 for v in self.variants for _ in v.plan.measurements())
 
     def fio_seconds(self) -> float:
-        """Lower bound of the run's time: the sum of the plans' time-based fio runtimes."""
+        """The sum of the plans' time-based fio runtimes (Plan.fio_seconds): a lower bound of the run's time if
+        every gated step runs, an upper bound of what the gated steps take."""
         return sum(v.plan.fio_seconds() for v in self.variants)
 
     def phase_counts(self) -> dict[str, int]:

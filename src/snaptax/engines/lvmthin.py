@@ -6,9 +6,11 @@ Where it runs:
     served over NBD by qemu-storage-daemon and becomes the guest's physical volume (virtio disk "pv0").
 
 Either way the whole Plan is compiled into one POSIX sh script (lvm, dmsetup, fio, busybox) that is executed in
-one go, and its results (fio JSON, job files, logs, counters) come back as files. The guest cannot be driven step
-by step from the host without a control channel, and timing a plan in one piece keeps host round trips out of
-the measurement.
+one go, and its results (fio JSON, job files, logs, counters) come back as files. The script is not driven step by
+step: timing a plan in one piece keeps host round trips out of the measurement. Its one control channel is for
+gated steps (plan.Measure.gate): before each it asks the host on its output and reads "run" or "skip" on its input
+(the guest's serial console, natively a pipe; guest.vm.GateAnswers). That channel carries only these questions and
+answers (and the step lines the host stamps), never result data.
 
 Semantics of the plan's steps:
   chain="fan"   every snapshot is of the origin; fio runs against the origin (the live volume).

@@ -1,6 +1,8 @@
 #!/bin/busybox sh
 # /init of the snaptax TCG guest. It runs one script handed in on the "xfer" disk and writes the results back
-# to the same disk as a tar: the console is only a log, never the data channel (it drops and garbles bytes).
+# to the same disk as a tar. The console is never the data channel (it drops and garbles bytes): it is the log,
+# and the control channel of gated steps, the script's questions out and the host's short answers in
+# (snaptax.engines.lvmthin's `gate`, snaptax.guest.vm.GateAnswers).
 export PATH=/sbin:/bin:/usr/sbin:/usr/bin
 /bin/busybox mount -t proc proc /proc
 /bin/busybox mount -t sysfs sysfs /sys
