@@ -334,6 +334,11 @@ class Manifest:
     def commit(self) -> str:
         return (self.provenance.get("git", {}).get("commit") or "unknown")[:10]
 
+    @property
+    def code_label(self) -> str:
+        """The commit the run measured with, marked '+' when the working tree had changes on top of it."""
+        return self.commit + ("+" if self.provenance.get("git", {}).get("dirty") else "")
+
 
 @dataclass(frozen=True)
 class Measurement:
