@@ -155,7 +155,7 @@ def test_a_script_that_never_hears_its_answer_stalls_despite_the_echoes(monkeypa
 def test_an_error_from_the_gate_stops_qemu_in_the_callers_group(monkeypatch, tmp_path):
     from snaptax.procs import ProcessGroup
     from tests.processes import processes_mentioning
-    run = _fake_guest(monkeypatch, tmp_path, 'echo SNAPTAX-READY; echo "snaptax-step 001-ask loop"; sleep 44.25')
+    run = _fake_guest(monkeypatch, tmp_path, 'echo SNAPTAX-READY; echo "snaptax-step 001-ask loop"; sleep 44.2571')
 
     def gate(tag: str, name: str) -> bool:
         raise RuntimeError("the gate failed")
@@ -163,4 +163,8 @@ def test_an_error_from_the_gate_stops_qemu_in_the_callers_group(monkeypatch, tmp
     with ProcessGroup() as pg:
         with pytest.raises(RuntimeError, match="the gate failed"):
             run(gate=gate, pg=pg)
-        assert pg.children == [] and processes_mentioning("44.25") == []    # while the caller's group lives on
+        assert pg.children == []                        # stopped while the caller's group lives on
+        deadline = time.monotonic() + 5                 # (its SIGTERMed child may take a moment to be gone)
+        while processes_mentioning("44.2571") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_mentioning("44.2571") == []
