@@ -196,7 +196,10 @@ def ratio_across_time_interval(later: ArrayLike, earlier: ArrayLike, confidence:
     return Interval(ratio, ratio * math.exp(-half), ratio * math.exp(half), len(b), "ratio across time")
 
 
-def repeats_for(cv: float, half_width: float, confidence: float = CONFIDENCE, n_max: int = 50) -> int:
+REPEATS_MAX = 50     # repeats_for's search stops here: beyond it a design needs another plan, not more repeats
+
+
+def repeats_for(cv: float, half_width: float, confidence: float = CONFIDENCE, n_max: int = REPEATS_MAX) -> int:
     """Smallest n whose t-interval of a mean has relative half-width ≤ half_width, for a coefficient of
     variation cv of single measurements (both as fractions): t(n−1)·cv/√n ≤ half_width."""
     if cv <= 0:

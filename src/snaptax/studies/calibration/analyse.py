@@ -233,7 +233,11 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
            Value(f"{k}.span_runtime_s", float(params["span_runtime_s"]), "s"),
            Value(f"{k}.depths", text=", ".join(str(d) for d in params["depths"])),
            Value(f"{k}.span_min_pct", 100 * min(params["spans"]), "%", digits=1),
-           Value(f"{k}.harness_us", a.harness_s * 1e6, "µs", n=len(_measurements(record, ZERO, "harness")))]
+           Value(f"{k}.harness_us", a.harness_s * 1e6, "µs", n=len(_measurements(record, ZERO, "harness"))),
+           # the turnaround's equally likely points each span measurement recorded (spindle.measure.PHASE_POINTS)
+           Value(f"{k}.phase_points", float(max((len((m.extra.get("spindle") or {}).get("phase_quantiles_s") or [])
+                                                  for m in _measurements(record, phase="span")), default=0)),
+                 "points")]
     for _, r in a.qd.iterrows():
         key = f"qd.{r.drive}.{r.rw}.qd{r.iodepth}"
         out.append(_v(f"{key}.iops", Interval(r.iops, r.iops_low, r.iops_high, int(r.n), "t"), "IOPS", 0))

@@ -14,7 +14,7 @@ from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import chain as chain_model
 from ...record import RunRecord
-from ...stats import Interval, pooled_log_ratio_interval, pooled_log_sd, repeats_for
+from ...stats import REPEATS_MAX, Interval, pooled_log_ratio_interval, pooled_log_sd, repeats_for
 from ...values import Value
 from .plan import FLAT_SUFFIX, KINDS, SCALES, STUDY
 
@@ -175,6 +175,7 @@ def _values(record: RunRecord, pts: pd.DataFrame, pr: pd.DataFrame, nz: Noise, s
                                        "pooled t"))
         out.append(Value.where_defined(f"{k}.ratio.{key}", r.ratio, r.ratio_low, r.ratio_high, r.n, "", 2,
                                        "pooled log-ratio t"))
+    out.append(Value(f"{k}.pairs_needed_max", float(REPEATS_MAX), "pairs"))
     for variant in sorted(pts.variant.unique()):
         v = f"{k}.{variant}"
         clone0 = pts[(pts.variant == variant) & (pts.series == "clone") & (pts.chain_length == 0)
@@ -184,7 +185,7 @@ def _values(record: RunRecord, pts: pd.DataFrame, pr: pd.DataFrame, nz: Noise, s
             sd, dof = nz[(variant, series)]
             out.append(Value(f"{v}.{series}_noise_pct", 100 * sd, "%", n=dof, digits=0))
             # pairs per chain length a ±15 pp claim would need at this spread: a change between two points is a
-            # difference of two means of k log ratios, so its half-width is t·s·√(2/k) (capped at 50)
+            # difference of two means of k log ratios, so its half-width is t·s·√(2/k) (capped at REPEATS_MAX)
             need = repeats_for(sd * math.sqrt(2), LOSS_TOLERANCE_PP / 100) if math.isfinite(sd) else math.nan
             out.append(Value(f"{v}.{series}_pairs_needed", float(need), "pairs"))
         for kind in KINDS:

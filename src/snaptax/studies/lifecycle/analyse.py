@@ -26,8 +26,9 @@ from ...record import RunRecord
 from ...spindle.profiles import DriveProfile
 from ...spindle.rigfiles import disk
 from ...stats import Interval, mean_interval, paired_ratio_interval, proportion_interval, ratio_of_means_interval
+from ...timeline import STUN_SETTLE_S
 from ...values import Value
-from .plan import GRID, LOADS, METHODS, STUDY
+from .plan import FIXED_COMMIT_S, GRID, LOADS, METHODS, SEED_MAX_CONSOLIDATE_S, STUDY
 
 MiB = 1 << 20
 CITE = "zandboer"
@@ -203,6 +204,10 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
              Value(f"{k}.threshold_kib", p["helper_threshold_bytes"] / 1024, "KiB"),
              Value(f"{k}.max_iterations", float(p["max_iterations"]), ""),
              Value(f"{k}.max_consolidate_s", float(p["max_consolidate_s"]), "s", digits=2),
+             # what max_consolidate_s is made of (plan.LifecycleScale), and the stun's settling time (timeline)
+             Value(f"{k}.seed_max_consolidate_s", SEED_MAX_CONSOLIDATE_S, "s"),
+             Value(f"{k}.fixed_commit_s", FIXED_COMMIT_S, "s"),
+             Value(f"{k}.stun_settle_s", STUN_SETTLE_S, "s", digits=1),
              Value(f"{k}.hangs", float(sum(e["event"] == "attempt_failed" for e in m.events)), "timelines")]
 
     # ---- steady phases: VM and host per load
