@@ -395,9 +395,8 @@ def test_the_host_ends_a_gated_loop_while_the_guest_runs(rig, tmp_path, monkeypa
     assert "003-told" in steps and "003-fio-begin" not in steps and "004-ask" not in steps
 
 
-def test_the_native_script_asks_the_host_through_a_pipe(tmp_path):
-    """Native mode (a host with device-mapper) runs the same script head, its gate questions answered over a pipe:
-    the script's own `gate` function with the host's run_script, no LVM needed for the questions themselves."""
+def _three_gated_steps(tmp_path):
+    """The script head's real `gate` function around three runs of gate `learn` (steps 001-003), natively."""
     from snaptax import paths
     from snaptax.engines import lvmthin
 
@@ -409,6 +408,15 @@ def test_the_native_script_asks_the_host_through_a_pipe(tmp_path):
     (in_dir / "run.sh").write_text(head + body + 'step "done"\n')
     env = {"PATH": "/usr/bin:/bin", "IN": str(in_dir), "OUT": str(out_dir),
            "SNAPTAX_LIB": str(paths.REPO_ROOT / "src" / "snaptax" / "guest" / "lib.sh")}
+    return in_dir, out_dir, env
+
+
+def test_the_native_script_asks_the_host_through_a_pipe(tmp_path):
+    """Native mode (a host with device-mapper) runs the same script head, its gate questions answered over a pipe:
+    the script's own `gate` function with the host's run_script, no LVM needed for the questions themselves."""
+    from snaptax.engines import lvmthin
+
+    in_dir, out_dir, env = _three_gated_steps(tmp_path)
     asked: list[tuple[str, str]] = []
 
     def decide(tag: str, name: str) -> bool:
@@ -448,17 +456,9 @@ def test_a_native_run_keeps_the_hosts_stamps_of_its_step_lines(rig, tmp_path, mo
 def test_a_garbled_answer_neither_runs_nor_closes_a_gate(tmp_path, monkeypatch):
     """Before each answer the script gets lines a serial line could garble it into: an empty, a misspelt or a
     lengthened answer, an answer under a garbled tag. It ignores them and acts on the answer that follows."""
-    from snaptax import paths
     from snaptax.engines import lvmthin
 
-    in_dir, out_dir = tmp_path / "in", tmp_path / "out"
-    in_dir.mkdir()
-    out_dir.mkdir()
-    head = lvmthin._SCRIPT_HEAD % {"vg": "vg", "pvs": "", "serials": "", "pool": "pool", **lvmthin.PROTOCOL}
-    body = "".join(f"if gate {i:03d} learn; then echo ran > $OUT/r{i}; fi\n" for i in (1, 2, 3))
-    (in_dir / "run.sh").write_text(head + body + 'step "done"\n')
-    env = {"PATH": "/usr/bin:/bin", "IN": str(in_dir), "OUT": str(out_dir),
-           "SNAPTAX_LIB": str(paths.REPO_ROOT / "src" / "snaptax" / "guest" / "lib.sh")}
+    in_dir, out_dir, env = _three_gated_steps(tmp_path)
     real = lvmthin.pipe_writer
 
     def garbling(proc):
