@@ -85,5 +85,20 @@ def test_a_claim_names_the_seed_claim_it_tests():
 def test_published_values_print_no_more_places_than_the_seed_has():
     from snaptax.claims import published_str
     assert published_str(claim(100 * 210 / 760)) == "27.6 %"
-    assert published_str(claim(333.95, unit="s")) == "334 s"
+    assert published_str(claim(100 * 28 / 510)) == "5.49 %"
+    assert published_str(claim(150.0)) == "150 %" and published_str(claim(0.0)) == "0 %"
     assert published_str(claim(1.0 / 3, unit="×")) == "0.333 ×"
+    # a seed's time to the millisecond keeps its places when the claim says so
+    timed = Claim("t.C003-1", "key", "log", "x", 333.95, "s", 0, 60, "test", "t.v", "s", published_digits=3)
+    assert published_str(timed) == "333.950 s"
+
+
+def test_a_results_row_without_a_seed_label_is_refused_in_one_line():
+    from snaptax.claims import from_json
+    from snaptax.errors import ConfigError
+    row = {"id": "t.default_4gib", "cite": "k", "where": "log", "statement": "x", "published": 1.0, "unit": "s",
+           "no_effect": 0.0, "tolerance": 1.0, "tolerance_basis": "b", "value_key": "t.v", "stand_in": "s",
+           "published_text": "", "ours": Value("t.v", 1.0).to_json()}
+    with pytest.raises(ConfigError, match=r"claims\[t.default_4gib\]\.label"):
+        from_json(row)
+    assert from_json({**row, "label": "C003-1"}).claim.seed_label == "C003-1"

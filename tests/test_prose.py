@@ -15,11 +15,13 @@ def test_a_fact_the_data_contradict_is_named_with_its_sentence():
              prose.Fact("s.rate", "estimate_below", "s.limit", "intro: below the limit"),
              prose.Fact("s.ratio", "below", 1.0, "intro: a slowdown"))
     assert prose.broken(facts, {v.key: v for v in values}) == [
-        "s.ratio = 0.5 [0.4, 0.6] is not includes 1: rewrite intro: the interval includes 1"]
+        "s.ratio = 0.5 [0.4, 0.6], whose interval does not include 1: rewrite intro: the interval includes 1"]
     with pytest.raises(prose.ProseOutdated, match="s.ratio.*intro: the interval includes 1"):
         prose.check(values, facts)
     with pytest.raises(prose.ProseOutdated, match="s.gone: no such value"):
         prose.check(values, (prose.Fact("s.gone", "equals", 0.0, "x"),))
+    with pytest.raises(prose.ProseOutdated, match=r": s\.limit2: no such value"):     # the missing one is named
+        prose.check(values, (prose.Fact("s.rate", "estimate_below", "s.limit2", "x"),))
     # no interval: an 'includes' or 'above' sentence cannot hold
     assert not prose.Fact("s.rate", "above", 0.0, "x").holds({"s.rate": Value("s.rate", 90.0)})
     assert not prose.Fact("s.rate", "estimate_below", 1.0, "x").holds({"s.rate": Value("s.rate", math.nan)})

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .errors import ConfigError
 from .values import Value
 
 # C<seed>-<number>[<letter>]: the numbering of the seeds' claims in the issues (seed 001's C001-1 … C001-7)
@@ -50,6 +51,7 @@ class Claim:
     stand_in: str            # which of our configurations stands for the source's system
     published_text: str = "" # the source's own wording when it is not a number ('No impact')
     label: str = ""          # the seed claim it tests as the issues number them ('C001-3'); "": the id's last part
+    published_digits: int | None = None   # decimals of `published` as the seed gives it (None: published_decimals)
 
     def __post_init__(self) -> None:
         if not SEED_LABEL_RE.fullmatch(self.seed_label):
@@ -76,7 +78,8 @@ class Outcome:
         return {"id": c.id, "cite": c.cite, "where": c.where, "statement": c.statement,
                 "published": c.published, "published_text": c.published_text, "unit": c.unit,
                 "no_effect": c.no_effect, "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis,
-                "value_key": c.value_key, "stand_in": c.stand_in, "label": c.seed_label, "ours": self.ours.to_json(),
+                "value_key": c.value_key, "stand_in": c.stand_in, "label": c.seed_label,
+                "published_digits": c.published_digits, "ours": self.ours.to_json(),
                 "verdict": self.verdict}
 
 
@@ -118,16 +121,29 @@ def from_json(row: dict[str, Any]) -> Outcome:
     fields = {k: row[k] for k in ("id", "cite", "where", "statement", "published", "unit", "no_effect",
                                    "tolerance", "tolerance_basis", "value_key", "stand_in", "published_text")}
     fields["label"] = row.get("label", "")     # results.json written before claims carried labels has none
-    return Outcome(Claim(**fields), Value.from_json(row["ours"]))
+    fields["published_digits"] = row.get("published_digits")
+    try:
+        claim = Claim(**fields)
+    except ValueError as exc:
+        raise ConfigError("results.json", f"claims[{row['id']}].label", str(exc)) from None
+    return Outcome(claim, Value.from_json(row["ours"]))
+
+
+def published_decimals(c: Claim) -> int:
+    """Decimals the paper prints `c.published` with: the claim's own (a time the seed's log gives to the
+    millisecond), else three significant digits: a ratio the seed's own numbers give (110 + 100 of 510 + 250 =
+    27.6 %) is not printed to more places than they have."""
+    if c.published_digits is not None:
+        return c.published_digits
+    if not math.isfinite(c.published) or c.published == 0:
+        return 0
+    return max(0, 2 - math.floor(math.log10(abs(c.published))))
 
 
 def published_str(c: Claim) -> str:
     if c.published_text:
         return c.published_text
-    # three significant digits, or every digit of the whole part: a ratio the seed's own numbers give (110 + 100
-    # of 510 + 250 = 27.6 %) is not printed to more places than they have
-    digits = max(3, len(str(int(abs(c.published))))) if math.isfinite(c.published) else 3
-    num = f"{c.published:.{digits}g}" if not math.isnan(c.published) else "n/a"
+    num = f"{c.published:.{published_decimals(c)}f}" if not math.isnan(c.published) else "n/a"
     return f"{num} {c.unit}".strip()
 
 

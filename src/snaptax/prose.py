@@ -50,6 +50,10 @@ class Fact:
         return v.value == x
 
 
+# what a fact that does not hold says of its value, per relation
+FAILED: dict[Relation, str] = {"includes": "whose interval does not include", "above": "not wholly above",
+                               "below": "not wholly below", "estimate_below": "not below", "equals": "not"}
+
 FACTS: tuple[Fact, ...] = (
     Fact("engines.first_ratio.cofw-p8k", "includes", 1.0,
          "abstract, intro, engines.tex and discussion.tex: the copy-on-first-write ratios' intervals include 1"),
@@ -74,13 +78,13 @@ def broken(facts: Iterable[Fact], values: Mapping[str, Value]) -> list[str]:
     """One description per fact that does not hold (or whose value is missing)."""
     out = []
     for f in facts:
-        if f.key not in values or (isinstance(f.than, str) and f.than not in values):
-            out.append(f"{f.key}: no such value ({f.where})")
+        missing = [k for k in (f.key, f.than) if isinstance(k, str) and k not in values]
+        if missing:
+            out.append(f"{', '.join(missing)}: no such value ({f.where})")
         elif not f.holds(values):
             v = values[f.key]
             shown = f"{v.value:g} [{v.low:g}, {v.high:g}]" if v.has_interval else f"{v.value:g}"
-            out.append(f"{f.key} = {shown} is not {f.relation.replace('_', ' ')} {f.reference(values):g}: rewrite "
-                       f"{f.where}")
+            out.append(f"{f.key} = {shown}, {FAILED[f.relation]} {f.reference(values):g}: rewrite {f.where}")
     return out
 
 

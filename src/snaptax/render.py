@@ -50,7 +50,8 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
                           float(sum(o.verdict == verdict for o in outcomes)), "claims"))
     for o in outcomes:
         c = o.claim
-        vals.append(Value(f"claim.{c.id}.published", c.published, c.unit, text=c.published_text or None))
+        vals.append(Value(f"claim.{c.id}.published", c.published, c.unit, digits=claimsmod.published_decimals(c),
+                          text=c.published_text or None))
         vals.append(Value(f"claim.{c.id}.where", text=c.where))
         vals.append(Value(f"claim.{c.id}.verdict", text=o.verdict))
     vals.append(Value("paper.worst_lateness_pct", max(lateness) if lateness else math.nan, "%", digits=2))
@@ -158,6 +159,8 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     paper_dir = paper_dir or paths.PAPER_DIR
     figure_dir, generated_dir = paper_dir / "figures", paper_dir / "generated"
     rendered = analyse_newest(rig, profile)
+    if profile != "smoke":        # smoke's numbers mean nothing: the prose is checked on the paper's own runs
+        prose.check(v for r in rendered for v in r.results.values.values())    # before anything is written
     values: list[Value] = []
     made: dict[str, sources.Source] = {}
     for r in rendered:
@@ -177,8 +180,6 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     times = study_times(rig)
     values += article.time_values(times)
     values += article.bench_values(paths.BENCH_DIR / "latest.json")
-    if profile != "smoke":        # smoke's numbers mean nothing: the prose is checked on the paper's own runs
-        prose.check(values)
     for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro_tex),
                      ("glance", article.glance_tex), ("artifact", article.artifact_tex)):
         made[stem] = sources.Source(stem, f"{fn.__module__}.{fn.__name__}")

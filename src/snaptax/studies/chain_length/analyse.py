@@ -3,6 +3,7 @@
 001's Table 1 and its recovery claim. Pure: a run in, tables and values out."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,7 +11,6 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
-from ...fio import seed001_job
 from ...models import chain as chain_model
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_across_time_interval, ratio_of_means_interval
@@ -257,10 +257,10 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     k = STUDY
     params = record.manifest.parameters
     out = [Value(f"{k}.max_chain", float(params["max_chain"]), "snapshots")]
-    seed_job = seed001_job("randrw", size=1 << 20, runtime_s=1)    # the seed's jobs' shape, as every run uses it
-    out += [Value(f"{k}.iodepth", float(seed_job.iodepth), "requests"),
-            Value(f"{k}.numjobs", float(seed_job.numjobs), "jobs"),
-            Value(f"{k}.outstanding", float(seed_job.iodepth * seed_job.numjobs), "requests")]
+    shapes = {(m.iodepth, m.numjobs) for m in record.measurements if m.job in WORKLOADS}   # as the run recorded
+    iodepth, numjobs = shapes.pop() if len(shapes) == 1 else (math.nan, math.nan)          # nan: mixed shapes
+    out += [Value(f"{k}.iodepth", float(iodepth), "requests"), Value(f"{k}.numjobs", float(numjobs), "jobs"),
+            Value(f"{k}.outstanding", float(iodepth * numjobs), "requests")]
     if "runtime_s" in params:      # runs of the first plan ran at the profile's runtime (chain_length.run.*)
         out += [Value(f"{k}.runtime_s", float(params["runtime_s"]), "s"),
                 Value(f"{k}.ramp_time_s", float(params["ramp_time_s"]), "s"),

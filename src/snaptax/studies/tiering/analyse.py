@@ -765,7 +765,7 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
                 runs = m[m.phase == phase].sort_values("index") if not m.empty else m
                 done = ev[ev.event == f"{phase}_done"] if not ev.empty else ev
                 if len(done):      # the host's own decision that ended the loop (measure.LearningGate)
-                    learned = bool(done.learned.iloc[0])
+                    learned = bool(done.learned.iloc[-1])     # the last attempt's (one per run since 2026-11-26)
                 else:              # runs before the gated plan (2026-11-26) logged none: their runs, by its rule
                     learned = (len(runs) > 0 and float(runs.tier_cycles.sum()) >= 1
                                and float(runs.ssd_share.iloc[-1]) >= learned_fraction)
