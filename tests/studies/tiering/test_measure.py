@@ -36,6 +36,9 @@ def test_the_untiered_pools_own_model_of_the_two_region_layout():
     assert measure.span_model(rig, devs["tier_pool"], s) == {}          # there the SSD share dominates
 
 
+GATED = ("learn", "relearn")     # the LVM thin plan's gated loops (plan.lvmthin_plan)
+
+
 @pytest.mark.integration
 @requires_root
 @requires_spindles
@@ -53,8 +56,11 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     for variant, pool in thin.items():
         # the LVM thin timeline: the guest's runs on the host's clock, inside the pool's sampled series
         runs = [x for x in record.measurements if x.variant == variant]
-        assert [x.phase for x in runs] == [x.phase for _, x, _ in planmod.lvmthin_plan(
-            planmod.scale(profiles.get("smoke")), pool).measurements()]
+        planned = [x for _, x, _ in planmod.lvmthin_plan(planmod.scale(profiles.get("smoke")), pool).measurements()]
+        assert [x.phase for x in runs if x.phase not in GATED] == [x.phase for x in planned if x.gate is None]
+        for gate in GATED:    # a gated loop ran its first runs, in order, and the host ended it before the last
+            ran, of = [x.repeat for x in runs if x.phase == gate], [x for x in planned if x.gate == gate]
+            assert ran == list(range(len(ran))) and (1 <= len(ran) < len(of) if of else not ran)
         starts = [x.extra["t_start_s"] for x in runs]
         assert starts == sorted(starts) and all(x.extra["t_end_s"] > x.extra["t_start_s"] for x in runs)
         assert all(x.extra["vm_series"] for x in runs if x.phase != "fill")
