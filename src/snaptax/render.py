@@ -97,16 +97,20 @@ def runs_tex(rendered: list[Rendered]) -> str:
                                align="llrrrl")
 
 
-def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) -> list[compare.RunComparison]:
-    """Each study's newest run against the run of the same profile before it (a rerun on the same rig)."""
-    out = []
+def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) \
+        -> tuple[list[compare.RunComparison], dict[str, str]]:
+    """Each study's newest run against the run of the same profile before it (a rerun on the same rig), and the
+    code each compared run measured with (run id -> Manifest.code_label), from the records loaded for it."""
+    out, code = [], {}
     for r in rendered:
         runs = published_runs(rig, r.study, profile)
         if len(runs) >= 2 and runs[-1] == r.run:
-            previous = runs[-2]
-            analysis = studies.get(r.study).analyse(RunRecord.load(previous))
+            previous = RunRecord.load(runs[-2])
+            analysis = studies.get(r.study).analyse(previous)
             out.append(compare.compare_results(analysis.results(), r.results))
-    return out
+            for m in (previous.manifest, r.analysis.record.manifest):
+                code[m.run_id] = m.code_label
+    return out, code
 
 
 def repro_values(comparisons: list[compare.RunComparison]) -> list[Value]:
@@ -170,7 +174,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
         made.update(traced)
         values += list(r.results.values.values())
     values += paper_values(rig, profile, rendered)
-    comparisons = rerun_comparisons(rig, profile, rendered)
+    comparisons, code = rerun_comparisons(rig, profile, rendered)
     values += repro_values(comparisons)
     outcomes = [o for r in rendered for o in r.analysis.outcomes]
     glance = article.glance_rows(outcomes, [r.study for r in rendered])
@@ -192,8 +196,6 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     macros.write_table("claims", claims_tex(outcomes), generated_dir)
     write_atomic(generated_dir / "claims-tolerances.tex", tolerance_bases_tex(outcomes))
     macros.write_table("runs", runs_tex(rendered), generated_dir)
-    code = {m.run_id: m.code_label for r in rendered for m in (RunRecord.load(p).manifest
-                                                             for p in published_runs(rig, r.study, profile)[-2:])}
     macros.write_table("reruns", repro_tex(comparisons, code), generated_dir)
     write_atomic(generated_dir / "values.tex", render_tex(values))
     return rendered
