@@ -54,15 +54,16 @@ class Fact:
 FAILED: dict[Relation, str] = {"includes": "whose interval does not include", "above": "not wholly above",
                                "below": "not wholly below", "estimate_below": "not below", "equals": "not"}
 
+RATIOS = ("first_ratio", "steady_ratio")     # the engines study's write ratios the prose reads
+
 FACTS: tuple[Fact, ...] = (
-    Fact("engines.first_ratio.cofw-p8k", "includes", 1.0,
-         "abstract, intro, engines.tex and discussion.tex: the copy-on-first-write ratios' intervals include 1"),
-    Fact("engines.steady_ratio.cofw-p8k", "includes", 1.0,
-         "abstract, intro, engines.tex and discussion.tex: the copy-on-first-write ratios' intervals include 1"),
+    *(Fact(f"engines.{ratio}.cofw-p8k", "includes", 1.0,
+           "abstract, intro, engines.tex and discussion.tex: the copy-on-first-write ratios' intervals include 1")
+      for ratio in RATIOS),
     Fact("engines.extra_us_per_first_write.cofw-p8k", "above", 0.0,
          "discussion.tex: the time added per copied page does exclude zero"),
     *(Fact(f"engines.{ratio}.{grain}", "includes", 1.0, "engines.tex: the four qcow2 intervals include no slowdown")
-      for ratio in ("first_ratio", "steady_ratio") for grain in ("qcow2-c64k", "qcow2-c64k-ext")),
+      for ratio in RATIOS for grain in ("qcow2-c64k", "qcow2-c64k-ext")),
     Fact("db_snapshots.raid5_15k_6.fit.overlap", "estimate_below", 0.1,
          "db_snapshots.tex: the two snapshots' copies on the RAID5 hardly overlap"),
     Fact("chain_length.chain_end_loss.in-memory-metadata.randrw", "includes", 0.0,
