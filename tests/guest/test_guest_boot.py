@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from snaptax.guest import kernel as gkernel
 from snaptax.guest.image import build_image
 from snaptax.guest.kernel import KERNEL_PACKAGE_RE
 from snaptax.guest.nbd import RawFileExport, serve_raw_file
@@ -29,6 +30,9 @@ def test_build_is_cached_and_has_provenance(image):
     assert KERNEL_PACKAGE_RE.match(prov["kernel_package"]) and prov["kernel_version"]
     assert any(m.endswith("dm-thin-pool.ko") for m in prov["modules"])
     assert image.initrd.stat().st_size == prov["initrd_bytes"]
+    # QEMU boots the package's kernel unpacked, at its PVH entry (kernel.uncompressed_kernel)
+    assert image.kernel.name == "vmlinux" and gkernel.has_pvh_entry(image.kernel.read_bytes())
+    assert prov["kernel_boot"].startswith("PVH entry")
 
 
 def test_results_come_back_on_the_xfer_disk(image, tmp_path):

@@ -114,3 +114,57 @@ def test_qemu_argv(tmp_path):
     assert nbd == {"driver": "nbd", "node-name": "d0", "server": {"type": "unix", "path": "/s.sock"},
                    "export": "e"}
     assert "virtio-blk-pci,drive=d0,serial=pv0" in argv and "virtio-blk-pci,drive=xfer,serial=xfer" in argv
+
+
+# ---------------------------------------------------------------- the kernel unpacked for its PVH entry
+
+def _elf(notes: list[tuple[bytes, int]]) -> bytes:
+    """A minimal ELF64 whose one PT_NOTE segment holds `notes` (name, type), each with a 4-byte descriptor."""
+    import struct
+    body = b"".join(struct.pack("<III", len(name) + 1, 4, n_type) + (name + b"\0").ljust((len(name) + 4) // 4 * 4,
+                                                                                         b"\0") + b"\x00\x10\x00\x01"
+                    for name, n_type in notes)
+    header = b"\x7fELF\x02\x01\x01" + bytes(9) + struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 64, 0, 0, 64, 56, 1,
+                                                             0, 0, 0)
+    phdr = struct.pack("<IIQQQQQQ", gkernel.PT_NOTE, 4, 64 + 56, 0, 0, len(body), len(body), 4)
+    return header + phdr + body
+
+
+def _bzimage(payload: bytes, version: int = 0x20F, setup_sects: int = 3) -> bytes:
+    import struct
+    setup = bytearray((setup_sects + 1) * 512)
+    setup[0x1F1] = setup_sects
+    setup[0x202:0x206] = b"HdrS"
+    struct.pack_into("<H", setup, 0x206, version)
+    struct.pack_into("<II", setup, 0x248, 100, len(payload))
+    return bytes(setup) + bytes(100) + payload + bytes(16)
+
+
+@pytest.mark.parametrize("fmt", ["xz", "gzip"])
+def test_the_kernel_comes_out_of_its_bzimage_as_the_elf_it_holds(tmp_path, fmt):
+    import gzip
+    import lzma
+    elf = _elf([(b"Xen", 6), (b"Linux", 18), (b"Xen", gkernel.XEN_ELFNOTE_PHYS32_ENTRY)])
+    packed = (lzma.compress(elf, format=lzma.FORMAT_XZ) if fmt == "xz" else gzip.compress(elf))
+    bz = tmp_path / "vmlinuz"
+    bz.write_bytes(_bzimage(packed + len(elf).to_bytes(4, "little")))
+    assert gkernel.uncompressed_kernel(bz, tmp_path / "vmlinux") == fmt
+    assert (tmp_path / "vmlinux").read_bytes() == elf
+
+
+def test_a_kernel_without_a_pvh_entry_or_with_a_bad_payload_is_refused(tmp_path):
+    import lzma
+    no_pvh = _elf([(b"Xen", 6), (b"Linux", gkernel.XEN_ELFNOTE_PHYS32_ENTRY)])   # type 18, but not Xen's note
+    assert not gkernel.has_pvh_entry(no_pvh)
+    cases = {
+        "CONFIG_PVH": _bzimage(lzma.compress(no_pvh) + len(no_pvh).to_bytes(4, "little")),
+        "header says": _bzimage(lzma.compress(no_pvh) + (len(no_pvh) + 1).to_bytes(4, "little")),
+        "other than xz or gzip": _bzimage(b"\x28\xb5\x2f\xfd" + bytes(20)),
+        "predates 2.08": _bzimage(b"x" * 20, version=0x207),
+        "not a bzImage": b"MZ" + bytes(1000),
+    }
+    for words, image in cases.items():
+        (tmp_path / "vmlinuz").write_bytes(image)
+        with pytest.raises(EngineError, match=words):
+            gkernel.uncompressed_kernel(tmp_path / "vmlinuz", tmp_path / "vmlinux")
+        assert not (tmp_path / "vmlinux").exists()

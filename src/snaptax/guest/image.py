@@ -20,16 +20,18 @@ from pathlib import Path
 from .. import paths
 from ..errors import EngineError
 from ..procs import run
-from .kernel import GUEST_MODULES, KernelDeb, extract_kernel, fetch_kernel, tool
+from .kernel import GUEST_MODULES, KernelDeb, extract_kernel, fetch_kernel, tool, uncompressed_kernel
 
 HERE = Path(__file__).resolve().parent
 # Bumped when the layout of the image changes in a way the hashed inputs do not show.
-IMAGE_FORMAT = 1
+IMAGE_FORMAT = 2   # 2: the kernel stored uncompressed (vmlinux), booted at its PVH entry
 
 # Host executables copied into the guest, at the same paths, with their shared-library closures.
 GUEST_TOOLS = ("lvm", "dmsetup", "pdata_tools", "fio")
 # Names under which pdata_tools dispatches (it looks at argv[0]).
 PDATA_LINKS = ("thin_check", "thin_ls", "thin_dump", "thin_repair", "thin_metadata_size")
+# The kernel QEMU boots: the package's vmlinuz unpacked to its ELF (kernel.uncompressed_kernel says why).
+KERNEL_FILE = "vmlinux"
 LVM_LINKS = ("lvcreate", "lvremove", "lvchange", "lvs", "vgcreate", "vgs", "pvcreate", "pvs", "vgchange")
 
 
@@ -118,7 +120,7 @@ def build_image(work_dir: Path | None = None, *, kernel_package: str | None = No
         _populate_root(root, kx, host_files, scripts)
         out = tmp_path / "out"
         out.mkdir()
-        shutil.copy2(kx.vmlinuz, out / "vmlinuz")
+        payload = uncompressed_kernel(kx.vmlinuz, out / KERNEL_FILE)
         _make_cpio(root, out / "initrd.cpio")
         provenance = {
             "key": key,
@@ -127,6 +129,7 @@ def build_image(work_dir: Path | None = None, *, kernel_package: str | None = No
             "kernel_version": deb.version,
             "kernel_deb_sha256": deb.sha256,
             "kernel_release": kx.release,
+            "kernel_boot": f"PVH entry of the uncompressed ELF (the package's bzImage holds it {payload}-compressed)",
             "modules": [str(p.relative_to(kx.modules_root)) for p in kx.modules],
             "host_files": host_files,
             "tool_versions": _tool_versions(),
@@ -169,7 +172,7 @@ def _prune(cache: Path, keep: Path, keep_images: int = 3, keep_debs: int = 2, mi
 
 def _load(final: Path, key: str) -> GuestImage:
     prov = json.loads((final / "provenance.json").read_text())
-    return GuestImage(kernel=final / "vmlinuz", initrd=final / "initrd.cpio", key=key, provenance=prov)
+    return GuestImage(kernel=final / KERNEL_FILE, initrd=final / "initrd.cpio", key=key, provenance=prov)
 
 
 def _tool_versions() -> dict[str, str]:

@@ -7,10 +7,13 @@ the newest one apt knows is resolved at build time and its exact name, version a
 from __future__ import annotations
 
 import hashlib
+import lzma
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,3 +163,89 @@ def extract_kernel(deb: KernelDeb, dest: Path, modules: tuple[str, ...] = GUEST_
             elif parts and parts[0] == "builtin":
                 continue  # compiled into this kernel: nothing to load
     return ExtractedKernel(vmlinuz=vmlinuz, modules=ordered, modules_root=dest, release=release)
+
+
+# The bzImage's setup header (Linux's Documentation/arch/x86/boot.rst): setup_sects at 0x1f1, "HdrS" at 0x202, the
+# boot protocol version at 0x206, payload_offset and payload_length at 0x248 and 0x24c (protocol 2.08 and later),
+# counted from the protected-mode code after the (setup_sects + 1) * 512 bytes of real-mode setup.
+_SETUP_SECTS, _HDRS, _VERSION, _PAYLOAD = 0x1F1, 0x202, 0x206, 0x248
+# The ELF note by which a kernel offers its 32-bit PVH entry point (Xen's public elfnote.h); QEMU's -kernel boots
+# an ELF that carries it directly, through its pvh.bin option ROM.
+XEN_ELFNOTE_PHYS32_ENTRY = 18
+PT_NOTE = 4
+
+
+def bzimage_payload(image: bytes) -> tuple[str, bytes]:
+    """The compressed kernel inside a bzImage: (its format, 'xz' or 'gzip', and its bytes as the image holds them,
+    the 4-byte little-endian uncompressed size appended by the kernel's build last)."""
+    if len(image) < 0x250 or image[_HDRS:_HDRS + 4] != b"HdrS":
+        raise EngineError("the guest kernel is not a bzImage (no 'HdrS' setup header)")
+    version = int.from_bytes(image[_VERSION:_VERSION + 2], "little")
+    if version < 0x208:
+        raise EngineError(f"the guest kernel's boot protocol {version >> 8}.{version & 0xff:02d} predates 2.08: "
+                          "its header does not locate the compressed kernel")
+    setup_sects = image[_SETUP_SECTS] or 4          # 0 means 4 (boot.rst)
+    offset = int.from_bytes(image[_PAYLOAD:_PAYLOAD + 4], "little")
+    length = int.from_bytes(image[_PAYLOAD + 4:_PAYLOAD + 8], "little")
+    start = (setup_sects + 1) * 512 + offset
+    payload = image[start:start + length]
+    if len(payload) != length or length < 8:
+        raise EngineError(f"the guest kernel's payload ({length} bytes at {start}) lies beyond its end")
+    if payload.startswith(b"\xfd7zXZ\x00"):
+        return "xz", payload
+    if payload.startswith(b"\x1f\x8b"):
+        return "gzip", payload
+    raise EngineError(f"the guest kernel is compressed in a format other than xz or gzip "
+                      f"(payload starts {payload[:4].hex()})")
+
+
+def decompress_payload(fmt: str, payload: bytes) -> bytes:
+    """The uncompressed kernel (an ELF), checked against the size the build appended to the payload."""
+    want = int.from_bytes(payload[-4:], "little")
+    if fmt == "xz":
+        d: lzma.LZMADecompressor | zlib._Decompress = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+    else:
+        d = zlib.decompressobj(wbits=31)
+    try:
+        out = d.decompress(payload)
+    except (lzma.LZMAError, zlib.error) as e:
+        raise EngineError(f"the guest kernel's {fmt} payload does not decompress: {e}") from None
+    if len(out) != want:
+        raise EngineError(f"the guest kernel's {fmt} payload decompressed to {len(out)} bytes, its header says {want}")
+    return out
+
+
+def has_pvh_entry(elf: bytes) -> bool:
+    """Whether a 64-bit little-endian ELF carries the XEN_ELFNOTE_PHYS32_ENTRY note in a PT_NOTE segment."""
+    if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        raise EngineError("the guest kernel's payload is not a 64-bit little-endian ELF")
+    phoff, = struct.unpack_from("<Q", elf, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", elf, phoff + i * phentsize)
+        if p_type != PT_NOTE:
+            continue
+        pos, end = p_offset, p_offset + p_filesz
+        while pos + 12 <= end:
+            namesz, descsz, n_type = struct.unpack_from("<III", elf, pos)
+            name = elf[pos + 12:pos + 12 + namesz].rstrip(b"\0")
+            if name == b"Xen" and n_type == XEN_ELFNOTE_PHYS32_ENTRY:
+                return True
+            pos += 12 + (namesz + 3) // 4 * 4 + (descsz + 3) // 4 * 4
+    return False
+
+
+def uncompressed_kernel(vmlinuz: Path, dest: Path) -> str:
+    """Write the ELF kernel inside the bzImage `vmlinuz` to `dest`; returns the payload's compression.
+
+    Why: under TCG, booting the bzImage runs SeaBIOS's Linux loader and then the kernel's own xz decompression
+    in emulated code, about 5 s of every boot; QEMU loads the uncompressed ELF straight into guest memory and
+    enters it at its PVH entry. The same kernel boots either way. A kernel built without CONFIG_PVH is refused.
+    """
+    fmt, payload = bzimage_payload(vmlinuz.read_bytes())
+    elf = decompress_payload(fmt, payload)
+    if not has_pvh_entry(elf):
+        raise EngineError(f"{vmlinuz.name} has no PVH entry note (a kernel built without CONFIG_PVH): "
+                          "QEMU cannot boot its uncompressed image directly")
+    dest.write_bytes(elf)
+    return fmt

@@ -124,8 +124,8 @@ class TieringScale:
 
 SCALES: dict[str, TieringScale] = {
     # smoke: every phase once, short; the pool does not get to learn (no cycle ends): numbers are not meaningful
-    "smoke": TieringScale(64 * MiB, phase_s=3, settle_s=2, with_s=3, delete_window_s=6, learn_segment_s=3,
-                          learn_limit_s=3, relearn_limit_s=3, untiered_factor=1.0),
+    "smoke": TieringScale(64 * MiB, phase_s=2, settle_s=2, with_s=2, delete_window_s=4, learn_segment_s=2,
+                          learn_limit_s=2, relearn_limit_s=2, untiered_factor=1.0),
     # quick: the seed's disk scaled; learning takes one 120 s cycle; initial ... after take 95 s of the ~110 s
     # left in the next cycle; sas_pool's runs twice as long (its claims' intervals were about ±6 pp with 3-s
     # batches of 20 s, against ±5 pp tolerances). The LVM thin guest learns in 10-s runs the host ends from the
