@@ -9,11 +9,12 @@ import pytest
 import yaml
 
 from snaptax.counters import CounterValue
+from snaptax.errors import ConfigError
 from snaptax.fio import parse_size
 from snaptax.models import tiering as tm
 from snaptax.spindle.profiles import to_json
 from snaptax.spindle.rigfiles import SPINDLES_DIR, parse_device
-from snaptax.studies.tiering import analyse as an
+from snaptax.studies.tiering import analyse as an, plan as planmod
 from snaptax.values import Value
 
 
@@ -115,7 +116,7 @@ def _lvmthin_meas(shares, cycles):
 def test_the_fixed_learning_runs_learned_when_a_cycle_ended_and_the_last_run_was_ssd_served(shares, cycles, learned):
     values = {v.key: v for v in an._lvmthin_values(_lvmthin_meas(shares, cycles), pd.DataFrame(
         columns=["pool", "phase"]), pd.DataFrame(columns=["pool", "event", "t_s", "learned", "seconds"]),
-        pd.DataFrame(columns=["pool", "phase"]), 0.9, {})}
+        pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, {})}
     assert values["tiering.tier_pool.lvmthin.learned"].text == learned
     assert values["tiering.tier_pool.lvmthin.relearned"].text == "n/a"
     assert values["tiering.tier_pool.lvmthin.learn_s"].value == pytest.approx(29.0)
@@ -127,6 +128,12 @@ def test_the_fixed_learning_runs_learned_when_a_cycle_ended_and_the_last_run_was
 
 CURVE = {"fraction": [0.0, 0.5, 1.0], "ratio_pct": [100.0, 96.0, 100.0], "ratio_low": [100.0, 94.0, 98.0],
          "ratio_high": [100.0, 98.0, 102.0]}
+
+
+def test_the_span_models_seeds_are_counted_from_the_run():
+    assert an.span_model_seeds({**CURVE, "seeds": [3, 4]}) == 2
+    assert an.span_model_seeds(CURVE) == len(planmod.SPAN_MODEL_SEEDS)     # runs that did not record them
+    assert an.span_model_seeds({}) == 0                                   # no span model: no seeds
 
 
 def test_the_span_model_is_read_between_its_modelled_fractions():
@@ -164,7 +171,7 @@ def test_the_span_explanation_holds_only_where_the_model_meets_the_measured_rati
     layout = {"sas_pool.lvmthin": {"span_model": CURVE, "chunk_size": 65536}}
     values = {v.key: v for v in an._lvmthin_values(
         meas, phases, pd.DataFrame(columns=["pool", "event", "t_s", "learned", "seconds"]),
-        pd.DataFrame(columns=["pool", "phase"]), 0.9, layout)}
+        pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, layout)}
     assert values["tiering.sas_pool.lvmthin.remapped_pct"].value == pytest.approx(100 / 3)
     model = values["tiering.sas_pool.lvmthin.after.span_model_ratio"]
     assert model.value == pytest.approx(100 - 4 * 2 / 3) and model.has_interval
@@ -249,7 +256,7 @@ def test_the_copy_model_fitted_under_the_snapshot_predicts_the_phase_after_lvrem
     for after, verdict in ((expected_after, "holds"), (expected_after - 10, "refuted")):
         after_ratio = Value.where_defined("x.after.ratio", after, after - 1, after + 1, 5, "%", 1, "")
         values = {v.key: v for v in an.copy_model_values(meas(25.0), "sas_pool.lvmthin", 65536.0, CURVE,
-                                                          with_ratio, after_ratio, "x")}
+                                                          with_ratio, after_ratio, "x", 0.8)}
         assert values["x.copy_cost"].value == pytest.approx(k)
         assert values["x.after.remapped_end_pct"].value == pytest.approx(75.0)
         assert values["x.after.copy_model_ratio"].value == pytest.approx(expected_after)
@@ -293,6 +300,14 @@ def test_the_pool_set_up_values_follow_the_recorded_spec_and_go_undefined_where_
     recorded = to_json(parse_device({**tier, "cycle": "90s"}, "test"))
     got = _pool_values(_manifest({"sas_pool": raid, "tier_pool": tier}, variants={"tier_pool": {"spec": recorded}}))
     assert got["cycle_s"] == 90
+    # ... and so does the spec the tiering study records in the variant's `study` (measure.pool_spec)
+    got = _pool_values(_manifest({"sas_pool": raid, "tier_pool": tier},
+                                 variants={"tier_pool": {"study": {"spec": recorded}}}))
+    assert got["cycle_s"] == 90
+    # a recorded spec that does not parse is an error naming the run's variant, not a blank in the paper
+    with pytest.raises(ConfigError, match="variant tier_pool.*kind"):
+        an.pool_specs(_manifest({"sas_pool": raid, "tier_pool": tier},
+                                variants={"tier_pool": {"study": {"spec": {"kind": "ssd"}}}}))
     # "the same RAID5" on both pools: not so, no member count or strip to print
     got = _pool_values(_manifest({"sas_pool": {**raid, "members": 8}, "tier_pool": tier}))
     assert math.isnan(got["members"]) and math.isnan(got["strip_kib"]) and got["extent_mib"] == 32

@@ -26,6 +26,7 @@ def test_the_untiered_pools_own_model_of_the_two_region_layout():
     devs = measure.pool_devices(rig)
     curve = measure.span_model(rig, devs["sas_pool"], s, ios=1500)
     assert curve["fraction"] == list(planmod.SPAN_MODEL_FRACTIONS)
+    assert curve["seeds"] == list(planmod.SPAN_MODEL_SEEDS)       # recorded: the analysis counts them from the run
     assert [curve[k][0] for k in ("ratio_pct", "ratio_low", "ratio_high")] == pytest.approx([100.0] * 3)
     assert all(lo <= x <= hi for lo, x, hi in zip(curve["ratio_low"], curve["ratio_pct"], curve["ratio_high"],
                                                   strict=True))
@@ -53,6 +54,7 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
             == [p for p in planmod.phases_of(pool) if p not in ("learn", "relearn")]
         assert (record.path / "measurements" / pool / "host_series.csv").exists()
         assert m.variants[pool]["study"]["model_time_per_io"]
+        assert m.variants[pool]["study"]["spec"]["kind"] == ("tier" if planmod.tiered(pool) else "raid5")
     for variant, pool in thin.items():
         # the LVM thin timeline: the guest's runs on the host's clock, inside the pool's sampled series
         runs = [x for x in record.measurements if x.variant == variant]

@@ -26,14 +26,13 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
-from ...errors import ConfigError
 from ...models import copy_load, tiering as tm
 from ...record import Manifest, RunRecord, lateness_fraction, service_time_s
 from ...spindle.profiles import DeviceSpec, Raid5Spec, TierSpec, spec_from_json
 from ...spindle.rigfiles import parse_device
 from ...stats import Interval, ratio_of_means_interval
 from ...values import Value
-from .plan import LVM_THIN, POOLS, READ_PERCENT, SPAN_MODEL_SEEDS, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
+from .plan import LVM_THIN, POOLS, SPAN_MODEL_SEEDS, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
 
 CITE = "kanap"
 WHERE_SAS = "table 'V7000 full SAS'"
@@ -345,10 +344,11 @@ def fit_model(seconds: pd.DataFrame) -> tm.TierFit | None:
         return None
 
 
-def what_if_table(fit: tm.TierFit | None, phases: pd.DataFrame, tau_ssd_us: float) -> pd.DataFrame:
+def what_if_table(fit: tm.TierFit | None, phases: pd.DataFrame, tau_ssd_us: float,
+                  read_fraction: float) -> pd.DataFrame:
     """The seed's pool with other cycles (loss duration at the seed's disk and migration rate) and with flash as a
     write cache (the ratio with a snapshot if every write were served by flash; the model with the SSD tier at
-    `tau_ssd_us` and the fitted τ_hdd, as at_tier_speed)."""
+    `tau_ssd_us` and the fitted τ_hdd, as at_tier_speed); `read_fraction`: the load's, as the run recorded it."""
     rows = []
     for name, cycle in WHAT_IF_CYCLES_S.items():
         rows.append({"what": f"cycle {name}", "cycle_s": cycle,
@@ -358,7 +358,7 @@ def what_if_table(fit: tm.TierFit | None, phases: pd.DataFrame, tau_ssd_us: floa
         p0 = float(tier[tier.phase == "initial"].ssd_share.iloc[0])
         pw = float(tier[tier.phase == "with"].ssd_share.iloc[0])
         # the share of reads served by SSD is not split out from the measured p: take p as the reads' share
-        p_cached = float(tm.write_cache_share(pw, READ_PERCENT / 100))
+        p_cached = float(tm.write_cache_share(pw, read_fraction))
         for what, p in (("measured share with snapshot", pw), ("flash write cache", p_cached)):
             ratio = tm.time_per_io_us(p0, tau_ssd_us, fit.tau_hdd_us) / tm.time_per_io_us(p, tau_ssd_us,
                                                                                          fit.tau_hdd_us)
@@ -443,10 +443,11 @@ def _relative(phases: pd.DataFrame, speed: pd.DataFrame) -> Interval:
 
 def pool_specs(manifest: Manifest) -> dict[str, tuple[DeviceSpec | None, float]]:
     """Per pool (POOLS): the device spec it was served with and its LBA space in bytes, as the run recorded them.
-    The spec: the variant's recorded `spec` (profiles.to_json, as spindle.measure records it) if there is one, else
-    the `spindle` mapping the manifest recorded for the pool's rig device (parameters["devices"] names it), read by
-    the package's own loader (rigfiles.parse_device, which resolves a named array in rigs/spindles/devices.yaml as
-    the measurement did); None for a device without either (a real pool). The capacity: the manifest's
+    The spec: the variant's recorded `spec` (profiles.to_json of measure.pool_spec, in `study`) if there is one;
+    for runs made before it was recorded, the `spindle` mapping the manifest recorded for the pool's rig device
+    (parameters["devices"] names it), read by the package's own loader (rigfiles.parse_device, which resolves a
+    named array in today's rigs/spindles/devices.yaml); None for a device without either (a real pool). A spec
+    that does not parse raises ConfigError, naming the run and the field. The capacity: the manifest's
     capacity_bytes of that device (nan if not recorded)."""
     names = manifest.parameters.get("devices") or {}
     devices = {d.get("name"): d for d in manifest.devices}
@@ -457,13 +458,10 @@ def pool_specs(manifest: Manifest) -> dict[str, tuple[DeviceSpec | None, float]]
         meta = manifest.variants.get(pool) or {}
         recorded = meta.get("spec") or (meta.get("study") or {}).get("spec")
         spec: DeviceSpec | None = None
-        try:
-            if recorded:
-                spec = spec_from_json(recorded, f"{manifest.run_id}: variant {pool}")
-            elif dev.get("spindle"):
-                spec = parse_device(dev["spindle"], manifest.rig_file or manifest.rig, f"devices.{name}.spindle")
-        except ConfigError:
-            spec = None
+        if recorded:
+            spec = spec_from_json(recorded, f"{manifest.run_id}: variant {pool}")
+        elif dev.get("spindle"):   # runs before the spec was recorded (2026-11-26)
+            spec = parse_device(dev["spindle"], manifest.rig_file or manifest.rig, f"devices.{name}.spindle")
         out[pool] = (spec, float(dev.get("capacity_bytes") or math.nan))
     return out
 
@@ -501,8 +499,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
            Value(f"{k}.delete_window_s", float(params["delete_window_s"]), "s"),
            Value(f"{k}.batch_s", float(BATCH_S), "s"),
            Value(f"{k}.bs_kib", float(params.get("bs", math.nan)) / 1024, "KiB"),
-           Value(f"{k}.span_model_seeds", float(len(SPAN_MODEL_SEEDS)), "seeds"),
-           Value(f"{k}.write_share", 1 - READ_PERCENT / 100, "", digits=1),      # w of the copy-load model
+           Value(f"{k}.write_share", 1 - read_fraction(record), "", digits=1),      # w of the copy-load model
            Value(f"{k}.learn_segment_s", float(params["learn_segment_s"]), "s", digits=0),
            Value(f"{k}.guest_segment_s", float(params.get("guest_segment_s", math.nan)), "s", digits=0),
            Value(f"{k}.learned_fraction_pct", 100 * float(params.get("learned_fraction", math.nan)), "%", digits=0),
@@ -642,14 +639,28 @@ def remapped_fraction(meas: pd.DataFrame, variant: str, chunk_size: float, phase
     return min(1.0, broken / mapped) if mapped > 0 else math.nan
 
 
+def read_fraction(record: RunRecord) -> float:
+    """The load's share of reads, as the run recorded it (parameters.read_percent)."""
+    return float(record.manifest.parameters["read_percent"]) / 100
+
+
+def span_model_seeds(curve: dict[str, list]) -> int:
+    """How many seeds the span model (measure.span_model) ran; 0 without one. Runs before 2026-11-26 did not record
+    them: those ran plan.SPAN_MODEL_SEEDS, unchanged since the span model was introduced."""
+    if not curve:
+        return 0
+    return len(curve.get("seeds") or SPAN_MODEL_SEEDS)
+
+
 def copy_model_values(meas: pd.DataFrame, variant: str, chunk_size: float, curve: dict[str, list],
-                      with_ratio: Value | None, after_ratio: Value | None, base: str) -> list[Value]:
+                      with_ratio: Value | None, after_ratio: Value | None, base: str,
+                      read_fraction: float) -> list[Value]:
     """The copy-load model (models.copy_load) on an untiered pool's LVM thin timeline: the copy cost k fitted on the
     with-snapshot phase (its ratio, its copied share of writes, the span model at its mean remapped share), the
     after-lvremove ratio it predicts from that phase's own copies and layout, and whether the measured ratio lies
     in the predicted interval (`{STUDY}.predict.lvmthin_copies_explain_after`). The interval covers the with
-    ratio's interval only (the span model's central value is used)."""
-    w = 1 - READ_PERCENT / 100
+    ratio's interval only (the span model's central value is used). `read_fraction`: the load's, as recorded."""
+    w = 1 - read_fraction
     f = {ph: remapped_fraction(meas, variant, chunk_size, ph) for ph in ("settle", "with", "after")}
 
     def copied(ph: str) -> float:
@@ -686,7 +697,8 @@ def _explains(after: Value, model: Value) -> str:
 
 
 def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFrame, speed: pd.DataFrame,
-                    learned_fraction: float, layout: dict[str, dict[str, Any]]) -> list[Value]:
+                    learned_fraction: float, read_fraction: float,
+                    layout: dict[str, dict[str, Any]]) -> list[Value]:
     """The array-native contrast: per pool, the LVM thin timeline's phase IOPS, SSD-served shares and ratios to its
     own initial phase (with intervals), its guest rate against the qcow2 timeline's, how long lvcreate and lvremove
     took; on the tiered pool also the ratios at the SSD tier's speed and whether the learning runs did learn
@@ -749,7 +761,9 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
             f = remapped_fraction(meas, variant, float(lay.get("chunk_size") or math.nan))
             out.append(Value(f"{base}.remapped_pct", 100 * f, "%", digits=0))
             est, lo, hi = span_model_ratio(lay.get("span_model") or {}, f)
-            model = Value.where_defined(f"{base}.after.span_model_ratio", est, lo, hi, len(SPAN_MODEL_SEEDS), "%",
+            curve = lay.get("span_model") or {}
+            out.append(Value(f"{k}.span_model_seeds", float(span_model_seeds(curve)), "seeds"))
+            model = Value.where_defined(f"{base}.after.span_model_ratio", est, lo, hi, span_model_seeds(curve), "%",
                                         1, "the emulated pool's own model (closed loops) of the two-region layout, "
                                         "range over seeds")
             out.append(model)
@@ -758,7 +772,7 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
                              text=_explains(after, model) if after is not None else "n/a"))
             with_ratio = next((v for v in out if v.key == f"{base}.with.ratio"), None)
             out += copy_model_values(meas, variant, float(lay.get("chunk_size") or math.nan),
-                                     lay.get("span_model") or {}, with_ratio, after, base)
+                                     curve, with_ratio, after, base, read_fraction)
         if pool == TIERED:
             out.append(Value(f"{k}.predict.lvmthin_misplacement_stays", text=_stays(phases)))
             for phase in ("learn", "relearn"):
@@ -784,14 +798,14 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     model_us = model_time_per_io(record)
     speed = at_tier_speed(phases, fit, model_us)
     what_if = what_if_table(fit, phases, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit
-                                                                         else math.nan))
+                                                                         else math.nan), read_fraction(record))
     values = _values(record, meas, phases, events, fit, what_if, speed, model_us)
     values += pool_values(pool_specs(record.manifest))
     layout = {v: {"span_model": (meta.get("study") or {}).get("span_model") or {},
                   "chunk_size": _chunk_size(record, v)}
               for v, meta in record.manifest.variants.items() if engine_of(v) == LVM_THIN}
     values += _lvmthin_values(meas, phases, events, speed,
-                              float(record.manifest.parameters.get("learned_fraction", 0.9)), layout)
+                              float(record.manifest.parameters["learned_fraction"]), read_fraction(record), layout)
     chunks = {_chunk_size(record, v) for v in layout}
     values.append(Value(f"{STUDY}.{LVM_THIN}.chunk_kib", chunks.pop() / 1024 if len(chunks) == 1 else math.nan, "KiB"))
     by_key = {v.key: v for v in values}

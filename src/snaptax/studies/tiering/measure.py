@@ -26,7 +26,7 @@ from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...record import RunSession
 from ...spindle.predict import Region, closed_loop, closed_loop_mix
-from ...spindle.profiles import TierSpec
+from ...spindle.profiles import DeviceSpec, TierSpec, to_json as spec_to_json
 from ...spindle.rigfiles import parse_device
 from ...timeline import HostSampler, Timeline, attempt, delete_active, job_text
 from . import plan as planmod
@@ -63,15 +63,22 @@ def pool_devices(rig: rigmod.Rig) -> dict[str, rigmod.Device]:
     return out
 
 
+def pool_spec(rig: rigmod.Rig, dev: rigmod.Device) -> DeviceSpec | None:
+    """The emulated pool's device spec as the rig file gives it (a named array resolved in
+    rigs/spindles/devices.yaml); None for a real pool. Recorded in the run (`study.spec`), so the analysis reads
+    the pool the run measured, not today's devices.yaml."""
+    return parse_device(dev.spindle, rig.source, f"devices.{dev.name}.spindle") if dev.emulated else None
+
+
 def emulated_time_per_io(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale) -> dict[str, float]:
     """What the emulated pool's own model (spindle.predict, virtual time, no harness) gives for the workload at its
     queue depth, per tier: µs per I/O, the read/write mix of closed loops of reads and of writes
     (τ = f_r/IOPS_read + (1 − f_r)/IOPS_write), over the disk's span of the tier. The served emulator cannot
     deliver the SSD tier's rate on this machine (one Python process per pool); the analysis uses these to say what
     the measured SSD-served shares would cost at the tier's own speed. Empty for a real pool."""
-    if not dev.emulated:
+    spec = pool_spec(rig, dev)
+    if spec is None:
         return {}
-    spec = parse_device(dev.spindle, rig.source, f"devices.{dev.name}.spindle")
     fr = planmod.READ_PERCENT / 100
     tiers = {"ssd": (spec.ssd, spec.ssd_fraction), "hdd": (spec.hdd, 1 - spec.ssd_fraction)} \
         if isinstance(spec, TierSpec) else {"hdd": (spec, 1.0)}
@@ -94,10 +101,8 @@ def span_model(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale, ios
     plan.SPAN_MODEL_FRACTIONS: IOPS(f) / IOPS(0) in %, the mean over plan.SPAN_MODEL_SEEDS (each seed the same
     random numbers for every f) and its range over them. Empty for a real or a tiered pool (there the SSD share
     dominates)."""
-    if not dev.emulated:
-        return {}
-    spec = parse_device(dev.spindle, rig.source, f"devices.{dev.name}.spindle")
-    if isinstance(spec, TierSpec):
+    spec = pool_spec(rig, dev)
+    if spec is None or isinstance(spec, TierSpec):
         return {}
     d = s.disk_bytes
     by_seed = []
@@ -110,7 +115,7 @@ def span_model(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale, ios
                                         seed=seed).iops)
         by_seed.append([100 * x / iops[0] for x in iops])
     by_f = list(zip(*by_seed, strict=True))
-    return {"fraction": list(planmod.SPAN_MODEL_FRACTIONS),
+    return {"fraction": list(planmod.SPAN_MODEL_FRACTIONS), "seeds": list(planmod.SPAN_MODEL_SEEDS),
             "ratio_pct": [sum(col) / len(col) for col in by_f],
             "ratio_low": [min(col) for col in by_f],
             "ratio_high": [max(col) for col in by_f]}
@@ -259,7 +264,9 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devices.values()),
                     planned_points=planmod.planned_points(s, lvmthin),
                     planned_seconds=planmod.planned_seconds(profile, lvmthin)) as session:
+        specs = {pool: pool_spec(rig, dev) for pool, dev in devices.items()}
         study = {pool: {"pool": pool, "device": dev.name, "emulated": dev.emulated,
+                        "spec": spec_to_json(specs[pool]) if specs[pool] is not None else None,
                         "model_time_per_io": emulated_time_per_io(rig, dev, s)} for pool, dev in devices.items()}
         span = {pool: span_model(rig, dev, s) for pool, dev in devices.items()} if lvmthin else {}
         for pool, dev in devices.items():
@@ -277,6 +284,6 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
 
 
 __all__ = ["HOST_KEYS", "LATENESS_KEYS", "sampled_keys", "pool_devices",
-           "emulated_time_per_io", "span_model", "ssd_share", "LearningVerdict", "learning_verdict",
+           "pool_spec", "emulated_time_per_io", "span_model", "ssd_share", "LearningVerdict", "learning_verdict",
            "wait_until_learned", "timeline",
            "LearningGate", "lvmthin_timeline", "host_series_path", "run"]
