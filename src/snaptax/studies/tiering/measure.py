@@ -266,7 +266,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                     planned_seconds=planmod.planned_seconds(profile, lvmthin)) as session:
         specs = {pool: pool_spec(rig, dev) for pool, dev in devices.items()}
         study = {pool: {"pool": pool, "device": dev.name, "emulated": dev.emulated,
-                        "spec": spec_to_json(specs[pool]) if specs[pool] is not None else None,
+                        "spec": spec_to_json(spec) if (spec := specs[pool]) is not None else None,
                         "model_time_per_io": emulated_time_per_io(rig, dev, s)} for pool, dev in devices.items()}
         span = {pool: span_model(rig, dev, s) for pool, dev in devices.items()} if lvmthin else {}
         for pool, dev in devices.items():
