@@ -116,7 +116,7 @@ def _lvmthin_meas(shares, cycles):
 def test_the_fixed_learning_runs_learned_when_a_cycle_ended_and_the_last_run_was_ssd_served(shares, cycles, learned):
     values = {v.key: v for v in an._lvmthin_values(_lvmthin_meas(shares, cycles), pd.DataFrame(
         columns=["pool", "phase"]), pd.DataFrame(columns=["pool", "event", "t_s", "learned", "seconds"]),
-        pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, {})}
+        pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, {}, 6000)}
     assert values["tiering.tier_pool.lvmthin.learned"].text == learned
     assert values["tiering.tier_pool.lvmthin.relearned"].text == "n/a"
     assert values["tiering.tier_pool.lvmthin.learn_s"].value == pytest.approx(29.0)
@@ -171,7 +171,7 @@ def test_the_span_explanation_holds_only_where_the_model_meets_the_measured_rati
     layout = {"sas_pool.lvmthin": {"span_model": CURVE, "chunk_size": 65536}}
     values = {v.key: v for v in an._lvmthin_values(
         meas, phases, pd.DataFrame(columns=["pool", "event", "t_s", "learned", "seconds"]),
-        pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, layout)}
+        pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, layout, 6000)}
     assert values["tiering.sas_pool.lvmthin.remapped_pct"].value == pytest.approx(100 / 3)
     model = values["tiering.sas_pool.lvmthin.after.span_model_ratio"]
     assert model.value == pytest.approx(100 - 4 * 2 / 3) and model.has_interval

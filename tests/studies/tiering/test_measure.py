@@ -1,5 +1,7 @@
 """The tiering study measured end to end at the smoke profile (integration: nbdkit pools, qemu-storage-daemon,
 fio), and the emulated pools' own model of the workload."""
+import dataclasses
+
 import pytest
 
 from snaptax import profiles, rig as rigmod
@@ -24,7 +26,7 @@ def test_the_untiered_pools_own_model_of_the_two_region_layout():
     rig = rigmod.load("local")
     s = planmod.scale(profiles.get("quick"))
     devs = measure.pool_devices(rig)
-    curve = measure.span_model(rig, devs["sas_pool"], s, ios=1500)
+    curve = measure.span_model(rig, devs["sas_pool"], dataclasses.replace(s, span_model_ios=1500))
     assert curve["fraction"] == list(planmod.SPAN_MODEL_FRACTIONS)
     assert curve["seeds"] == list(planmod.SPAN_MODEL_SEEDS)       # recorded: the analysis counts them from the run
     assert [curve[k][0] for k in ("ratio_pct", "ratio_low", "ratio_high")] == pytest.approx([100.0] * 3)

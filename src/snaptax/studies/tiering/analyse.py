@@ -698,15 +698,15 @@ def _explains(after: Value, model: Value) -> str:
 
 def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFrame, speed: pd.DataFrame,
                     learned_fraction: float, read_fraction: float,
-                    layout: dict[str, dict[str, Any]]) -> list[Value]:
+                    layout: dict[str, dict[str, Any]], span_model_ios: int) -> list[Value]:
     """The array-native contrast: per pool, the LVM thin timeline's phase IOPS, SSD-served shares and ratios to its
     own initial phase (with intervals), its guest rate against the qcow2 timeline's, how long lvcreate and lvremove
     took; on the tiered pool also the ratios at the SSD tier's speed and whether the learning runs did learn
     (a cycle ended inside and the last run's SSD-served share reached `learned_fraction`); on an untiered pool the
     share of the data remapped under the snapshot, the two-region layout's rate from the pool's own model
-    (`layout[variant]`: its span_model and chunk_size) and whether it explains the loss after lvremove, and per phase
-    the members' time per command, balance and cache hits, the array's time per command and mean queue, the
-    device's I/Os per guest I/O and the guest's CPU use. NaN where not measured."""
+    (`layout[variant]`: its span_model and chunk_size; `span_model_ios` requests per loop) and whether it explains the
+    loss after lvremove, and per phase the members' time per command, balance and cache hits, the array's time per
+    command and mean queue, the device's I/Os per guest I/O and the guest's CPU use. NaN where not measured."""
     k = STUDY
     out: list[Value] = []
     for pool in POOLS:
@@ -763,6 +763,8 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
             est, lo, hi = span_model_ratio(lay.get("span_model") or {}, f)
             curve = lay.get("span_model") or {}
             out.append(Value(f"{k}.span_model_seeds", float(span_model_seeds(curve)), "seeds"))
+            out.append(Value(f"{k}.span_model_ios", float(span_model_ios) if curve else math.nan, "requests",
+                             digits=0))
             model = Value.where_defined(f"{base}.after.span_model_ratio", est, lo, hi, span_model_seeds(curve), "%",
                                         1, "the emulated pool's own model (closed loops) of the two-region layout, "
                                         "range over seeds")
@@ -805,7 +807,9 @@ def analyse(record: RunRecord) -> TieringAnalysis:
                   "chunk_size": _chunk_size(record, v)}
               for v, meta in record.manifest.variants.items() if engine_of(v) == LVM_THIN}
     values += _lvmthin_values(meas, phases, events, speed,
-                              float(record.manifest.parameters["learned_fraction"]), read_fraction(record), layout)
+                              float(record.manifest.parameters["learned_fraction"]), read_fraction(record), layout,
+                              # runs before it was recorded (2026-11-26) ran measure.span_model's then default
+                              int(record.manifest.parameters.get("span_model_ios", 6000)))
     chunks = {_chunk_size(record, v) for v in layout}
     values.append(Value(f"{STUDY}.{LVM_THIN}.chunk_kib", chunks.pop() / 1024 if len(chunks) == 1 else math.nan, "KiB"))
     by_key = {v.key: v for v in values}

@@ -92,7 +92,7 @@ def emulated_time_per_io(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.Tiering
     return out
 
 
-def span_model(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale, ios: int = 6000) -> dict[str, list]:
+def span_model(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale) -> dict[str, list]:
     """What the emulated (untiered) pool's own model gives for the load once a share f of the volume's data lies in
     a second region right after the first: the layout LVM thin leaves behind after a snapshot's deletion (the
     chunks written under the snapshot were allocated after the volume's; thin pools allocate upwards). Regions
@@ -111,7 +111,8 @@ def span_model(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale, ios
         for f in planmod.SPAN_MODEL_FRACTIONS:
             regions = [Region(0, d, 1 - f)] + ([Region(d, int(f * d) // planmod.BS * planmod.BS, f)] if f else [])
             iops.append(closed_loop_mix(spec, dev.capacity, qd=planmod.IODEPTH, regions=regions,
-                                        read_fraction=planmod.READ_PERCENT / 100, bs=planmod.BS, ios=ios,
+                                        read_fraction=planmod.READ_PERCENT / 100, bs=planmod.BS,
+                                        ios=s.span_model_ios,
                                         seed=seed).iops)
         by_seed.append([100 * x / iops[0] for x in iops])
     by_f = list(zip(*by_seed, strict=True))
