@@ -129,7 +129,7 @@ class TieringScale:
 SCALES: dict[str, TieringScale] = {
     # smoke: every phase once, short; the pool does not get to learn (no cycle ends): numbers are not meaningful;
     # the span model with a tenth of the requests (1 s of CPU, not 9)
-    "smoke": TieringScale(64 * MiB, phase_s=2, settle_s=2, with_s=2, delete_window_s=4, learn_segment_s=2,
+    "smoke": TieringScale(32 * MiB, phase_s=2, settle_s=2, with_s=2, delete_window_s=4, learn_segment_s=2,
                           learn_limit_s=2, relearn_limit_s=2, untiered_factor=1.0, span_model_ios=600),
     # quick: the seed's disk scaled; learning takes one 120 s cycle; initial ... after take 95 s of the ~110 s
     # left in the next cycle; sas_pool's runs twice as long (its claims' intervals were about ±6 pp with 3-s
