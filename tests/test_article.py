@@ -103,6 +103,14 @@ def test_bench_values(tmp_path):
     assert vals["paper.bench.nbd_over_direct_pct"].value == 49.0
     assert "paper.bench.cofw_iops" not in vals
     assert vals["paper.bench.provenance"].text == "commit 0123456789, 2026-01-02"
+    # groups measured in different runs each name their own
+    p.write_text(json.dumps({"meta_commit": "0123456789abcdef", "meta_date_utc": "2026-01-03T00:00:00Z",
+                             "meta_spindle_commit": "fedcba9876543210", "meta_spindle_commit_dirty": True,
+                             "meta_spindle_date_utc": "2026-01-03T00:00:00Z", "meta_spindle_cpu_model": "CPU B",
+                             "meta_harness_commit": "0123456789abcdef", "meta_harness_date_utc": "2026-01-02T00:00:00Z",
+                             "meta_harness_cpu_model": "CPU A"}))
+    assert {v.key: v for v in article.bench_values(p)}["paper.bench.provenance"].text == \
+        "harness: commit 0123456789, 2026-01-02, CPU A; spindle: commit fedcba9876+, 2026-01-03, CPU B"
     assert "paper.bench.seek_fit_goal" not in vals
 
 

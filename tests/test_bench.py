@@ -22,6 +22,16 @@ def test_latest_json_is_flat_and_says_where_and_when(fake):
     assert out["meta_date_utc"].endswith("Z") and out["meta_groups"] == "fake"
     assert out["meta_kernel"] and out["meta_cpus"] >= 1
     assert {"meta_commit", "meta_commit_dirty", "meta_cpu_model"} <= set(out)
+    assert out["meta_fake_date_utc"][:10] == out["meta_date_utc"][:10] and out["meta_fake_commit"] == out["meta_commit"]
+
+
+def test_a_group_not_run_keeps_its_figures_and_its_own_provenance(fake, monkeypatch):
+    fake.write_text(json.dumps({"old_figure": 1.0, "meta_old_date_utc": "2026-01-02T03:04:05Z",
+                                "meta_old_commit": "abc", "meta_old_cpu_model": "other CPU"}))
+    bench.main(["fake"])
+    out = json.loads(fake.read_text())
+    assert out["old_figure"] == 1.0 and out["meta_old_cpu_model"] == "other CPU"
+    assert out["meta_groups"] == "fake" and out["meta_fake_date_utc"] != "2026-01-02T03:04:05Z"
 
 
 def test_unknown_group_is_a_config_error_before_anything_runs(fake):

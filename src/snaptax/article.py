@@ -428,7 +428,20 @@ def bench_values(path: Path) -> list[Value]:
     worst = data.get("seek_fit_max_rel_error_max")
     if isinstance(worst, int | float) and math.isfinite(worst):
         vals.append(Value("paper.bench.seek_fit_goal", text="within" if worst <= SEEK_FIT_GOAL else "above"))
-    where = [f"commit {str(data['meta_commit'])[:10]}" if data.get("meta_commit") else "",
-             str(data.get("meta_date_utc") or "")[:10]]
-    vals.append(Value("paper.bench.provenance", text=", ".join(w for w in where if w) or "not recorded"))
+    vals.append(Value("paper.bench.provenance", text=bench_provenance(data)))
     return vals
+
+
+def bench_provenance(data: dict) -> str:
+    """Which commit, day and CPU measured the bench's figures: per group where each group recorded its own
+    (`meta_<group>_*`, bench.group_meta); else the run's (`meta_*`), as files before per-group provenance have it."""
+    def where(prefix: str) -> str:
+        commit = str(data.get(f"{prefix}commit") or "")
+        parts = [f"commit {commit[:10]}{'+' if data.get(f'{prefix}commit_dirty') else ''}" if commit else "",
+                 str(data.get(f"{prefix}date_utc") or "")[:10], str(data.get(f"{prefix}cpu_model") or "")]
+        return ", ".join(p for p in parts if p)
+    groups = sorted(k.removeprefix("meta_").removesuffix("_date_utc") for k in data
+                    if k.startswith("meta_") and k.endswith("_date_utc") and k != "meta_date_utc")
+    if groups:
+        return "; ".join(f"{g}: {where(f'meta_{g}_')}" for g in groups)
+    return where("meta_") or "not recorded"

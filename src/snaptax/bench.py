@@ -2,8 +2,8 @@
 
 Writes a flat JSON object (name → number) to bench/latest.json and prints it as a table, with the machine and
 revision that measured it as flat `meta_*` keys beside the figures (commit, whether the tree was dirty, UTC date,
-kernel, CPU count and model, the groups that run measured; with `--only`, the other groups' figures are kept from
-the earlier run). Groups:
+kernel, CPU count and model, the groups that run measured), and the same per group as `meta_<group>_*`: with
+`--only`, the other groups' figures are kept from earlier runs, with their own provenance. Groups:
   harness  fio through the measurement path (NBD → qemu-storage-daemon, raw, no snapshot; one connection and
            two; a null backend) versus fio with libaio direct=1 on the very device qsd reads, rotating rounds;
            median ratios of IOPS and the CPU per I/O of each path.
@@ -159,18 +159,22 @@ def groups() -> dict[str, Callable[[], dict[str, float]]]:
 Figure = float | int | str | bool | None
 
 
-def meta(groups_run: list[str]) -> dict[str, Figure]:
-    """Where and when the figures were measured, as flat keys (bench/latest.json stays one flat object)."""
+def _where(prefix: str) -> dict[str, Figure]:
     git, host = provenance.git_state(), provenance.host()
-    return {
-        "meta_commit": git["commit"],
-        "meta_commit_dirty": git["dirty"],
-        "meta_date_utc": provenance.utc_now(),
-        "meta_kernel": host["kernel"],
-        "meta_cpus": host["cpus"],
-        "meta_cpu_model": host["cpu"],
-        "meta_groups": ",".join(groups_run),
-    }
+    return {f"{prefix}commit": git["commit"], f"{prefix}commit_dirty": git["dirty"],
+            f"{prefix}date_utc": provenance.utc_now(), f"{prefix}kernel": host["kernel"],
+            f"{prefix}cpus": host["cpus"], f"{prefix}cpu_model": host["cpu"]}
+
+
+def meta(groups_run: list[str]) -> dict[str, Figure]:
+    """Where and when the latest run measured, as flat keys (bench/latest.json stays one flat object)."""
+    return {**_where("meta_"), "meta_groups": ",".join(groups_run)}
+
+
+def group_meta(name: str) -> dict[str, Figure]:
+    """Where and when group `name`'s figures were measured (`meta_<name>_*`): with --only the other groups' figures
+    are kept from earlier runs, on other commits or machines, and their provenance is kept with them."""
+    return _where(f"meta_{name}_")
 
 
 def _show(value: Figure) -> str:
@@ -191,6 +195,7 @@ def main(only: list[str] | None = None) -> dict[str, Figure]:
         print(f"bench {name} ...", flush=True)
         results.update(available[name]())
         done.append(name)
+        results.update(group_meta(name))
         results.update(meta(done))
         write_atomic(path, json.dumps(results, indent=1, sort_keys=True) + "\n")
     width = max(len(k) for k in results)
