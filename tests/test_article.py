@@ -111,6 +111,12 @@ def test_bench_values(tmp_path):
                              "meta_harness_cpu_model": "CPU A"}))
     assert {v.key: v for v in article.bench_values(p)}["paper.bench.provenance"].text == \
         "harness: commit 0123456789, 2026-01-02, CPU A; spindle: commit fedcba9876+, 2026-01-03, CPU B"
+    # all groups from one run: said once
+    same = {f"meta_{g}_{k}": v for g in ("harness", "spindle") for k, v in
+            (("commit", "0123456789abcdef"), ("date_utc", "2026-01-02T00:00:00Z"), ("cpu_model", "CPU A"))}
+    p.write_text(json.dumps(same))
+    assert {v.key: v for v in article.bench_values(p)}["paper.bench.provenance"].text == \
+        "commit 0123456789, 2026-01-02, CPU A"
     assert "paper.bench.seek_fit_goal" not in vals
 
 

@@ -442,6 +442,7 @@ def bench_provenance(data: dict) -> str:
         return ", ".join(p for p in parts if p)
     groups = sorted(k.removeprefix("meta_").removesuffix("_date_utc") for k in data
                     if k.startswith("meta_") and k.endswith("_date_utc") and k != "meta_date_utc")
-    if groups:
-        return "; ".join(f"{g}: {where(f'meta_{g}_')}" for g in groups)
-    return where("meta_") or "not recorded"
+    per_group = {g: where(f"meta_{g}_") for g in groups}
+    if len(set(per_group.values())) > 1:
+        return "; ".join(f"{g}: {w}" for g, w in per_group.items())
+    return next(iter(per_group.values()), None) or where("meta_") or "not recorded"
