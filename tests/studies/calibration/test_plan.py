@@ -73,5 +73,5 @@ def test_describe_counts_come_from_the_plan(name):
 
 
 def test_quick_plan_time_is_the_sum_of_its_jobs():
-    # smoke: 3 drives × (6 × 2 s + 3 × 4 s) + harness 4 s + reads double 2 × 2 s (prefills are not time-based)
-    assert planmod.build_plan(profiles.get("smoke")).fio_seconds() == 3 * (6 * 2 + 3 * 4) + 4 + 2 * 2
+    # smoke: 3 drives × (6 × 2 s + 3 × 2 s) + harness 4 s + reads double 2 × 2 s (prefills are not time-based)
+    assert planmod.build_plan(profiles.get("smoke")).fio_seconds() == 3 * (6 * 2 + 3 * 2) + 4 + 2 * 2
