@@ -30,9 +30,9 @@ IMAGE_FORMAT = 2   # 2: the kernel stored uncompressed (vmlinux), booted at its 
 GUEST_TOOLS = ("lvm", "dmsetup", "pdata_tools", "fio")
 # Names under which pdata_tools dispatches (it looks at argv[0]).
 PDATA_LINKS = ("thin_check", "thin_ls", "thin_dump", "thin_repair", "thin_metadata_size")
+LVM_LINKS = ("lvcreate", "lvremove", "lvchange", "lvs", "vgcreate", "vgs", "pvcreate", "pvs", "vgchange")
 # The kernel QEMU boots: the package's vmlinuz unpacked to its ELF (kernel.uncompressed_kernel says why).
 KERNEL_FILE = "vmlinux"
-LVM_LINKS = ("lvcreate", "lvremove", "lvchange", "lvs", "vgcreate", "vgs", "pvcreate", "pvs", "vgchange")
 
 
 @dataclass(frozen=True)

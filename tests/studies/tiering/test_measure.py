@@ -14,8 +14,8 @@ def test_the_emulated_tiers_own_times_per_io():
     rig = rigmod.load("local")
     s = planmod.scale(profiles.get("quick"))
     devs = measure.pool_devices(rig)
-    tier = measure.emulated_time_per_io(rig, devs["tier_pool"], s)
-    sas = measure.emulated_time_per_io(rig, devs["sas_pool"], s)
+    tier = measure.emulated_time_per_io(measure.pool_spec(rig, devs["tier_pool"]), devs["tier_pool"].capacity, s)
+    sas = measure.emulated_time_per_io(measure.pool_spec(rig, devs["sas_pool"]), devs["sas_pool"].capacity, s)
     # the SSD tier is tens of times faster than the RAID5 behind it, which is sas_pool's array
     assert 20 * tier["ssd_us_per_io"] < tier["hdd_us_per_io"]
     assert tier["hdd_us_per_io"] == pytest.approx(sas["hdd_us_per_io"], rel=0.1)
@@ -26,7 +26,8 @@ def test_the_untiered_pools_own_model_of_the_two_region_layout():
     rig = rigmod.load("local")
     s = planmod.scale(profiles.get("quick"))
     devs = measure.pool_devices(rig)
-    curve = measure.span_model(rig, devs["sas_pool"], dataclasses.replace(s, span_model_ios=1500))
+    curve = measure.span_model(measure.pool_spec(rig, devs["sas_pool"]), devs["sas_pool"].capacity,
+                               dataclasses.replace(s, span_model_ios=1500))
     assert curve["fraction"] == list(planmod.SPAN_MODEL_FRACTIONS)
     assert curve["seeds"] == list(planmod.SPAN_MODEL_SEEDS)       # recorded: the analysis counts them from the run
     assert [curve[k][0] for k in ("ratio_pct", "ratio_low", "ratio_high")] == pytest.approx([100.0] * 3)
@@ -36,7 +37,8 @@ def test_the_untiered_pools_own_model_of_the_two_region_layout():
     # data moved (one region again, as long as the first)
     assert 85.0 < min(curve["ratio_pct"]) < 100.0
     assert curve["ratio_pct"][-1] == pytest.approx(100.0, abs=4.0)
-    assert measure.span_model(rig, devs["tier_pool"], s) == {}          # there the SSD share dominates
+    tier = devs["tier_pool"]
+    assert measure.span_model(measure.pool_spec(rig, tier), tier.capacity, s) == {}   # there the SSD share dominates
 
 
 GATED = ("learn", "relearn")     # the LVM thin plan's gated loops (plan.lvmthin_plan)

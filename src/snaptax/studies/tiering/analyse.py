@@ -760,12 +760,13 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
             lay = layout.get(variant, {})
             f = remapped_fraction(meas, variant, float(lay.get("chunk_size") or math.nan))
             out.append(Value(f"{base}.remapped_pct", 100 * f, "%", digits=0))
-            est, lo, hi = span_model_ratio(lay.get("span_model") or {}, f)
             curve = lay.get("span_model") or {}
-            out.append(Value(f"{k}.span_model_seeds", float(span_model_seeds(curve)), "seeds"))
+            est, lo, hi = span_model_ratio(curve, f)
+            seeds = span_model_seeds(curve)
+            out.append(Value(f"{k}.span_model_seeds", float(seeds), "seeds"))
             out.append(Value(f"{k}.span_model_ios", float(span_model_ios) if curve else math.nan, "requests",
                              digits=0))
-            model = Value.where_defined(f"{base}.after.span_model_ratio", est, lo, hi, span_model_seeds(curve), "%",
+            model = Value.where_defined(f"{base}.after.span_model_ratio", est, lo, hi, seeds, "%",
                                         1, "the emulated pool's own model (closed loops) of the two-region layout, "
                                         "range over seeds")
             out.append(model)

@@ -70,13 +70,13 @@ def pool_spec(rig: rigmod.Rig, dev: rigmod.Device) -> DeviceSpec | None:
     return parse_device(dev.spindle, rig.source, f"devices.{dev.name}.spindle") if dev.emulated else None
 
 
-def emulated_time_per_io(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale) -> dict[str, float]:
+def emulated_time_per_io(spec: DeviceSpec | None, capacity: int, s: planmod.TieringScale) -> dict[str, float]:
     """What the emulated pool's own model (spindle.predict, virtual time, no harness) gives for the workload at its
     queue depth, per tier: µs per I/O, the read/write mix of closed loops of reads and of writes
     (τ = f_r/IOPS_read + (1 − f_r)/IOPS_write), over the disk's span of the tier. The served emulator cannot
     deliver the SSD tier's rate on this machine (one Python process per pool); the analysis uses these to say what
-    the measured SSD-served shares would cost at the tier's own speed. Empty for a real pool."""
-    spec = pool_spec(rig, dev)
+    the measured SSD-served shares would cost at the tier's own speed. `spec`: pool_spec's, on a device of
+    `capacity` bytes. Empty for a real pool (no spec)."""
     if spec is None:
         return {}
     fr = planmod.READ_PERCENT / 100
@@ -84,7 +84,7 @@ def emulated_time_per_io(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.Tiering
         if isinstance(spec, TierSpec) else {"hdd": (spec, 1.0)}
     out = {}
     for tier, (sub, share) in tiers.items():
-        cap = int(dev.capacity * share)
+        cap = int(capacity * share)
         span = min(1.0, s.disk_bytes / cap)
         r, w = (closed_loop(sub, cap, qd=planmod.IODEPTH, write=wr, bs=planmod.BS, span=span, ios=2000).iops
                 for wr in (False, True))
@@ -92,16 +92,15 @@ def emulated_time_per_io(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.Tiering
     return out
 
 
-def span_model(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale) -> dict[str, list]:
+def span_model(spec: DeviceSpec | None, capacity: int, s: planmod.TieringScale) -> dict[str, list]:
     """What the emulated (untiered) pool's own model gives for the load once a share f of the volume's data lies in
     a second region right after the first: the layout LVM thin leaves behind after a snapshot's deletion (the
     chunks written under the snapshot were allocated after the volume's; thin pools allocate upwards). Regions
     [0, D) with weight 1 − f and [D, D + f·D) with weight f, D the disk's bytes; the load's read share, block size
     and queue depth, random offsets (its 10 % sequential runs left out: they are the same in both layouts). Per f in
     plan.SPAN_MODEL_FRACTIONS: IOPS(f) / IOPS(0) in %, the mean over plan.SPAN_MODEL_SEEDS (each seed the same
-    random numbers for every f) and its range over them. Empty for a real or a tiered pool (there the SSD share
-    dominates)."""
-    spec = pool_spec(rig, dev)
+    random numbers for every f) and its range over them. `spec`: pool_spec's, on a device of `capacity` bytes.
+    Empty for a real (no spec) or a tiered pool (there the SSD share dominates)."""
     if spec is None or isinstance(spec, TierSpec):
         return {}
     d = s.disk_bytes
@@ -110,7 +109,7 @@ def span_model(rig: rigmod.Rig, dev: rigmod.Device, s: planmod.TieringScale) -> 
         iops = []
         for f in planmod.SPAN_MODEL_FRACTIONS:
             regions = [Region(0, d, 1 - f)] + ([Region(d, int(f * d) // planmod.BS * planmod.BS, f)] if f else [])
-            iops.append(closed_loop_mix(spec, dev.capacity, qd=planmod.IODEPTH, regions=regions,
+            iops.append(closed_loop_mix(spec, capacity, qd=planmod.IODEPTH, regions=regions,
                                         read_fraction=planmod.READ_PERCENT / 100, bs=planmod.BS,
                                         ios=s.span_model_ios,
                                         seed=seed).iops)
@@ -268,8 +267,9 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
         specs = {pool: pool_spec(rig, dev) for pool, dev in devices.items()}
         study = {pool: {"pool": pool, "device": dev.name, "emulated": dev.emulated,
                         "spec": spec_to_json(spec) if (spec := specs[pool]) is not None else None,
-                        "model_time_per_io": emulated_time_per_io(rig, dev, s)} for pool, dev in devices.items()}
-        span = {pool: span_model(rig, dev, s) for pool, dev in devices.items()} if lvmthin else {}
+                        "model_time_per_io": emulated_time_per_io(specs[pool], dev.capacity, s)}
+                 for pool, dev in devices.items()}
+        span = {pool: span_model(specs[pool], dev.capacity, s) for pool, dev in devices.items()} if lvmthin else {}
         for pool, dev in devices.items():
             attempt(session, pool, functools.partial(timeline, s=s, pool=pool),
                     functools.partial(Qcow2ChainEngine, rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
