@@ -31,9 +31,9 @@ class DeviceBackend:
     # what a diagnosis of a hung request reads (None: not emulated)
     levels: Callable[[], dict[str, Any]] | None = None
 
-    def protocol(self) -> dict[str, Any]:
+    def protocol(self, aio: str = qsd.FILE_AIO) -> dict[str, Any]:
         return qsd.protocol_for(self.kind, path=self.path, nbd_socket=self.nbd_socket,
-                                nbd_export=self.nbd_export)
+                                nbd_export=self.nbd_export, aio=aio)
 
 
 def _disk_counters(name: str | None) -> Callable[[], dict[str, float]]:

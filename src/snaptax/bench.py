@@ -5,7 +5,8 @@ revision that measured it as flat `meta_*` keys beside the figures (commit, whet
 kernel, CPU count and model, the groups that run measured), and the same per group as `meta_<group>_*`: with
 `--only`, the other groups' figures are kept from earlier runs, with their own provenance. Groups:
   harness  fio through the measurement path (NBD → qemu-storage-daemon, raw, no snapshot; one connection and
-           two; a null backend) versus fio with libaio direct=1 on the very device qsd reads, rotating rounds;
+           two; the file node with io_uring instead of native AIO; a null backend) versus fio with libaio
+           direct=1 on the very device qsd reads, rotating rounds;
            median ratios of IOPS and the CPU per I/O of each path.
   spindle  emulator accuracy and overhead (snaptax.spindle.bench), when present
   guest    TCG guest boot time (snaptax.guest.bench), when present
@@ -42,10 +43,13 @@ def harness_job(size: int = BENCH_SIZE, runtime_s: float = RUNTIME_S, connection
                       runtime_s=runtime_s, log_avg_msec=None)
 
 
-# The paths one round measures, each as (fio target name, connections). "null" is the transport alone: NBD to the
-# daemon's null-aio node, which completes every request without a device.
+# The paths one round measures, each as (fio target name, connections). "nbd" is the path the studies use (the
+# daemon's file node with qsd.FILE_AIO); "nbd_io_uring" the same bytes through a second file node that submits with
+# io_uring, the alternative FILE_AIO was chosen against; "null" is the transport alone: NBD to the daemon's null-aio
+# node, which completes every request without a device.
 HARNESS_PATHS: dict[str, tuple[str, int]] = {
-    "direct": ("direct", 1), "nbd": ("nbd", 1), "nbd_multiconn": ("nbd", 2), "null": ("null", 1)}
+    "direct": ("direct", 1), "nbd": ("nbd", 1), "nbd_multiconn": ("nbd", 2), "nbd_io_uring": ("nbd_io_uring", 1),
+    "null": ("null", 1)}
 
 
 def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUNTIME_S) -> dict[str, float]:
@@ -67,9 +71,12 @@ def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUN
         qsd_pid = group.children[-1].proc.pid
         store = RegionStore(daemon, backend.protocol(), device.capacity)
         region = store.allocate(size, "bench")
+        # the same bytes (offset 0 of the device) through a node of its own that submits with io_uring
+        uring = RegionStore(daemon, backend.protocol(aio="io_uring"), device.capacity).allocate(size, "uring")
         daemon.execute("blockdev-add", driver="null-aio", size=size, **{"node-name": "bench-null"})
         assert backend.path is not None
         targets = {"nbd": fio.FioTarget("nbd", uri=daemon.export(region.node, "bench")),
+                   "nbd_io_uring": fio.FioTarget("nbd", uri=daemon.export(uring.node, "bench-uring")),
                    "null": fio.FioTarget("nbd", uri=daemon.export("bench-null", "bench-null")),
                    "direct": fio.FioTarget("libaio", filename=str(backend.path))}
         fill = fio.FioJob("fill", "write", bs=1 << 20, iodepth=8, size=size, time_based=False, runtime_s=None,
@@ -94,7 +101,7 @@ def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUN
     out: dict[str, float] = {"harness_rounds": rounds,
                              "harness_nbd_iops_median": med(iops["nbd"]),
                              "harness_direct_iops_median": med(iops["direct"])}
-    for name in ("nbd", "nbd_multiconn", "null"):
+    for name in ("nbd", "nbd_multiconn", "nbd_io_uring", "null"):
         ratios = [a / b for a, b in zip(iops[name], iops["direct"], strict=True)]
         out |= {f"harness_{name}_over_direct": med(ratios), f"harness_{name}_over_direct_min": min(ratios),
                 f"harness_{name}_over_direct_max": max(ratios)}

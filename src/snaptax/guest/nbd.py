@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import EngineError
 from ..procs import ProcessGroup
+from ..qsd import FILE_AIO
 from .kernel import tool
 from .vm import NbdUri
 
@@ -32,7 +33,7 @@ def serve_raw_file(pg: ProcessGroup, spec: RawFileExport, socket: Path, export: 
     socket.unlink(missing_ok=True)
     pg.own(socket)
     file_node = (f"driver=file,node-name=f0,filename={spec.path},"
-                 f"cache.direct={'on' if spec.direct else 'off'},aio={'io_uring' if spec.direct else 'threads'}")
+                 f"cache.direct={'on' if spec.direct else 'off'},aio={FILE_AIO if spec.direct else 'threads'}")
     argv = [tool("qemu-storage-daemon"), "--blockdev", file_node,
             "--nbd-server", f"addr.type=unix,addr.path={socket}",
             "--export", f"type=nbd,id=e0,node-name=f0,name={export},writable=on"]
