@@ -127,6 +127,17 @@ def test_the_seek_fit_goal_is_judged_on_the_worst_round(tmp_path, worst, clause)
     assert {v.key: v for v in article.bench_values(p)}["paper.bench.seek_fit_goal"].text == clause
 
 
+@pytest.mark.parametrize("uring,clause", [(0.55, "below"), (0.61, "not below"), (0.70, "not below")])
+def test_the_aio_comparison_says_how_io_uring_came_out_against_native(tmp_path, uring, clause):
+    p = tmp_path / "latest.json"
+    p.write_text(json.dumps({"harness_nbd_over_direct": 0.61, "harness_nbd_io_uring_over_direct": uring}))
+    vals = {v.key: v for v in article.bench_values(p)}
+    assert vals["paper.bench.io_uring_vs_native"].text == clause
+    assert vals["paper.bench.nbd_io_uring_over_direct_pct"].value == pytest.approx(uring * 100)
+    p.write_text(json.dumps({"harness_nbd_over_direct": 0.61}))          # a bench from before the comparison
+    assert "paper.bench.io_uring_vs_native" not in {v.key for v in article.bench_values(p)}
+
+
 def times(study, smoke=(), quick=(), planned=(60.0, 600.0, 6000.0), why=article.NO_PLANNED_TIME):
     """StudyTimes of synthetic runs: smoke and quick as (minutes, planned seconds) pairs, oldest first; planned:
     what the plan predicts now at smoke, quick and full (s)."""

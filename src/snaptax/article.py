@@ -432,6 +432,10 @@ def bench_values(path: Path) -> list[Value]:
     worst = data.get("seek_fit_max_rel_error_max")
     if isinstance(worst, int | float) and math.isfinite(worst):
         vals.append(Value("paper.bench.seek_fit_goal", text="within" if worst <= SEEK_FIT_GOAL else "above"))
+    native, uring = data.get("harness_nbd_over_direct"), data.get("harness_nbd_io_uring_over_direct")
+    if all(isinstance(x, int | float) and math.isfinite(x) for x in (native, uring)):
+        # the file node's submission mode (qsd.FILE_AIO) was chosen from this comparison; say how it came out
+        vals.append(Value("paper.bench.io_uring_vs_native", text="below" if uring < native else "not below"))
     vals.append(Value("paper.bench.provenance", text=bench_provenance(data)))
     return vals
 

@@ -19,10 +19,11 @@ from .qmp import QMPClient
 
 # Region boundaries are aligned so that qcow2 clusters (≤ 2 MiB) never straddle a region.
 REGION_ALIGN = 2 << 20
-# How the daemon's file and host_device nodes submit I/O: Linux native AIO, as fio's libaio does on the direct path.
-# Measured side by side in `make bench` (harness_nbd_over_direct against harness_nbd_io_uring_over_direct, same
-# rounds, same device): QEMU 7.2's io_uring node carried fewer requests per second through the daemon's one
-# event-loop thread on these 2-core machines. Native AIO needs O_DIRECT, which every node here opens with.
+# How the daemon's file and host_device nodes submit I/O: Linux native AIO, the interface fio's libaio uses on the
+# bench's direct path, so that harness_nbd_over_direct compares the daemon's cost and not two ways of submitting.
+# `make bench` measures io_uring beside it (harness_nbd_io_uring_over_direct, same rounds, same bytes): on these
+# 2-core machines the two were within the rounds' spread, native ahead in most sessions by a few per cent.
+# Native AIO needs O_DIRECT, which every node here opens with.
 FILE_AIO = "native"
 
 
