@@ -52,6 +52,16 @@ def test_published_run_has_manifest_results_counters_and_measurements(data_dir, 
     assert not s.staging.exists()
 
 
+def test_the_provenance_is_the_code_that_started_measuring(data_dir, work_dir, monkeypatch):
+    from snaptax import provenance
+    state = {"git": {"commit": "a" * 40, "dirty": False}}
+    monkeypatch.setattr(provenance, "collect", lambda: json.loads(json.dumps(state)))
+    with session() as s:
+        state["git"] = {"commit": "b" * 40, "dirty": True}         # a commit made while the run measures
+    assert s.published is not None
+    assert RunRecord.load(s.published).manifest.code_label == "a" * 10
+
+
 def test_a_discarded_variant_leaves_no_trace_but_its_events(data_dir, work_dir):
     with session() as s:
         for name, attempts in (("keep", 1), ("retry", 2)):

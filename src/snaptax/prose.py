@@ -57,9 +57,12 @@ FAILED: dict[Relation, str] = {"includes": "whose interval does not include", "a
 RATIOS = ("first_ratio", "steady_ratio")     # the engines study's write ratios the prose reads
 
 FACTS: tuple[Fact, ...] = (
-    *(Fact(f"engines.{ratio}.cofw-p8k", "includes", 1.0,
-           "abstract, intro, engines.tex and discussion.tex: the copy-on-first-write ratios' intervals include 1")
-      for ratio in RATIOS),
+    Fact("engines.first_ratio.cofw-p8k", "below", 1.0,
+         "abstract, intro, engines.tex, discussion.tex and conclusion.tex: the copy-on-first-write engine ran slower "
+         "while copying pages (interval below 1)"),
+    Fact("engines.steady_ratio.cofw-p8k", "includes", 1.0,
+         "abstract, intro, engines.tex, discussion.tex and conclusion.tex: once the pages were copied its interval "
+         "includes 1"),
     Fact("engines.extra_us_per_first_write.cofw-p8k", "above", 0.0,
          "discussion.tex: the time added per copied page does exclude zero"),
     *(Fact(f"engines.{ratio}.{grain}", "includes", 1.0, "engines.tex: the four qcow2 intervals include no slowdown")

@@ -126,6 +126,8 @@ class RunWriter:
             self.run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{_slug(self.profile.name)}"
         self.started_utc = provenance.utc_now()
         self.lock_wait_s = 0.0       # a RunSession's wait for the measurement lock, before started_utc
+        # the code and tools that measure: taken when a session starts (a commit made while it runs is not its code)
+        self.provenance: dict[str, Any] | None = None
         self._rows: list[dict] = []
         self._counter_rows: list[dict] = []
         self._paths: list[str] = []
@@ -203,7 +205,8 @@ class RunWriter:
             "devices": [devices.identity(self.rig, d) for d in self.rig.devices],
             "measured_devices": [d.name for d in self._measured_devices()],
             "parameters": self.parameters, "variants": self.variants, "events": self.events,
-            "provenance": provenance.collect(), "started_utc": self.started_utc, "lock_wait_s": self.lock_wait_s,
+            "provenance": self.provenance or provenance.collect(), "started_utc": self.started_utc,
+            "lock_wait_s": self.lock_wait_s,
             "finished_utc": provenance.utc_now(), "measurements": len(self._paths),
             "planned_points": self.planned_points, "planned_seconds": self.planned_seconds,
         }
@@ -249,6 +252,7 @@ class RunSession(RunWriter):
         # (the README's and the paper's study times are finished_utc − started_utc).
         self.lock_wait_s = round(time.monotonic() - asked, 3)
         self.started_utc = provenance.utc_now()
+        self.provenance = provenance.collect()
         try:
             if self.staging.parent.exists():
                 for stale in self.staging.parent.iterdir():
