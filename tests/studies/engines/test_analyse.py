@@ -219,4 +219,9 @@ def test_claim_variant_cycles_without_reads_or_first_write_still_count(tmp_path)
     assert first_loss.n == first and 40.0 < first_loss.value < 60.0                  # 500 ± 10 % against 1000
     reads = a.value(f"engines.snap_read_ratio.{planmod.CLAIM_VARIANT}")
     assert reads.n == profiles.get("quick").repeats and reads.value == pytest.approx(0.8)
+    # how many cycles each variant's ratios rest on: the long variants' own, the others the profile's repeats
+    for name in planmod.LONG_VARIANTS:
+        counted = tuple(a.value(f"engines.{key}.{name}").value for key in ("variant_cycles", "variant_first_cycles"))
+        assert counted == (cycles, first), name
+    assert a.value("engines.variant_cycles.qcow2-c64k").value == profiles.get("quick").repeats
     assert a.value("engines.bytes_per_first_write_kib.lvmthin-c64k").value == pytest.approx(132.0)

@@ -291,6 +291,9 @@ def _values(record: RunRecord, summary: pd.DataFrame, fits: dict[str, cow.CowFit
                                            method))
         out.append(Value(f"{k}.model_bytes_per_first_write_kib.{v}", float(row.model_bytes_per_first_write_kib),
                          "KiB", digits=1))
+        # how many cycles each variant's ratios rest on (the long variants run more: plan.LONG_VARIANTS)
+        out.append(Value(f"{k}.variant_cycles.{v}", float(row.cycles), "cycles"))
+        out.append(Value(f"{k}.variant_first_cycles.{v}", float(row.first_ratio_n), "cycles"))
     for fam, f in fits.items():
         (clo, chi), (mlo, mhi) = f.ci95
         if f.copy_factor_fixed:
