@@ -63,6 +63,10 @@ FACTS: tuple[Fact, ...] = (
     Fact("engines.steady_ratio.cofw-p8k", "includes", 1.0,
          "abstract, intro, engines.tex, discussion.tex and conclusion.tex: once the pages were copied its interval "
          "includes 1"),
+    Fact("engines.steady_ratio.cofw-p8k", "above", 0.9,
+         "intro, engines.tex, discussion.tex and conclusion.tex: ... and lies within 10 % of it (above 0.9)"),
+    Fact("engines.steady_ratio.cofw-p8k", "below", 1.1,
+         "intro, engines.tex, discussion.tex and conclusion.tex: ... and lies within 10 % of it (below 1.1)"),
     Fact("engines.extra_us_per_first_write.cofw-p8k", "above", 0.0,
          "discussion.tex: the time added per copied page does exclude zero"),
     *(Fact(f"engines.{ratio}.{grain}", "includes", 1.0, "engines.tex: the four qcow2 intervals include no slowdown")
