@@ -73,9 +73,16 @@ def test_a_ctrl_c_while_a_child_starts_leaves_no_process(monkeypatch):
         os.kill(os.getpid(), signal.SIGINT)         # held off until the child is bound
         return started[-1]
 
+    # As from a terminal: a test run started as a background job of a non-interactive shell (how a CI runner may
+    # start `make test`) inherits SIGINT ignored, and the redelivered Ctrl-C would be ignored too (see
+    # tests/test_interrupt.py). Reproduced: `bash -c 'pytest tests/test_procs.py & wait'` failed without this.
+    old_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     monkeypatch.setattr(procs.subprocess, "Popen", popen_then_ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
-        procs.popen_owned(["sh", "-c", "sleep 43.25 & sleep 43.5; wait"])
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            procs.popen_owned(["sh", "-c", "sleep 43.25 & sleep 43.5; wait"])
+    finally:
+        signal.signal(signal.SIGINT, old_handler)
     monkeypatch.undo()
     assert len(started) == 1 and started[0].returncode is not None
     assert _gone("sleep\x0043.25") and _gone("sleep\x0043.5")
