@@ -31,7 +31,7 @@ class DeviceBackend:
     # what a diagnosis of a hung request reads (None: not emulated)
     levels: Callable[[], dict[str, Any]] | None = None
 
-    def protocol(self, aio: str = qsd.FILE_AIO) -> dict[str, Any]:
+    def protocol(self, aio: qsd.Aio = qsd.FILE_AIO) -> dict[str, Any]:
         return qsd.protocol_for(self.kind, path=self.path, nbd_socket=self.nbd_socket,
                                 nbd_export=self.nbd_export, aio=aio)
 

@@ -11,7 +11,7 @@ import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .errors import EngineError
 from .procs import ProcessGroup, unix_socket_accepts
@@ -24,7 +24,8 @@ REGION_ALIGN = 2 << 20
 # `make bench` measures io_uring beside it (harness_nbd_io_uring_over_direct, same rounds, same bytes): on these
 # 2-core machines the two were within the rounds' spread, native ahead in most sessions by a few per cent.
 # Native AIO needs O_DIRECT, which every node here opens with.
-FILE_AIO = "native"
+Aio = Literal["native", "io_uring"]
+FILE_AIO: Aio = "native"
 
 
 @dataclass
@@ -128,7 +129,7 @@ class RegionStore:
 
 
 def protocol_for(device_kind: str, *, path: Path | str | None = None, nbd_socket: Path | None = None,
-                 nbd_export: str | None = None, aio: str = FILE_AIO) -> dict[str, Any]:
+                 nbd_export: str | None = None, aio: Aio = FILE_AIO) -> dict[str, Any]:
     """blockdev-add arguments of a device's protocol node; direct I/O so the host page cache is not measured.
     `aio` (file and block only): 'native' or 'io_uring' (the bench's comparison path)."""
     if aio not in ("native", "io_uring"):

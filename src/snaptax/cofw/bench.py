@@ -2,7 +2,7 @@
 cofw_first_write_over_raw: what a write that breaks a page costs, against the same write on the raw path.
 
 IOPS of fio 4 KiB randrw at QD32 through the engine (nbdkit + the C plugin cofw.c, O_DIRECT) divided by IOPS of the raw
-NBD path (qemu-storage-daemon exporting the same file, cache.direct=on, aio=io_uring). Both serve the *same*
+NBD path (qemu-storage-daemon exporting the same file, cache.direct=on, aio=native: qsd.FILE_AIO). Both serve the *same*
 prefilled file, never at the same time; rounds alternate the order (engine first, then raw first, ...) so a drift
 of the shared virtual disk hits both, and the result is the median of the per-round ratios. The whole bench holds
 the machine-wide measurement lock.

@@ -275,10 +275,6 @@ def _values(record: RunRecord, summary: pd.DataFrame, fits: dict[str, cow.CowFit
            Value(f"{k}.io_kib", IO_SIZE / KiB, "KiB"),
            Value(f"{k}.variants", float(len(summary)), "variants"),
            Value(f"{k}.cycles", float(summary.cycles.min()) if len(summary) else 0.0, "cycles")]
-    claim_rows = summary[summary.variant == CLAIM_VARIANT]
-    if len(claim_rows):
-        out.append(Value(f"{k}.cycles_claim", float(claim_rows.cycles.iloc[0]), "cycles"))
-        out.append(Value(f"{k}.first_cycles_claim", float(claim_rows.first_loss_n.iloc[0]), "cycles"))
     units = {**{m: ("", 2) for m in RATIOS}, **{m: ("%", 0) for m in LOSSES}, **MEANS}
     for _, row in summary.iterrows():
         v = row.variant
