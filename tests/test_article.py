@@ -29,18 +29,18 @@ def test_rows_fill_from_claims_and_say_what_is_not_measured():
     assert rows[0].measured == ("alpha",) and rows[0].missing == ("planned",)
     assert article.verdict_cell(rows[0]) == "agrees (all 2 claims: 1 agrees, 1 same direction); planned: " \
         "not yet measured"
-    assert rows[1].headline is None and not rows[1].reproduced
-    assert article.verdict_cell(rows[1]) == "not yet reproduced (beta: not yet measured)"
+    assert rows[1].headline is None and not rows[1].tested
+    assert article.verdict_cell(rows[1]) == "not yet tested (beta: not yet measured)"
     tex = article.glance_tex(rows)
     assert "1.90 [1.85, 1.95] ×" in tex and "\\cite{a}, Table 2" in tex
     assert "half \\cite{b}, Table 9" in tex and "not yet measured" in tex
     assert "\\texttt{chain}" in tex and "none yet" in tex
     vals = {v.key: v for v in article.glance_values(rows)}
-    assert vals["paper.seeds.total"].value == 2 and vals["paper.seeds.reproduced"].value == 1
+    assert vals["paper.seeds.total"].value == 2 and vals["paper.seeds.tested"].value == 1
     assert vals["paper.seeds.not_yet_list"].text == "001"
     assert vals["paper.seeds.studies_missing"].text == "beta and planned"
     assert vals["paper.seeds.coverage"].text == ("1 have at least one claim tested in this build; seeds 001 are not "
-                                                 "yet reproduced (their studies, beta and planned, are not part of "
+                                                 "yet tested (their studies, beta and planned, are not part of "
                                                  "this build)")
 
 
@@ -54,7 +54,7 @@ def test_coverage_of_a_build_with_every_study_says_so():
 
 def test_a_study_that_lands_fills_its_row():
     rows = article.glance_rows([outcome("beta.z", "b", 3.0, 2.9, 3.1)], ["alpha", "beta"], SEEDS)
-    assert rows[1].reproduced and rows[1].missing == ()
+    assert rows[1].tested and rows[1].missing == ()
     assert article.verdict_cell(rows[1]) == "same direction"   # 3.0 against 2 ± 0.2, beyond 1 ± 0.2
 
 

@@ -62,6 +62,18 @@ def test_the_provenance_is_the_code_that_started_measuring(data_dir, work_dir, m
     assert RunRecord.load(s.published).manifest.code_label == "a" * 10
 
 
+@pytest.mark.parametrize("cpu, label", [("Intel(R) Xeon(R) Processor", "Intel Xeon"), ("AMD EPYC", "AMD EPYC"),
+                                        ("Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz", "Intel Core i7-8650U"),
+                                        (None, "?")])
+def test_the_host_label_is_the_cpu_model_a_reader_tells_hosts_apart_by(data_dir, work_dir, monkeypatch, cpu, label):
+    from snaptax import provenance
+    monkeypatch.setattr(provenance, "collect", lambda: {"host": {"cpu": cpu}} if cpu else {})
+    with session() as s:
+        pass
+    assert s.published is not None
+    assert RunRecord.load(s.published).manifest.host_label == label
+
+
 def test_a_discarded_variant_leaves_no_trace_but_its_events(data_dir, work_dir):
     with session() as s:
         for name, attempts in (("keep", 1), ("retry", 2)):

@@ -22,7 +22,7 @@ from .record import Manifest
 from .values import Value
 
 NOT_MEASURED = "not yet measured"
-NOT_REPRODUCED = "not yet reproduced"
+NOT_TESTED = "not yet tested"
 
 
 # ------------------------------------------------------------------ results at a glance
@@ -36,7 +36,8 @@ class GlanceRow:
     missing: tuple[str, ...]          # the seed's studies without one (not registered, or no run)
 
     @property
-    def reproduced(self) -> bool:
+    def tested(self) -> bool:
+        """At least one of the seed's claims has a verdict in this build."""
         return bool(self.outcomes)
 
 
@@ -63,7 +64,7 @@ def tally(outcomes: Sequence[Outcome]) -> str:
 
 def verdict_cell(row: GlanceRow) -> str:
     if row.headline is None:
-        text = NOT_REPRODUCED
+        text = NOT_TESTED
     else:
         text = row.headline.verdict
         if len(row.outcomes) > 1:
@@ -96,23 +97,23 @@ def glance_tex(rows: Sequence[GlanceRow]) -> str:
 
 
 def glance_values(rows: Sequence[GlanceRow]) -> list[Value]:
-    not_yet = [r.seed.id for r in rows if not r.reproduced]
+    not_yet = [r.seed.id for r in rows if not r.tested]
     missing = sorted({s for r in rows for s in r.missing})
     return [Value("paper.seeds.total", float(len(rows)), "documents"),
-            Value("paper.seeds.reproduced", float(len(rows) - len(not_yet)), "documents"),
+            Value("paper.seeds.tested", float(len(rows) - len(not_yet)), "documents"),
             Value("paper.seeds.not_yet", float(len(not_yet)), "documents"),
             Value("paper.seeds.not_yet_list", text=join_words(not_yet) or "none"),
             Value("paper.seeds.studies_missing", text=join_words(missing) or "none"),
             Value("paper.seeds.coverage", text=coverage_text(len(rows) - len(not_yet), not_yet, missing))]
 
 
-def coverage_text(reproduced: int, not_yet: Sequence[str], missing: Sequence[str]) -> str:
-    """The introduction's clause on how many seeds this build reproduces (a build with every study reads
-    differently from one without: no 'seeds none are not yet reproduced')."""
+def coverage_text(tested: int, not_yet: Sequence[str], missing: Sequence[str]) -> str:
+    """The introduction's clause on how many seeds this build tests (a build with every study reads
+    differently from one without: no 'seeds none are not yet tested')."""
     if not not_yet:
         return "every one has at least one claim tested in this build"
-    clause = (f"{reproduced} have at least one claim tested in this build; "
-              f"seeds {join_words(not_yet)} are not yet reproduced")
+    clause = (f"{tested} have at least one claim tested in this build; "
+              f"seeds {join_words(not_yet)} are not yet tested")
     return f"{clause} (their studies, {join_words(missing)}, are not part of this build)" if missing else clause
 
 

@@ -73,8 +73,21 @@ FACTS: tuple[Fact, ...] = (
       for ratio in RATIOS for grain in ("qcow2-c64k", "qcow2-c64k-ext")),
     Fact("db_snapshots.raid5_15k_6.fit.overlap", "estimate_below", 0.1,
          "db_snapshots.tex: the two snapshots' copies on the RAID5 hardly overlap"),
+    *(Fact(f"memory_dump.guest.slowdown.{kind}", "includes", 1.0,
+           "memory_dump.tex: both intervals of the guest's speed during a dump include 1")
+      for kind in ("background", "precopy-p2048-w2")),
+    *(Fact("chain_length.pairs_planned", "estimate_below", f"chain_length.pairs_needed.lvm-thin.{job}",
+           "seed001.tex: LVM thin's verdicts near no loss rest on fewer pairs than its own spread needs")
+      for job in ("randrw", "readwrite")),
+    Fact("chain_length.guest.thin_over_raw.readwrite", "below", 100.0,
+         "seed001.tex, the LVM thin row: with the sequential job the thin volume is slower than the flat one even "
+         "without a snapshot"),
+    Fact("chain_length.guest.thin_over_raw.randrw", "includes", 100.0,
+         "seed001.tex, the LVM thin row: the random job's interval is too wide to tell (it includes 100 %)"),
     Fact("chain_length.chain_end_loss.in-memory-metadata.randrw", "includes", 0.0,
          "claims.tex, seed claims not judged: the vSAN stand-in's chain-end loss, an interval that includes no loss"),
+    Fact("lifecycle.light.converged_pct", "includes", "lifecycle.saturated.converged_pct",
+         "discussion.tex: the light-load interval of converged deletions includes the saturated estimate"),
     Fact("lifecycle.saturated.iterative.converged", "equals", 0.0,
          "intro.tex and discussion.tex: the saturated iterative deletion did not converge"),
     Fact("lifecycle.saturated.iterative.writer_iops", "estimate_below", "lifecycle.model.critical_rate",

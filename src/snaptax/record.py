@@ -343,6 +343,14 @@ class Manifest:
         """The commit the run measured with, marked '+' when the working tree had changes on top of it."""
         return self.commit + ("+" if self.provenance.get("git", {}).get("dirty") else "")
 
+    @property
+    def host_label(self) -> str:
+        """The host's CPU model as a reader tells hosts apart ("AMD EPYC", "Intel Xeon"): the recorded model without
+        trademark signs, the words "Processor" and "CPU" and a clock rate; "?" when none was recorded."""
+        cpu = self.provenance.get("host", {}).get("cpu") or ""
+        cpu = re.sub(r"\((R|TM|r|tm)\)|\bProcessor\b|\bCPU\b|@.*$", " ", cpu)
+        return " ".join(cpu.split()) or "?"
+
 
 @dataclass(frozen=True)
 class Measurement:

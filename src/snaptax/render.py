@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import article, claims as claimsmod, compare, macros, paths, profiles, prose, rig as rigmod, sources, studies
 from .analysis import Analysis
-from .record import LATENESS_LIMIT, RunRecord, published_runs, write_atomic
+from .record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
 from .values import Results, Value, check_available, keys_used, render_tex
 
 
@@ -53,6 +53,8 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
         vals.append(Value(f"claim.{c.id}.published", c.published, c.unit, digits=claimsmod.published_decimals(c),
                           text=c.published_text or None))
         vals.append(Value(f"claim.{c.id}.where", text=c.where))
+        vals.append(Value(f"claim.{c.id}.tolerance", c.tolerance, c.unit,
+                          digits=0 if float(c.tolerance).is_integer() else 2))
         vals.append(Value(f"claim.{c.id}.verdict", text=o.verdict))
     vals.append(Value("paper.worst_lateness_pct", max(lateness) if lateness else math.nan, "%", digits=2))
     vals.append(Value("paper.lateness_limit_pct", LATENESS_LIMIT * 100, "%", digits=0))
@@ -98,10 +100,11 @@ def runs_tex(rendered: list[Rendered]) -> str:
 
 
 def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) \
-        -> tuple[list[compare.RunComparison], dict[str, str]]:
+        -> tuple[list[compare.RunComparison], dict[str, Manifest]]:
     """Each study's newest run against the run of the same profile before it (a rerun on the same rig), and the
-    code each compared run measured with (run id -> Manifest.code_label), from the records loaded for it."""
-    out, code = [], {}
+    manifest of each compared run (run id -> Manifest: the code and host it measured with), from the records
+    loaded for it."""
+    out, manifests = [], {}
     for r in rendered:
         runs = published_runs(rig, r.study, profile)
         if len(runs) >= 2 and runs[-1] == r.run:
@@ -109,11 +112,18 @@ def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) \
             analysis = studies.get(r.study).analyse(previous)
             out.append(compare.compare_results(analysis.results(), r.results))
             for m in (previous.manifest, r.analysis.record.manifest):
-                code[m.run_id] = m.code_label
-    return out, code
+                manifests[m.run_id] = m
+    return out, manifests
 
 
-def repro_values(comparisons: list[compare.RunComparison]) -> list[Value]:
+def same_host(comparison: compare.RunComparison, manifests: dict[str, Manifest]) -> bool:
+    """Both runs of a comparison measured on the same host model (Manifest.host_label; an unrecorded host is
+    never the same)."""
+    hosts = {manifests[r].host_label if r in manifests else "?" for r in (comparison.run_a, comparison.run_b)}
+    return len(hosts) == 1 and "?" not in hosts
+
+
+def repro_values(comparisons: list[compare.RunComparison], manifests: dict[str, Manifest]) -> list[Value]:
     same = sum(c.verdicts_reproduced for c in comparisons)
     total = sum(len(c.verdicts) for c in comparisons)
     largest = [c.largest for c in comparisons if c.largest is not None]
@@ -121,6 +131,7 @@ def repro_values(comparisons: list[compare.RunComparison]) -> list[Value]:
     inconsistent = sum(len(c.inconsistent) for c in comparisons)
     comparable = sum(sum(v.comparable for v in c.values) for c in comparisons)
     return [Value("paper.repro.studies", float(len(comparisons)), "studies"),
+            Value("paper.repro.same_host", float(sum(same_host(c, manifests) for c in comparisons)), "studies"),
             Value("paper.repro.verdicts_same", float(same), "claims"),
             Value("paper.repro.verdicts_total", float(total), "claims"),
             Value("paper.repro.values_inconsistent", float(inconsistent), "values"),
@@ -129,21 +140,28 @@ def repro_values(comparisons: list[compare.RunComparison]) -> list[Value]:
             Value("paper.repro.largest_key", text=worst.key if worst else "none")]
 
 
-def repro_tex(comparisons: list[compare.RunComparison], code: dict[str, str] | None = None) -> str:
-    """The reruns table; `code` maps a run id to the code it measured with (Manifest.code_label)."""
-    code = code or {}
+def repro_tex(comparisons: list[compare.RunComparison], manifests: dict[str, Manifest] | None = None) -> str:
+    """The reruns table: per study its two runs, each with the code (Manifest.code_label) and host
+    (Manifest.host_label) it measured with, the verdicts that reproduced and the values that were inconsistent."""
+    manifests = manifests or {}
+
+    def run_cell(run_id: str) -> str:
+        m = manifests.get(run_id)
+        label = f"{m.code_label}; {m.host_label}" if m else "?"
+        return f"\\texttt{{{macros.tex_escape(run_id)}}} ({macros.tex_escape(label)})"
+
     rows = []
     for c in comparisons:
         big = c.largest
-        run_a, run_b = (f"\\texttt{{{macros.tex_escape(r)}}} ({macros.tex_escape(code.get(r, '?'))})"
-                        for r in (c.run_a, c.run_b))
-        rows.append([macros.tex_escape(c.study), run_a, run_b, f"{c.verdicts_reproduced} of {len(c.verdicts)}",
+        rows.append([macros.tex_escape(c.study), run_cell(c.run_a), run_cell(c.run_b),
+                     f"{c.verdicts_reproduced} of {len(c.verdicts)}",
                      f"{len(c.inconsistent)} of {sum(v.comparable for v in c.values)}",
                      f"{big.distance:.1f} ({macros.breakable(big.key)})" if big else "--"])
     if not rows:
         return "% generated by snaptax from data/; do not edit\n\\emph{No study has a rerun of this profile yet.}\n"
-    return macros.render_table(["study", "run (commit)", "rerun (commit)", "same verdicts", "values inconsistent",
-                                "largest difference (intervals)"], rows, align="lllrrp{0.3\\linewidth}")
+    return macros.render_table(["study", "run (commit; host)", "rerun (commit; host)", "same verdicts",
+                                "values inconsistent", "largest difference (intervals)"], rows,
+                               align="lllrrp{0.3\\linewidth}")
 
 
 def study_times(rig: str) -> list[article.StudyTimes]:
@@ -174,8 +192,8 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
         made.update(traced)
         values += list(r.results.values.values())
     values += paper_values(rig, profile, rendered)
-    comparisons, code = rerun_comparisons(rig, profile, rendered)
-    values += repro_values(comparisons)
+    comparisons, compared = rerun_comparisons(rig, profile, rendered)
+    values += repro_values(comparisons, compared)
     outcomes = [o for r in rendered for o in r.analysis.outcomes]
     glance = article.glance_rows(outcomes, [r.study for r in rendered])
     manifests = {r.study: r.analysis.record.manifest for r in rendered}
@@ -196,6 +214,6 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     macros.write_table("claims", claims_tex(outcomes), generated_dir)
     write_atomic(generated_dir / "claims-tolerances.tex", tolerance_bases_tex(outcomes))
     macros.write_table("runs", runs_tex(rendered), generated_dir)
-    macros.write_table("reruns", repro_tex(comparisons, code), generated_dir)
+    macros.write_table("reruns", repro_tex(comparisons, compared), generated_dir)
     write_atomic(generated_dir / "values.tex", render_tex(values))
     return rendered

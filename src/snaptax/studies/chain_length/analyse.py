@@ -15,7 +15,7 @@ from ...models import chain as chain_model
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_across_time_interval, ratio_of_means_interval
 from ...values import Value
-from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS
+from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, pairs_needed
 
 STUDY = "chain_length"
 HOST_READS, HOST_WRITES = "host.reads", "host.writes"
@@ -278,7 +278,13 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     for (variant, job), iv in sorted(pairs.items()):
         out.append(Value.of(f"{k}.loss.{variant}.{job}", iv.scaled(-100, 100), "%"))
         out.append(Value(f"{k}.pairs.{variant}.{job}", float(iv.n), "pairs"))
-        out.append(Value(f"{k}.pair_log_sd.{variant}.{job}", pair_log_sd(meas, variant, job), "", digits=3))
+        sd = pair_log_sd(meas, variant, job)
+        out.append(Value(f"{k}.pair_log_sd.{variant}.{job}", sd, "", digits=3))
+        # the pairs this run's own spread would need (the plan sized them from PAIR_LOG_SD)
+        needed = float(pairs_needed(sd)) if math.isfinite(sd) else math.nan
+        out.append(Value(f"{k}.pairs_needed.{variant}.{job}", needed, "pairs"))
+    host_sds = [pair_log_sd(meas, v, j) for v, j in pairs if v != LVM_THIN]
+    out.append(Value(f"{k}.pair_log_sd_max_host", max(host_sds, default=math.nan), "", digits=3))
     for (variant, job), iv in sorted(recovery.items()):
         out.append(Value.of(f"{k}.recovery.{variant}.{job}", iv.scaled(100), "%"))
     for (variant, job), iv in sorted(mirror.items()):

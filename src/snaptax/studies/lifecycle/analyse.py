@@ -200,6 +200,10 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
     vals += [Value(f"{k}.file_mib", p["file_bytes"] / MiB, "MiB"), Value(f"{k}.disk_mib", p["disk_bytes"] / MiB, "MiB"),
              Value(f"{k}.delete_window_s", float(p["delete_window_s"]), "s"),
              Value(f"{k}.steady_s", float(p["steady_s"]), "s"),
+             # the model grid: iterative deletions beside a writer limited to each rate (plan.grid_workload)
+             Value(f"{k}.grid_rates", text=", ".join(str(r) for r in p["grid_rates"])),
+             Value(f"{k}.grid_points", float(len(p["grid_rates"])), "deletions"),
+             Value(f"{k}.grid_window_s", float(p["grid_window_s"]), "s"),
              Value(f"{k}.light_steady_s", float(p.get("light_steady_s", p["steady_s"])), "s"),
              Value(f"{k}.threshold_kib", p["helper_threshold_bytes"] / 1024, "KiB"),
              Value(f"{k}.max_iterations", float(p["max_iterations"]), ""),

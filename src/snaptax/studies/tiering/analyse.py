@@ -586,6 +586,11 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
                      100 * fit.ci95[1][0] / hdd_model if fit else math.nan,
                      100 * fit.ci95[1][1] / hdd_model if fit else math.nan, fit.points if fit else 0, 0,
                      method="fitted τ_hdd's interval"))
+    # each prediction's verdict: 'holds' when its interval includes 100 %, 'refuted' when it does not
+    for name in ("sas_with_over_hdd", "hdd_fit_over_model"):
+        v = next(x for x in out if x.key == f"{k}.predict.{name}")
+        verdict = ("holds" if v.low <= 100 <= v.high else "refuted") if v.has_interval else "untested"
+        out.append(Value(f"{k}.predict.{name}.verdict", text=verdict))
     for r in what_if.itertuples():
         if r.what.startswith("cycle"):
             out.append(Value(f"{k}.whatif.loss_hours_{r.what.split()[1]}", float(r.loss_hours), "h", digits=1))
