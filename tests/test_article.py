@@ -227,3 +227,11 @@ def test_the_clauses_read_right_with_every_study_and_with_none():
     assert vals["paper.time.quick.clause"].text == "no study has a published quick run yet"
     assert vals["paper.time.full.clause"].text == "no study's full time can be extrapolated from the published runs"
     assert math.isnan(vals["paper.time.quick.total"].value) and vals["paper.time.quick.studies"].value == 0
+
+
+@pytest.mark.parametrize("measured,word", [(0.955, "lies"), (0.99, "does not lie"), (0.92, "does not lie")])
+def test_the_qd1_accuracy_is_judged_against_its_two_explained_bounds(tmp_path, measured, word):
+    p = tmp_path / "latest.json"
+    p.write_text(json.dumps({"emulator_accuracy_qd1": measured, "emulator_accuracy_qd1_explained": 0.975,
+                             "emulator_accuracy_qd1_explained_idle": 0.935}))
+    assert {v.key: v for v in article.bench_values(p)}["paper.bench.qd1_between"].text == word

@@ -82,8 +82,6 @@ FACTS: tuple[Fact, ...] = (
     Fact("chain_length.guest.thin_over_raw.readwrite", "below", 100.0,
          "seed001.tex, the LVM thin row: with the sequential job the thin volume is slower than the flat one even "
          "without a snapshot"),
-    Fact("chain_length.guest.thin_over_raw.randrw", "includes", 100.0,
-         "seed001.tex, the LVM thin row: the random job's interval is too wide to tell (it includes 100 %)"),
     Fact("chain_length.chain_end_loss.in-memory-metadata.randrw", "includes", 0.0,
          "claims.tex, seed claims not judged: the vSAN stand-in's chain-end loss, an interval that includes no loss"),
     Fact("lifecycle.light.converged_pct", "includes", "lifecycle.saturated.converged_pct",

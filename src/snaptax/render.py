@@ -57,6 +57,9 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
                           digits=0 if float(c.tolerance).is_integer() else 2))
         vals.append(Value(f"claim.{c.id}.verdict", text=o.verdict))
     vals.append(Value("paper.worst_lateness_pct", max(lateness) if lateness else math.nan, "%", digits=2))
+    late = [r.analysis.record.lateness() for r in rendered]
+    vals.append(Value("paper.flagged", float(sum(int(t.flagged.sum()) for t in late if not t.empty)), "measurements"))
+    vals.append(Value("paper.emulated_measurements", float(sum(len(t) for t in late)), "measurements"))
     vals.append(Value("paper.lateness_limit_pct", LATENESS_LIMIT * 100, "%", digits=0))
     return vals
 
@@ -91,12 +94,13 @@ def runs_tex(rendered: list[Rendered]) -> str:
     for r in rendered:
         m = r.analysis.record.manifest
         late = r.analysis.record.lateness()
-        worst = f"{late.lateness_fraction.max() * 100:.2f}\\,\\%" if not late.empty else "--"
+        worst = (f"{late.lateness_fraction.max() * 100:.2f}\\,\\% ({int(late.flagged.sum())} of {len(late)})"
+                 if not late.empty else "--")
         rows.append([macros.tex_escape(r.study), f"\\texttt{{{macros.tex_escape(m.run_id)}}}",
-                     macros.tex_escape(m.commit), str(m.measurements), worst,
+                     macros.tex_escape(m.code_label), macros.tex_escape(m.host_label), str(m.measurements), worst,
                      "emulated" if m.emulated else "real"])
-    return macros.render_table(["study", "run", "commit", "fio runs", "worst lateness", "devices"], rows,
-                               align="llrrrl")
+    return macros.render_table(["study", "run", "commit", "host", "fio runs", "worst lateness (flagged)", "devices"],
+                               rows, align="llrlrrl")
 
 
 def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) \

@@ -149,11 +149,13 @@ class Point:
 
 
 def measure(uri: str, capacity: int, *, rw: str, iodepth: int, span: float, runtime_s: float, directory: Path,
-            profile: str, bs: int = BS) -> Point:
+            profile: str, bs: int = BS, thinktime_us: int = 0) -> Point:
     """One fio run (random `bs` I/O over [0, span·capacity)) through fio's nbd engine; holds the measurement
-    lock (fio.run takes it)."""
+    lock (fio.run takes it). thinktime_us: fio's pause after each completion before the next submission."""
+    extra = (("thinktime", str(thinktime_us)),) if thinktime_us else ()
     job = fio.FioJob(name=f"{rw}-qd{iodepth}-span{span:g}", rw=rw, bs=bs, iodepth=iodepth,  # type: ignore[arg-type]
-                     size=span_size(span, capacity), runtime_s=runtime_s, log_avg_msec=None, randrepeat=True)
+                     size=span_size(span, capacity), runtime_s=runtime_s, log_avg_msec=None, randrepeat=True,
+                     extra=extra)
     run = fio.run(job, fio.FioTarget("nbd", uri=uri), directory)
     d = run.result["jobs"][0]["read" if rw.endswith("read") else "write"]
     n = int(d["total_ios"])
@@ -162,8 +164,10 @@ def measure(uri: str, capacity: int, *, rw: str, iodepth: int, span: float, runt
                  clat["stddev"] / 1e9 / math.sqrt(max(n, 1)), n)
 
 
-def harness_round_trip(workdir: Path, *, runtime_s: float = 5.0) -> Point:
-    """QD1 random reads on the zero-latency device: fio + NBD + emulator cost per command."""
+def harness_round_trip(workdir: Path, *, runtime_s: float = 5.0, thinktime_us: int = 0) -> Point:
+    """QD1 random reads on the zero-latency device: fio + NBD + emulator cost per command. thinktime_us: each
+    command submitted after that long idle (as a QD1 client of a spindle submits after waiting out a service
+    time), so that the cost of waking idle CPUs is in the round trip."""
     from ..procs import ProcessGroup
     from .profiles import DiskSpec, ZeroProfile
     from .serve import SpindleDevice, serve
@@ -171,7 +175,7 @@ def harness_round_trip(workdir: Path, *, runtime_s: float = 5.0) -> Point:
     with ProcessGroup() as group, \
             serve(group, SpindleDevice(DiskSpec(ZeroProfile()), CAPACITY, workdir, "zero")) as s:
         return measure(s.uri, CAPACITY, rw="randread", iodepth=1, span=1.0, runtime_s=runtime_s,
-                       directory=workdir / "fio-zero", profile="zero")
+                       directory=workdir / f"fio-zero-think{thinktime_us}", profile="zero", thinktime_us=thinktime_us)
 
 
 # ------------------------------------------------------------------ the Plan executor
