@@ -64,6 +64,7 @@ def run_values(record: RunRecord) -> list[Value]:
         Value(f"{k}.disk_mib", m.profile.disk_size / 2**20, "MiB"),
         Value(f"{k}.worst_lateness_pct", worst, "%", digits=2),
         Value(f"{k}.flagged", float(late.flagged.sum()) if not late.empty else 0.0, "measurements"),
+        Value(f"{k}.emulated_measurements", float(len(late)), "measurements"),
     ]
 
 

@@ -38,10 +38,14 @@ def analyse_newest(rig: str, profile: str) -> list[Rendered]:
     return out
 
 
+def run_column(rendered: list[Rendered], name: str) -> list[float]:
+    """Each rendered study's run value <study>.run.<name> (analysis.run_values), in study order."""
+    return [r.results.values[f"{r.study}.run.{name}"].value for r in rendered]
+
+
 def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value]:
     outcomes = [o for r in rendered for o in r.analysis.outcomes]
-    lateness = [v.value for r in rendered for v in r.results.values.values()
-                if v.key.endswith(".run.worst_lateness_pct") and math.isfinite(v.value)]
+    lateness = [v for v in run_column(rendered, "worst_lateness_pct") if math.isfinite(v)]
     vals = [Value("paper.rig", text=rig), Value("paper.profile", text=profile),
             Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE),
             Value("paper.claims.total", float(len(outcomes)), "claims")]
@@ -57,9 +61,9 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
                           digits=0 if float(c.tolerance).is_integer() else 2))
         vals.append(Value(f"claim.{c.id}.verdict", text=o.verdict))
     vals.append(Value("paper.worst_lateness_pct", max(lateness) if lateness else math.nan, "%", digits=2))
-    late = [r.analysis.record.lateness() for r in rendered]
-    vals.append(Value("paper.flagged", float(sum(int(t.flagged.sum()) for t in late if not t.empty)), "measurements"))
-    vals.append(Value("paper.emulated_measurements", float(sum(len(t) for t in late)), "measurements"))
+    vals.append(Value("paper.flagged", sum(run_column(rendered, "flagged")), "measurements"))
+    vals.append(Value("paper.emulated_measurements", sum(run_column(rendered, "emulated_measurements")),
+                      "measurements"))
     vals.append(Value("paper.lateness_limit_pct", LATENESS_LIMIT * 100, "%", digits=0))
     return vals
 
@@ -93,9 +97,10 @@ def runs_tex(rendered: list[Rendered]) -> str:
     rows = []
     for r in rendered:
         m = r.analysis.record.manifest
-        late = r.analysis.record.lateness()
-        worst = (f"{late.lateness_fraction.max() * 100:.2f}\\,\\% ({int(late.flagged.sum())} of {len(late)})"
-                 if not late.empty else "--")
+        run = {name: r.results.values[f"{r.study}.run.{name}"].value
+               for name in ("worst_lateness_pct", "flagged", "emulated_measurements")}
+        worst = (f"{run['worst_lateness_pct']:.2f}\\,\\% ({run['flagged']:.0f} of {run['emulated_measurements']:.0f})"
+                 if run["emulated_measurements"] else "--")
         rows.append([macros.tex_escape(r.study), f"\\texttt{{{macros.tex_escape(m.run_id)}}}",
                      macros.tex_escape(m.code_label), macros.tex_escape(m.host_label), str(m.measurements), worst,
                      "emulated" if m.emulated else "real"])

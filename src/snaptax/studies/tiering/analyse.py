@@ -577,20 +577,20 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
     # prediction (2): the SAS-only pool with a snapshot runs at the tiered pool's fitted HDD rate
     sas_with = phases[(phases.pool == "sas_pool") & (phases.phase == "with")] if not phases.empty else phases
     measured = float(sas_with.iops.iloc[0]) if len(sas_with) else math.nan
-    out.append(Value(f"{k}.predict.sas_with_over_hdd", 100 * measured / fit.hdd_iops if fit else math.nan, "%",
+    sas_with_over_hdd = Value(f"{k}.predict.sas_with_over_hdd", 100 * measured / fit.hdd_iops if fit else math.nan, "%",
                      100 * measured / (1e6 / fit.ci95[1][0]) if fit and fit.ci95[1][0] > 0 else math.nan,
                      100 * measured / (1e6 / fit.ci95[1][1]) if fit and fit.ci95[1][1] > 0 else math.nan,
-                     fit.points if fit else 0, 0, method="fitted τ_hdd's interval"))
+                     fit.points if fit else 0, 0, method="fitted τ_hdd's interval")
     hdd_model = model_us.get(TIERED, {}).get("hdd_us_per_io", math.nan)
-    out.append(Value(f"{k}.predict.hdd_fit_over_model", 100 * fit.tau_hdd_us / hdd_model if fit else math.nan, "%",
-                     100 * fit.ci95[1][0] / hdd_model if fit else math.nan,
-                     100 * fit.ci95[1][1] / hdd_model if fit else math.nan, fit.points if fit else 0, 0,
-                     method="fitted τ_hdd's interval"))
+    hdd_fit_over_model = Value(f"{k}.predict.hdd_fit_over_model",
+                               100 * fit.tau_hdd_us / hdd_model if fit else math.nan, "%",
+                               100 * fit.ci95[1][0] / hdd_model if fit else math.nan,
+                               100 * fit.ci95[1][1] / hdd_model if fit else math.nan, fit.points if fit else 0, 0,
+                               method="fitted τ_hdd's interval")
     # each prediction's verdict: 'holds' when its interval includes 100 %, 'refuted' when it does not
-    for name in ("sas_with_over_hdd", "hdd_fit_over_model"):
-        v = next(x for x in out if x.key == f"{k}.predict.{name}")
+    for v in (sas_with_over_hdd, hdd_fit_over_model):
         verdict = ("holds" if v.low <= 100 <= v.high else "refuted") if v.has_interval else "untested"
-        out.append(Value(f"{k}.predict.{name}.verdict", text=verdict))
+        out += [v, Value(f"{v.key}.verdict", text=verdict)]
     for r in what_if.itertuples():
         if r.what.startswith("cycle"):
             out.append(Value(f"{k}.whatif.loss_hours_{r.what.split()[1]}", float(r.loss_hours), "h", digits=1))
