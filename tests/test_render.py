@@ -43,6 +43,9 @@ def test_the_reruns_table_names_each_runs_commit_and_host_and_counts_pairs_on_on
     alike = compare.RunComparison("b", "20260102T000000Z-quick", "20260103T000000Z-quick", (), ())
     values = {v.key: v for v in render.repro_values([across, alike], manifests)}
     assert values["paper.repro.same_host"].value == 1 and values["paper.repro.studies"].value == 2
+    assert values["paper.repro.hosts"].text.startswith("1 of the 2 pairs ran both runs on one host model; the others")
+    alone = {v.key: v for v in render.repro_values([alike], manifests)}
+    assert alone["paper.repro.hosts"].text == "all 1 pairs ran both their runs on one host model"
     assert not render.same_host(alike, {})        # an unrecorded host is never the same
     table = render.repro_tex([across], manifests)
     assert "(cccccccccc+; AMD EPYC)" in table and "(cccccccccc+; Intel Xeon)" in table

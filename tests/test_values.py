@@ -43,3 +43,10 @@ def test_missing_value_names_the_key_and_the_file(tmp_path):
     check_available(used, ["s.loss", "s.there"])
     with pytest.raises(MissingValue, match="p.tex: asks for value 's.loss'"):
         check_available(used, ["s.there"])
+
+
+@pytest.mark.parametrize("low, high, side", [(0.5, 0.8, "lies below 1"), (0.5, 1.4, "includes 1"),
+                                             (1.0, 1.4, "includes 1"), (1.1, 1.4, "lies above 1"),
+                                             (math.nan, math.nan, "has no interval")])
+def test_side_of_reads_the_interval_against_a_reference(low, high, side):
+    assert Value("study.ratio", 0.7, "×", low, high, 4).side_of(1.0) == side

@@ -73,9 +73,6 @@ FACTS: tuple[Fact, ...] = (
       for ratio in RATIOS for grain in ("qcow2-c64k", "qcow2-c64k-ext")),
     Fact("db_snapshots.raid5_15k_6.fit.overlap", "estimate_below", 0.1,
          "db_snapshots.tex: the two snapshots' copies on the RAID5 hardly overlap"),
-    *(Fact(f"memory_dump.guest.slowdown.{kind}", "includes", 1.0,
-           "memory_dump.tex: both intervals of the guest's speed during a dump include 1")
-      for kind in ("background", "precopy-p2048-w2")),
     *(Fact("chain_length.pairs_planned", "estimate_below", f"chain_length.pairs_needed.lvm-thin.{job}",
            "seed001.tex: LVM thin's verdicts near no loss rest on fewer pairs than its own spread needs")
       for job in ("randrw", "readwrite")),

@@ -70,6 +70,16 @@ class Value:
     def has_interval(self) -> bool:
         return math.isfinite(self.low) and math.isfinite(self.high)
 
+    def side_of(self, x: float) -> str:
+        """Where the 95 % interval lies against `x`, as prose reads it: 'includes x', 'lies below x', 'lies above
+        x', or 'has no interval'. A sentence whose truth depends on the run prints this instead of asserting one."""
+        if not self.has_interval:
+            return "has no interval"
+        shown = f"{x:g}"
+        if self.high < x:
+            return f"lies below {shown}"
+        return f"lies above {shown}" if self.low > x else f"includes {shown}"
+
     def formatted(self) -> str:
         if self.text is not None:
             return self.text
