@@ -61,6 +61,14 @@ def test_missing_tool_names_the_package(monkeypatch):
                               "(or run 'make setup')")
 
 
+def test_build_plugin_without_the_compiler_names_the_package(monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent/gcc")                # make setup's build honours $CC
+    out = snaptax("build-plugin", "--force")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["snaptax: '/nonexistent/gcc' not found: install the Debian package "
+                                               "'gcc' (or run 'make setup')"]
+
+
 def test_measuring_without_root_says_so_in_one_line(data_dir):
     if __import__("os").geteuid() == 0:
         out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",

@@ -57,6 +57,20 @@ def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path):
     assert run(a).returncode == 2
 
 
+def test_cli_refuses_runs_of_different_studies_in_one_line(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    results("a", Value("s.loss", 60, "%", 55, 65, 4)).write(a)
+    other = Results("t", "b", "local", "quick")
+    other.add([Value("t.loss", 60, "%", 55, 65, 4)])
+    other.write(b)
+    out = subprocess.run([sys.executable, "-m", "snaptax", "compare", str(a), str(b)], capture_output=True,
+                         text=True, cwd=paths.REPO_ROOT, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["snaptax: runs of different studies: s and t"]
+
+
 def test_compare_on_the_committed_runs(monkeypatch):
     """Each study's two newest committed quick runs (a run and its rerun) compare; the report covers every claim
     (or, for a study with none, its values)."""

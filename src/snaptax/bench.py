@@ -11,6 +11,8 @@ kernel, CPU count and model, the groups that run measured), and the same per gro
   spindle  emulator accuracy and overhead (snaptax.spindle.bench), when present
   guest    TCG guest boot time (snaptax.guest.bench), when present
   cofw     copy-on-first-write engine versus the raw NBD path (snaptax.cofw.bench), when present
+  crosscheck  the loss with one snapshot measured in-process by `qemu-img bench`, without the transport
+           (snaptax.crosscheck), when present
 """
 from __future__ import annotations
 

@@ -196,6 +196,12 @@ def cmd_texlog(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_plugin(args: argparse.Namespace) -> int:
+    from .cofw.build import build_plugin
+    print(f"cofw plugin: {build_plugin(force=args.force)}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m snaptax", description="Measure the performance tax of snapshots.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -245,6 +251,10 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("log")
     tl.add_argument("--allow-overfull", action="store_true", help="report only undefined references and macros")
     tl.set_defaults(func=cmd_texlog)
+    bp = sub.add_parser("build-plugin", help="compile the cofw engine's C nbdkit plugin when it is missing or "
+                        "older than its source (make setup runs it; $CC picks the compiler)")
+    bp.add_argument("--force", action="store_true", help="rebuild even when the plugin is current")
+    bp.set_defaults(func=cmd_build_plugin)
     return p
 
 

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import AnalysisError
 from .values import Results, Value
 
 
@@ -82,7 +83,7 @@ class RunComparison:
 
 def compare_results(a: Results, b: Results) -> RunComparison:
     if a.study != b.study:
-        raise ValueError(f"runs of different studies: {a.study} and {b.study}")
+        raise AnalysisError(f"runs of different studies: {a.study} and {b.study}")
     values = tuple(ValueComparison(k, a.values[k], b.values[k]) for k in sorted(set(a.values) & set(b.values))
                    if ".run." not in k)
     claims_b = {c["id"]: c for c in b.claims}

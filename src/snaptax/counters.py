@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["counter", "gauge"]
-SOURCES = ("host", "snapdev", "emulator", "engine", "guest")
 
 
 @dataclass(frozen=True)
@@ -139,10 +138,3 @@ def over_measurement(before: dict[str, float], after: dict[str, float]) -> dict[
         a = float(after.get(name, b))
         out[name] = CounterValue(name, s.kind, s.unit, b, a)
     return out
-
-
-def prefixed(source: str, readings: dict[str, float]) -> dict[str, float]:
-    """{'reads': 3} → {'host.reads': 3}: name readings by their source."""
-    if source not in SOURCES:
-        raise ValueError(f"unknown counter source {source!r}")
-    return {f"{source}.{k}": float(v) for k, v in readings.items()}

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import procs, rig as rigmod
+from . import procs, profiles, rig as rigmod
 from .engines.qcow2 import Qcow2Config, metadata_configs
 from .errors import MeasurementError, MissingTool
 from .lock import measurement_lock
 from .stats import paired_ratio_interval
 
-DISK = 1 << 30            # the quick profile's disk, so the L2 cache covers the same fraction as in the chain study
+DISK = profiles.get("quick").disk_size   # so the L2 cache covers the same fraction as in the chain study
 COUNT = 8192              # requests per bench run (the on-disk overlay runs ~1k IOPS: ~16 s per mix)
 DEPTH = 32
 BLOCK = 4096

@@ -32,3 +32,8 @@ class EngineError(SnaptaxError):
 
 class MeasurementError(SnaptaxError):
     """fio or a counter failed during a measurement."""
+
+
+class AnalysisError(SnaptaxError):
+    """A run's data cannot be analysed (measurements missing, or a model that cannot be fitted to them), or two
+    runs cannot be compared; names the run."""

@@ -10,7 +10,7 @@ import pytest
 
 from snaptax.cofw.build import build_plugin, needs_build
 from snaptax.cofw.launch import PLUGIN, CofwEngineConfig
-from snaptax.errors import ConfigError, MissingTool
+from snaptax.errors import ConfigError, EngineError, MissingTool
 from snaptax.paths import COFW_PLUGIN, COFW_SOURCE
 
 
@@ -46,6 +46,17 @@ def test_a_missing_header_package_is_one_line_naming_it(tmp_path, header, packag
         build_plugin(cc=str(wrapper), plugin=tmp_path / "p.so", force=True)
     assert f"'{package}'" in str(exc.value) and "\n" not in str(exc.value)
     assert not (tmp_path / "p.so").exists()
+
+
+def test_a_failed_compile_is_one_line(tmp_path):
+    """A compiler that passes the header probes (-E) and then fails with output naming no error."""
+    wrapper = tmp_path / "cc"
+    wrapper.write_text("#!/bin/sh\n[ \"$1\" = -E ] && exit 0\necho 'cc1: out of memory' >&2; echo 'more' >&2; exit 1\n")
+    wrapper.chmod(0o755)
+    with pytest.raises(EngineError) as exc:
+        build_plugin(cc=str(wrapper), plugin=tmp_path / "p.so", force=True)
+    assert str(exc.value) == "building p.so from cofw.c failed: cc1: out of memory"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cc"]         # neither the plugin nor its temporary
 
 
 @pytest.mark.integration

@@ -1,5 +1,5 @@
 """Build the copy-on-first-write engine's C nbdkit plugin (cofw.c) with gcc against Debian's nbdkit-plugin-dev and
-libnbd-dev. `make setup` runs `python -m snaptax.cofw.build`; the launcher calls ensure_plugin() before every
+libnbd-dev. `make setup` runs `python -m snaptax build-plugin`; the launcher calls ensure_plugin() before every
 start, which rebuilds only when the source is newer than the plugin.
 
 A missing compiler or header package is refused with one line naming the Debian package (MissingTool), before
@@ -58,8 +58,11 @@ def build_plugin(cc: str | None = None, *, source: Path = COFW_SOURCE, plugin: P
     try:
         proc = subprocess.run([compiler, *CFLAGS, "-o", tmp, str(source), *LIBS], capture_output=True, text=True)
         if proc.returncode != 0:
-            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:200])
-            raise EngineError(f"building {plugin.name} from {source.name} failed: {first.strip()}")
+            # One line: the first error gcc names, else its first line of output (a wrapper's), else the status.
+            lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+            first = next((ln for ln in lines if "error" in ln),
+                         lines[0][:200] if lines else f"{compiler} exited with status {proc.returncode}")
+            raise EngineError(f"building {plugin.name} from {source.name} failed: {first}")
         os.replace(tmp, plugin)
     finally:
         if os.path.exists(tmp):
@@ -72,14 +75,3 @@ def ensure_plugin() -> Path:
     if needs_build():
         return build_plugin()
     return COFW_PLUGIN
-
-
-if __name__ == "__main__":      # python -m snaptax.cofw.build [--force]
-    import sys
-
-    from ..errors import SnaptaxError
-    try:
-        print(f"cofw plugin: {build_plugin(force='--force' in sys.argv[1:])}")
-    except SnaptaxError as e:
-        print(f"setup: {e}", file=sys.stderr)
-        sys.exit(1)

@@ -54,8 +54,6 @@ MODELS: tuple[Model, ...] = ("after", "overlap", "oversleep", "zero_skip")
 _PARAMS: dict[str, tuple[str, ...]] = {"after": ("s0_ms", "tau_ms_per_mib"), "overlap": ("s0_ms", "tau_ms_per_mib"),
                                        "oversleep": ("s0_ms", "tau_ms_per_mib", "delta_ms"),
                                        "zero_skip": ("s0_ms", "tau_ms_per_mib", "z")}
-WORDS = {"after": "wait after each write completes", "overlap": "wait counted from the write's start",
-         "oversleep": "each wait is w + δ (timer granularity)", "zero_skip": "a fraction z of blocks skipped"}
 
 
 @dataclass(frozen=True)
@@ -319,6 +317,6 @@ def wait_for_duty_s(block_bytes: ArrayLike, duty: float, s0_s: float, bw_bytes_s
     return service_s(block_bytes, s0_s, bw_bytes_s) * (1 - duty) / duty
 
 
-__all__ = ["PAGE", "MODELS", "WORDS", "WalkerPoint", "iterations", "service_s", "seed_estimate_s", "dump_time_s",
+__all__ = ["PAGE", "MODELS", "WalkerPoint", "iterations", "service_s", "seed_estimate_s", "dump_time_s",
            "DumpFit", "fit", "fit_all", "delta_aic", "implied_oversleep_ms", "implied_zero_fraction",
            "two_point_after", "duty_cycle", "wait_for_duty_s"]

@@ -65,10 +65,6 @@ class Served:
     size: int
     label: str
 
-    def read_counters(self) -> dict:
-        """The latest counters snapshot (see arrays.Simulator.counters for the fields)."""
-        return json.loads(self.counters.read_text())
-
 
 @contextlib.contextmanager
 def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from snaptax import profiles, values
+from snaptax.errors import AnalysisError
 from snaptax.models import cow
 from snaptax.record import RunRecord
 from snaptax.studies.engines import analyse as an, plan as planmod
@@ -183,7 +184,7 @@ def test_verdicts_on_seed001_vvol(tmp_path):
 
 
 def test_a_failed_fit_raises(tmp_path):
-    with pytest.raises(ValueError, match="cannot be fitted to cofw"):
+    with pytest.raises(AnalysisError, match="cannot be fitted to cofw"):
         make_run(tmp_path, cofw_copies=False)
 
 

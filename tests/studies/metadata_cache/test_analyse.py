@@ -4,6 +4,7 @@ coverages."""
 import pytest
 
 from snaptax import profiles
+from snaptax.errors import AnalysisError
 from snaptax.models import metadata_cache as mc
 from snaptax.record import RunRecord
 from snaptax.studies.metadata_cache import analyse as an, plan as planmod
@@ -62,7 +63,7 @@ def test_losses_reads_fits_and_implied_coverages_come_from_the_data(tmp_path):
 
 def test_a_run_without_pairs_is_refused(tmp_path):
     rec = make_run(tmp_path)
-    with pytest.raises(ValueError, match="no pair"):
+    with pytest.raises(AnalysisError, match="no pair"):
         an.measurements(_without_pairs(rec))
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
+from ...errors import AnalysisError
 from ...models import seek
 from ...record import Measurement, RunRecord
 from ...spindle.measure import clat_log, predicted_iops, read_clat_log, span_of
@@ -80,7 +81,7 @@ def drive_profiles(record: RunRecord) -> dict[str, DriveProfile]:
     for name in record.manifest.parameters["drive_profiles"]:
         spec = variant_spec(record, name)
         if not (isinstance(spec, DiskSpec) and isinstance(spec.profile, DriveProfile)):
-            raise ValueError(f"{record.path.name}: variant {name} is not a single drive")
+            raise AnalysisError(f"{record.path.name}: variant {name} is not a single drive")
         out[name] = spec.profile
     return out
 
@@ -92,7 +93,7 @@ def _measurements(record: RunRecord, variant: str | None = None, phase: str | No
 def _read_clat_mean_us(m: Measurement) -> float:
     rows = [r for r in m.fio if r["direction"] == "read"]
     if not rows:
-        raise ValueError(f"{m.directory}: no reads in a read measurement")
+        raise AnalysisError(f"{m.directory}: no reads in a read measurement")
     return float(rows[0]["clat_mean_us"])
 
 
@@ -100,7 +101,7 @@ def harness_s(record: RunRecord) -> float:
     """Mean fio-visible QD1 completion latency on the zero-latency device (s): the harness round trip."""
     runs = _measurements(record, ZERO, "harness")
     if not runs:
-        raise ValueError(f"{record.path.name}: no harness measurement (variant {ZERO})")
+        raise AnalysisError(f"{record.path.name}: no harness measurement (variant {ZERO})")
     return float(sum(_read_clat_mean_us(m) for m in runs) / len(runs) / 1e6)
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
+from ...errors import AnalysisError
 from ...models import cow
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval
@@ -77,7 +78,7 @@ def measurements(record: RunRecord) -> pd.DataFrame:
     meas = record.per_measurement(counters=COUNTERS).merge(variant_table(record), on="variant", how="left")
     if meas.family.isna().any():
         missing = sorted(set(meas.variant[meas.family.isna()]))
-        raise ValueError(f"{record.path}: variants {missing} are not described in the manifest")
+        raise AnalysisError(f"{record.path}: variants {missing} are not described in the manifest")
     meas["host_read_bytes"] = 512.0 * meas[HOST_READ].fillna(0.0)
     meas["host_write_bytes"] = 512.0 * meas[HOST_WRITTEN].fillna(0.0) + meas[BYTES_COPIED].fillna(0.0)
     measured = pd.Series(np.nan, index=meas.index)
@@ -121,7 +122,7 @@ def fit_families(points: pd.DataFrame) -> dict[str, cow.CowFit]:
         try:
             out[fam] = cow.fit(g.f, g.copy_grain, IO_SIZE, IO_SIZE + g.excess_bytes_per_write, MODE[fam])
         except (ValueError, RuntimeError) as exc:
-            raise ValueError(f"engines: the copy-on-write model cannot be fitted to {fam}: {exc}") from exc
+            raise AnalysisError(f"engines: the copy-on-write model cannot be fitted to {fam}: {exc}") from exc
     return out
 
 

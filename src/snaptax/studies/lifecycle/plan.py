@@ -54,14 +54,13 @@ LOADS = ("light", "saturated")
 THINKTIME_MS = {"light": 25.0, "saturated": 0.0}
 METHODS = ("active", "iterative", "mirror")
 PHASES = ("create", "before", "refill", "with", "delete", "after")
-STEADY = ("before", "with", "after")
 GRID = "grid"
 IODEPTH = 1                     # outstanding I/Os per worker (IOmeter's default)
 RANDOM_PERCENT = 70
 BS = 4 * KiB
-SEED_DEVICE_BYTES = 600e9       # one Savvio 10K.4 600 GB: the seed's mirror
 SEED_FILE_BYTES = GiB
-# VMware's consolidation bounds, scaled to the emulated device (sizes by 16 GiB / 600 GB, see describe()):
+# VMware's consolidation bounds, scaled like the test files (device_scale = file_bytes / SEED_FILE_BYTES; the
+# files cover the seed's fraction of the stroke, see the module docstring):
 SEED_HELPER_THRESHOLD = 16 * MiB     # seed 000: the remaining snapshot is committed "16MB at max"
 SEED_MAX_CONSOLIDATE_S = 12.0        # snapshot.maxConsolidateTime, about 12 s by default (issue 9)
 # A commit's fixed cost on the emulated device (job start, image metadata, pivot): the smoke run's iterations took
@@ -282,7 +281,7 @@ def describe(profile: profiles.Profile) -> str:
     ])
 
 
-__all__ = ["STUDY", "SPINDLE", "LOADS", "METHODS", "PHASES", "STEADY", "GRID", "THINKTIME_MS", "IODEPTH",
+__all__ = ["STUDY", "SPINDLE", "LOADS", "METHODS", "PHASES", "GRID", "THINKTIME_MS", "IODEPTH",
            "LifecycleScale", "SCALES", "scale", "qcow2_config", "variants", "variant_name", "Workload",
            "fill_job", "workload", "grid_workload", "planned_points", "estimated_seconds",
            "planned_seconds", "parameters",

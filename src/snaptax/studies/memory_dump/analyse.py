@@ -17,6 +17,7 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
+from ...errors import AnalysisError
 from ...models import memory_dump as md
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval
@@ -96,7 +97,7 @@ def measurements(record: RunRecord) -> pd.DataFrame:
     cols = ["role", "device", "pages", "wait_ms", "label", "block_bytes", "wait_s", "repeat", "memory_bytes",
             "dump_s", "iterations", "estimate_s", "iteration_ms", "s_per_gib", "busy"]
     if not rows:
-        raise ValueError(f"{record.path}: no page-walker measurements (phase {PHASE!r})")
+        raise AnalysisError(f"{record.path}: no page-walker measurements (phase {PHASE!r})")
     return pd.DataFrame(rows, columns=cols).sort_values(["role", "pages", "wait_ms", "repeat"]).reset_index(drop=True)
 
 

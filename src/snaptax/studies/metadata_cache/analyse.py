@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ...analysis import Analysis
+from ...errors import AnalysisError
 from ...models import metadata_cache as mc
 from ...record import RunRecord
 from ...stats import mean_interval, paired_ratio_interval
@@ -48,7 +49,7 @@ def measurements(record: RunRecord) -> pd.DataFrame:
     meas = record.per_measurement(counters=HOST)
     meas = meas[meas.phase == "pair"].copy()
     if meas.empty:
-        raise ValueError(f"{record.path}: no pair measurements")
+        raise AnalysisError(f"{record.path}: no pair measurements")
     ios = meas.read_ios + meas.write_ios
     meas["coverage"] = meas.variant.map(coverage).astype(float)
     meas["m"] = (meas["host.reads"] - meas.read_ios) / ios

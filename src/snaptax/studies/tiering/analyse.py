@@ -43,7 +43,6 @@ MODEL_PHASES = ("initial", "settle", "with", "after", "relearned")   # per-secon
 RATIO_PHASES = ("with", "delete", "after", "relearned")
 SEED = {"sas_pool": {"initial": 2450.0, "with": 300.0, "delete": 180.0, "after": 2650.0},
         "tier_pool": {"initial": 11500.0, "with": 420.0, "delete": 300.0, "after": 11500.0}}
-SEED_CYCLE_S = 86400.0                        # Easy Tier's cycle in the seed's era
 WHAT_IF_CYCLES_S = {"24h": 86400.0, "1h": 3600.0, "5min": 300.0}
 SEED_MIGRATION_B_S = 40e6                     # 12 GB per 5 min
 SEED_DISK_BYTES = 100e9

@@ -69,7 +69,6 @@ SPAN_MODEL_SEEDS = (1, 2, 3, 4, 5)                    # its closed loops' seeds:
 SEED_DISK_BYTES = 100e9                    # the seed's VM disk
 SEED_POOL_BYTES = 4.2e12                   # the V7000's usable capacity the emulated pools scale (16 GiB)
 PHASES = ("fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned")
-STEADY = ("initial", "with", "after", "relearned")
 LVM_THIN = "lvmthin"
 
 
@@ -292,7 +291,7 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
     ])
 
 
-__all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "STEADY", "BS", "IODEPTH", "SPAN_MODEL_FRACTIONS", "SPAN_MODEL_SEEDS",
+__all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "BS", "IODEPTH", "SPAN_MODEL_FRACTIONS", "SPAN_MODEL_SEEDS",
            "TieringScale", "SCALES", "scale",
            "qcow2_config", "workload", "phase_seed", "fill_job", "tiered", "phases_of", "estimated_seconds",
            "planned_seconds", "planned_points", "LVM_THIN", "lvmthin_config", "lvmthin_variant", "pool_of",
