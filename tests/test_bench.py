@@ -10,6 +10,7 @@ from snaptax.errors import ConfigError
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "BENCH_DIR", tmp_path)
+    monkeypatch.setattr(paths, "BENCH_LATEST", tmp_path / "latest.json")   # never the committed bench/latest.json
     monkeypatch.setattr(bench, "groups", lambda: {"fake": lambda: {"fake_ratio": 0.5, "fake_rounds": 3}})
     return tmp_path / "latest.json"
 

@@ -69,7 +69,7 @@ def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUN
                                                for name in HARNESS_PATHS}
     with measurement_lock(), ProcessGroup() as group, tempfile.TemporaryDirectory() as tmp:
         backend = open_device(rig, device, group, tag="bench")
-        daemon = StorageDaemon(group, rig.rig_work_dir / "run" / "bench").start()
+        daemon = StorageDaemon(group, paths.engine_run_dir(rig.rig_work_dir, "bench")).start()
         qsd_pid = group.children[-1].proc.pid
         store = RegionStore(daemon, backend.protocol(), device.capacity)
         region = store.allocate(size, "bench")
@@ -197,7 +197,7 @@ def main(only: list[str] | None = None) -> dict[str, Figure]:
     if unknown:  # before anything is measured
         raise ConfigError("snaptax bench", "--only", f"unknown benchmark group(s) {', '.join(map(repr, unknown))} "
                           f"(have: {', '.join(available)})")
-    path = paths.BENCH_DIR / "latest.json"
+    path = paths.BENCH_LATEST
     results: dict[str, Figure] = json.loads(path.read_text()) if path.exists() and only else {}
     done: list[str] = []
     for name in selected:

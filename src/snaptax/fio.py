@@ -19,6 +19,11 @@ _RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "rand
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
+# The files of one fio run in its directory, however fio is run (run() here, snaptax.timeline, the LVM thin script):
+# the run records and their readers find them under these names.
+JOB_FILE = "job.fio"       # the exact job fio read
+JSON_FILE = "fio.json"     # fio's --output-format=json
+
 
 def parse_size(text: str | int, *, source: str = "size", field_name: str = "size") -> int:
     """'4K', '50G', '512KiB' or an int -> bytes (binary units, as fio reads them)."""
@@ -195,6 +200,16 @@ def load_json(text: str) -> dict:
         raise MeasurementError(f"fio JSON unreadable: {exc}") from exc
 
 
+def read_result(directory: Path, label: str) -> dict:
+    """The JSON fio wrote in `directory`. MeasurementError when it is unreadable or any job reported I/O errors
+    (`label` says which fio run in that message)."""
+    result = load_json((directory / JSON_FILE).read_text())
+    bad = [j.get("jobname") for j in result.get("jobs", []) if j.get("error")]
+    if bad:
+        raise MeasurementError(f"fio job(s) {bad} reported I/O errors in {label}")
+    return result
+
+
 def tidy_rows(result: dict) -> list[dict]:
     """One row per fio job (group) and direction: iops, bandwidth, latency in microseconds.
 
@@ -241,14 +256,11 @@ class FioRun:
 
     @property
     def job_file(self) -> Path:
-        return self.directory / "job.fio"
+        return self.directory / JOB_FILE
 
     @property
     def json_file(self) -> Path:
-        return self.directory / "fio.json"
-
-    def log_files(self) -> list[Path]:
-        return sorted(self.directory.glob("fio_*.log"))
+        return self.directory / JSON_FILE
 
 
 def run(job: FioJob, target: FioTarget, directory: Path, *, timeout_margin_s: float = 120) -> FioRun:
@@ -260,19 +272,14 @@ def run(job: FioJob, target: FioTarget, directory: Path, *, timeout_margin_s: fl
     from .lock import measurement_lock
 
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "job.fio").write_text(job.job_file(target, log_prefix="fio"))
+    (directory / JOB_FILE).write_text(job.job_file(target, log_prefix="fio"))
     timeout = (job.runtime_s or 600) + job.ramp_time_s + timeout_margin_s
     with measurement_lock():
         t0 = time.monotonic()
-        cp = procs.run(["fio", "--output-format=json", "--output=fio.json", "job.fio"], cwd=directory,
+        cp = procs.run(["fio", "--output-format=json", f"--output={JSON_FILE}", JOB_FILE], cwd=directory,
                        timeout=timeout, check=False)
         wall = time.monotonic() - t0
-    json_path = directory / "fio.json"
-    if cp.returncode != 0 or not json_path.exists():
+    if cp.returncode != 0 or not (directory / JSON_FILE).exists():
         tail = " | ".join(cp.stderr.decode(errors="replace").strip().splitlines()[-3:])
         raise MeasurementError(f"fio job {job.name!r} exited {cp.returncode}: {tail}")
-    result = load_json(json_path.read_text())
-    bad = [j.get("jobname") for j in result.get("jobs", []) if j.get("error")]
-    if bad:
-        raise MeasurementError(f"fio job(s) {bad} reported I/O errors")
-    return FioRun(directory, result, wall)
+    return FioRun(directory, read_result(directory, str(directory)), wall)

@@ -9,14 +9,30 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_DIR = Path(__file__).resolve().parent        # src/snaptax
+SRC_DIR = PACKAGE_DIR.parent                          # what must be on sys.path to import snaptax (nbdkit's plugin)
+GUEST_DIR = PACKAGE_DIR / "guest"                     # the guest's scripts and lvm.conf (package data)
+REPO_ROOT = PACKAGE_DIR.parents[1]
 RIGS_DIR = REPO_ROOT / "rigs"
+SPINDLES_DIR = RIGS_DIR / "spindles"                  # drive profiles and device specs (snaptax.spindle.rigfiles)
 PAPER_DIR = REPO_ROOT / "paper"
-GENERATED_DIR = PAPER_DIR / "generated"
-FIGURES_DIR = PAPER_DIR / "figures"
+
+
+def figures_dir(paper_dir: Path) -> Path:
+    return paper_dir / "figures"
+
+
+def generated_dir(paper_dir: Path) -> Path:
+    """Tables and values the paper inputs, written by `snaptax render`."""
+    return paper_dir / "generated"
+
+
+GENERATED_DIR = generated_dir(PAPER_DIR)
+FIGURES_DIR = figures_dir(PAPER_DIR)
 BENCH_DIR = REPO_ROOT / "bench"
+BENCH_LATEST = BENCH_DIR / "latest.json"              # `make bench`'s figures, one flat JSON object
 BUILD_DIR = REPO_ROOT / "build"                       # compiled artefacts (git-ignored), rebuilt by make setup
-COFW_SOURCE = REPO_ROOT / "src" / "snaptax" / "cofw" / "cofw.c"
+COFW_SOURCE = PACKAGE_DIR / "cofw" / "cofw.c"
 COFW_PLUGIN = BUILD_DIR / "nbdkit-cofw.so"            # the copy-on-first-write engine's nbdkit plugin
 
 DEFAULT_WORK_DIR = Path("/var/tmp/snaptax")
@@ -38,6 +54,12 @@ def work_dir(configured: str | Path | None = None) -> Path:
     if env:
         return Path(env)
     return Path(configured) if configured else DEFAULT_WORK_DIR
+
+
+def engine_run_dir(rig_work_dir: Path, tag: str) -> Path:
+    """Scratch of one running engine or daemon (sockets, logs, lvm.conf), named by its tag (e.g. 'qcow2-c64k');
+    the process group that runs it removes it on close."""
+    return rig_work_dir / "run" / tag
 
 
 def rig_file(name_or_path: str | Path) -> Path:

@@ -14,6 +14,9 @@ directory; nothing of it reaches data/. Layout of a published run (format versio
     measurements/<variant>/<NNN>-<label>/
         job.fio fio.json fio_*.log     exactly what fio read and wrote
         measurement.json               the same coordinates, fio summary and counters, plus study extras
+    measurements/<variant>/host_series.csv   a timeline study's per-second host counters (snaptax.timeline)
+    engine-logs/<variant>/<engine>/          an engine's own logs (the LVM thin script's, the guest's dmesg)
+<variant> and <label> are slugs: runs of anything but letters, digits and ._- become one '-' (_slug).
 """
 from __future__ import annotations
 
@@ -47,6 +50,8 @@ MANIFEST = "manifest.json"
 RESULTS = "results.csv"
 COUNTERS = "counters.csv"
 MEASUREMENT = "measurement.json"
+MEASUREMENTS = "measurements"   # measurements/<variant slug>/ in a run
+ENGINE_LOGS = "engine-logs"     # engine-logs/<variant slug>/<engine>/ in a run: an engine's own logs
 RECORD_FORMAT = "snaptax-run"
 RECORD_VERSION = 2
 # coordinates of a measurement in its plan: the first columns of results.csv, the keys of per-measurement tables
@@ -147,18 +152,28 @@ class RunWriter:
     def discard_variant(self, name: str) -> int:
         """Drop everything recorded under variant `name` (rows, counters, measurement directories; its events and
         description stay): a configuration measured again from the start. Returns the measurements dropped."""
-        slug = _slug(name)
-        prefix = f"measurements/{slug}/"
+        prefix = f"{MEASUREMENTS}/{_slug(name)}/"
         dropped = sum(p.startswith(prefix) for p in self._paths)
         self._paths[:] = [p for p in self._paths if not p.startswith(prefix)]
         self._rows[:] = [r for r in self._rows if r["variant"] != name]
         self._counter_rows[:] = [r for r in self._counter_rows if r["variant"] != name]
-        shutil.rmtree(self.staging / "measurements" / slug, ignore_errors=True)
+        shutil.rmtree(self.variant_dir(name), ignore_errors=True)
         return dropped
 
     # -------------------------------------------------------------- recording
+    def variant_dir(self, variant: str | None = None) -> Path:
+        """measurements/<variant>/ in staging (default: the current variant's): its measurements' directories and
+        the study's own files of that variant (e.g. a timeline's host_series.csv). RunRecord.variant_dir reads it."""
+        return self.staging / MEASUREMENTS / _slug(self.variant if variant is None else variant)
+
+    def engine_logs_dir(self, engine: str) -> Path:
+        """engine-logs/<variant>/<engine>/ in staging, created: an engine's own logs for the current variant."""
+        d = self.staging / ENGINE_LOGS / _slug(self.variant) / engine
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
     def measurement_dir(self, index: int, step: Measure) -> Path:
-        d = self.staging / "measurements" / _slug(self.variant) / f"{index:03d}-{_slug(step.label)}"
+        d = self.variant_dir() / f"{index:03d}-{_slug(step.label)}"
         d.mkdir(parents=True, exist_ok=True)
         return d
 
@@ -466,6 +481,10 @@ class RunRecord:
     @property
     def run_id(self) -> str:
         return self.manifest.run_id
+
+    def variant_dir(self, variant: str) -> Path:
+        """measurements/<variant>/ of this run, as RunWriter.variant_dir named it (a study's per-variant files)."""
+        return self.path / MEASUREMENTS / _slug(variant)
 
     @cached_property
     def measurements(self) -> tuple[Measurement, ...]:

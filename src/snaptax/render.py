@@ -193,7 +193,7 @@ def study_times(rig: str) -> list[article.StudyTimes]:
 
 def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: Path | None = None) -> list[Rendered]:
     paper_dir = paper_dir or paths.PAPER_DIR
-    figure_dir, generated_dir = paper_dir / "figures", paper_dir / "generated"
+    figure_dir, generated_dir = paths.figures_dir(paper_dir), paths.generated_dir(paper_dir)
     rendered = analyse_newest(rig, profile)
     if profile != "smoke":        # smoke's numbers mean nothing: the prose is checked on the paper's own runs
         prose.check(v for r in rendered for v in r.results.values.values())    # before anything is written
@@ -215,7 +215,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     values += article.environment_values(manifests)
     times = study_times(rig)
     values += article.time_values(times)
-    values += article.bench_values(paths.BENCH_DIR / "latest.json")
+    values += article.bench_values(paths.BENCH_LATEST)
     for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro_tex),
                      ("glance", article.glance_tex), ("artifact", article.artifact_tex)):
         made[stem] = sources.Source(stem, f"{fn.__module__}.{fn.__name__}")

@@ -139,10 +139,11 @@ class Timeline(Generic[E]):
         step = Measure(job, phase, repeat)
         self.index += 1
         directory = self.session.measurement_dir(self.index, step)
-        (directory / "job.fio").write_text(text_of(self.engine.fio_target(), str(directory / "fio")))
+        job_file = directory / fio.JOB_FILE
+        job_file.write_text(text_of(self.engine.fio_target(), str(directory / "fio")))
         before = self.engine.counters()
-        child = self.engine.group.spawn(["fio", "--output-format=json", f"--output={directory / 'fio.json'}",
-                                         str(directory / "job.fio")], name=f"fio[{step.label}]",
+        child = self.engine.group.spawn(["fio", "--output-format=json", f"--output={directory / fio.JSON_FILE}",
+                                         str(job_file)], name=f"fio[{step.label}]",
                                         log_path=directory / "fio.stderr")
         return Load(child, directory, self.now(), step, self.index, before)
 
@@ -155,14 +156,10 @@ class Timeline(Generic[E]):
                                    "is stuck (see the qemu-storage-daemon drain note in timeline.stunned)") from None
         self.engine.group.stop(load.child)
         wall = self.now() - load.started
-        json_path = load.directory / "fio.json"
-        if load.child.proc.returncode != 0 or not json_path.exists():
+        if load.child.proc.returncode != 0 or not (load.directory / fio.JSON_FILE).exists():
             raise MeasurementError(f"fio {load.step.label} exited {load.child.proc.returncode}: "
                                    f"{load.child.log_tail(3)}")
-        result = fio.load_json(json_path.read_text())
-        bad = [j.get("jobname") for j in result.get("jobs", []) if j.get("error")]
-        if bad:
-            raise MeasurementError(f"fio job(s) {bad} of {load.step.label} reported I/O errors")
+        result = fio.read_result(load.directory, load.step.label)
         after = self.engine.counters()
         self.session.record_measurement(load.index, load.step, chain_length=self.engine.chain_length,
                                         fio_run=fio.FioRun(load.directory, result, wall), counters_before=load.before,

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .. import fio
+from .. import fio, paths
 from ..cofw.launch import CofwEngineConfig, CofwServer
 from ..cofw.spec import COUNTERS, SNAPSHOT_SUFFIX
 from ..errors import ConfigError, EngineError
@@ -63,7 +63,7 @@ class CofwEngine(SnapshotEngine):
             tag = f"cofw-{self.config.name}"
             backend = open_device(self.rig, self.device, self.group, tag=tag)
             self._host_counters = backend.host_counters
-            run_dir = self.group.own(self.rig.rig_work_dir / "run" / tag)
+            run_dir = self.group.own(paths.engine_run_dir(self.rig.rig_work_dir, tag))
             snap_dir = self._snapshot_dir or run_dir / "snapshots"
             if backend.path is None:     # open_device gives file and block devices a path (spindles are refused)
                 raise EngineError(f"cofw: rig device {self.device.name!r} has no file or block node")

@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import fio
+from .. import fio, paths
 from ..errors import ConfigError, EngineError, MeasurementError
 from ..fio import FioRun, FioTarget
 from ..guest.vm import (
@@ -297,12 +297,12 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
                                   f"offset+size {step.job.offset + step.job.size} exceeds the thin volume "
                                   f"({disk_size} bytes)")
             target = FioTarget("libaio", filename=f"/dev/mapper/{VG}-{volume}")
-            files[f"m{tag}/job.fio"] = step.job.job_file(target, log_prefix="fio").encode()
+            files[f"m{tag}/{fio.JOB_FILE}"] = step.job.job_file(target, log_prefix="fio").encode()
             d = f"$OUT/m{tag}"
-            body = [f'mkdir -p {d} && cp $IN/m{tag}/job.fio {d}/',
+            body = [f'mkdir -p {d} && cp $IN/m{tag}/{fio.JOB_FILE} {d}/',
                     f'counters {volume} {st.live} {d}/counters_before.txt',
                     f'step "{tag}-fio-begin {volume}"',
-                    f'(cd {d} && fio --output-format=json --output=fio.json job.fio)',
+                    f'(cd {d} && fio --output-format=json --output={fio.JSON_FILE} {fio.JOB_FILE})',
                     f'step "{tag}-fio-end {volume}"',
                     f'counters {volume} {st.live} {d}/counters_after.txt']
             if config.integrity and volume == st.live:
@@ -502,7 +502,7 @@ class LvmThinEngine(SnapshotEngine):
         from ..qsd import RegionStore, StorageDaemon
         try:
             tag = f"lvmthin-{self.config.name}"
-            self.run_dir = self.rig.rig_work_dir / "run" / tag
+            self.run_dir = paths.engine_run_dir(self.rig.rig_work_dir, tag)
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self.group.own(self.run_dir)
             backend = open_device(self.rig, self.device, self.group, tag=tag)
@@ -607,7 +607,7 @@ class LvmThinEngine(SnapshotEngine):
             raise EngineError("lvmthin native mode needs a block device (a file rig device's loop or a real disk)")
         sysdir = self.run_dir / "lvm"
         sysdir.mkdir(parents=True, exist_ok=True)
-        conf = (Path(__file__).resolve().parents[1] / "guest" / "lvm.conf").read_text()
+        conf = (paths.GUEST_DIR / "lvm.conf").read_text()
         conf = conf.replace('"a|^/dev/vd[a-z]+$|"', f'"a|^{pv}$|"')
         (sysdir / "lvm.conf").write_text(conf)
         in_dir = self.run_dir / "in"
@@ -615,7 +615,7 @@ class LvmThinEngine(SnapshotEngine):
             (in_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (in_dir / rel).write_bytes(data)
         lib = self.run_dir / "lib.sh"
-        lib.write_text((Path(__file__).resolve().parents[1] / "guest" / "lib.sh").read_text() +
+        lib.write_text((paths.GUEST_DIR / "lib.sh").read_text() +
                        f'disk() {{ [ "$1" = pv0 ] && echo {shlex.quote(str(pv))}; }}\n')
         out_dir.mkdir(parents=True, exist_ok=True)
         for mod in ("dm_thin_pool", "dm_snapshot"):
@@ -650,8 +650,7 @@ class LvmThinEngine(SnapshotEngine):
         # dynamic loader relocates fio's ~80 MB of libraries); fio's own runtime is in its JSON.
         steps = _parse_steps(out / "steps.txt")
         # The guest's own logs travel with the run (why a number is what it is may be in dmesg).
-        logs = session.staging / "engine-logs" / session.variant.replace("/", "-") / self.kind
-        logs.mkdir(parents=True, exist_ok=True)
+        logs = session.engine_logs_dir(self.kind)
         for name in ("script.log", "steps.txt", "host_steps.txt", "integrity.txt", "dmesg.txt"):
             if (out / name).exists():
                 shutil.copy2(out / name, logs / name)
@@ -675,10 +674,7 @@ class LvmThinEngine(SnapshotEngine):
             directory = session.measurement_dir(index, step)
             for f in src.iterdir():
                 shutil.copy2(f, directory / f.name)
-            result = fio.load_json((directory / "fio.json").read_text())
-            bad = [j.get("jobname") for j in result.get("jobs", []) if j.get("error")]
-            if bad:
-                raise MeasurementError(f"fio job(s) {bad} reported I/O errors in measurement {index}")
+            result = fio.read_result(directory, f"measurement {index}")
             before = parse_counters((src / "counters_before.txt").read_text(), self.config.chunk_size)
             after = parse_counters((src / "counters_after.txt").read_text(), self.config.chunk_size)
             broken, provisioned = chunks_broken(before, after, self.config.chunk_size)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import fio, procs
+from .. import fio, paths, procs
 from ..backends import open_device
 from ..errors import ConfigError, EngineError
 from ..procs import ProcessGroup
@@ -136,7 +136,7 @@ class Qcow2ChainEngine(SnapshotEngine):
             backend = open_device(self.rig, self.device, self.group, tag=tag)
             self._host_counters = backend.host_counters
             self._levels = backend.levels
-            self.daemon = StorageDaemon(self.group, self.rig.rig_work_dir / "run" / tag).start()
+            self.daemon = StorageDaemon(self.group, paths.engine_run_dir(self.rig.rig_work_dir, tag)).start()
             self.store = RegionStore(self.daemon, backend.protocol(), self.device.capacity)
             base = self.store.allocate(self.disk_size, "base")
             self.layers.append(_Layer(base.node, base))

@@ -22,7 +22,6 @@ from ..errors import EngineError
 from ..procs import run
 from .kernel import GUEST_MODULES, KernelDeb, extract_kernel, fetch_kernel, tool, uncompressed_kernel
 
-HERE = Path(__file__).resolve().parent
 # Bumped when the layout of the image changes in a way the hashed inputs do not show.
 IMAGE_FORMAT = 2   # 2: the kernel stored uncompressed (vmlinux), booted at its PVH entry
 
@@ -83,7 +82,7 @@ def _host_inputs() -> dict[str, str]:
 
 
 def _guest_scripts() -> dict[str, str]:
-    return {n: (HERE / n).read_text() for n in ("init.sh", "lib.sh", "lvm.conf")}
+    return {n: (paths.GUEST_DIR / n).read_text() for n in ("init.sh", "lib.sh", "lvm.conf")}
 
 
 def image_key(deb: KernelDeb, host_files: dict[str, str], scripts: dict[str, str]) -> str:

@@ -17,9 +17,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from .. import paths
 from ..errors import ConfigError, MissingTool
 from ..fio import parse_size
+from ..paths import SPINDLES_DIR
 from .profiles import (
     DeviceSpec,
     DiskSpec,
@@ -35,7 +35,6 @@ from .profiles import (
     validate_spec,
 )
 
-SPINDLES_DIR = paths.RIGS_DIR / "spindles"
 _DRIVE_FIELDS = {"name", "type", "model", "rpm", "capacity", "heads", "outer_mb_s", "inner_mb_s", "overhead_ms",
                  "seek_read", "seek_write", "short_seek_fraction", "queue_depth", "scheduler", "starvation_ms",
                  "write_cache", "write_cache_bytes", "readahead", "interface_mb_s", "sources"}

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import procs
+from .. import paths, procs
 from ..errors import ConfigError, EngineError
 from .profiles import DeviceSpec, describe, to_json, validate_spec
 
 PLUGIN = Path(__file__).with_name("plugin.py")
-SRC_DIR = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
         sock.unlink()
     log = device.workdir / f"{device.name}.nbdkit.log"
     argv = ["nbdkit", "-f", "-U", str(sock), "-t", str(device.threads), "python", str(PLUGIN),
-            f"srcdir={SRC_DIR}", f"spec={spec_path}", f"file={backing}", f"counters={device.counters}",
+            f"srcdir={paths.SRC_DIR}", f"spec={spec_path}", f"file={backing}", f"counters={device.counters}",
             f"interval={device.counters_interval_s}"]
     child = group.spawn(argv, name=f"nbdkit[{device.name}]", log_path=log,
                         ready=lambda: procs.unix_socket_accepts(sock), ready_timeout=30)

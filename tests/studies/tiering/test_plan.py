@@ -6,6 +6,7 @@ import pytest
 
 from snaptax import profiles, rig as rigmod
 from snaptax.errors import ConfigError
+from snaptax.record import RunWriter
 from snaptax.spindle.rigfiles import parse_device
 from snaptax.studies.tiering import measure, plan as planmod
 
@@ -228,6 +229,8 @@ class _GuestEngine:
 class _Session:
     def __init__(self, staging):
         self.staging, self.variant, self.events = staging, "tier_pool.lvmthin", []
+
+    variant_dir = RunWriter.variant_dir      # where the real session puts a variant's files (host_series.csv)
 
     def log_event(self, kind, **data):
         self.events.append((kind, data))

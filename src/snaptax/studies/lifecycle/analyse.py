@@ -54,8 +54,8 @@ class LifecycleAnalysis(Analysis):
     seek: dict[str, float] = field(default_factory=dict)
 
 
-def _host_series(run_dir, variant: str) -> pd.DataFrame:
-    path = run_dir / "measurements" / variant / "host_series.csv"
+def _host_series(record: RunRecord, variant: str) -> pd.DataFrame:
+    path = record.variant_dir(variant) / "host_series.csv"
     with open(path) as f:
         rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
     return pd.DataFrame(rows)
@@ -101,7 +101,7 @@ def timeline_table(record: RunRecord) -> pd.DataFrame:
                 rows.append({"variant": m.variant, "t_s": t0 + float(end_s), "level": "VM",
                              "direction": direction, "iops": float(value)})
     for variant in sorted({m.variant for m in record.measurements}):
-        h = _host_series(record.path, variant)
+        h = _host_series(record, variant)
         if len(h) < 2:
             continue
         dt = h["t_s"].diff()

@@ -214,7 +214,7 @@ def timeline(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleS
             info = delete_mirror(tl, load)
         tl.finish(load, {"deletion": info})
         tl.run(_work_text(w), w.summary_job(), "after")
-    sampler.write(session.staging / "measurements" / session.variant / "host_series.csv")
+    sampler.write(session.variant_dir() / "host_series.csv")
 
 
 def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale) -> None:
@@ -232,7 +232,7 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
             time.sleep(1.0)
             info = delete_iterative(tl, load, s)
             tl.finish(load, {"deletion": info, "rate_iops": r})
-    sampler.write(session.staging / "measurements" / session.variant / "host_series.csv")
+    sampler.write(session.variant_dir() / "host_series.csv")
 
 
 def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:

@@ -106,8 +106,8 @@ def at_tier_speed(phases: pd.DataFrame, fit: tm.TierFit | None, model_us: dict[s
     return pd.DataFrame(rows, columns=columns)
 
 
-def _host_series(run_dir, variant: str) -> pd.DataFrame:
-    path = run_dir / "measurements" / variant / "host_series.csv"
+def _host_series(record: RunRecord, variant: str) -> pd.DataFrame:
+    path = record.variant_dir(variant) / "host_series.csv"
     if not path.exists():
         return pd.DataFrame()
     with open(path) as f:
@@ -240,7 +240,7 @@ def _chunk_size(record: RunRecord, variant: str) -> float:
 
 def measurements_table(record: RunRecord) -> pd.DataFrame:
     rows = []
-    hosts = {v: _host_series(record.path, v) for v in record.manifest.variants if engine_of(v) == LVM_THIN}
+    hosts = {v: _host_series(record, v) for v in record.manifest.variants if engine_of(v) == LVM_THIN}
     chunk_size = {v: _chunk_size(record, v) for v in {m.variant for m in record.measurements}}
     for m in record.measurements:
         t_start, t_end = float(m.extra.get("t_start_s", math.nan)), float(m.extra.get("t_end_s", math.nan))
@@ -273,7 +273,7 @@ def seconds_table(record: RunRecord) -> pd.DataFrame:
     """Per pool and second of the timeline: the phase, VM IOPS (fio's log, all directions) and the SSD-served
     share of the pool's I/O over the host-counter sample ending nearest that second."""
     rows: list[dict[str, Any]] = []
-    hosts = {v: _host_series(record.path, v) for v in sorted({m.variant for m in record.measurements})}
+    hosts = {v: _host_series(record, v) for v in sorted({m.variant for m in record.measurements})}
     shares = {v: (h["t_s"].to_numpy(), _interval_shares(h)) for v, h in hosts.items() if len(h) >= 2}
     for m in record.measurements:
         t0 = float(m.extra.get("t_start_s", 0.0))

@@ -196,7 +196,7 @@ def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringSc
 
 
 def host_series_path(session: RunSession):
-    return session.staging / "measurements" / session.variant / "host_series.csv"
+    return session.variant_dir() / "host_series.csv"
 
 
 class LearningGate:
