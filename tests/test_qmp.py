@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from snaptax.errors import EngineError
-from snaptax.qmp import QMPClient, QMPError
+from snaptax.qmp import QMPClient, QMPError, block_job_ready
 
 
 def fake_monitor(path, script):
@@ -76,3 +76,26 @@ def test_job_failure_is_raised_and_dismissed(tmp_path):
             q.run_job("blockdev-create", "c1", options={})
     t.join(2)
     assert received[-1] == {"execute": "job-dismiss", "arguments": {"id": "c1"}}
+
+
+def test_wait_block_job_ready_takes_that_jobs_event_and_leaves_the_others_queued(tmp_path):
+    path = tmp_path / "qmp.sock"
+    other = {"event": "BLOCK_JOB_READY", "data": {"device": "j1"}}
+    status = {"event": "JOB_STATUS_CHANGE", "data": {"id": "j2", "status": "ready"}}
+    ready = {"event": "BLOCK_JOB_READY", "data": {"device": "j2"}}
+    fake_monitor(path, [[{"return": {}}], [other, status, ready, {"return": {}}], []])
+    with QMPClient(path, timeout=5) as q:
+        q.execute("block-commit", **{"job-id": "j2", "device": "top"})
+        assert q.wait_block_job_ready("j2", timeout=1) == ready
+        assert list(q.events) == [other, status]
+        with pytest.raises(EngineError, match="timed out"):
+            q.wait_block_job_ready("j3", timeout=0.2)
+        assert list(q.events) == [other, status]
+
+
+def test_block_job_ready_matches_only_that_jobs_ready_event():
+    match = block_job_ready("j1")
+    assert match({"event": "BLOCK_JOB_READY", "data": {"device": "j1", "len": 1, "offset": 1}})
+    assert not match({"event": "BLOCK_JOB_READY", "data": {"device": "j2"}})
+    assert not match({"event": "BLOCK_JOB_COMPLETED", "data": {"device": "j1"}})
+    assert not match({"event": "STOP"})

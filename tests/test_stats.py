@@ -131,3 +131,21 @@ def test_least_squares_recovers_a_line_and_has_no_interval_when_exact():
     assert all(lo < true < hi for (lo, hi), true in zip(ls.ci, (2, 3), strict=True))
     exact = least_squares(np.column_stack([np.ones(2), [0.0, 1.0]]), np.array([1.0, 2.0]))
     assert exact.beta == pytest.approx((1.0, 1.0)) and all(np.isnan(v) for ci in exact.ci for v in ci)
+
+
+def test_ratio_of_ratios_interval_adds_log_half_widths_in_quadrature():
+    # log half-widths 0.3 and 0.4 combine to 0.5 (a 3-4-5 triangle)
+    a, b = (math.exp(-0.3), math.exp(0.3)), (2 * math.exp(-0.4), 2 * math.exp(0.4))
+    iv = stats.ratio_of_ratios_interval(2.0, a, b, 3, "combined")
+    assert (iv.estimate, iv.n, iv.method) == (2.0, 3, "combined")
+    assert (iv.low, iv.high) == pytest.approx((2 * math.exp(-0.5), 2 * math.exp(0.5)))
+    # one interval a point: the other's half-width alone, about the estimate
+    iv = stats.ratio_of_ratios_interval(5.0, (1.0, 4.0), (3.0, 3.0), 2)
+    assert (iv.low, iv.high) == pytest.approx((2.5, 10.0)) and iv.method.startswith("ratio of ratios")
+
+
+@pytest.mark.parametrize("end", [math.nan, math.inf, 0.0, -1.0])
+def test_ratio_of_ratios_without_both_intervals_has_none(end):
+    iv = stats.ratio_of_ratios_interval(1.5, (end, 2.0), (0.5, 2.0), 4)
+    assert iv.estimate == 1.5 and iv.n == 4 and iv.method == "ratio of ratios" and not iv.defined
+    assert math.isnan(iv.low) and math.isnan(iv.high)

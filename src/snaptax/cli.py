@@ -113,18 +113,16 @@ def cmd_notebook(args: argparse.Namespace) -> int:
 
 def cmd_claims(args: argparse.Namespace) -> int:
     from . import claims, studies
+    from .analysis import outcomes_frame
     from .values import Results
 
     _check_rig_and_profile(args)
-    rows = []
+    header = ("claim", "source", "published", "ours [95 % CI]", "verdict", "run")
+    rows: list[tuple[object, ...]] = []
     for study in studies.REGISTRY:
         run = study.newest_run(args.rig, args.profile)
-        results = Results.load(run)
-        for row in results.claims:
-            o = claims.from_json(row)
-            rows.append((o.claim.statement, f"{o.claim.cite}, {o.claim.where}", claims.published_str(o.claim),
-                         claims.ours_str(o), o.verdict, run.name))
-    header = ("claim", "source", "published", "ours [95 % CI]", "verdict", "run")
+        frame = outcomes_frame([claims.from_json(row) for row in Results.load(run).claims]).assign(run=run.name)
+        rows += list(frame[list(header)].itertuples(index=False, name=None))
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip())

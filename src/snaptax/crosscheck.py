@@ -59,11 +59,10 @@ def _raw_opts(path: Path) -> str:
 
 
 def _overlay_opts(path: Path, cfg: Qcow2Config) -> str:
+    """The overlay with the configuration's qcow2 open options (Qcow2Config.open_options: the L2 cache, its entry
+    size, the cache-clean interval), as the chain study's engine opens it."""
     opts = [f"driver=qcow2,file.driver=file,file.filename={path},file.aio=native,file.cache.direct=on"]
-    if cfg.l2_cache_size:
-        opts.append(f"l2-cache-size={cfg.l2_cache_size}")
-    if cfg.l2_cache_entry_size:
-        opts.append(f"l2-cache-entry-size={cfg.l2_cache_entry_size}")
+    opts += [f"{k}={v}" for k, v in cfg.open_options().items()]
     return ",".join(opts)
 
 

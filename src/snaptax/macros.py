@@ -2,22 +2,20 @@
 snaptax.values and \\val{key}; nothing is typed into the .tex by hand)."""
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from . import paths
 from .record import write_atomic
+from .values import format_number
 
 
 def fmt(value: float | int | str, digits: int = 0) -> str:
+    """A table cell: a number as values.format_number writes it (the paper's numbers in prose use the same), as
+    TeX — the thousands' thin space becomes `\\,`; a Python int always as a whole number; a string escaped."""
     if isinstance(value, str):
         return tex_escape(value)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, int) or digits == 0:
-        return f"{round(value):,}".replace(",", "\\,")
-    return f"{value:.{digits}f}"
+    return tex_escape(format_number(value, 0 if isinstance(value, int) else digits))
 
 
 def tex_escape(text: str) -> str:

@@ -22,6 +22,12 @@ class QMPError(EngineError):
         super().__init__(f"QMP {command}: {error.get('class', '?')}: {error.get('desc', error)}")
 
 
+def block_job_ready(job_id: str) -> Callable[[dict], bool]:
+    """A wait_event match for the BLOCK_JOB_READY of block job `job_id` (QEMU names the job in data.device): a
+    mirror or active commit has copied everything and mirrors new writes until job-complete pivots it."""
+    return lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job_id
+
+
 class QMPClient:
     def __init__(self, path: Path, timeout: float = 60.0):
         self.path = Path(path)
@@ -97,6 +103,11 @@ class QMPClient:
                 raise EngineError("QMP: timed out waiting for an event") from exc
             finally:
                 self._sock.settimeout(self.timeout)
+
+    def wait_block_job_ready(self, job_id: str, timeout: float | None = None) -> dict:
+        """Wait for block job `job_id`'s BLOCK_JOB_READY (block_job_ready) and return it; other events stay
+        queued. The caller then completes the job (job-complete) and waits for it to conclude (wait_job)."""
+        return self.wait_event(block_job_ready(job_id), timeout)
 
     def wait_job(self, job_id: str, until: str = "concluded", timeout: float | None = None) -> None:
         """Wait for a job's JOB_STATUS_CHANGE to `until`; a job that concluded with an error raises."""

@@ -174,6 +174,20 @@ def pooled_log_ratio_interval(numerators: ArrayLike, denominators: ArrayLike, lo
     return Interval(math.exp(d), math.exp(d - half), math.exp(d + half), n, "pooled log-ratio t")
 
 
+def ratio_of_ratios_interval(estimate: float, a: tuple[float, float], b: tuple[float, float], n: int,
+                             method: str = "ratio of ratios (log half-widths combined)") -> Interval:
+    """Interval of a ratio of two independent ratios r_a / r_b (possibly scaled, e.g. to %), from their intervals
+    a = (low, high) and b = (low, high): on the log scale the half-widths add in quadrature,
+        h = √((log(a_high/a_low)/2)² + (log(b_high/b_low)/2)²),
+    and the interval is estimate·exp(±h). `estimate` is the caller's r_a / r_b (with its scale), n the repeats it
+    rests on (the smaller of the two). If an end of either interval is not finite and positive there is no
+    interval (nan ends, method "ratio of ratios")."""
+    if not all(math.isfinite(x) and x > 0 for x in (*a, *b)):
+        return Interval(estimate, math.nan, math.nan, n, "ratio of ratios")
+    h = math.hypot(math.log(a[1] / a[0]) / 2, math.log(b[1] / b[0]) / 2)
+    return Interval(estimate, estimate * math.exp(-h), estimate * math.exp(h), n, method)
+
+
 def ratio_across_time_interval(later: ArrayLike, earlier: ArrayLike, confidence: float = CONFIDENCE) -> Interval:
     """Interval of mean(later)/mean(earlier) for two groups measured minutes apart, where `earlier`'s members are
     spread over time and `later`'s are neighbours in time (e.g. the runs after deleting a chain against the

@@ -27,6 +27,7 @@ from .engines.qcow2 import Qcow2ChainEngine
 from .errors import EngineError, MeasurementError
 from .plan import Measure
 from .procs import Child
+from .qmp import block_job_ready
 from .record import RunSession
 
 E = TypeVar("E", bound=Qcow2ChainEngine)
@@ -240,8 +241,7 @@ def delete_active(tl: Timeline[Any], load: Load) -> dict[str, Any]:
             if j.get("device") == job:
                 tl.event("job_progress", offset=j.get("offset"), len=j.get("len"))
 
-    wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
-                e.commit_timeout_s, tick)
+    wait_event(q, block_job_ready(job), e.commit_timeout_s, tick)
     ready = tl.now()
     switch = stunned(load, lambda: q.execute("job-complete", id=job))
     q.wait_job(job, "concluded", timeout=e.commit_timeout_s)

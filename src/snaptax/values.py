@@ -107,6 +107,9 @@ class Value:
 
 
 def format_number(x: float, digits: int = 0) -> str:
+    """A number as the paper prints it: "n/a" unless finite; with digits = 0 rounded to a whole number, thousands
+    separated by a thin space (U+2009; TeX `\\,` after macros.tex_escape); else fixed-point with `digits`
+    decimals. macros.fmt, the tables' cells, is this escaped for TeX."""
     if x is None or not math.isfinite(x):
         return "n/a"
     if digits == 0:

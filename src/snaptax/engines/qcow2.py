@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from .. import fio, paths, procs
@@ -83,6 +84,15 @@ class Qcow2Config:
 L2_SLICE = 4096  # bytes per L2 cache entry: fine-grained so "1/8 of the tables" is meaningful on small disks
 
 
+def l2_cache_size_for(l2_total: int, coverage: Fraction, cluster_size: int) -> int:
+    """Bytes of L2 cache (entries of L2_SLICE) holding a fraction `coverage` (0 < c ≤ 1) of an image's `l2_total`
+    bytes of L2 tables: whole slices, at least two (QEMU's minimum); full coverage gets one cluster more than the
+    tables, so every lookup stays in memory."""
+    if coverage == 1:
+        return l2_total + cluster_size
+    return max(2 * L2_SLICE, int(l2_total * coverage) // L2_SLICE * L2_SLICE)
+
+
 def metadata_configs(disk_size: int) -> tuple[Qcow2Config, Qcow2Config]:
     """The two redo-log presets that differ only in where the metadata lives (seed 001's stand-ins):
       on-disk-metadata    an L2 cache holding 1/8 of the image's L2 tables: most lookups read metadata from disk,
@@ -93,8 +103,8 @@ def metadata_configs(disk_size: int) -> tuple[Qcow2Config, Qcow2Config]:
     data (SEsparse's grain is 4 KiB)."""
     probe = Qcow2Config("probe", extended_l2=True)
     l2_total = probe.l2_bytes_for(disk_size)
-    small = max(2 * L2_SLICE, (l2_total // 8) // L2_SLICE * L2_SLICE)
-    covering = l2_total + probe.cluster_size
+    small = l2_cache_size_for(l2_total, Fraction(1, 8), probe.cluster_size)
+    covering = l2_cache_size_for(l2_total, Fraction(1), probe.cluster_size)
     return (
         Qcow2Config("on-disk-metadata", extended_l2=True, l2_cache_size=small, l2_cache_entry_size=L2_SLICE,
                     analogue="SEsparse (VMFS)"),
@@ -247,8 +257,7 @@ class Qcow2ChainEngine(SnapshotEngine):
             top, base = self.layers[-1], self.layers[-2]
             q.execute("block-commit", **{"job-id": job, "device": active, "base-node": base.name,
                                          "auto-dismiss": False})
-            q.wait_event(lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
-                         timeout=self.commit_timeout_s)
+            q.wait_block_job_ready(job, timeout=self.commit_timeout_s)
             q.execute("job-complete", id=job)
         elif which == "oldest":
             top, base = self.layers[1], self.layers[0]

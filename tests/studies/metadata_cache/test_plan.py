@@ -61,3 +61,15 @@ def test_scale_validation():
         planmod.MetadataCacheScale((Fraction(1, 4), Fraction(1, 2), Fraction(1)), pairs=1, runtime_s=1)
     with pytest.raises(ConfigError, match="no metadata-cache scale"):
         planmod.scale(profiles.Profile("huge", 1, 1, 0, 1 << 30))
+
+
+def test_cache_sizing_is_the_chain_studys_presets_rule():
+    from snaptax.engines.qcow2 import l2_cache_size_for, metadata_configs
+
+    assert l2_cache_size_for(100_000, Fraction(1, 8), 64 * KiB) == 12 * KiB       # 12 500 B: three whole slices
+    assert l2_cache_size_for(1000, Fraction(1, 2), 64 * KiB) == 8 * KiB           # at least two slices
+    assert l2_cache_size_for(100_000, Fraction(1), 64 * KiB) == 100_000 + 64 * KiB  # every table, one cluster more
+    for disk in (32 * MiB, 1 << 30, 10 << 30):
+        on_disk, in_memory = metadata_configs(disk)
+        assert planmod.config(Fraction(1, 8), disk).l2_cache_size == on_disk.l2_cache_size
+        assert planmod.config(Fraction(1), disk).l2_cache_size == in_memory.l2_cache_size

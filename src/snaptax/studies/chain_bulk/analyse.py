@@ -14,7 +14,7 @@ from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import chain as chain_model
 from ...record import RunRecord
-from ...stats import REPEATS_MAX, Interval, pooled_log_ratio_interval, pooled_log_sd, repeats_for
+from ...stats import CONFIDENCE, REPEATS_MAX, Interval, pooled_log_ratio_interval, pooled_log_sd, repeats_for
 from ...values import Value
 from .plan import FLAT_SUFFIX, KINDS, SCALES, STUDY
 
@@ -109,7 +109,7 @@ def against_control(pr: pd.DataFrame, nz: Noise, variant: str, series: str, n: i
     mean = float(logs.mean())
     if dof < 1:
         return Interval(math.exp(mean), math.nan, math.nan, len(logs), "pooled t")
-    half = float(sps.t.ppf(0.975, dof)) * sd / math.sqrt(len(logs))
+    half = float(sps.t.ppf(0.5 + CONFIDENCE / 2, dof)) * sd / math.sqrt(len(logs))
     return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs), "pooled t")
 
 

@@ -21,7 +21,7 @@ from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import db_snapshot as dbm
 from ...record import RunRecord
-from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval
+from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval, ratio_of_ratios_interval
 from ...values import Value
 from .plan import PHASE, SEED_BASELINE_S, SNAPSHOT_DEVICES, STUDY
 
@@ -112,12 +112,8 @@ def device_over_device(runs: pd.DataFrame, k: int) -> Interval:
     a, b = ratio_to_baseline(runs, RAID5, k), ratio_to_baseline(runs, SSD, k)
     if not (math.isfinite(a.estimate) and math.isfinite(b.estimate)):
         return Interval(math.nan, math.nan, math.nan, 0, "ratio of ratios")
-    est = a.estimate / b.estimate
-    n = min(a.n, b.n)
-    if not (a.defined and b.defined):
-        return Interval(est, math.nan, math.nan, n, "ratio of ratios")
-    h = math.hypot(math.log(a.high / a.low) / 2, math.log(b.high / b.low) / 2)
-    return Interval(est, est * math.exp(-h), est * math.exp(h), n, "ratio of paired ratios (log half-widths combined)")
+    return ratio_of_ratios_interval(a.estimate / b.estimate, (a.low, a.high), (b.low, b.high), min(a.n, b.n),
+                                    "ratio of paired ratios (log half-widths combined)")
 
 
 def _per_page(seconds_column: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from ... import fio, profiles, rig as rigmod
 from ...engines.qcow2 import Qcow2ChainEngine, Qcow2Config
 from ...errors import ConfigError
+from ...qmp import block_job_ready
 from ...qsd import Region
 from ...record import RunSession
 from ...rig import Device, Rig
@@ -85,8 +86,7 @@ class LifecycleEngine(Qcow2ChainEngine):
         t0 = time.monotonic()
         q.execute("blockdev-mirror", **{"job-id": job, "device": top.name, "target": node, "sync": "top",
                                         "copy-mode": "write-blocking", "auto-dismiss": False})
-        wait_event(q, lambda ev: ev.get("event") == "BLOCK_JOB_READY" and ev["data"].get("device") == job,
-                    timeout_s, on_wait)
+        wait_event(q, block_job_ready(job), timeout_s, on_wait)
         ready = time.monotonic() - t0
         stunned = stun(lambda: q.execute("job-complete", id=job))
         q.wait_job(job, "concluded", timeout=timeout_s)

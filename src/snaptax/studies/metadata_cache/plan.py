@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import Literal
 
 from ... import profiles
-from ...engines.qcow2 import L2_SLICE, Qcow2Config
+from ...engines.qcow2 import L2_SLICE, Qcow2Config, l2_cache_size_for
 from ...errors import ConfigError
 from ...fio import prefill_job, seed001_job
 from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan
@@ -79,8 +79,7 @@ def variant_name(c: Fraction) -> str:
 def config(c: Fraction, disk_size: int) -> Qcow2Config:
     """The redo log caching a fraction c of its L2 tables (whole 4 KiB slices; at least two, QEMU's minimum). Full
     coverage gets one cluster more than the tables, as the chain study's in-memory preset."""
-    total = l2_total(disk_size)
-    size = total + CLUSTER if c == 1 else max(2 * L2_SLICE, int(total * c) // L2_SLICE * L2_SLICE)
+    size = l2_cache_size_for(l2_total(disk_size), c, CLUSTER)
     return Qcow2Config(variant_name(c), cluster_size=CLUSTER, extended_l2=True, l2_cache_size=size,
                        l2_cache_entry_size=L2_SLICE, analogue=f"redo log caching {c} of its L2 tables")
 

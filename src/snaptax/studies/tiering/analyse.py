@@ -30,7 +30,7 @@ from ...models import copy_load, tiering as tm
 from ...record import Manifest, RunRecord, lateness_fraction, service_time_s
 from ...spindle.profiles import DeviceSpec, Raid5Spec, TierSpec, spec_from_json
 from ...spindle.rigfiles import parse_device
-from ...stats import Interval, ratio_of_means_interval
+from ...stats import Interval, ratio_of_means_interval, ratio_of_ratios_interval
 from ...values import Value
 from .plan import LVM_THIN, POOLS, SPAN_MODEL_SEEDS, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
 
@@ -429,15 +429,8 @@ def _relative(phases: pd.DataFrame, speed: pd.DataFrame) -> Interval:
     if sas.empty or tier.empty:
         return Interval(math.nan, math.nan, math.nan, 0, "ratio of ratios")
     a, b = tier.iloc[0], sas.iloc[0]
-    est = float(100 * a.ratio_pct / b.ratio_pct)
-    n = int(min(a.n, b.n))
-    if not all(math.isfinite(x) and x > 0 for x in (a.ratio_low, a.ratio_high, b.ratio_low, b.ratio_high)):
-        return Interval(est, math.nan, math.nan, n, "ratio of ratios")
-    ha = math.log(a.ratio_high / a.ratio_low) / 2
-    hb = math.log(b.ratio_high / b.ratio_low) / 2
-    h = math.hypot(ha, hb)
-    return Interval(est, float(est * math.exp(-h)), float(est * math.exp(h)), n,
-                    "ratio of ratios (log half-widths combined)")
+    return ratio_of_ratios_interval(float(100 * a.ratio_pct / b.ratio_pct), (a.ratio_low, a.ratio_high),
+                                    (b.ratio_low, b.ratio_high), int(min(a.n, b.n)))
 
 
 def pool_specs(manifest: Manifest) -> dict[str, tuple[DeviceSpec | None, float]]:
