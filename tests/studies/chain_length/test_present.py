@@ -1,0 +1,21 @@
+"""The chain-length study's figures and TeX tables, from a synthetic analysis (written into tmp_path only)."""
+from snaptax.studies.chain_length import present
+from tests.studies.chain_length.test_analyse import LOSS, make_run
+
+
+def test_write_saves_figures_and_tables(tmp_path):
+    a = make_run(tmp_path / "run")
+    present.write(a, tmp_path / "fig", tmp_path / "gen")
+    for stem in ("chain_length-random", "chain_length-sequential", "chain_length-mirror"):
+        assert (tmp_path / "fig" / f"{stem}.pdf").stat().st_size > 1000
+        assert (tmp_path / "fig" / f"{stem}.svg").stat().st_size > 1000
+    fit = (tmp_path / "gen" / "chain_length-fit.tex").read_text()
+    assert fit.count("\\\\") == 1 + 3 * len(LOSS)              # header + 3 configurations × 3 jobs
+    # τ(n) = 1e6/IOPS as built: 1000 µs, +1500 µs with the first snapshot, +250 µs per further layer
+    row = next(line for line in fit.splitlines() if line.startswith("on-disk-metadata & random I/O & "))
+    assert "& 1000.0 [" in row and "& 1500.0 [" in row and "& 250.0 [" in row
+    t1 = (tmp_path / "gen" / "chain_length-table1.tex").read_text()
+    assert t1.count("\\\\") == 1 + len(LOSS)                   # header + one row per datastore
+    assert "VMFS (SEsparse) & qcow2 on-disk-metadata & 65 & 60 [" in t1                   # built with 60 % loss
+    assert "vSAN (vSANsparse) & qcow2 in-memory-metadata & 35 & 30 [" in t1
+    assert "vVOL (array-native) & LVM thin, 64 KiB chunks (TCG guest) & no impact & 2 [" in t1
