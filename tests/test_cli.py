@@ -31,11 +31,11 @@ def test_rig_check_refuses_the_disabled_example_without_failing():
     (("render", "--profile", "huge"), "field 'PROFILE'"),
     (("render", "--rig", "nosuchrig"), "nosuchrig.yaml: field '(file)'"),
     (("claims", "--profile", "huge"), "field 'PROFILE'"),
-    (("notebook", "notebooks/01_chain_length.ipynb", "/tmp/x.ipynb", "--rig", "nosuchrig"), "field '(file)'"),
+    (("notebook", "notebooks/01_chain_length.ipynb", "{tmp}/x.ipynb", "--rig", "nosuchrig"), "field '(file)'"),
     (("rig", "check", "rigs/"), "is a directory"),
 ])
-def test_bad_input_gives_one_line(args, needle, data_dir):
-    out = snaptax(*args)
+def test_bad_input_gives_one_line(args, needle, data_dir, tmp_path):
+    out = snaptax(*(a.format(tmp=tmp_path) for a in args))
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], out.stderr

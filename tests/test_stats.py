@@ -9,9 +9,6 @@ from snaptax import stats
 
 def test_t_interval_covers_the_true_mean_about_95_percent():
     rng = np.random.default_rng(1)
-    hits = sum(stats.mean_interval(rng.normal(10.0, 2.0, 5)).low <= 10.0 <= stats.mean_interval(
-        rng.normal(10.0, 2.0, 5)).high for _ in range(1))  # smoke of the API
-    assert hits in (0, 1)
     covered = 0
     trials = 4000
     for _ in range(trials):

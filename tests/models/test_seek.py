@@ -47,12 +47,17 @@ def test_span_fit_recovers_configured_seek_figures_without_noise(p10k):
 def test_span_fit_with_measurement_noise_has_honest_intervals(p10k):
     # noise of a 10 s QD1 run: rotational latency sd T_rev/√12 over ~1400 commands
     noise = p10k.t_rev_s / math.sqrt(12) / math.sqrt(1400)
-    y, se = seek.synthetic_span_data(p10k, GiB, noise_s=noise, seed=3)
-    fit = seek.fit_seek_span(seek.SPANS, y, se, p10k, GiB)
     truth = p10k.seek_read
-    for name, ci in zip(seek.FIGURES, fit.ci95_ms, strict=True):
-        assert abs(getattr(fit, name) - getattr(truth, name)) < 3 * ci + 1e-9, name
-    assert fit.rel_errors(truth)["average_ms"] < 0.05
+    trials, covered, errors = 12, dict.fromkeys(seek.FIGURES, 0), []
+    for seed in range(trials):
+        y, se = seek.synthetic_span_data(p10k, GiB, noise_s=noise, seed=seed)
+        fit = seek.fit_seek_span(seek.SPANS, y, se, p10k, GiB)
+        errors.append(fit.rel_errors(truth)["average_ms"])
+        for name, ci in zip(seek.FIGURES, fit.ci95_ms, strict=True):
+            covered[name] += abs(getattr(fit, name) - getattr(truth, name)) <= ci
+    # 95 % intervals hold each figure in about 11.4 of 12 noisy data sets; 8 or fewer has a chance of 0.2 %
+    assert all(c >= 9 for c in covered.values()), covered
+    assert max(errors) < 0.05
     # a wrong model is detectable: shifting the data by 1 ms cannot be fitted with the right figures
     bad = seek.fit_seek_span(seek.SPANS, y + 1e-3, se, p10k, GiB)
     assert bad.rel_errors(truth)["average_ms"] > 0.1

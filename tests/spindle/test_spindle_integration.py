@@ -64,7 +64,7 @@ def test_raid1_data_integrity_counters_and_cleanup(work_dir):
 
 
 @needs
-def test_zero_device_is_fast_and_counts(work_dir):
+def test_zero_device_counts(work_dir):
     dev = SpindleDevice(DiskSpec(ZeroProfile()), 16 << 20, work_dir, "z")
     with measurement_lock(), ProcessGroup() as group, serve(group, dev) as s:
         subprocess.run(["nbdsh", "-u", s.uri, "-c", "for i in range(200): h.pread(4096, i * 4096)"],

@@ -210,7 +210,13 @@ def _tier_rig(**fields):
 
 
 def test_a_good_inline_tier_is_accepted():
-    rigmod.parse_rig(_tier_rig(ssd_fraction=0.1, cycle="120s", heat_max_io="64K", migration_mb_s=117.8), "rig.yaml")
+    rig = rigmod.parse_rig(_tier_rig(ssd_fraction=0.1, cycle="120s", heat_max_io="64K", migration_mb_s=117.8),
+                           "rig.yaml")
+    (device,) = rig.devices
+    tier = parse_device(device.spindle, "rig.yaml", "devices.p.spindle")
+    assert isinstance(tier, TierSpec)
+    assert (tier.ssd_fraction, tier.cycle_s, tier.heat_max_io_bytes, tier.migration_mb_s) == (0.1, 120.0, 64 << 10,
+                                                                                              117.8)
 
 
 @pytest.mark.parametrize("fields, field", [

@@ -110,6 +110,8 @@ def test_seek_fit_recovers_the_configured_figures(quick):
     assert max(f.rel_errors(p.seek_read).values()) < 0.05
     for fig, word in an.FIGURE_WORDS.items():
         v = quick.value(f"calibration.fit.sas10k.{word}")
+        # the interval is statistical only (the emulated harness's own timing is outside the model: about 1 % of
+        # bias, which the 5 % bound above checks), so the configured figure lies within a few half-widths of it
         assert abs(v.value - getattr(p.seek_read, fig)) < 3 * (v.high - v.value) and v.unit == "ms"
         assert quick.value(f"calibration.datasheet.sas10k.{word}").value == getattr(p.seek_read, fig)
     assert quick.value("calibration.fit.worst_err_pct").value == pytest.approx(
