@@ -48,14 +48,14 @@ def uncopied_page(path: Path, page_size: int) -> int:
 @pytest.mark.parametrize("page_size,direct,align", [
     (8192, False, 1), (8192, False, 512), (4096, False, 1), (65536, False, 1), (8192, True, 4096),
 ])
-def test_views_match_reference_model(workdir, page_size, direct, align):
+def test_views_match_reference_model(disk_dir, page_size, direct, align):
     """Random writes, snapshots created and deleted at random points: every view equals the model, byte for byte."""
     size = 4 * MiB
-    model = make_source(workdir / "src.img", size)
+    model = make_source(disk_dir / "src.img", size)
     rng = random.Random(page_size + align)
     expected: dict[str, bytes] = {}
     serial = 0
-    with Volume(workdir / "src.img", page_size=page_size, direct=direct) as vol:
+    with Volume(disk_dir / "src.img", page_size=page_size, direct=direct) as vol:
         for step in range(400):
             r = rng.random()
             if r < 0.03 or step == 5:
@@ -66,7 +66,7 @@ def test_views_match_reference_model(workdir, page_size, direct, align):
             elif r < 0.045 and expected:
                 name = rng.choice(sorted(expected))
                 vol.delete_snapshot(name)
-                assert not (workdir / f"{name}.snap").exists()
+                assert not (disk_dir / f"{name}.snap").exists()
                 del expected[name]
             else:
                 off, data = random_write(rng, size, align)
@@ -86,12 +86,12 @@ def test_views_match_reference_model(workdir, page_size, direct, align):
         for name, want in expected.items():
             assert vol.view(name) == want, name
             # Sparse: exactly the copied pages take space in the snapshot file.
-            assert allocated_bytes(workdir / f"{name}.snap") == vol.copied_pages(name) * page_size
+            assert allocated_bytes(disk_dir / f"{name}.snap") == vol.copied_pages(name) * page_size
 
 
-def test_counters_and_multi_snapshot_copy(workdir):
-    make_source(workdir / "src.img", 1 * MiB)
-    with Volume(workdir / "src.img", page_size=8192) as vol:
+def test_counters_and_multi_snapshot_copy(disk_dir):
+    make_source(disk_dir / "src.img", 1 * MiB)
+    with Volume(disk_dir / "src.img", page_size=8192) as vol:
         def c():
             return vol.counters()
         vol.create_snapshot("a")
@@ -117,24 +117,24 @@ def test_counters_and_multi_snapshot_copy(workdir):
         assert k["copy_write_s"] == pytest.approx(sum(t["copy_write_s"] for t in k["times"].values()), abs=1e-8)
 
 
-def test_no_snapshot_no_copy_and_durability_none(workdir):
-    make_source(workdir / "src.img", 1 * MiB)
-    vol = Volume(workdir / "src.img", page_size=8192, durability="none")
+def test_no_snapshot_no_copy_and_durability_none(disk_dir):
+    make_source(disk_dir / "src.img", 1 * MiB)
+    vol = Volume(disk_dir / "src.img", page_size=8192, durability="none")
     vol.write(b"q" * 4096, 0)
     assert vol.counters()["pages_copied"] == 0
     vol.create_snapshot("a")
-    assert (workdir / ("a.snap" + UNSAFE_SUFFIX)).exists()
+    assert (disk_dir / ("a.snap" + UNSAFE_SUFFIX)).exists()
     vol.write(b"r" * 4096, 0)
     k = vol.counters()
     assert k["pages_copied"] == 1 and k["syncs"] == 0
     vol.close()                                    # clean shutdown makes it safe
-    assert not (workdir / ("a.snap" + UNSAFE_SUFFIX)).exists()
+    assert not (disk_dir / ("a.snap" + UNSAFE_SUFFIX)).exists()
 
 
-def test_crash_recovery_rebuilds_bitmap_and_discards_torn_pages(workdir):
+def test_crash_recovery_rebuilds_bitmap_and_discards_torn_pages(disk_dir):
     size = 2 * MiB
-    model = make_source(workdir / "src.img", size)
-    vol = Volume(workdir / "src.img", page_size=8192)
+    model = make_source(disk_dir / "src.img", size)
+    vol = Volume(disk_dir / "src.img", page_size=8192)
     vol.create_snapshot("s")
     at_snapshot = bytes(model)
     rng = random.Random(7)
@@ -144,39 +144,39 @@ def test_crash_recovery_rebuilds_bitmap_and_discards_torn_pages(workdir):
     copied = vol.copied_pages("s")
     vol.crash()                                    # SIGKILL: only what is in the files survives
     # A torn copy: the first 4 KiB block of a page the engine never copied (its source write never happened).
-    torn_page = uncopied_page(workdir / "s.snap", 8192)
-    fd = os.open(workdir / "s.snap", os.O_WRONLY)
+    torn_page = uncopied_page(disk_dir / "s.snap", 8192)
+    fd = os.open(disk_dir / "s.snap", os.O_WRONLY)
     os.pwrite(fd, b"\xee" * 4096, torn_page * 8192)
     os.close(fd)
 
-    with Volume(workdir / "src.img", page_size=8192) as vol2:
+    with Volume(disk_dir / "src.img", page_size=8192) as vol2:
         k = vol2.counters()
         assert k["snapshots"] == ["s"] and k["copied_pages"]["s"] == copied
         assert k["recovery_punched_pages"] == 1
         assert vol2.view("s") == at_snapshot
-        assert allocated_bytes(workdir / "s.snap") == copied * 8192
+        assert allocated_bytes(disk_dir / "s.snap") == copied * 8192
         # And it keeps working after recovery.
         vol2.write(b"n" * 8192, torn_page * 8192)
         assert vol2.view("s") == at_snapshot
 
 
-def test_attach_refuses_unsafe_snapshot(workdir):
-    make_source(workdir / "src.img", 1 * MiB)
-    vol = Volume(workdir / "src.img", page_size=8192, durability="none")
+def test_attach_refuses_unsafe_snapshot(disk_dir):
+    make_source(disk_dir / "src.img", 1 * MiB)
+    vol = Volume(disk_dir / "src.img", page_size=8192, durability="none")
     vol.create_snapshot("a")
     vol.write(b"x" * 8192, 0)
     vol.crash()                                    # the .unsafe marker stays
     with pytest.raises(EngineError, match="durability=none") as exc:
-        Volume(workdir / "src.img", page_size=8192, durability="none")
+        Volume(disk_dir / "src.img", page_size=8192, durability="none")
     assert "\n" not in str(exc.value)
 
 
-def test_concurrent_writers_and_snapshot_readers(workdir):
+def test_concurrent_writers_and_snapshot_readers(disk_dir):
     """Threads write disjoint 512-byte sectors of shared pages (so they race on page copies) while readers
     check the snapshot view continuously; a second snapshot is taken mid-run and checked per sector."""
     size, ps, nthreads = 1 * MiB, 8192, 8
-    model = make_source(workdir / "src.img", size)
-    vol = Volume(workdir / "src.img", page_size=ps)
+    model = make_source(disk_dir / "src.img", size)
+    vol = Volume(disk_dir / "src.img", page_size=ps)
     vol.create_snapshot("s1")
     want1 = bytes(model)
     stop = threading.Event()
@@ -225,9 +225,9 @@ def test_concurrent_writers_and_snapshot_readers(workdir):
     vol.close()
 
 
-def test_deleted_snapshot_is_gone_and_others_unaffected(workdir):
-    model = make_source(workdir / "src.img", 1 * MiB)
-    with Volume(workdir / "src.img", page_size=8192) as vol:
+def test_deleted_snapshot_is_gone_and_others_unaffected(disk_dir):
+    model = make_source(disk_dir / "src.img", 1 * MiB)
+    with Volume(disk_dir / "src.img", page_size=8192) as vol:
         vol.create_snapshot("a")
         a = vol.conn("snap-a")                         # a view open across the delete
         vol.write(b"1" * 30000, 1000)
@@ -235,7 +235,7 @@ def test_deleted_snapshot_is_gone_and_others_unaffected(workdir):
         want_b = vol.view("b")
         vol.write(b"2" * 30000, 5000)
         vol.delete_snapshot("a")
-        assert not (workdir / "a.snap").exists()
+        assert not (disk_dir / "a.snap").exists()
         with pytest.raises(NbdError):                  # "snapshot 'a' was deleted"
             a.pread(10, 0)
         with pytest.raises(NbdError, match="refused"):
@@ -263,26 +263,26 @@ def test_bad_config_is_one_clear_line(kwargs, field):
     (["page_size=3000"], "page_size"), (["durability=maybe"], "durability"), (["stripes=0"], "stripes"),
     (["page_size=2048", "direct=1"], "page_size"), (["extent_size=3000"], "extent_size"),
 ])
-def test_the_plugin_refuses_bad_config_itself(workdir, args, field):
+def test_the_plugin_refuses_bad_config_itself(disk_dir, args, field):
     """Started by hand (not through CofwConfig's checks), the plugin names the field in one error line."""
-    make_source(workdir / "src.img", MiB)
-    proc = subprocess.run(["nbdkit", "--run", "true", str(ensure_plugin()), f"source={workdir / 'src.img'}",
-                           f"snapdir={workdir}", f"control={workdir / 'c.sock'}", *args],
+    make_source(disk_dir / "src.img", MiB)
+    proc = subprocess.run(["nbdkit", "--run", "true", str(ensure_plugin()), f"source={disk_dir / 'src.img'}",
+                           f"snapdir={disk_dir}", f"control={disk_dir / 'c.sock'}", *args],
                           capture_output=True, text=True, timeout=60)
     errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
     assert proc.returncode != 0 and len(errors) == 1 and f"field '{field}'" in errors[0], proc.stderr
 
 
-def test_bad_inputs(workdir):
-    (workdir / "odd.img").write_bytes(b"\0" * 10000)
+def test_bad_inputs(disk_dir):
+    (disk_dir / "odd.img").write_bytes(b"\0" * 10000)
     with pytest.raises(EngineError, match="multiple of the page size"):
-        Volume(workdir / "odd.img")
+        Volume(disk_dir / "odd.img")
     with pytest.raises(EngineError, match="cannot open source"):
-        Volume(workdir / "missing.img")
-    make_source(workdir / "src.img", 1 * MiB)
+        Volume(disk_dir / "missing.img")
+    make_source(disk_dir / "src.img", 1 * MiB)
     with pytest.raises(EngineError, match="exceeds"):
-        Volume(workdir / "src.img", size=2 * MiB)
-    with Volume(workdir / "src.img", page_size=8192) as vol:
+        Volume(disk_dir / "src.img", size=2 * MiB)
+    with Volume(disk_dir / "src.img", page_size=8192) as vol:
         with pytest.raises(EngineError, match="name"):
             vol.create_snapshot("../evil")
         vol.create_snapshot("a")
@@ -290,16 +290,16 @@ def test_bad_inputs(workdir):
             vol.create_snapshot("a")
         with pytest.raises(NbdError):                  # nbdkit refuses requests outside the export
             vol.write(b"x" * 10, 1 * MiB - 5)
-    (workdir / "a.snap").unlink()
+    (disk_dir / "a.snap").unlink()
     # 1 KiB pages on a 4 KiB-block file system: allocation could not tell a copied page.
-    with Volume(workdir / "src.img", page_size=1024) as small:
+    with Volume(disk_dir / "src.img", page_size=1024) as small:
         with pytest.raises(EngineError, match="file system block"):
             small.create_snapshot("b")
 
 
-def test_volume_can_be_a_prefix_of_a_larger_file(workdir):
-    make_source(workdir / "big.img", 2 * MiB)
-    with Volume(workdir / "big.img", page_size=8192, size=1 * MiB) as vol:
+def test_volume_can_be_a_prefix_of_a_larger_file(disk_dir):
+    make_source(disk_dir / "big.img", 2 * MiB)
+    with Volume(disk_dir / "big.img", page_size=8192, size=1 * MiB) as vol:
         assert vol.size == 1 * MiB and vol.pages == 128
         with pytest.raises(NbdError):
             vol.write(b"x", 1 * MiB)

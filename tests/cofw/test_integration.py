@@ -32,36 +32,36 @@ def apply(model: bytearray, ops, payload) -> None:
 
 
 @pytest.mark.parametrize("on_device", [False, True], ids=["sparse-files", "snapshot-device"])
-def test_integrity_snapshots_delete_fio_restart_and_crash(workdir, on_device):
+def test_integrity_snapshots_delete_fio_restart_and_crash(disk_dir, on_device):
     """Sparse files beside the run, or (on_device) the pages on a device of their own with journals in snaps/."""
     size = 32 * MiB
     original = random.Random(11).randbytes(size)
-    src, snaps = workdir / "src.img", workdir / "snaps"
+    src, snaps = disk_dir / "src.img", disk_dir / "snaps"
     src.write_bytes(original)
     model = bytearray(original)
     cfg = CofwEngineConfig(page_size=8192)
     snapdev, suffix = None, ".snap"
     if on_device:
-        snapdev, suffix = str(workdir / "dev.img"), ".map"
+        snapdev, suffix = str(disk_dir / "dev.img"), ".map"
         with open(snapdev, "wb") as f:
             f.truncate(4 * size)
     spawned = []
     with ProcessGroup() as group:
-        server = CofwServer(group, workdir / "run", src, snaps, cfg, snapshot_device=snapdev).start()
+        server = CofwServer(group, disk_dir / "run", src, snaps, cfg, snapshot_device=snapdev).start()
         spawned += group.children
 
         def check(views: dict[str, bytes], tag: str) -> None:
-            assert fetch(server.uri("live"), workdir / "live.out") == model, f"live ({tag})"
+            assert fetch(server.uri("live"), disk_dir / "live.out") == model, f"live ({tag})"
             for name, want in views.items():
-                assert fetch(server.uri(f"snap-{name}"), workdir / f"{name}.out") == want, f"{name} ({tag})"
+                assert fetch(server.uri(f"snap-{name}"), disk_dir / f"{name}.out") == want, f"{name} ({tag})"
 
         ops, payload = write_sequence(1, size, 150)            # before any snapshot
-        replay(server.uri(), ops, payload, workdir)
+        replay(server.uri(), ops, payload, disk_dir)
         apply(model, ops, payload)
         server.create("s1")
         expected = {"s1": bytes(model)}
         ops, payload = write_sequence(2, size, 150)
-        replay(server.uri(), ops, payload, workdir)
+        replay(server.uri(), ops, payload, disk_dir)
         apply(model, ops, payload)
         server.create("s2")
         expected["s2"] = bytes(model)
@@ -70,8 +70,8 @@ def test_integrity_snapshots_delete_fio_restart_and_crash(workdir, on_device):
         region = (8 * MiB, 8 * MiB)
         job = fio.FioJob(name="verify", rw="randwrite", bs=4096, iodepth=32, size=region[1], offset=region[0],
                          time_based=False, runtime_s=None, verify="crc32c", log_avg_msec=None)
-        fio.run(job, fio.FioTarget("nbd", uri=server.uri()), workdir / "fio")
-        live = fetch(server.uri(), workdir / "live.out")
+        fio.run(job, fio.FioTarget("nbd", uri=server.uri()), disk_dir / "fio")
+        live = fetch(server.uri(), disk_dir / "live.out")
         lo, hi = region[0], region[0] + region[1]
         assert live[:lo] == model[:lo] and live[hi:] == model[hi:], "fio wrote outside its region"
         model[lo:hi] = live[lo:hi]
@@ -80,7 +80,7 @@ def test_integrity_snapshots_delete_fio_restart_and_crash(workdir, on_device):
         assert c["pages_copied"] == sum(c["copied_pages"].values()) and c["pages_copied"] > 0
 
         ops, payload = write_sequence(3, size, 100)
-        replay(server.uri(), ops, payload, workdir)
+        replay(server.uri(), ops, payload, disk_dir)
         apply(model, ops, payload)
         server.delete("s1")
         del expected["s1"]
@@ -90,20 +90,20 @@ def test_integrity_snapshots_delete_fio_restart_and_crash(workdir, on_device):
         # Clean restart: nbdkit's cleanup closes the volume; the snapshot is re-attached from its file.
         server.close()
         group.stop(group.children[-1])
-        server = CofwServer(group, workdir / "run", src, snaps, cfg, snapshot_device=snapdev).start()
+        server = CofwServer(group, disk_dir / "run", src, snaps, cfg, snapshot_device=snapdev).start()
         spawned += group.children
         check(expected, "after restart")
 
         # Crash: SIGKILL, no cleanup. Copies were fdatasync'ed before each source write; restart recovers.
         ops, payload = write_sequence(4, size, 100)
-        replay(server.uri(), ops, payload, workdir)
+        replay(server.uri(), ops, payload, disk_dir)
         apply(model, ops, payload)
         server.close()
         child = group.children[-1]
         os.killpg(child.proc.pid, signal.SIGKILL)
         child.proc.wait(timeout=10)
         group.children.remove(child)
-        server = CofwServer(group, workdir / "run", src, snaps, cfg, snapshot_device=snapdev).start()
+        server = CofwServer(group, disk_dir / "run", src, snaps, cfg, snapshot_device=snapdev).start()
         spawned += group.children
         check(expected, "after SIGKILL")
         assert server.counters()["snapshots"] == ["s2"]
@@ -111,11 +111,11 @@ def test_integrity_snapshots_delete_fio_restart_and_crash(workdir, on_device):
     assert_all_stopped(spawned)
 
 
-def test_control_errors_are_one_line(workdir):
-    src = workdir / "src.img"
+def test_control_errors_are_one_line(disk_dir):
+    src = disk_dir / "src.img"
     src.write_bytes(bytes(4 * MiB))
     with ProcessGroup() as group:
-        server = CofwServer(group, workdir / "run", src, workdir / "snaps", CofwEngineConfig()).start()
+        server = CofwServer(group, disk_dir / "run", src, disk_dir / "snaps", CofwEngineConfig()).start()
         spawned = list(group.children)
         server.create("a")
         from snaptax.errors import EngineError
@@ -128,24 +128,25 @@ def test_control_errors_are_one_line(workdir):
     assert_all_stopped(spawned)
 
 
-def test_matches_qemu_copy_before_write(workdir):
+def test_matches_qemu_copy_before_write(disk_dir):
     """64 KiB grains: identical point-in-time views and live volumes, equal allocated sizes of the copy targets."""
-    r = validate_against_qemu(workdir / "v", size=32 * MiB, writes=300, seed=4)
+    r = validate_against_qemu(disk_dir / "v", size=32 * MiB, writes=300, seed=4)
     assert r.views_identical and r.view_equals_source_at_snapshot and r.live_identical
     assert r.qemu_target_allocated == r.engine_snapshot_allocated == r.engine_pages_copied * 65536
     assert r.ok
 
 
-def test_start_failure_is_one_line_and_leaves_nothing(workdir):
+def test_start_failure_is_one_line_and_leaves_nothing(disk_dir):
     from snaptax.errors import EngineError
     with ProcessGroup() as group:
         with pytest.raises(EngineError, match="cannot open source") as exc:
-            CofwServer(group, workdir / "run", workdir / "missing.img", workdir / "snaps", CofwEngineConfig()).start()
+            CofwServer(group, disk_dir / "run", disk_dir / "missing.img", disk_dir / "snaps",
+                       CofwEngineConfig()).start()
         assert "\n" not in str(exc.value)
-        src = workdir / "src.img"
+        src = disk_dir / "src.img"
         src.write_bytes(bytes(MiB))
         with pytest.raises(EngineError, match="the source itself") as exc:
-            CofwServer(group, workdir / "run", src, workdir / "snaps", CofwEngineConfig(),
+            CofwServer(group, disk_dir / "run", src, disk_dir / "snaps", CofwEngineConfig(),
                        snapshot_device=str(src)).start()
         assert "\n" not in str(exc.value)
         spawned = list(group.children)

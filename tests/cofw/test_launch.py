@@ -74,15 +74,15 @@ def test_build_is_skipped_when_current_and_redone_when_the_source_is_newer(tmp_p
 
 
 @pytest.mark.integration
-def test_allocated_bytes_counts_the_snapshot_files_blocks(workdir):
+def test_allocated_bytes_counts_the_snapshot_files_blocks(disk_dir):
     from tests.cofw.volume import Volume
-    (workdir / "src.img").write_bytes(os.urandom(64 << 20))
-    with Volume(workdir / "src.img", page_size=8192, durability="none") as vol:
+    (disk_dir / "src.img").write_bytes(os.urandom(64 << 20))
+    with Volume(disk_dir / "src.img", page_size=8192, durability="none") as vol:
         assert vol.counters()["snapshot_allocated_bytes"] == 0     # no snapshots
         vol.create_snapshot("s1")                    # a sparse 64 MiB file with one 8 KiB page copied
         vol.write(b"y" * 8192, 1 << 20)
         vol.flush()                                  # durability=none: a flush syncs the copies first
-        (workdir / "s1.snap.unsafe").write_bytes(b"x" * 100000)   # not a snapshot file
+        (disk_dir / "s1.snap.unsafe").write_bytes(b"x" * 100000)   # not a snapshot file
         got = vol.counters()["snapshot_allocated_bytes"]
-        assert got == os.stat(workdir / "s1.snap").st_blocks * 512
+        assert got == os.stat(disk_dir / "s1.snap").st_blocks * 512
         assert 8192 <= got < 1 << 20

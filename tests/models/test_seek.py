@@ -21,7 +21,7 @@ def p10k():
 def test_model_mean_service_agrees_with_simulator(p10k):
     # the analytic S(span) and the event simulator are independent implementations of the same model
     for span in (0.01, 1.0):
-        sim = closed_loop(DiskSpec(p10k), GiB, qd=1, ios=6000, span=span, seed=7).mean_latency_s
+        sim = closed_loop(DiskSpec(p10k), GiB, iodepth=1, ios=6000, span=span, seed=7).mean_latency_s
         assert seek.mean_service_s(span, p10k.seek_read, p10k, GiB) == pytest.approx(sim, rel=0.03)
 
 

@@ -124,7 +124,7 @@ def test_readahead_buffer_holds_one_segment_ahead_of_the_reader(p10k):
 
 
 def test_qd1_random_read_matches_datasheet_access_time(p10k):
-    r = closed_loop(DiskSpec(p10k), GiB, qd=1, ios=3000, span=1.0)
+    r = closed_loop(DiskSpec(p10k), GiB, iodepth=1, ios=3000, span=1.0)
     g = Geometry(p10k, GiB)
     # datasheet: overhead + average seek + half a revolution + transfer of 4 KiB
     expect = p10k.overhead_ms / 1e3 + p10k.seek_read.average_ms / 1e3 + g.t_rev / 2 + 4096 / p10k.mean_rate_bytes_s
@@ -132,42 +132,42 @@ def test_qd1_random_read_matches_datasheet_access_time(p10k):
 
 
 def test_reordering_raises_iops_with_queue_depth(p10k):
-    iops = [closed_loop(DiskSpec(p10k), GiB, qd=q, ios=1500, seed=3).iops for q in (1, 4, 16, 32)]
+    iops = [closed_loop(DiskSpec(p10k), GiB, iodepth=q, ios=1500, seed=3).iops for q in (1, 4, 16, 32)]
     assert iops == sorted(iops)
     assert iops[-1] > 2.2 * iops[0]
-    fifo = closed_loop(DiskSpec(dataclasses.replace(p10k, scheduler="fifo")), GiB, qd=32, ios=1500, seed=3).iops
+    fifo = closed_loop(DiskSpec(dataclasses.replace(p10k, scheduler="fifo")), GiB, iodepth=32, ios=1500, seed=3).iops
     assert fifo == pytest.approx(iops[0], rel=0.1)     # no reordering: queue depth buys nothing
 
 
 def test_a_layout_of_regions_generalises_the_single_span_loop(p10k):
-    one = closed_loop(DiskSpec(p10k), GiB, qd=4, ios=800, span=0.25, seed=5)
-    same = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, regions=[Region(0, GiB // 4)], seed=5)
+    one = closed_loop(DiskSpec(p10k), GiB, iodepth=4, ios=800, span=0.25, seed=5)
+    same = closed_loop_mix(DiskSpec(p10k), GiB, iodepth=4, ios=800, regions=[Region(0, GiB // 4)], seed=5)
     assert same.iops == one.iops                 # the same random numbers: closed_loop is this function
     # half the commands at the far end of the stroke: long seeks between the two regions cost IOPS
-    apart = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, seed=5,
+    apart = closed_loop_mix(DiskSpec(p10k), GiB, iodepth=4, ios=800, seed=5,
                             regions=[Region(0, GiB // 64, 0.5), Region(GiB - GiB // 64, GiB // 64, 0.5)])
-    near = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, seed=5,
+    near = closed_loop_mix(DiskSpec(p10k), GiB, iodepth=4, ios=800, seed=5,
                            regions=[Region(0, GiB // 64, 0.5), Region(GiB // 64, GiB // 64, 0.5)])
     assert apart.iops < 0.8 * near.iops
     # a region of weight 0 is never used: the layout is the other region's alone
-    unused = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, seed=5,
+    unused = closed_loop_mix(DiskSpec(p10k), GiB, iodepth=4, ios=800, seed=5,
                              regions=[Region(0, GiB // 64, 1.0), Region(GiB - GiB // 64, GiB // 64, 0.0)])
-    alone = closed_loop_mix(DiskSpec(p10k), GiB, qd=4, ios=800, seed=5, regions=[Region(0, GiB // 64)])
+    alone = closed_loop_mix(DiskSpec(p10k), GiB, iodepth=4, ios=800, seed=5, regions=[Region(0, GiB // 64)])
     assert unused.iops == pytest.approx(alone.iops, rel=0.1)
     # writes (a read share below 1) cost what the drive's write path costs: a mix lies between the two
-    r, w, mix = (closed_loop_mix(DiskSpec(p10k), GiB, qd=1, ios=800, seed=5, regions=[Region(0, GiB)],
+    r, w, mix = (closed_loop_mix(DiskSpec(p10k), GiB, iodepth=1, ios=800, seed=5, regions=[Region(0, GiB)],
                                  read_fraction=f).iops for f in (1.0, 0.0, 0.5))
     assert min(r, w) * 0.9 < mix < max(r, w) * 1.1
     for bad in ([], [Region(0, 100)], [Region(0, GiB, 0.0)]):
         with pytest.raises(ValueError, match="regions"):
-            closed_loop_mix(DiskSpec(p10k), GiB, qd=1, regions=bad)
+            closed_loop_mix(DiskSpec(p10k), GiB, iodepth=1, regions=bad)
     with pytest.raises(ValueError, match="read_fraction"):
-        closed_loop_mix(DiskSpec(p10k), GiB, qd=1, regions=[Region(0, GiB)], read_fraction=1.5)
+        closed_loop_mix(DiskSpec(p10k), GiB, iodepth=1, regions=[Region(0, GiB)], read_fraction=1.5)
 
 
 def test_shorter_span_gives_more_iops(p10k):
-    full = closed_loop(DiskSpec(p10k), GiB, qd=1, ios=1500, span=1.0).iops
-    short = closed_loop(DiskSpec(p10k), GiB, qd=1, ios=1500, span=0.01).iops
+    full = closed_loop(DiskSpec(p10k), GiB, iodepth=1, ios=1500, span=1.0).iops
+    short = closed_loop(DiskSpec(p10k), GiB, iodepth=1, ios=1500, span=0.01).iops
     assert short > 1.3 * full
 
 
@@ -214,8 +214,8 @@ def test_raid1_read_placement_does_not_integrate_the_seek_curve_per_command(p10k
 
 
 def test_raid1_read_beats_single_disk_at_depth(p10k):
-    one = closed_loop(DiskSpec(p10k), GiB, qd=16, ios=1500).iops
-    two = closed_loop(Raid1Spec((DiskSpec(p10k), DiskSpec(p10k))), GiB, qd=16, ios=1500).iops
+    one = closed_loop(DiskSpec(p10k), GiB, iodepth=16, ios=1500).iops
+    two = closed_loop(Raid1Spec((DiskSpec(p10k), DiskSpec(p10k))), GiB, iodepth=16, ios=1500).iops
     assert two > 1.5 * one
 
 
@@ -250,8 +250,8 @@ def test_raid5_small_write_is_read_modify_write(p10k):
 
 def test_raid5_small_random_writes_cost_about_four_ios(p10k):
     spec = Raid5Spec(tuple([DiskSpec(p10k)] * 6), 64 << 10)
-    r = closed_loop(spec, 4 * GiB, qd=16, ios=800, write=True)
-    rr = closed_loop(spec, 4 * GiB, qd=16, ios=800, write=False)
+    r = closed_loop(spec, 4 * GiB, iodepth=16, ios=800, write=True)
+    rr = closed_loop(spec, 4 * GiB, iodepth=16, ios=800, write=False)
     assert rr.iops > 2.5 * r.iops
 
 
@@ -332,8 +332,8 @@ def test_named_devices_parse_and_round_trip():
 
 
 def test_simulator_is_deterministic(p10k):
-    a = closed_loop(DiskSpec(p10k), GiB, qd=8, ios=500, seed=5)
-    b = closed_loop(DiskSpec(p10k), GiB, qd=8, ios=500, seed=5)
+    a = closed_loop(DiskSpec(p10k), GiB, iodepth=8, ios=500, seed=5)
+    b = closed_loop(DiskSpec(p10k), GiB, iodepth=8, ios=500, seed=5)
     assert a == b
 
 

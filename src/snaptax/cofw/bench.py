@@ -21,10 +21,9 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import fio
+from .. import fio, paths
 from ..errors import ConfigError, EngineError
 from ..lock import measurement_lock
-from ..paths import work_dir
 from ..procs import ProcessGroup
 from .launch import CofwEngineConfig, CofwServer
 
@@ -78,10 +77,10 @@ def _prefill(path: Path, size: int) -> None:
         os.close(fd)
 
 
-def cofw_engine_over_raw(workdir: Path | None = None, config: BenchConfig = BenchConfig()) -> BenchResult:
+def cofw_engine_over_raw(work_dir: Path | None = None, config: BenchConfig = BenchConfig()) -> BenchResult:
     from ..qsd import StorageDaemon, protocol_for
 
-    base = Path(workdir) if workdir else work_dir()
+    base = Path(work_dir) if work_dir else paths.work_dir()
     base.mkdir(parents=True, exist_ok=True)
     job = fio.FioJob(name="randrw4k", rw="randrw", bs=4096, iodepth=config.iodepth, size=config.size,
                      runtime_s=config.runtime_s, ramp_time_s=config.ramp_time_s, log_avg_msec=None)

@@ -76,22 +76,23 @@ def allocated(path: Path) -> int:
         os.close(fd)
 
 
-def validate_against_qemu(workdir: Path, *, size: int = 32 << 20, writes: int = 300, seed: int = 4) -> ValidationResult:
+def validate_against_qemu(work_dir: Path, *, size: int = 32 << 20, writes: int = 300,
+                          seed: int = 4) -> ValidationResult:
     """Run the same write sequence through QEMU copy-before-write and the engine (64 KiB pages) and compare."""
     from ..qsd import StorageDaemon
 
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
     original = random.Random(seed).randbytes(size)
     ops, payload = write_sequence(seed + 1, size, writes)
     with ProcessGroup() as group:
-        group.own(workdir)
+        group.own(work_dir)
         # --- QEMU: source file -> copy-before-write (target: sparse raw file) -> snapshot-access view
-        q_src, q_tgt = workdir / "qemu-src.img", workdir / "qemu-target.img"
+        q_src, q_tgt = work_dir / "qemu-src.img", work_dir / "qemu-target.img"
         q_src.write_bytes(original)
         with open(q_tgt, "wb") as f:
             f.truncate(size)
-        qsd = StorageDaemon(group, workdir / "qsd").start()
+        qsd = StorageDaemon(group, work_dir / "qsd").start()
         file_opts = {"driver": "file", "aio": "io_uring", "cache": {"direct": True, "no-flush": False}}
         qsd.execute("blockdev-add", **{"node-name": "src"}, filename=str(q_src), **file_opts)
         qsd.execute("blockdev-add", **{"node-name": "tgt"}, filename=str(q_tgt), **file_opts)
@@ -100,21 +101,21 @@ def validate_against_qemu(workdir: Path, *, size: int = 32 << 20, writes: int = 
         live_uri = qsd.export("cbw", "live")
         qsd.execute("block-export-add", id="exp-view", type="nbd", **{"node-name": "view"}, name="view",
                     writable=False)
-        replay(live_uri, ops, payload, workdir)
-        q_view = fetch(qsd.uri("view"), workdir / "qemu-view.out")
-        q_live = fetch(live_uri, workdir / "qemu-live.out")
+        replay(live_uri, ops, payload, work_dir)
+        q_view = fetch(qsd.uri("view"), work_dir / "qemu-view.out")
+        q_live = fetch(live_uri, work_dir / "qemu-live.out")
         if qsd.qmp:
             qsd.qmp.close()
 
         # --- engine: 64 KiB pages, one snapshot
-        e_src = workdir / "cofw-src.img"
+        e_src = work_dir / "cofw-src.img"
         e_src.write_bytes(original)
-        server = CofwServer(group, workdir / "cofw", e_src, workdir / "cofw-snaps",
+        server = CofwServer(group, work_dir / "cofw", e_src, work_dir / "cofw-snaps",
                             CofwEngineConfig(name="cofw64k", page_size=65536)).start()
         export = server.create("s1")
-        replay(server.uri("live"), ops, payload, workdir)
-        e_view = fetch(server.uri(export), workdir / "cofw-view.out")
-        e_live = fetch(server.uri("live"), workdir / "cofw-live.out")
+        replay(server.uri("live"), ops, payload, work_dir)
+        e_view = fetch(server.uri(export), work_dir / "cofw-view.out")
+        e_live = fetch(server.uri("live"), work_dir / "cofw-live.out")
         counters = server.counters()
         result = ValidationResult(
             size=size, writes=writes,
@@ -122,7 +123,7 @@ def validate_against_qemu(workdir: Path, *, size: int = 32 << 20, writes: int = 
             view_equals_source_at_snapshot=e_view == original,
             live_identical=q_live == e_live,
             qemu_target_allocated=allocated(q_tgt),
-            engine_snapshot_allocated=allocated(workdir / "cofw-snaps" / "s1.snap"),
+            engine_snapshot_allocated=allocated(work_dir / "cofw-snaps" / "s1.snap"),
             engine_pages_copied=int(counters["pages_copied"]),
         )
         server.close()

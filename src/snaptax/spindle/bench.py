@@ -48,8 +48,8 @@ CAPACITY = 1 << 30
 ROUNDS = 3      # each round a fresh emulator and a full measurement: the spread over rounds is reported
 
 
-def _workdir(workdir: Path | None) -> Path:
-    base = workdir or paths.work_dir()
+def _workdir(work_dir: Path | None) -> Path:
+    base = work_dir or paths.work_dir()
     base.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix="bench-spindle-", dir=base))
 
@@ -89,9 +89,9 @@ def over_rounds(rounds: list[dict[str, float]], spread: tuple[str, ...] = ()) ->
     return out
 
 
-def emulator_accuracy(workdir: Path | None = None, *, runtime_s: float = 20.0,
+def emulator_accuracy(work_dir: Path | None = None, *, runtime_s: float = 20.0,
                       rounds: int = ROUNDS) -> dict[str, float]:
-    wd = _workdir(workdir)
+    wd = _workdir(work_dir)
     try:
         with measurement_lock():
             per_round = [_accuracy_round(wd / f"round{r}", runtime_s) for r in range(rounds)]
@@ -102,8 +102,8 @@ def emulator_accuracy(workdir: Path | None = None, *, runtime_s: float = 20.0,
         shutil.rmtree(wd, ignore_errors=True)
 
 
-def emulator_overhead(workdir: Path | None = None, *, runtime_s: float = 10.0) -> dict[str, float]:
-    wd = _workdir(workdir)
+def emulator_overhead(work_dir: Path | None = None, *, runtime_s: float = 10.0) -> dict[str, float]:
+    wd = _workdir(work_dir)
     try:
         service = 1.0 / sm.predicted_iops(PROFILE, rw="randread", iodepth=1, capacity=CAPACITY, ios=20000)
         with measurement_lock():
@@ -155,9 +155,9 @@ def seek_fit_figures(fit: seek.SeekFit, truth: DriveProfile) -> dict[str, float]
     return out
 
 
-def seek_fit(workdir: Path | None = None, *, runtime_s: float = 10.0, rounds: int = ROUNDS) -> dict[str, float]:
+def seek_fit(work_dir: Path | None = None, *, runtime_s: float = 10.0, rounds: int = ROUNDS) -> dict[str, float]:
     """ROUNDS independent sweeps, each fitted alone (the measurements hold the lock; the fits run after)."""
-    wd = _workdir(workdir)
+    wd = _workdir(work_dir)
     try:
         with measurement_lock():
             sweeps = [_seek_traces(wd / f"round{r}", runtime_s) for r in range(rounds)]
@@ -201,13 +201,13 @@ def explained_accuracy(service_ms: float, round_trip_us: float, late_us: float) 
     return s / (s + round_trip_us + late_us)
 
 
-def run(workdir: Path | None = None) -> dict[str, float]:
+def run(work_dir: Path | None = None) -> dict[str, float]:
     """All spindle benchmarks (about 7 minutes: three rounds of accuracy and of the seek sweep)."""
     out: dict[str, float] = {}
     out.update(placement_cost())
-    out.update(emulator_accuracy(workdir))
-    out.update(emulator_overhead(workdir))
-    out.update(seek_fit(workdir))
+    out.update(emulator_accuracy(work_dir))
+    out.update(emulator_overhead(work_dir))
+    out.update(seek_fit(work_dir))
     out["emulator_accuracy_qd1_explained"] = round(explained_accuracy(
         out["sas10k_mean_service_ms"], out["emulator_round_trip_us"], out.get("emulator_release_late_us_qd1", 0.0)), 4)
     out["emulator_accuracy_qd1_explained_idle"] = round(explained_accuracy(

@@ -4,7 +4,7 @@ fit reads back (fio's per-request latency log, the client's turnaround from the 
     from snaptax.spindle.measure import ServedSpindle
     from snaptax.spindle.rigfiles import disk
 
-    with ServedSpindle(disk("sas10k"), 1 << 30, workdir, "sas10k") as dev, \\
+    with ServedSpindle(disk("sas10k"), 1 << 30, work_dir, "sas10k") as dev, \\
             session.in_variant("sas10k", dev.describe()):
         dev.execute(plan, session)        # every Measure step recorded into the session
 
@@ -37,9 +37,9 @@ CAPACITY = 1 << 30   # drive profiles are served scaled to 1 GiB over their full
 
 # ------------------------------------------------------------------ fio jobs
 
-def qd_job(rw: str, qd: int, runtime_s: float, capacity: int = CAPACITY) -> fio.FioJob:
-    """Random 4 KiB `rw` at queue depth `qd` over the whole device, for `runtime_s` seconds."""
-    return fio.FioJob(name=f"{rw}-qd{qd}", rw=rw, bs=BS, iodepth=qd, size=capacity,  # type: ignore[arg-type]
+def qd_job(rw: str, iodepth: int, runtime_s: float, capacity: int = CAPACITY) -> fio.FioJob:
+    """Random 4 KiB `rw` at queue depth `iodepth` over the whole device, for `runtime_s` seconds."""
+    return fio.FioJob(name=f"{rw}-qd{iodepth}", rw=rw, bs=BS, iodepth=iodepth, size=capacity,  # type: ignore[arg-type]
                       runtime_s=runtime_s, log_avg_msec=None)
 
 
@@ -129,7 +129,7 @@ def predicted_iops(spec: DeviceSpec | str, *, rw: str, iodepth: int, capacity: i
 def _closed_loop_iops(spec: DeviceSpec, write: bool, iodepth: int, capacity: int, span: float, ios: int) -> float:
     from .predict import closed_loop
 
-    return closed_loop(spec, capacity, qd=iodepth, write=write, span=span, ios=ios).iops
+    return closed_loop(spec, capacity, iodepth=iodepth, write=write, span=span, ios=ios).iops
 
 
 # ------------------------------------------------------------------ one-off measurements (benchmarks)
@@ -164,7 +164,7 @@ def measure(uri: str, capacity: int, *, rw: str, iodepth: int, span: float, runt
                  clat["stddev"] / 1e9 / math.sqrt(max(n, 1)), n)
 
 
-def harness_round_trip(workdir: Path, *, runtime_s: float = 5.0, thinktime_us: int = 0) -> Point:
+def harness_round_trip(work_dir: Path, *, runtime_s: float = 5.0, thinktime_us: int = 0) -> Point:
     """QD1 random reads on the zero-latency device: fio + NBD + emulator cost per command. thinktime_us: each
     command submitted after that long idle (as a QD1 client of a spindle submits after waiting out a service
     time), so that the cost of waking idle CPUs is in the round trip."""
@@ -173,9 +173,9 @@ def harness_round_trip(workdir: Path, *, runtime_s: float = 5.0, thinktime_us: i
     from .serve import SpindleDevice, serve
 
     with ProcessGroup() as group, \
-            serve(group, SpindleDevice(DiskSpec(ZeroProfile()), CAPACITY, workdir, "zero")) as s:
+            serve(group, SpindleDevice(DiskSpec(ZeroProfile()), CAPACITY, work_dir, "zero")) as s:
         return measure(s.uri, CAPACITY, rw="randread", iodepth=1, span=1.0, runtime_s=runtime_s,
-                       directory=workdir / f"fio-zero-think{thinktime_us}", profile="zero", thinktime_us=thinktime_us)
+                       directory=work_dir / f"fio-zero-think{thinktime_us}", profile="zero", thinktime_us=thinktime_us)
 
 
 # ------------------------------------------------------------------ the Plan executor
@@ -214,8 +214,8 @@ class ServedSpindle:
     Measure steps like snaptax.engines.base.SnapshotEngine.execute, without snapshots. A context manager:
     nbdkit and every file it made are gone after the `with` (also on error and Ctrl-C)."""
 
-    def __init__(self, spec: DeviceSpec, capacity: int, workdir: Path, name: str) -> None:
-        self.spec, self.capacity, self.workdir, self.name = spec, capacity, Path(workdir), name
+    def __init__(self, spec: DeviceSpec, capacity: int, work_dir: Path, name: str) -> None:
+        self.spec, self.capacity, self.work_dir, self.name = spec, capacity, Path(work_dir), name
         self.served: Served | None = None
         self._group: ProcessGroup | None = None
         self._serving: Any = None
@@ -226,7 +226,7 @@ class ServedSpindle:
 
         self._group = ProcessGroup().__enter__()
         try:
-            self._serving = serve(self._group, SpindleDevice(self.spec, self.capacity, self.workdir, self.name))
+            self._serving = serve(self._group, SpindleDevice(self.spec, self.capacity, self.work_dir, self.name))
             self.served = self._serving.__enter__()
         except BaseException as exc:
             self._group.__exit__(type(exc), exc, exc.__traceback__)

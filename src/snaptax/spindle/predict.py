@@ -1,6 +1,6 @@
 """What the model predicts, without real time: closed-loop runs of the Simulator (stdlib only).
 
-A closed loop keeps `qd` commands outstanding, as fio does with iodepth=qd: each completion at t is
+A closed loop keeps `iodepth` commands outstanding, as fio does: each completion at t is
 replaced at once (at t) by a new command at a uniformly random `bs`-aligned offset within the span.
 Deterministic for a given seed.
 """
@@ -31,11 +31,11 @@ class Region:
     weight: float = 1.0
 
 
-def closed_loop_mix(spec: DeviceSpec, capacity: int, *, qd: int, regions: Sequence[Region],
+def closed_loop_mix(spec: DeviceSpec, capacity: int, *, iodepth: int, regions: Sequence[Region],
                     read_fraction: float = 1.0, bs: int = 4096, ios: int = 4000, warmup: int = 200,
                     seed: int = 1) -> LoopResult:
     """Random `bs` I/O over a layout of regions (a command picks a region by weight, then a uniformly random
-    aligned offset inside it), a share `read_fraction` (0 … 1) of them reads, at queue depth `qd`; IOPS over `ios`
+    aligned offset inside it), a share `read_fraction` (0 … 1) of them reads, at queue depth `iodepth`; IOPS over `ios`
     completions after `warmup`. With one region and read_fraction 0 or 1 it draws exactly the random numbers of a
     single-region loop, so `closed_loop` is this function."""
     if not regions or any(r.length < bs or r.weight < 0 for r in regions) or sum(r.weight for r in regions) <= 0:
@@ -70,7 +70,7 @@ def closed_loop_mix(spec: DeviceSpec, capacity: int, *, qd: int, regions: Sequen
         sim.submit(next_token, k, where(), bs, t)
         next_token += 1
 
-    for _ in range(qd):
+    for _ in range(iodepth):
         issue(0.0)
     completed, t_start, lat_sum = 0, None, 0.0
     pending = sim.take_done()
@@ -96,13 +96,13 @@ def closed_loop_mix(spec: DeviceSpec, capacity: int, *, qd: int, regions: Sequen
     return LoopResult(ios / elapsed, lat_sum / ios, ios, elapsed)
 
 
-def closed_loop(spec: DeviceSpec, capacity: int, *, qd: int, write: bool = False, bs: int = 4096,
+def closed_loop(spec: DeviceSpec, capacity: int, *, iodepth: int, write: bool = False, bs: int = 4096,
                 span: float = 1.0, offset: int = 0, ios: int = 4000, warmup: int = 200,
                 seed: int = 1) -> LoopResult:
-    """Random `bs` I/O over [offset, offset + span·capacity) at queue depth `qd`; IOPS over `ios` completions
+    """Random `bs` I/O over [offset, offset + span·capacity) at queue depth `iodepth`; IOPS over `ios` completions
     after `warmup` completions (so the queue has filled and the head position is random)."""
     length = max(1, int(span * (capacity - offset)) // bs) * bs
-    return closed_loop_mix(spec, capacity, qd=qd, regions=[Region(offset, length)],
+    return closed_loop_mix(spec, capacity, iodepth=iodepth, regions=[Region(offset, length)],
                            read_fraction=0.0 if write else 1.0, bs=bs, ios=ios, warmup=warmup, seed=seed)
 
 

@@ -5,7 +5,7 @@
     from snaptax.spindle.rigfiles import disk
 
     with ProcessGroup() as group:
-        dev = SpindleDevice(spec=disk("sas10k"), capacity=1 << 30, workdir=Path("/var/tmp/snaptax/x"))
+        dev = SpindleDevice(spec=disk("sas10k"), capacity=1 << 30, work_dir=Path("/var/tmp/snaptax/x"))
         with serve(group, dev) as served:
             ...  # fio --ioengine=nbd --uri=served.uri ; counters in served.counters (JSON, rewritten every 0.5 s)
 
@@ -32,12 +32,12 @@ PLUGIN = Path(__file__).with_name("plugin.py")
 
 @dataclass(frozen=True)
 class SpindleDevice:
-    """What to serve. `name` prefixes every file made in `workdir`: NAME.img (backing, sparse),
+    """What to serve. `name` prefixes every file made in `work_dir`: NAME.img (backing, sparse),
     NAME.sock, NAME.spec.json, NAME.counters.json, NAME.nbdkit.log (kept, like the counters, for post-mortems)."""
 
     spec: DeviceSpec
     capacity: int
-    workdir: Path
+    work_dir: Path
     name: str = "spindle"
     keep_backing: bool = False
     threads: int = 64              # nbdkit worker threads per connection: ≥ the deepest queue a client uses
@@ -45,15 +45,15 @@ class SpindleDevice:
 
     @property
     def backing(self) -> Path:
-        return self.workdir / f"{self.name}.img"
+        return self.work_dir / f"{self.name}.img"
 
     @property
     def socket(self) -> Path:
-        return self.workdir / f"{self.name}.sock"
+        return self.work_dir / f"{self.name}.sock"
 
     @property
     def counters(self) -> Path:
-        return self.workdir / f"{self.name}.counters.json"
+        return self.work_dir / f"{self.name}.counters.json"
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,9 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
         raise ConfigError(source, "threads", "must be at least 1")
     validate_spec(device.spec, source)
     procs.require("nbdkit")
-    device.workdir.mkdir(parents=True, exist_ok=True)
+    device.work_dir.mkdir(parents=True, exist_ok=True)
     if len(str(device.socket)) > 100:   # sun_path is 108 bytes
-        raise ConfigError(source, "workdir", f"socket path too long for a unix socket: {device.socket}")
+        raise ConfigError(source, "work_dir", f"socket path too long for a unix socket: {device.socket}")
 
     backing = device.backing
     if not device.keep_backing:
@@ -84,13 +84,13 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
     if not backing.exists() or backing.stat().st_size < device.capacity:
         with open(backing, "ab") as f:
             os.ftruncate(f.fileno(), device.capacity)   # sparse: only written blocks take space
-    spec_path = group.own(device.workdir / f"{device.name}.spec.json")
+    spec_path = group.own(device.work_dir / f"{device.name}.spec.json")
     spec_path.write_text(json.dumps({"spec": to_json(device.spec), "capacity": device.capacity,
                                      "name": device.name}, indent=1))
     sock = group.own(device.socket)
     with contextlib.suppress(FileNotFoundError):
         sock.unlink()
-    log = device.workdir / f"{device.name}.nbdkit.log"
+    log = device.work_dir / f"{device.name}.nbdkit.log"
     argv = ["nbdkit", "-f", "-U", str(sock), "-t", str(device.threads), "python", str(PLUGIN),
             f"srcdir={paths.SRC_DIR}", f"spec={spec_path}", f"file={backing}", f"counters={device.counters}",
             f"interval={device.counters_interval_s}"]
@@ -213,7 +213,7 @@ def serve_device(rig, device, group: procs.ProcessGroup, tag: str = "") -> RigSp
 
     spec = parse_device(device.spindle, rig.source, f"devices.{device.name}.spindle")
     name = _safe_name(f"{device.name}-{tag}" if tag else device.name)
-    dev = SpindleDevice(spec=spec, capacity=device.capacity, workdir=rig.rig_work_dir / "spindles", name=name,
+    dev = SpindleDevice(spec=spec, capacity=device.capacity, work_dir=rig.rig_work_dir / "spindles", name=name,
                         counters_interval_s=RIG_COUNTERS_INTERVAL_S)
     cm = serve(group, dev)
     served = cm.__enter__()

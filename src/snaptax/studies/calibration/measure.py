@@ -41,7 +41,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     rig = rigmod.load(rig_name)
     dev = reads_double_device(rig, device)
     study = planmod.build_plan(profile)
-    workdir = rig.rig_work_dir / STUDY
+    work_dir = rig.rig_work_dir / STUDY
     with RunSession(rig, STUDY, profile, planmod.parameters(profile, study, dev.name), devices_used=(dev.name,),
                     planned_points=study.points(), planned_seconds=planmod.planned_seconds(profile)) as session:
         for vp in study.variants:
@@ -50,7 +50,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                     with session.in_variant(vp.variant, engine.describe()):
                         engine.execute(vp.plan, session)
             else:
-                with ServedSpindle(spindle_spec(vp.variant), CAPACITY, workdir, vp.variant) as served:
+                with ServedSpindle(spindle_spec(vp.variant), CAPACITY, work_dir, vp.variant) as served:
                     with session.in_variant(vp.variant, served.describe()):
                         served.execute(vp.plan, session)
     assert session.published is not None

@@ -86,7 +86,7 @@ def emulated_time_per_io(spec: DeviceSpec | None, capacity: int, s: planmod.Tier
     for tier, (sub, share) in tiers.items():
         cap = int(capacity * share)
         span = min(1.0, s.disk_bytes / cap)
-        r, w = (closed_loop(sub, cap, qd=planmod.IODEPTH, write=wr, bs=planmod.BS, span=span, ios=2000).iops
+        r, w = (closed_loop(sub, cap, iodepth=planmod.IODEPTH, write=wr, bs=planmod.BS, span=span, ios=2000).iops
                 for wr in (False, True))
         out[f"{tier}_us_per_io"] = 1e6 * (fr / r + (1 - fr) / w)
     return out
@@ -109,7 +109,7 @@ def span_model(spec: DeviceSpec | None, capacity: int, s: planmod.TieringScale) 
         iops = []
         for f in planmod.SPAN_MODEL_FRACTIONS:
             regions = [Region(0, d, 1 - f)] + ([Region(d, int(f * d) // planmod.BS * planmod.BS, f)] if f else [])
-            iops.append(closed_loop_mix(spec, capacity, qd=planmod.IODEPTH, regions=regions,
+            iops.append(closed_loop_mix(spec, capacity, iodepth=planmod.IODEPTH, regions=regions,
                                         read_fraction=planmod.READ_PERCENT / 100, bs=planmod.BS,
                                         ios=s.span_model_ios,
                                         seed=seed).iops)
