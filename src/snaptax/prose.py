@@ -40,7 +40,7 @@ class Fact:
     def holds(self, values: Mapping[str, Value]) -> bool:
         v, x = values[self.key], self.reference(values)
         if self.relation == "includes":
-            return v.has_interval and v.low <= x <= v.high
+            return v.includes(x)
         if self.relation == "above":
             return v.has_interval and v.low > x
         if self.relation == "below":

@@ -38,9 +38,14 @@ def analyse_newest(rig: str, profile: str) -> list[Rendered]:
     return out
 
 
+def run_value(r: Rendered, name: str) -> float:
+    """A rendered study's run value <study>.run.<name> (analysis.run_values)."""
+    return r.results.values[f"{r.study}.run.{name}"].value
+
+
 def run_column(rendered: list[Rendered], name: str) -> list[float]:
-    """Each rendered study's run value <study>.run.<name> (analysis.run_values), in study order."""
-    return [r.results.values[f"{r.study}.run.{name}"].value for r in rendered]
+    """Each rendered study's run value <study>.run.<name>, in study order."""
+    return [run_value(r, name) for r in rendered]
 
 
 def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value]:
@@ -97,8 +102,7 @@ def runs_tex(rendered: list[Rendered]) -> str:
     rows = []
     for r in rendered:
         m = r.analysis.record.manifest
-        run = {name: r.results.values[f"{r.study}.run.{name}"].value
-               for name in ("worst_lateness_pct", "flagged", "emulated_measurements")}
+        run = {name: run_value(r, name) for name in ("worst_lateness_pct", "flagged", "emulated_measurements")}
         worst = (f"{run['worst_lateness_pct']:.2f}\\,\\% ({run['flagged']:.0f} of {run['emulated_measurements']:.0f})"
                  if run["emulated_measurements"] else "--")
         rows.append([macros.tex_escape(r.study), f"\\texttt{{{macros.tex_escape(m.run_id)}}}",

@@ -70,6 +70,10 @@ class Value:
     def has_interval(self) -> bool:
         return math.isfinite(self.low) and math.isfinite(self.high)
 
+    def includes(self, x: float) -> bool:
+        """The 95 % interval holds `x` (False without an interval)."""
+        return self.has_interval and self.low <= x <= self.high
+
     def side_of(self, x: float) -> str:
         """Where the 95 % interval lies against `x`, as prose reads it: 'includes x', 'lies below x', 'lies above
         x', or 'has no interval'. A sentence whose truth depends on the run prints this instead of asserting one."""

@@ -581,7 +581,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
                                method="fitted τ_hdd's interval")
     # each prediction's verdict: 'holds' when its interval includes 100 %, 'refuted' when it does not
     for v in (sas_with_over_hdd, hdd_fit_over_model):
-        verdict = ("holds" if v.low <= 100 <= v.high else "refuted") if v.has_interval else "untested"
+        verdict = ("holds" if v.includes(100.0) else "refuted") if v.has_interval else "untested"
         out += [v, Value(f"{v.key}.verdict", text=verdict)]
     for r in what_if.itertuples():
         if r.what.startswith("cycle"):
