@@ -54,3 +54,17 @@ def test_a_command_the_simulator_refuses_is_not_kept_outstanding(plugin, monkeyp
     with pytest.raises(ValueError):
         state.request("write", 0, 4096)
     assert not state.reqs and state.errors == 1 and "refused" in state.last_error
+
+
+def test_a_self_timed_command_replies_at_its_eta_and_is_counted_once(plugin):
+    state = plugin._state
+    req = state.request("read", 1 << 20, 4096)      # the array is idle: dispatched at once, its eta fixed
+    eta = state.sim.etas[req.token]
+    state.finish(req)                               # times itself, replies without advancing the simulator
+    assert req.done and not state.reqs and state.self_timed == 1
+    assert req.token in state.sim.etas              # the simulator has not yet processed the completion
+    assert state.now() >= eta and state.late_n == 1
+    late = state.late_sum
+    plugin.close(None)                              # an advance processes it: not released (or counted) again
+    assert state.late_n == 1 and state.late_sum == late and not state.released
+    assert req.token not in state.sim.etas
