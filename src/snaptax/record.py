@@ -40,6 +40,7 @@ from .lock import measurement_lock
 from .plan import Measure
 from .profiles import Profile
 from .rig import Rig
+from .studyparams import P
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,7 +116,7 @@ class RunWriter:
     rig: Rig
     study: str
     profile: Profile
-    parameters: dict[str, Any]          # study parameters (JSON); read back by the study's own analysis
+    parameters: dict[str, Any]          # study parameters (the plan's record's to_json()); read back by its analysis
     staging: Path
     devices_used: tuple[str, ...] = ()  # rig devices this run measures (empty: all of the rig's)
     planned_points: int = 0
@@ -300,7 +301,8 @@ RETIRED_PROFILE_FIELDS = ("max_chain",)
 
 @dataclass(frozen=True)
 class Manifest:
-    """manifest.json of a run, typed. parameters: the study's own (JSON), read by that study's analysis."""
+    """manifest.json of a run, typed. parameters: the study's own (JSON), read by that study's analysis as its typed
+    record through RunRecord.parameters."""
 
     format_version: int
     study: str
@@ -481,6 +483,11 @@ class RunRecord:
     @property
     def run_id(self) -> str:
         return self.manifest.run_id
+
+    def parameters(self, kind: type[P]) -> P:
+        """The study's parameters as its typed record (a studyparams.StudyParameters of the study's plan), checked:
+        a missing or mistyped field raises ConfigError naming this run's manifest and the field."""
+        return kind.from_json(self.manifest.parameters, f"{self.path / MANIFEST} (parameters)")
 
     def variant_dir(self, variant: str) -> Path:
         """measurements/<variant>/ of this run, as RunWriter.variant_dir named it (a study's per-variant files)."""

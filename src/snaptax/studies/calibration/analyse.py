@@ -21,7 +21,7 @@ from ...spindle.measure import clat_log, predicted_iops, read_clat_log, span_of
 from ...spindle.profiles import DeviceSpec, DiskSpec, DriveProfile, spec_from_json
 from ...stats import Interval, mean_interval, paired_ratio_interval
 from ...values import Value
-from .plan import READS_DOUBLE, STUDY, ZERO
+from .plan import READS_DOUBLE, STUDY, ZERO, CalibrationParameters
 
 HOST_READS = "host.reads"
 PREDICTION_IOS = 3000      # completions per closed-loop prediction (deterministic: seeded simulator)
@@ -78,7 +78,7 @@ def variant_spec(record: RunRecord, variant: str) -> DeviceSpec:
 
 def drive_profiles(record: RunRecord) -> dict[str, DriveProfile]:
     out = {}
-    for name in record.manifest.parameters["drive_profiles"]:
+    for name in record.parameters(CalibrationParameters).drive_profiles:
         spec = variant_spec(record, name)
         if not (isinstance(spec, DiskSpec) and isinstance(spec.profile, DriveProfile)):
             raise AnalysisError(f"{record.path.name}: variant {name} is not a single drive")
@@ -110,7 +110,7 @@ def harness_s(record: RunRecord) -> float:
 def qd_table(record: RunRecord, drives: dict[str, DriveProfile]) -> pd.DataFrame:
     """IOPS per drive, direction and queue depth: mean over the repeats with its 95 % interval, the model's
     prediction (closed loop in simulated time, no harness) and measured ÷ model with its interval."""
-    capacity = int(record.manifest.parameters["capacity"])
+    capacity = record.parameters(CalibrationParameters).capacity
     depth = {(m.variant, m.index): m.iodepth for m in record.measurements}
     meas = record.per_measurement()
     meas = meas[(meas.phase == "qd") & meas.variant.isin(list(drives))].copy()
@@ -145,7 +145,7 @@ def fit_all(record: RunRecord, drives: dict[str, DriveProfile]) -> dict[str, see
     every one)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    capacity = int(record.manifest.parameters["capacity"])
+    capacity = record.parameters(CalibrationParameters).capacity
     loaded = {name: traces(record, name) for name in drives}
     # The fits are independent and their time is in numpy/scipy ufuncs, which release the GIL: one thread per drive
     # halves the analysis on 2 cores (each fit's arithmetic is unchanged, so are its results). Analysis never runs
@@ -159,7 +159,7 @@ def span_table(record: RunRecord, drives: dict[str, DriveProfile], fits: dict[st
                harness: float) -> pd.DataFrame:
     """QD1 mean service time per drive and span: measured (fio's mean latency − the harness round trip) and the
     seek-span model S(span) with the datasheet's and with the fitted figures (ms)."""
-    capacity = int(record.manifest.parameters["capacity"])
+    capacity = record.parameters(CalibrationParameters).capacity
     rows = []
     for name, p in drives.items():
         for m in _measurements(record, name, "span"):
@@ -227,13 +227,13 @@ def _v(key: str, iv: Interval, unit: str, digits: int) -> Value:
 
 def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
     k = STUDY
-    params = record.manifest.parameters
+    params = record.parameters(CalibrationParameters)
     out = [Value(f"{k}.drive_profiles", float(len(a.drives)), "profiles"),
            Value(f"{k}.drive_profile_names", text=", ".join(a.drives)),
-           Value(f"{k}.capacity_mib", params["capacity"] / 2**20, "MiB"),
-           Value(f"{k}.span_runtime_s", float(params["span_runtime_s"]), "s"),
-           Value(f"{k}.depths", text=", ".join(str(d) for d in params["depths"])),
-           Value(f"{k}.span_min_pct", 100 * min(params["spans"]), "%", digits=1),
+           Value(f"{k}.capacity_mib", params.capacity / 2**20, "MiB"),
+           Value(f"{k}.span_runtime_s", float(params.span_runtime_s), "s"),
+           Value(f"{k}.depths", text=", ".join(str(d) for d in params.depths)),
+           Value(f"{k}.span_min_pct", 100 * min(params.spans), "%", digits=1),
            Value(f"{k}.harness_us", a.harness_s * 1e6, "µs", n=len(_measurements(record, ZERO, "harness"))),
            # the turnaround's equally likely points each span measurement recorded (spindle.measure.PHASE_POINTS)
            Value(f"{k}.phase_points", float(max((len((m.extra.get("spindle") or {}).get("phase_quantiles_s") or [])
@@ -267,9 +267,9 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
     rd = record.manifest.variants.get(READS_DOUBLE, {})
     cfg = rd.get("config", {})
     disk_size = int(rd.get("disk_size", record.manifest.profile.disk_size))
-    out += [Value(f"{k}.reads_double.device", text=str(params["device"])),
-            Value(f"{k}.reads_double.config", text=str(params["reads_double_config"])),
-            Value(f"{k}.reads_double.iodepth", float(params["reads_double_iodepth"]), ""),
+    out += [Value(f"{k}.reads_double.device", text=str(params.device)),
+            Value(f"{k}.reads_double.config", text=str(params.reads_double_config)),
+            Value(f"{k}.reads_double.iodepth", float(params.reads_double_iodepth), ""),
             Value(f"{k}.reads_double.disk_mib", disk_size / 2**20, "MiB")]
     if cfg.get("l2_cache_size"):
         tables = -(-disk_size // int(cfg["cluster_size"])) * (16 if cfg.get("extended_l2") else 8)
@@ -290,12 +290,13 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
 
 def _claims(record: RunRecord) -> list[Claim]:
     m = record.manifest
+    params = record.parameters(CalibrationParameters)
     rd = m.variants.get(READS_DOUBLE, {})
     return [Claim(CLAIM_ID, "zandboer", "Table 2, note ** (sample 36), and its conclusions",
                   "10K SAS RAID1, VM with a snapshot: host-level reads per VM-level read",
                   SEED000_FACTOR, "×", 1.0, SEED000_TOLERANCE, SEED000_BASIS, CLAIM_VALUE,
-                  f"qcow2 {m.parameters['reads_double_config']} overlay on the emulated "
-                  f"{rd.get('device', m.parameters['device'])}", label="C000-2")]
+                  f"qcow2 {params.reads_double_config} overlay on the emulated "
+                  f"{rd.get('device', params.device)}", label="C000-2")]
 
 
 def analyse(record: RunRecord) -> CalibrationAnalysis:

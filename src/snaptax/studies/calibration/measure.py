@@ -42,7 +42,8 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     dev = reads_double_device(rig, device)
     study = planmod.build_plan(profile)
     work_dir = rig.rig_work_dir / STUDY
-    with RunSession(rig, STUDY, profile, planmod.parameters(profile, study, dev.name), devices_used=(dev.name,),
+    with RunSession(rig, STUDY, profile, planmod.parameters(profile, study, dev.name).to_json(),
+                    devices_used=(dev.name,),
                     planned_points=study.points(), planned_seconds=planmod.planned_seconds(profile)) as session:
         for vp in study.variants:
             if vp.variant == planmod.READS_DOUBLE:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ... import profiles
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...fio import FioJob, prefill_job
 from ...plan import Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
 from ...spindle.measure import CAPACITY, qd_job, span_job
+from ...studyparams import StudyParameters
 
 STUDY = "calibration"
 ZERO = "zero"
@@ -120,13 +120,27 @@ def drive_variants(study: StudyPlan) -> list[str]:
     return [v.variant for v in study.variants if v.variant not in (ZERO, READS_DOUBLE)]
 
 
-def parameters(profile: profiles.Profile, study: StudyPlan, device: str) -> dict[str, Any]:
-    """The study's parameters as the run's manifest records them (read back only by analyse)."""
+@dataclass(frozen=True)
+class CalibrationParameters(StudyParameters):
+    """The study's parameters as the run's manifest records them (read back only by analyse). device: the rig
+    device of the reads-double variant; capacity: the bytes every spindle variant is served with."""
+
+    device: str
+    drive_profiles: tuple[str, ...]
+    capacity: int
+    depths: tuple[int, ...]
+    spans: tuple[float, ...]
+    span_runtime_s: float
+    reads_double_config: str
+    reads_double_iodepth: int
+
+
+def parameters(profile: profiles.Profile, study: StudyPlan, device: str) -> CalibrationParameters:
     pts = points_for(profile)
-    return {"device": device, "drive_profiles": drive_variants(study), "capacity": CAPACITY,
-            "depths": list(pts.depths), "spans": list(pts.spans), "span_runtime_s": span_runtime_s(profile),
-            "reads_double_config": reads_double_config(profile).name,
-            "reads_double_iodepth": pts.reads_double_iodepth}
+    return CalibrationParameters(device=device, drive_profiles=tuple(drive_variants(study)), capacity=CAPACITY,
+                                 depths=pts.depths, spans=pts.spans, span_runtime_s=span_runtime_s(profile),
+                                 reads_double_config=reads_double_config(profile).name,
+                                 reads_double_iodepth=pts.reads_double_iodepth)
 
 
 def _runs(n: int) -> str:

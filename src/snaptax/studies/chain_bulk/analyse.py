@@ -16,7 +16,7 @@ from ...models import chain as chain_model
 from ...record import RunRecord
 from ...stats import CONFIDENCE, REPEATS_MAX, Interval, pooled_log_ratio_interval, pooled_log_sd, repeats_for
 from ...values import Value
-from .plan import FLAT_SUFFIX, KINDS, SCALES, STUDY
+from .plan import FLAT_SUFFIX, KINDS, SCALES, STUDY, ChainBulkParameters
 
 CITE = "setty2021"
 STAND_IN = {"on-disk-metadata": "VMFS", "in-memory-metadata": "vSAN"}
@@ -160,12 +160,12 @@ def fit_all(pr: pd.DataFrame) -> dict[tuple[str, str], chain_model.ChainFit]:
 
 def _values(record: RunRecord, pts: pd.DataFrame, pr: pd.DataFrame, nz: Noise, summary: pd.DataFrame,
             fits: dict[tuple[str, str], chain_model.ChainFit]) -> list[Value]:
-    k, params = STUDY, record.manifest.parameters
-    top = int(params["max_chain"])
-    out = [Value(f"{k}.max_chain", float(top), "snapshots"), Value(f"{k}.runtime_s", float(params["runtime_s"]), "s"),
-           Value(f"{k}.repeats", float(params["repeats"]), "runs"),
+    k, params = STUDY, record.parameters(ChainBulkParameters)
+    top = params.max_chain
+    out = [Value(f"{k}.max_chain", float(top), "snapshots"), Value(f"{k}.runtime_s", float(params.runtime_s), "s"),
+           Value(f"{k}.repeats", float(params.repeats), "runs"),
            Value(f"{k}.full_runtime_s", float(SCALES["full"].runtime_s), "s"),     # the full profile's, for comparison
-           Value(f"{k}.disk_mib", float(params["disk_bytes"]) / (1 << 20), "MiB")]
+           Value(f"{k}.disk_mib", float(params.disk_bytes) / (1 << 20), "MiB")]
     for r in summary.itertuples():
         key = f"{r.variant}.{r.series}.n{r.chain_length}"
         unit, digits = ("IOPS", 0) if r.series in KINDS else ("clones/s", 3)

@@ -27,6 +27,7 @@ from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, prefill_job
 from ...plan import Clone, Measure, Plan, Step, StudyPlan, TakeSnapshot, Target, VariantPlan
+from ...studyparams import StudyParameters
 
 STUDY = "chain_bulk"
 Kind = Literal["read", "write"]
@@ -119,11 +120,24 @@ def planned_seconds(profile: profiles.Profile) -> float:
     return build_plan(profile).fio_seconds()
 
 
-def parameters(profile: profiles.Profile, device: str) -> dict:
-    """The study's parameters as the manifest records them."""
+@dataclass(frozen=True)
+class ChainBulkParameters(StudyParameters):
+    """The study's parameters as the run's manifest records them (read back only by analyse)."""
+
+    device: str
+    max_chain: int
+    runtime_s: float
+    ramp_time_s: float
+    block_bytes: int
+    repeats: int
+    disk_bytes: int
+
+
+def parameters(profile: profiles.Profile, device: str) -> ChainBulkParameters:
     s = scale(profile)
-    return {"device": device, "max_chain": s.max_chain, "runtime_s": s.runtime_s, "ramp_time_s": s.ramp_time_s,
-            "block_bytes": BLOCK, "repeats": profile.repeats, "disk_bytes": profile.disk_size}
+    return ChainBulkParameters(device=device, max_chain=s.max_chain, runtime_s=s.runtime_s,
+                               ramp_time_s=s.ramp_time_s, block_bytes=BLOCK, repeats=profile.repeats,
+                               disk_bytes=profile.disk_size)
 
 
 def describe(profile: profiles.Profile) -> str:

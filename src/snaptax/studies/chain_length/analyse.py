@@ -15,7 +15,7 @@ from ...models import chain as chain_model
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_across_time_interval, ratio_of_means_interval
 from ...values import Value
-from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, pairs_needed
+from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, ChainLengthParameters, pairs_needed
 
 STUDY = "chain_length"
 HOST_READS, HOST_WRITES = "host.reads", "host.writes"
@@ -255,17 +255,16 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
             chain_end: dict[Key, Interval], guest: dict[str, dict[str, Interval]],
             mirror: dict[Key, Interval]) -> list[Value]:
     k = STUDY
-    params = record.manifest.parameters
-    out = [Value(f"{k}.max_chain", float(params["max_chain"]), "snapshots")]
+    params = record.parameters(ChainLengthParameters)
+    out = [Value(f"{k}.max_chain", float(params.max_chain), "snapshots")]
     shapes = {(m.iodepth, m.numjobs) for m in record.measurements if m.job in WORKLOADS}   # as the run recorded
     iodepth, numjobs = shapes.pop() if len(shapes) == 1 else (math.nan, math.nan)          # nan: mixed shapes
     out += [Value(f"{k}.iodepth", float(iodepth), "requests"), Value(f"{k}.numjobs", float(numjobs), "jobs"),
             Value(f"{k}.outstanding", float(iodepth * numjobs), "requests")]
-    if "runtime_s" in params:      # runs of the first plan ran at the profile's runtime (chain_length.run.*)
-        out += [Value(f"{k}.runtime_s", float(params["runtime_s"]), "s"),
-                Value(f"{k}.ramp_time_s", float(params["ramp_time_s"]), "s"),
-                Value(f"{k}.pairs_planned", float(params["pairs"]), "pairs"),
-                Value(f"{k}.pairs_basis", text=str(params["pairs_basis"]))]
+    out += [Value(f"{k}.runtime_s", float(params.runtime_s), "s"),
+            Value(f"{k}.ramp_time_s", float(params.ramp_time_s), "s"),
+            Value(f"{k}.pairs_planned", float(params.pairs), "pairs"),
+            Value(f"{k}.pairs_basis", text=str(params.pairs_basis))]
     for name, described in record.manifest.variants.items():   # the engine's describe(): its qcow2 config
         if described.get("engine", "qcow2") == "qcow2":
             out.append(Value(f"{k}.l2_cache_kib.{name}", described["config"]["l2_cache_size"] / 1024, "KiB"))

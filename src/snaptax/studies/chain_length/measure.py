@@ -22,12 +22,8 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     lvmthin = "lvmthin" in rig.engines
     study = planmod.build_plan(profile, lvmthin=lvmthin)
     configs = {c.name: c for c in planmod.configs(profile)}
-    scale = planmod.scale(profile)
-    parameters = {"device": dev.name, "workloads": list(planmod.SWEEP_WORKLOADS),
-                  "max_chain": study.variants[0].plan.max_chain_length, "pairs": scale.pairs,
-                  "runtime_s": scale.runtime_s, "ramp_time_s": scale.ramp_time_s,
-                  "pairs_basis": scale.pairs_basis}
-    with RunSession(rig, STUDY, profile, parameters, devices_used=(dev.name,), planned_points=study.points(),
+    with RunSession(rig, STUDY, profile, planmod.parameters(profile, dev.name).to_json(), devices_used=(dev.name,),
+                    planned_points=study.points(),
                     planned_seconds=planmod.planned_seconds(profile, lvmthin=lvmthin)) as session:
         execute_per_config(rig, dev, configs, StudyPlan(tuple(v for v in study.variants if v.variant in configs)),
                            profile.disk_size, session)

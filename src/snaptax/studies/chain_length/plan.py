@@ -41,6 +41,7 @@ from ...errors import ConfigError
 from ...fio import FioJob, prefill_job, seed001_job, seed001_mirror_job
 from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan
 from ...stats import repeats_for
+from ...studyparams import StudyParameters
 
 LVM_THIN = "lvm-thin"     # the array-native variant (seed 001's vVOL)
 Workload = Literal["randrw", "readwrite", "mirror"]
@@ -168,6 +169,27 @@ def planned_seconds(profile: profiles.Profile, lvmthin: bool = True) -> float:
     """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession):
     the plan's time-based fio runtime."""
     return build_plan(profile, lvmthin).fio_seconds()
+
+
+@dataclass(frozen=True)
+class ChainLengthParameters(StudyParameters):
+    """The study's parameters as the run's manifest records them (read back only by analyse). workloads: the
+    jobs measured (SWEEP_WORKLOADS); max_chain: the longest chain the plan built; the rest: its ChainScale."""
+
+    device: str
+    workloads: tuple[str, ...]
+    max_chain: int
+    pairs: int
+    runtime_s: float
+    ramp_time_s: float
+    pairs_basis: str
+
+
+def parameters(profile: profiles.Profile, device: str) -> ChainLengthParameters:
+    s = scale(profile)
+    return ChainLengthParameters(device=device, workloads=SWEEP_WORKLOADS,
+                                 max_chain=variant_plan(profile).max_chain_length, pairs=s.pairs,
+                                 runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s, pairs_basis=s.pairs_basis)
 
 
 def describe(profile: profiles.Profile) -> str:

@@ -23,7 +23,7 @@ from ...models import db_snapshot as dbm
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval, ratio_of_ratios_interval
 from ...values import Value
-from .plan import PHASE, SEED_BASELINE_S, SNAPSHOT_DEVICES, STUDY
+from .plan import PHASE, SEED_BASELINE_S, SNAPSHOT_DEVICES, STUDY, DbSnapshotParameters
 
 CITE = "kehayias"
 WHERE = "Figure 1 and its text"
@@ -198,13 +198,13 @@ def claims() -> list[Claim]:
 
 
 def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model: pd.DataFrame) -> list[Value]:
-    k, p = STUDY, record.manifest.parameters
-    out = [Value(f"{k}.table_mib", float(p["table_bytes"]) / (1 << 20), "MiB"),
-           Value(f"{k}.pages", float(p["pages"]), "pages"),
-           Value(f"{k}.repeats", float(p["repeats"]), ""),
-           Value(f"{k}.ssd_repeats", float(p.get("ssd_repeats", p["repeats"])), ""),
-           Value(f"{k}.iodepth", float(p["iodepth"]), ""),
-           Value(f"{k}.data_files", float(p["data_files"]), ""),
+    k, p = STUDY, record.parameters(DbSnapshotParameters)
+    out = [Value(f"{k}.table_mib", float(p.table_bytes) / (1 << 20), "MiB"),
+           Value(f"{k}.pages", float(p.pages), "pages"),
+           Value(f"{k}.repeats", float(p.repeats), ""),
+           Value(f"{k}.ssd_repeats", float(p.ssd_repeats), ""),
+           Value(f"{k}.iodepth", float(p.iodepth), ""),
+           Value(f"{k}.data_files", float(p.data_files), ""),
            Value(f"{k}.seed_baseline_s", SEED_BASELINE_S, "s", digits=1)]
     for device in SNAPSHOT_DEVICES:
         for kk in (0, 1, 2):

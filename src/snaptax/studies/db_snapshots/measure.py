@@ -36,7 +36,7 @@ def run(rig_name: str = "local", profile_name: str | profiles.Profile = profiles
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)
     cfg = planmod.engine_config()
-    with RunSession(rig, planmod.STUDY, profile, planmod.parameters(s, source.name),
+    with RunSession(rig, planmod.STUDY, profile, planmod.parameters(s, source.name).to_json(),
                     devices_used=(source.name, *snapdevs), planned_points=study.points(),
                     planned_seconds=planmod.planned_seconds(profile)) as session:
         for vp in study.variants:

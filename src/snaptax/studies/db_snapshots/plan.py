@@ -34,13 +34,13 @@ Workload standing for the SELECT INTO (choices, and why):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ... import profiles
 from ...engines.cofw import CofwEngineConfig
 from ...errors import ConfigError
 from ...fio import FioJob, format_size
 from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
+from ...studyparams import StudyParameters
 
 STUDY = "db_snapshots"
 KiB, MiB = 1 << 10, 1 << 20
@@ -165,12 +165,32 @@ def planned_seconds(profile: profiles.Profile) -> float:
     return estimated_seconds(scale(profile))
 
 
-def parameters(s: DbSnapshotScale, source: str) -> dict[str, Any]:
-    return {"source_device": source, "snapshot_devices": list(SNAPSHOT_DEVICES), "table_bytes": s.table_bytes,
-            "file_bytes": s.file_bytes, "pages": s.pages, "repeats": s.repeats, "ssd_repeats": s.ssd_repeats,
-            "data_files": DATA_FILES,
-            "extent_bytes": EXTENT, "page_bytes": PAGE, "iodepth": IODEPTH, "snapshot_counts": list(SNAPSHOT_COUNTS),
-            "engine": engine_config().name}
+@dataclass(frozen=True)
+class DbSnapshotParameters(StudyParameters):
+    """The study's parameters as the run's manifest records them (read back only by analyse). source_device: the
+    rig device holding the table; engine: the copy-on-first-write configuration's name."""
+
+    source_device: str
+    snapshot_devices: tuple[str, ...]
+    table_bytes: int
+    file_bytes: int
+    pages: int
+    repeats: int
+    ssd_repeats: int
+    data_files: int
+    extent_bytes: int
+    page_bytes: int
+    iodepth: int
+    snapshot_counts: tuple[int, ...]
+    engine: str
+
+
+def parameters(s: DbSnapshotScale, source: str) -> DbSnapshotParameters:
+    return DbSnapshotParameters(source_device=source, snapshot_devices=SNAPSHOT_DEVICES, table_bytes=s.table_bytes,
+                                file_bytes=s.file_bytes, pages=s.pages, repeats=s.repeats,
+                                ssd_repeats=s.ssd_repeats, data_files=DATA_FILES, extent_bytes=EXTENT,
+                                page_bytes=PAGE, iodepth=IODEPTH, snapshot_counts=SNAPSHOT_COUNTS,
+                                engine=engine_config().name)
 
 
 def describe(profile: profiles.Profile) -> str:
@@ -191,5 +211,5 @@ def describe(profile: profiles.Profile) -> str:
 __all__ = ["STUDY", "PAGE", "EXTENT", "DATA_FILES", "IODEPTH", "SNAPSHOT_DEVICES", "SNAPSHOT_COUNTS",
            "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "DbSnapshotScale", "SCALES", "scale", "engine_config",
            "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds",
-           "planned_seconds", "parameters",
+           "planned_seconds", "DbSnapshotParameters", "parameters",
            "describe"]

@@ -25,7 +25,7 @@ from ...models import cow
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval
 from ...values import Value
-from .plan import CLAIM_VARIANT, FAMILIES, IO_SIZE, MODE, READ_PHASES, STUDY, WRITE_PHASES
+from .plan import CLAIM_VARIANT, FAMILIES, IO_SIZE, MODE, READ_PHASES, STUDY, WRITE_PHASES, EnginesParameters
 
 KiB, MiB = 1 << 10, 1 << 20
 HOST_READ, HOST_WRITTEN = "host.sectors_read", "host.sectors_written"
@@ -74,7 +74,7 @@ def measurements(record: RunRecord) -> pd.DataFrame:
     first_writes_expected (the model's expectation in the first-write phase, 0 elsewhere); first_source
     ('measured' | 'expected'); snapshot_bytes (engine.snapshot_allocated_bytes after the measurement).
     """
-    disk = int(record.manifest.parameters["scale"]["disk_size"])
+    disk = record.parameters(EnginesParameters).scale.disk_size
     meas = record.per_measurement(counters=COUNTERS).merge(variant_table(record), on="variant", how="left")
     if meas.family.isna().any():
         missing = sorted(set(meas.variant[meas.family.isna()]))
@@ -267,12 +267,11 @@ class EnginesAnalysis(Analysis):
 
 def _values(record: RunRecord, summary: pd.DataFrame, fits: dict[str, cow.CowFit]) -> list[Value]:
     k = STUDY
-    scale = record.manifest.parameters["scale"]
-    out = [Value(f"{k}.disk_mib", scale["disk_size"] / MiB, "MiB"),
-           Value(f"{k}.writes", float(scale["writes"]), "I/Os"),
-           Value(f"{k}.reads", float(scale["reads"]), "I/Os"),
-           # runs before claim_writes existed measured the claim variant like the others
-           Value(f"{k}.claim_writes", float(scale.get("claim_writes", scale["writes"])), "I/Os"),
+    scale = record.parameters(EnginesParameters).scale
+    out = [Value(f"{k}.disk_mib", scale.disk_size / MiB, "MiB"),
+           Value(f"{k}.writes", float(scale.writes), "I/Os"),
+           Value(f"{k}.reads", float(scale.reads), "I/Os"),
+           Value(f"{k}.claim_writes", float(scale.claim_writes), "I/Os"),
            Value(f"{k}.io_kib", IO_SIZE / KiB, "KiB"),
            Value(f"{k}.variants", float(len(summary)), "variants"),
            Value(f"{k}.cycles", float(summary.cycles.min()) if len(summary) else 0.0, "cycles")]

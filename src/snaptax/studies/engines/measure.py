@@ -1,7 +1,6 @@
 """Measure the engine comparison on one rig device (needs root: loop devices; LVM thin boots a TCG guest)."""
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from ... import profiles, rig as rigmod
@@ -31,9 +30,8 @@ def run(rig: str = "local", profile: str | profiles.Profile = profiles.DEFAULT, 
     s = planmod.scale(prof)
     study = planmod.build_plan(prof)
     by_name = {v.name: v for v in planmod.variants(prof)}
-    parameters = {"scale": asdict(s), "device": dev.name, "io_size": planmod.IO_SIZE,
-                  "variants": [vp.variant for vp in study.variants]}
-    with RunSession(r, planmod.STUDY, prof, parameters, devices_used=(dev.name,), planned_points=study.points(),
+    with RunSession(r, planmod.STUDY, prof, planmod.parameters(prof, dev.name).to_json(), devices_used=(dev.name,),
+                    planned_points=study.points(),
                     planned_seconds=planmod.planned_seconds(prof)) as session:
         for vp in study.variants:
             v = by_name[vp.variant]

@@ -37,6 +37,7 @@ from ...engines.qcow2 import Qcow2Config
 from ...errors import ConfigError
 from ...fio import RW, FioJob
 from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
+from ...studyparams import StudyParameters
 
 STUDY = "engines"
 KiB, MiB = 1 << 10, 1 << 20
@@ -255,6 +256,23 @@ def planned_seconds(profile: profiles.Profile) -> float:
     return build_plan(profile).fio_seconds()
 
 
+@dataclass(frozen=True)
+class EnginesParameters(StudyParameters):
+    """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran
+    at (checked again by EngineScale when read), the rig device, the I/O size and the variants in measuring
+    order."""
+
+    scale: EngineScale
+    device: str
+    io_size: int
+    variants: tuple[str, ...]
+
+
+def parameters(profile: profiles.Profile, device: str) -> EnginesParameters:
+    return EnginesParameters(scale=scale(profile), device=device, io_size=IO_SIZE,
+                             variants=tuple(vp.variant for vp in build_plan(profile).variants))
+
+
 def describe(profile: profiles.Profile) -> str:
     """What a run measures, in words and counts from the plan (deterministic: shown in the notebook and checked
     by nbval)."""
@@ -287,7 +305,7 @@ def describe(profile: profiles.Profile) -> str:
 
 
 __all__ = ["STUDY", "SCALES", "EngineScale", "Variant", "variants", "scale", "variant_plan", "build_plan",
-           "planned_seconds", "NO_PLANNED_TIME",
+           "planned_seconds", "NO_PLANNED_TIME", "EnginesParameters", "parameters",
            "describe", "sequential_job", "random_job", "CLAIM_VARIANT", "CLAIM_CYCLES", "CLAIM_FIRST_CYCLES",
            "SEED004_VARIANT", "LONG_VARIANTS",
            "FAMILIES", "MODE", "WRITE_PHASES", "READ_PHASES", "IO_SIZE"]

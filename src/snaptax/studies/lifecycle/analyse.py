@@ -28,7 +28,7 @@ from ...spindle.rigfiles import disk
 from ...stats import Interval, mean_interval, paired_ratio_interval, proportion_interval, ratio_of_means_interval
 from ...timeline import STUN_SETTLE_S
 from ...values import Value
-from .plan import FIXED_COMMIT_S, GRID, LOADS, METHODS, SEED_MAX_CONSOLIDATE_S, STUDY
+from .plan import FIXED_COMMIT_S, GRID, LOADS, METHODS, SEED_MAX_CONSOLIDATE_S, STUDY, LifecycleParameters
 
 MiB = 1 << 20
 CITE = "zandboer"
@@ -175,12 +175,12 @@ def _paired(meas: pd.DataFrame, load: str, num_phase: str, den_phase: str, col: 
 def seek_prediction(record: RunRecord) -> dict[str, float]:
     """Mean QD1 service time of the emulated 10K drive over the span base files + delta (a delta of the test
     files' size after the volume) against the files alone (seek-span model, datasheet seek figures)."""
-    p = record.manifest.parameters
-    cap = int(p.get("device_capacity", 16 << 30))
+    p = record.parameters(LifecycleParameters)
+    cap = p.device_capacity
     prof = disk(DRIVE).profile
     if not isinstance(prof, DriveProfile):
         raise TypeError(f"{DRIVE} is not a mechanical drive profile")
-    files, vol = 2 * p["file_bytes"], p["disk_bytes"]
+    files, vol = 2 * p.file_bytes, p.disk_bytes
     with_span = (vol + files + 16 * MiB) / cap
     without = files / cap
     s_with = seekmod.mean_service_s(with_span, prof.seek_read, prof, cap)
@@ -191,23 +191,23 @@ def seek_prediction(record: RunRecord) -> dict[str, float]:
 
 def analyse(record: RunRecord) -> LifecycleAnalysis:
     m = record.manifest
-    p = m.parameters
+    p = record.parameters(LifecycleParameters)
     meas = measurements_table(record)
     a = LifecycleAnalysis(record, meas=meas, timeline=timeline_table(record), events=events_table(record))
     a.deletions, a.iterations = deletion_tables(record)
     vals: list[Value] = []
     k = STUDY
-    vals += [Value(f"{k}.file_mib", p["file_bytes"] / MiB, "MiB"), Value(f"{k}.disk_mib", p["disk_bytes"] / MiB, "MiB"),
-             Value(f"{k}.delete_window_s", float(p["delete_window_s"]), "s"),
-             Value(f"{k}.steady_s", float(p["steady_s"]), "s"),
+    vals += [Value(f"{k}.file_mib", p.file_bytes / MiB, "MiB"), Value(f"{k}.disk_mib", p.disk_bytes / MiB, "MiB"),
+             Value(f"{k}.delete_window_s", float(p.delete_window_s), "s"),
+             Value(f"{k}.steady_s", float(p.steady_s), "s"),
              # the model grid: iterative deletions beside a writer limited to each rate (plan.grid_workload)
-             Value(f"{k}.grid_rates", text=", ".join(str(r) for r in p["grid_rates"])),
-             Value(f"{k}.grid_points", float(len(p["grid_rates"])), "deletions"),
-             Value(f"{k}.grid_window_s", float(p["grid_window_s"]), "s"),
-             Value(f"{k}.light_steady_s", float(p.get("light_steady_s", p["steady_s"])), "s"),
-             Value(f"{k}.threshold_kib", p["helper_threshold_bytes"] / 1024, "KiB"),
-             Value(f"{k}.max_iterations", float(p["max_iterations"]), ""),
-             Value(f"{k}.max_consolidate_s", float(p["max_consolidate_s"]), "s", digits=2),
+             Value(f"{k}.grid_rates", text=", ".join(str(r) for r in p.grid_rates)),
+             Value(f"{k}.grid_points", float(len(p.grid_rates)), "deletions"),
+             Value(f"{k}.grid_window_s", float(p.grid_window_s), "s"),
+             Value(f"{k}.light_steady_s", float(p.light_steady_s), "s"),
+             Value(f"{k}.threshold_kib", p.helper_threshold_bytes / 1024, "KiB"),
+             Value(f"{k}.max_iterations", float(p.max_iterations), ""),
+             Value(f"{k}.max_consolidate_s", float(p.max_consolidate_s), "s", digits=2),
              # what max_consolidate_s is made of (plan.LifecycleScale), and the stun's settling time (timeline)
              Value(f"{k}.seed_max_consolidate_s", SEED_MAX_CONSOLIDATE_S, "s"),
              Value(f"{k}.fixed_commit_s", FIXED_COMMIT_S, "s"),
@@ -322,15 +322,15 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
     return a
 
 
-def predictions_table(deletions: pd.DataFrame, f: cm.ConsolidationFit, p: dict) -> pd.DataFrame:
+def predictions_table(deletions: pd.DataFrame, f: cm.ConsolidationFit, p: LifecycleParameters) -> pd.DataFrame:
     """Measured against predicted outcome, iterations and time of every iterative deletion (load while it ran:
     the writer's measured IOPS)."""
     rows = []
     it = deletions[deletions.method == "iterative"]
     for _, r in it.iterrows():
         d0 = float(r.delta0_mib) * MiB
-        tr = f.simulate(d0, float(r.writer_iops), float(p["helper_threshold_bytes"]),
-                        max_iterations=int(p["max_iterations"]), max_stun_s=float(p["max_consolidate_s"]))
+        tr = f.simulate(d0, float(r.writer_iops), float(p.helper_threshold_bytes),
+                        max_iterations=int(p.max_iterations), max_stun_s=float(p.max_consolidate_s))
         rows.append({"variant": r.variant, "writer_iops": r.writer_iops, "converged": bool(r.converged),
                      "predicted_converged": tr.converged, "iterations": int(r.iterations),
                      "predicted_iterations": tr.iterations,

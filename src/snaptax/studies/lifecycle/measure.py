@@ -242,7 +242,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     dev = spindle_device(rig, device)
     s = planmod.scale(profile)
     cfg = planmod.qcow2_config(s)
-    params = planmod.parameters(s, dev.name, dev.capacity)
+    params = planmod.parameters(s, dev.name, dev.capacity).to_json()
     with RunSession(rig, planmod.STUDY, profile, params, devices_used=(dev.name,),
                     planned_points=planmod.planned_points(s),
                     planned_seconds=planmod.planned_seconds(profile)) as session:

@@ -40,12 +40,12 @@ Model grid: the iterative deletion of a full delta beside the workload with the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ... import profiles
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, FioTarget, format_size
+from ...studyparams import StudyParameters
 
 STUDY = "lifecycle"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -253,15 +253,43 @@ def planned_seconds(profile: profiles.Profile) -> float:
     return estimated_seconds(scale(profile))
 
 
-def parameters(s: LifecycleScale, device: str, capacity: int = 16 << 30) -> dict[str, Any]:
-    return {"device_capacity": capacity, "file_bytes": s.file_bytes, "disk_bytes": s.disk_bytes, "steady_s": s.steady_s,
-            "light_steady_s": s.light_steady_s,
-            "delete_window_s": s.delete_window_s, "grid_rates": list(s.grid_rates),
-            "grid_window_s": s.grid_window_s, "max_iterations": s.max_iterations,
-            "helper_threshold_bytes": s.helper_threshold_bytes, "max_consolidate_s": s.max_consolidate_s,
-            "device": device, "loads": list(LOADS), "methods": list(METHODS),
-            "thinktime_ms": THINKTIME_MS, "iodepth": IODEPTH, "random_percent": RANDOM_PERCENT, "bs": BS,
-            "device_scale": s.device_scale, "qcow2": qcow2_config(s).name}
+@dataclass(frozen=True)
+class LifecycleParameters(StudyParameters):
+    """The study's parameters as the run's manifest records them (read back by analyse and present).
+    device_capacity: the rig device's LBA space (bytes; the seek-span prediction's denominator); the times, sizes
+    and consolidation limits: the run's LifecycleScale; thinktime_ms: per load."""
+
+    device_capacity: int
+    file_bytes: int
+    disk_bytes: int
+    steady_s: float
+    light_steady_s: float
+    delete_window_s: float
+    grid_rates: tuple[int, ...]
+    grid_window_s: float
+    max_iterations: int
+    helper_threshold_bytes: int
+    max_consolidate_s: float
+    device: str
+    loads: tuple[str, ...]
+    methods: tuple[str, ...]
+    thinktime_ms: dict[str, float]
+    iodepth: int
+    random_percent: int
+    bs: int
+    device_scale: float
+    qcow2: str
+
+
+def parameters(s: LifecycleScale, device: str, capacity: int = 16 << 30) -> LifecycleParameters:
+    return LifecycleParameters(device_capacity=capacity, file_bytes=s.file_bytes, disk_bytes=s.disk_bytes,
+                               steady_s=s.steady_s, light_steady_s=s.light_steady_s,
+                               delete_window_s=s.delete_window_s, grid_rates=s.grid_rates,
+                               grid_window_s=s.grid_window_s, max_iterations=s.max_iterations,
+                               helper_threshold_bytes=s.helper_threshold_bytes,
+                               max_consolidate_s=s.max_consolidate_s, device=device, loads=LOADS, methods=METHODS,
+                               thinktime_ms=THINKTIME_MS, iodepth=IODEPTH, random_percent=RANDOM_PERCENT, bs=BS,
+                               device_scale=s.device_scale, qcow2=qcow2_config(s).name)
 
 
 def describe(profile: profiles.Profile) -> str:
@@ -284,5 +312,5 @@ def describe(profile: profiles.Profile) -> str:
 __all__ = ["STUDY", "SPINDLE", "LOADS", "METHODS", "PHASES", "GRID", "THINKTIME_MS", "IODEPTH",
            "LifecycleScale", "SCALES", "scale", "qcow2_config", "variants", "variant_name", "Workload",
            "fill_job", "workload", "grid_workload", "planned_points", "estimated_seconds",
-           "planned_seconds", "parameters",
+           "planned_seconds", "LifecycleParameters", "parameters",
            "describe"]

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ... import figures, macros
 from .analyse import LifecycleAnalysis
+from .plan import LifecycleParameters
 
 MiB = 1 << 20
 SERIES = alt.Color("series:N", title=None, sort=["VM read", "VM write", "host read", "host write"])
@@ -54,13 +55,13 @@ def model_frame(a: LifecycleAnalysis) -> pd.DataFrame:
     """The fitted model's deletion time and iterations against the writer's rate (dense), for the grid's D0."""
     if a.fit is None or a.deletions.empty:
         return pd.DataFrame()
-    p = a.record.manifest.parameters
+    p = a.record.parameters(LifecycleParameters)
     d0 = float(a.deletions.delta0_mib.max()) * MiB
     top = max(float(np.nanmax(a.deletions.writer_iops)) * 1.2, a.fit.critical_rate * 1.3)
     rows = []
     for r in np.linspace(0, top, 80):
-        tr = a.fit.simulate(d0, float(r), float(p["helper_threshold_bytes"]), max_iterations=int(p["max_iterations"]),
-                            max_stun_s=float(p["max_consolidate_s"]))
+        tr = a.fit.simulate(d0, float(r), float(p.helper_threshold_bytes), max_iterations=int(p.max_iterations),
+                            max_stun_s=float(p.max_consolidate_s))
         rows.append({"writer_iops": r, "seconds": tr.total_s if tr.converged else math.nan,
                      "iterations": tr.iterations, "converged": tr.converged})
     return pd.DataFrame(rows)

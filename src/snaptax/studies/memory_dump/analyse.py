@@ -22,7 +22,7 @@ from ...models import memory_dump as md
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval
 from ...values import Value
-from .plan import DEFAULT, GUEST_FILE, PHASE, SEED_MEMORY, SPINDLE, SSD, STUDY, TUNED
+from .plan import DEFAULT, GUEST_FILE, PHASE, SEED_MEMORY, SPINDLE, SSD, STUDY, TUNED, MemoryDumpParameters
 
 GiB, MiB = 1 << 30, 1 << 20
 CITE = "lavallee2013"
@@ -79,8 +79,8 @@ def measurements(record: RunRecord) -> pd.DataFrame:
     """One row per fio run: role (the variant), device, pages, wait_ms, block_bytes, wait_s, repeat, memory_bytes,
     dump_s (fio's runtime), iterations n, estimate_s (n·w), iteration_ms (T/n), s_per_gib, busy (1 − n·w/T, the
     fraction of the dump the device spent writing)."""
-    memory = int(record.manifest.parameters["memory_bytes"])
-    devices = record.manifest.parameters["devices"]
+    params = record.parameters(MemoryDumpParameters)
+    memory, devices = params.memory_bytes, params.devices
     res = record.results()
     res = res[(res.phase == PHASE) & (res.direction == "write")]
     rows = []
@@ -360,19 +360,18 @@ def _finite(x: float) -> float:
 def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
             fits: dict[str, dict[str, md.DumpFit]], preds: pd.DataFrame) -> list[Value]:
     k = STUDY
-    params = record.manifest.parameters
-    memory = int(params["memory_bytes"])
+    params = record.parameters(MemoryDumpParameters)
+    memory = params.memory_bytes
     scale = SEED_MEMORY / memory
-    out = [Value(f"{k}.memory_mib", memory / MiB, "MiB"), Value(f"{k}.repeats", float(params["repeats"]), ""),
-           # runs before tuned_repeats existed measured the tuned point once per pass
-           Value(f"{k}.tuned_repeats", float(params.get("tuned_repeats", params["repeats"])), ""),
-           Value(f"{k}.block_pages", text=", ".join(map(str, params["block_pages"]))),
-           Value(f"{k}.waits_ms", text=", ".join(f"{w:g}" for w in params["waits_ms"])),
-           Value(f"{k}.points", float(len(params["block_pages"]) * len(params["waits_ms"])), "points"),
+    out = [Value(f"{k}.memory_mib", memory / MiB, "MiB"), Value(f"{k}.repeats", float(params.repeats), ""),
+           Value(f"{k}.tuned_repeats", float(params.tuned_repeats), ""),
+           Value(f"{k}.block_pages", text=", ".join(map(str, params.block_pages))),
+           Value(f"{k}.waits_ms", text=", ".join(f"{w:g}" for w in params.waits_ms)),
+           Value(f"{k}.points", float(len(params.block_pages) * len(params.waits_ms)), "points"),
            Value(f"{k}.seed_memory_gib", SEED_MEMORY / GiB, "GiB"),
            Value(f"{k}.seed_estimate_s", SEED_ESTIMATE_S, "s", digits=1),
            Value(f"{k}.scale_to_seed", scale, "×", digits=0)]
-    for role, dev in params["devices"].items():
+    for role, dev in params.devices.items():
         out.append(Value(f"{k}.device.{role}", text=str(dev)))
     for r in summary.itertuples(index=False):
         key = f"{r.role}.{r.label}"

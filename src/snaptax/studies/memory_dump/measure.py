@@ -45,7 +45,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     devs = role_devices(rig, device)
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)
-    params = planmod.parameters(profile, {role: d.name for role, d in devs.items()})
+    params = planmod.parameters(profile, {role: d.name for role, d in devs.items()}).to_json()
     with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devs.values()),
                     planned_points=study.points(), planned_seconds=planmod.planned_seconds(profile)) as session:
         for vp in study.variants:

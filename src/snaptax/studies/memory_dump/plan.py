@@ -42,7 +42,6 @@ all points of a device alike and every point gets a 95 % interval over its repea
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ... import profiles
 from ...engines.qcow2 import Qcow2Config
@@ -50,6 +49,7 @@ from ...errors import ConfigError
 from ...fio import FioJob
 from ...models import memory_dump as model
 from ...plan import Measure, Plan, StudyPlan, VariantPlan
+from ...studyparams import StudyParameters
 
 STUDY = "memory_dump"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -271,23 +271,59 @@ def wait_seconds(profile: profiles.Profile) -> float:
                for v in build_plan(profile).variants for _, m, _ in v.plan.measurements())
 
 
-def parameters(profile: profiles.Profile, devices: dict[str, str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GuestParameters(StudyParameters):
+    """The guest phase's parameters (GuestDumpScale and its constants) as the manifest records them.
+    precopy_points: (block pages, wait ms) each; nominal_ssd: the bandwidth role's (service time s, bytes/s)."""
+
+    memory_mib: int
+    fill_mib: int
+    repeats: int
+    dirty_pages_s: int
+    baseline_s: float
+    background: bool
+    precopy_points: tuple[tuple[int, float], ...]
+    bandwidth_role: str
+    nominal_ssd: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class MemoryDumpParameters(StudyParameters):
     """The study's parameters as the run's manifest records them (read back only by analyse). devices: role →
-    the rig device measured in that role."""
+    the rig device measured in that role; default, tuned: the walker points (block pages, wait ms)."""
+
+    memory_bytes: int
+    repeats: int
+    tuned_repeats: int
+    block_pages: tuple[int, ...]
+    waits_ms: tuple[float, ...]
+    page_bytes: int
+    devices: dict[str, str]
+    spindle_role: str
+    default: tuple[int, float]
+    tuned: tuple[int, float]
+    seed_memory_bytes: int
+    guest: GuestParameters | None
+
+    # the runs of 2026-11-23 were made before the guest phase existed: they record no `guest`
+    LEGACY_DEFAULTS = {"guest": None}
+
+
+def parameters(profile: profiles.Profile, devices: dict[str, str]) -> MemoryDumpParameters:
     s = scale(profile)
-    return {"memory_bytes": s.memory_bytes, "repeats": s.repeats, "tuned_repeats": s.tuned_repeats,
-            "block_pages": list(s.block_pages),
-            "waits_ms": list(s.waits_ms), "page_bytes": PAGE, "devices": devices, "spindle_role": SPINDLE,
-            "default": [DEFAULT.block_pages, DEFAULT.wait_ms], "tuned": [TUNED.block_pages, TUNED.wait_ms],
-            "seed_memory_bytes": SEED_MEMORY, "guest": guest_parameters(profile)}
+    return MemoryDumpParameters(memory_bytes=s.memory_bytes, repeats=s.repeats, tuned_repeats=s.tuned_repeats,
+                                block_pages=s.block_pages, waits_ms=s.waits_ms, page_bytes=PAGE, devices=devices,
+                                spindle_role=SPINDLE, default=(DEFAULT.block_pages, DEFAULT.wait_ms),
+                                tuned=(TUNED.block_pages, TUNED.wait_ms), seed_memory_bytes=SEED_MEMORY,
+                                guest=guest_parameters(profile))
 
 
-def guest_parameters(profile: profiles.Profile) -> dict[str, Any]:
+def guest_parameters(profile: profiles.Profile) -> GuestParameters:
     g = guest_scale(profile)
-    return {"memory_mib": g.memory_mib, "fill_mib": g.fill_mib, "repeats": g.repeats,
-            "dirty_pages_s": GUEST_DIRTY_PAGES_S, "baseline_s": GUEST_BASELINE_S, "background": g.background,
-            "precopy_points": [[p.block_pages, p.wait_ms] for p in g.precopy_points],
-            "bandwidth_role": SSD, "nominal_ssd": list(NOMINAL[SSD])}
+    return GuestParameters(memory_mib=g.memory_mib, fill_mib=g.fill_mib, repeats=g.repeats,
+                           dirty_pages_s=GUEST_DIRTY_PAGES_S, baseline_s=GUEST_BASELINE_S, background=g.background,
+                           precopy_points=tuple((p.block_pages, p.wait_ms) for p in g.precopy_points),
+                           bandwidth_role=SSD, nominal_ssd=NOMINAL[SSD])
 
 
 def describe(profile: profiles.Profile) -> str:
@@ -326,4 +362,4 @@ __all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "DEFAULT", "TUNED", "SEE
            "GUEST_CONSOLE",
            "BACKGROUND", "PRECOPY",
            "GuestDumpScale", "GUEST_SCALES", "guest_scale", "implied_bandwidth", "GuestDump", "guest_dumps",
-           "guest_estimated_seconds", "guest_parameters"]
+           "guest_estimated_seconds", "guest_parameters", "GuestParameters", "MemoryDumpParameters"]

@@ -14,7 +14,7 @@ from ...models import metadata_cache as mc
 from ...record import RunRecord
 from ...stats import mean_interval, paired_ratio_interval
 from ...values import Value
-from .plan import STUDY
+from .plan import STUDY, MetadataCacheParameters
 
 HOST = ("host.reads", "host.writes")
 # Seed 001, Table 1, FIO random I/O: loss with one snapshot. Read here as what our model implies, not judged.
@@ -45,7 +45,7 @@ class MetadataCacheAnalysis(Analysis):
 def measurements(record: RunRecord) -> pd.DataFrame:
     """One row per pair run: variant, coverage (fraction of the L2 tables cached), repeat, chain length (0 or 1),
     IOPS, and metadata reads m and writes w per guest I/O ((host − guest) / guest I/Os over the run)."""
-    coverage = record.manifest.parameters["coverage"]
+    coverage = record.parameters(MetadataCacheParameters).coverage
     meas = record.per_measurement(counters=HOST)
     meas = meas[meas.phase == "pair"].copy()
     if meas.empty:
@@ -104,11 +104,11 @@ def _iv(key: str, est: float, low: float, high: float, n: int, unit: str, digits
 def _values(record: RunRecord, summary: pd.DataFrame, pairs: pd.DataFrame, misses: mc.MissFit,
             cost: mc.CostFit, implied: pd.DataFrame) -> list[Value]:
     k = STUDY
-    p = record.manifest.parameters
-    out = [Value(f"{k}.pairs", float(p["pairs"]), "pairs"), Value(f"{k}.runtime_s", float(p["runtime_s"]), "s"),
+    p = record.parameters(MetadataCacheParameters)
+    out = [Value(f"{k}.pairs", float(p.pairs), "pairs"), Value(f"{k}.runtime_s", float(p.runtime_s), "s"),
            Value(f"{k}.coverages", float(len(summary)), "coverages"),
-           Value(f"{k}.l2_total_kib", p["l2_total_bytes"] / 1024, "KiB"),
-           Value(f"{k}.slice_kib", p["slice_bytes"] / 1024, "KiB"),
+           Value(f"{k}.l2_total_kib", p.l2_total_bytes / 1024, "KiB"),
+           Value(f"{k}.slice_kib", p.slice_bytes / 1024, "KiB"),
            Value(f"{k}.control_reads_per_io", float(pairs.m_none.abs().max()), "", digits=4)]
     for r in summary.itertuples(index=False):
         v = r.variant

@@ -17,7 +17,8 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     dev = rig.device(device)
     study = planmod.build_plan(profile)
     configs = {c.name: c for c in planmod.configs(profile)}
-    with RunSession(rig, planmod.STUDY, profile, planmod.parameters(profile, dev.name), devices_used=(dev.name,),
+    with RunSession(rig, planmod.STUDY, profile, planmod.parameters(profile, dev.name).to_json(),
+                    devices_used=(dev.name,),
                     planned_points=study.points(), planned_seconds=planmod.planned_seconds(profile)) as session:
         execute_per_config(rig, dev, configs, study, profile.disk_size, session)
     assert session.published is not None

@@ -22,6 +22,7 @@ from ...engines.qcow2 import L2_SLICE, Qcow2Config, l2_cache_size_for
 from ...errors import ConfigError
 from ...fio import prefill_job, seed001_job
 from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan
+from ...studyparams import StudyParameters
 
 STUDY = "metadata_cache"
 JOB: Literal["randrw"] = "randrw"
@@ -119,12 +120,27 @@ def planned_seconds(profile: profiles.Profile) -> float:
     return build_plan(profile).fio_seconds()
 
 
-def parameters(profile: profiles.Profile, device: str) -> dict:
-    """The study's parameters as the manifest records them (read back only by analyse)."""
+@dataclass(frozen=True)
+class MetadataCacheParameters(StudyParameters):
+    """The study's parameters as the run's manifest records them (read back only by analyse). coverage: per
+    variant, the fraction of the L2 tables its cache holds."""
+
+    device: str
+    job: str
+    pairs: int
+    runtime_s: float
+    l2_total_bytes: int
+    slice_bytes: int
+    cluster_bytes: int
+    coverage: dict[str, float]
+
+
+def parameters(profile: profiles.Profile, device: str) -> MetadataCacheParameters:
     s = scale(profile)
-    return {"device": device, "job": JOB, "pairs": s.pairs, "runtime_s": s.runtime_s,
-            "l2_total_bytes": l2_total(profile.disk_size), "slice_bytes": L2_SLICE, "cluster_bytes": CLUSTER,
-            "coverage": {c.name: cached_fraction(c, profile.disk_size) for c in configs(profile)}}
+    return MetadataCacheParameters(device=device, job=JOB, pairs=s.pairs, runtime_s=s.runtime_s,
+                                   l2_total_bytes=l2_total(profile.disk_size), slice_bytes=L2_SLICE,
+                                   cluster_bytes=CLUSTER,
+                                   coverage={c.name: cached_fraction(c, profile.disk_size) for c in configs(profile)})
 
 
 def describe(profile: profiles.Profile) -> str:
@@ -149,4 +165,5 @@ def describe(profile: profiles.Profile) -> str:
 
 
 __all__ = ["STUDY", "JOB", "MetadataCacheScale", "SCALES", "scale", "l2_total", "variant_name", "config",
-           "cached_fraction", "configs", "variant_plan", "build_plan", "planned_seconds", "parameters", "describe"]
+           "cached_fraction", "configs", "variant_plan", "build_plan", "planned_seconds", "MetadataCacheParameters",
+           "parameters", "describe"]

@@ -32,7 +32,17 @@ from ...spindle.profiles import DeviceSpec, Raid5Spec, TierSpec, spec_from_json
 from ...spindle.rigfiles import parse_device
 from ...stats import Interval, ratio_of_means_interval, ratio_of_ratios_interval
 from ...values import Value
-from .plan import LVM_THIN, POOLS, SPAN_MODEL_SEEDS, STUDY, TIERED, engine_of, lvmthin_variant, pool_of
+from .plan import (
+    LVM_THIN,
+    POOLS,
+    SPAN_MODEL_SEEDS,
+    STUDY,
+    TIERED,
+    TieringParameters,
+    engine_of,
+    lvmthin_variant,
+    pool_of,
+)
 
 CITE = "kanap"
 WHERE_SAS = "table 'V7000 full SAS'"
@@ -433,20 +443,19 @@ def _relative(phases: pd.DataFrame, speed: pd.DataFrame) -> Interval:
                                     (b.ratio_low, b.ratio_high), int(min(a.n, b.n)))
 
 
-def pool_specs(manifest: Manifest) -> dict[str, tuple[DeviceSpec | None, float]]:
+def pool_specs(manifest: Manifest, devices: dict[str, str]) -> dict[str, tuple[DeviceSpec | None, float]]:
     """Per pool (POOLS): the device spec it was served with and its LBA space in bytes, as the run recorded them.
     The spec: the variant's recorded `spec` (profiles.to_json of measure.pool_spec, in `study`) if there is one;
     for runs made before it was recorded, the `spindle` mapping the manifest recorded for the pool's rig device
-    (parameters["devices"] names it), read by the package's own loader (rigfiles.parse_device, which resolves a
-    named array in today's rigs/spindles/devices.yaml); None for a device without either (a real pool). A spec
-    that does not parse raises ConfigError, naming the run and the field. The capacity: the manifest's
-    capacity_bytes of that device (nan if not recorded)."""
-    names = manifest.parameters.get("devices") or {}
-    devices = {d.get("name"): d for d in manifest.devices}
+    (`devices`, pool → rig device as the run's parameters record it, names it), read by the package's own loader
+    (rigfiles.parse_device, which resolves a named array in today's rigs/spindles/devices.yaml); None for a device
+    without either (a real pool). A spec that does not parse raises ConfigError, naming the run and the field. The
+    capacity: the manifest's capacity_bytes of that device (nan if not recorded)."""
+    recorded_devices = {d.get("name"): d for d in manifest.devices}
     out: dict[str, tuple[DeviceSpec | None, float]] = {}
     for pool in POOLS:
-        name = str(names.get(pool, pool))
-        dev = devices.get(name) or {}
+        name = str(devices.get(pool, pool))
+        dev = recorded_devices.get(name) or {}
         meta = manifest.variants.get(pool) or {}
         recorded = meta.get("spec") or (meta.get("study") or {}).get("spec")
         spec: DeviceSpec | None = None
@@ -483,19 +492,19 @@ def pool_values(specs: dict[str, tuple[DeviceSpec | None, float]]) -> list[Value
 def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFrame,
             fit: tm.TierFit | None, what_if: pd.DataFrame, speed: pd.DataFrame,
             model_us: dict[str, dict[str, float]]) -> list[Value]:
-    k, params = STUDY, record.manifest.parameters
-    out = [Value(f"{k}.disk_mib", float(params["disk_bytes"]) / (1 << 20), "MiB"),
-           Value(f"{k}.iodepth", float(params["iodepth"]), ""),
-           Value(f"{k}.phase_s", float(params["phase_s"]), "s"), Value(f"{k}.with_s", float(params["with_s"]), "s"),
-           Value(f"{k}.settle_s", float(params["settle_s"]), "s"),
-           Value(f"{k}.delete_window_s", float(params["delete_window_s"]), "s"),
+    k, params = STUDY, record.parameters(TieringParameters)
+    out = [Value(f"{k}.disk_mib", float(params.disk_bytes) / (1 << 20), "MiB"),
+           Value(f"{k}.iodepth", float(params.iodepth), ""),
+           Value(f"{k}.phase_s", float(params.phase_s), "s"), Value(f"{k}.with_s", float(params.with_s), "s"),
+           Value(f"{k}.settle_s", float(params.settle_s), "s"),
+           Value(f"{k}.delete_window_s", float(params.delete_window_s), "s"),
            Value(f"{k}.batch_s", float(BATCH_S), "s"),
-           Value(f"{k}.bs_kib", float(params.get("bs", math.nan)) / 1024, "KiB"),
+           Value(f"{k}.bs_kib", float(params.bs) / 1024, "KiB"),
            Value(f"{k}.write_share", 1 - read_fraction(record), "", digits=1),      # w of the copy-load model
-           Value(f"{k}.learn_segment_s", float(params["learn_segment_s"]), "s", digits=0),
-           Value(f"{k}.guest_segment_s", float(params.get("guest_segment_s", math.nan)), "s", digits=0),
-           Value(f"{k}.learned_fraction_pct", 100 * float(params.get("learned_fraction", math.nan)), "%", digits=0),
-           Value(f"{k}.untiered_factor", float(params.get("untiered_factor", 1.0)), "", digits=0),
+           Value(f"{k}.learn_segment_s", float(params.learn_segment_s), "s", digits=0),
+           Value(f"{k}.guest_segment_s", float(params.guest_segment_s), "s", digits=0),
+           Value(f"{k}.learned_fraction_pct", 100 * float(params.learned_fraction), "%", digits=0),
+           Value(f"{k}.untiered_factor", float(params.untiered_factor), "", digits=0),
            Value(f"{k}.cycles_inside_steady", float(phases[phases.phase.isin(("initial", "with", "after"))
                                                            & phases.pool.isin(POOLS)].cycles_inside.sum())
                  if not phases.empty else math.nan, "")]
@@ -638,7 +647,7 @@ def remapped_fraction(meas: pd.DataFrame, variant: str, chunk_size: float, phase
 
 def read_fraction(record: RunRecord) -> float:
     """The load's share of reads, as the run recorded it (parameters.read_percent)."""
-    return float(record.manifest.parameters["read_percent"]) / 100
+    return float(record.parameters(TieringParameters).read_percent) / 100
 
 
 def span_model_seeds(curve: dict[str, list]) -> int:
@@ -800,14 +809,14 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     what_if = what_if_table(fit, phases, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit
                                                                          else math.nan), read_fraction(record))
     values = _values(record, meas, phases, events, fit, what_if, speed, model_us)
-    values += pool_values(pool_specs(record.manifest))
+    params = record.parameters(TieringParameters)
+    values += pool_values(pool_specs(record.manifest, params.devices))
     layout = {v: {"span_model": (meta.get("study") or {}).get("span_model") or {},
                   "chunk_size": _chunk_size(record, v)}
               for v, meta in record.manifest.variants.items() if engine_of(v) == LVM_THIN}
     values += _lvmthin_values(meas, phases, events, speed,
-                              float(record.manifest.parameters["learned_fraction"]), read_fraction(record), layout,
-                              # runs before it was recorded (2026-11-26) ran measure.span_model's then default
-                              int(record.manifest.parameters.get("span_model_ios", 6000)))
+                              float(params.learned_fraction), read_fraction(record), layout,
+                              params.span_model_ios)
     chunks = {_chunk_size(record, v) for v in layout}
     values.append(Value(f"{STUDY}.{LVM_THIN}.chunk_kib", chunks.pop() / 1024 if len(chunks) == 1 else math.nan, "KiB"))
     by_key = {v.key: v for v in values}

@@ -260,7 +260,7 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
     s = planmod.scale(profile)
     cfg = planmod.qcow2_config(s)
     lvmthin = planmod.LVM_THIN in rig.engines
-    params = {**planmod.parameters(s, {p: d.name for p, d in devices.items()}), "lvmthin": lvmthin}
+    params = planmod.parameters(s, {p: d.name for p, d in devices.items()}, lvmthin).to_json()
     with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devices.values()),
                     planned_points=planmod.planned_points(s, lvmthin),
                     planned_seconds=planmod.planned_seconds(profile, lvmthin)) as session:

@@ -47,7 +47,6 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
-from typing import Any
 
 from ... import profiles
 from ...engines.lvmthin import LvmThinConfig
@@ -55,6 +54,7 @@ from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, format_size
 from ...plan import DeleteSnapshot, Measure, Plan, Step, TakeSnapshot
+from ...studyparams import StudyParameters
 
 STUDY = "tiering"
 KiB, MiB = 1 << 10, 1 << 20
@@ -257,14 +257,53 @@ def planned_points(s: TieringScale, lvmthin: bool = True) -> int:
     return qcow2 + (sum(len(list(lvmthin_plan(s, p).measurements())) for p in POOLS) if lvmthin else 0)
 
 
-def parameters(s: TieringScale, devices: dict[str, str]) -> dict[str, Any]:
-    return {"devices": devices, "disk_bytes": s.disk_bytes, "phase_s": s.phase_s, "settle_s": s.settle_s,
-            "with_s": s.with_s, "delete_window_s": s.delete_window_s, "learn_segment_s": s.learn_segment_s,
-            "learn_limit_s": s.learn_limit_s, "relearn_limit_s": s.relearn_limit_s,
-            "learned_fraction": s.learned_fraction, "untiered_factor": s.untiered_factor, "bs": BS,
-            "read_percent": READ_PERCENT, "random_percent": RANDOM_PERCENT, "iodepth": IODEPTH,
-            "qcow2": qcow2_config(s).name, "disk_scale": s.disk_bytes / SEED_DISK_BYTES,
-            "guest_segment_s": s.guest_segment_s, "span_model_ios": s.span_model_ios}
+@dataclass(frozen=True)
+class TieringParameters(StudyParameters):
+    """The study's parameters as the run's manifest records them (read back only by analyse). devices: pool →
+    the rig device serving it; the times, sizes and learning rule: the run's TieringScale; lvmthin: whether the
+    run measured the LVM thin variants (the rig has the engine)."""
+
+    devices: dict[str, str]
+    disk_bytes: int
+    phase_s: float
+    settle_s: float
+    with_s: float
+    delete_window_s: float
+    learn_segment_s: float
+    learn_limit_s: float
+    relearn_limit_s: float
+    learned_fraction: float
+    untiered_factor: float
+    bs: int
+    read_percent: int
+    random_percent: int
+    iodepth: int
+    qcow2: str
+    disk_scale: float
+    guest_segment_s: float
+    span_model_ios: int
+    lvmthin: bool
+
+    LEGACY_DEFAULTS = {
+        # the runs of 2026-11-24 and 2026-11-25 were made before the LVM thin variants: no guest segments (the
+        # paper's value stays undefined, as before) and no lvmthin flag (they measured none)
+        "guest_segment_s": math.nan, "lvmthin": False,
+        # runs before 2026-11-27 did not record it: they ran measure.span_model's then default
+        "span_model_ios": 6000,
+    }
+    # the runs of 2026-11-26 up to 12:35 recorded the LVM thin guest's fixed learning time, before its learning was
+    # ended by the host's rule in guest_segment_s runs (measure.LearningGate)
+    RETIRED = ("guest_learn_s",)
+
+
+def parameters(s: TieringScale, devices: dict[str, str], lvmthin: bool) -> TieringParameters:
+    return TieringParameters(devices=devices, disk_bytes=s.disk_bytes, phase_s=s.phase_s, settle_s=s.settle_s,
+                             with_s=s.with_s, delete_window_s=s.delete_window_s, learn_segment_s=s.learn_segment_s,
+                             learn_limit_s=s.learn_limit_s, relearn_limit_s=s.relearn_limit_s,
+                             learned_fraction=s.learned_fraction, untiered_factor=s.untiered_factor, bs=BS,
+                             read_percent=READ_PERCENT, random_percent=RANDOM_PERCENT, iodepth=IODEPTH,
+                             qcow2=qcow2_config(s).name, disk_scale=s.disk_bytes / SEED_DISK_BYTES,
+                             guest_segment_s=s.guest_segment_s, span_model_ios=s.span_model_ios, lvmthin=lvmthin)
 
 
 def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
@@ -296,4 +335,4 @@ __all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "BS", "IODEPTH", "SPAN_MODEL_FR
            "qcow2_config", "workload", "phase_seed", "fill_job", "tiered", "phases_of", "estimated_seconds",
            "planned_seconds", "planned_points", "LVM_THIN", "lvmthin_config", "lvmthin_variant", "pool_of",
            "engine_of", "lvmthin_plan",
-           "parameters", "describe"]
+           "TieringParameters", "parameters", "describe"]
