@@ -31,7 +31,7 @@ def make_run(tmp, profile="quick", snapshot_ratios=(2.02, 1.98), requests=800):
     study = planmod.build_plan(p, drives=[DRIVE])
     spec = disk(DRIVE)
     cfg = metadata_configs(p.disk_size)[0]
-    w = RunWriter(rig(tmp), "calibration", p, planmod.parameters(p, study, "raid1_10k"), tmp / "staging",
+    w = RunWriter(rig(tmp), "calibration", p, planmod.parameters(p, study, "raid1_10k").to_json(), tmp / "staging",
                   run_id=f"20260101T000000Z-{profile}")
     descriptions = {
         "zero": ServedSpindle(DiskSpec(ZeroProfile()), CAPACITY, tmp, "zero").describe(),

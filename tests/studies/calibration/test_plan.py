@@ -5,6 +5,7 @@ from snaptax import profiles, studies
 from snaptax.plan import TakeSnapshot
 from snaptax.spindle.measure import span_of
 from snaptax.studies.calibration import plan as planmod
+from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
 
 def test_registered():
@@ -57,7 +58,7 @@ def test_reads_double_snapshots_then_rewrites():
 def test_a_subset_of_drives():
     study = planmod.build_plan(profiles.get("smoke"), drives=["sas10k"])
     assert [v.variant for v in study.variants] == ["zero", "sas10k", "reads-double"]
-    assert planmod.parameters(profiles.get("smoke"), study, "raid1_10k")["drive_profiles"] == ["sas10k"]
+    assert planmod.parameters(profiles.get("smoke"), study, "raid1_10k").drive_profiles == ("sas10k",)
 
 
 @pytest.mark.parametrize("name", list(profiles.PROFILES))
@@ -75,3 +76,15 @@ def test_describe_counts_come_from_the_plan(name):
 def test_quick_plan_time_is_the_sum_of_its_jobs():
     # smoke: 3 drives × (6 × 2 s + 3 × 2 s) + harness 4 s + reads double 2 × 2 s (prefills are not time-based)
     assert planmod.build_plan(profiles.get("smoke")).fio_seconds() == 3 * (6 * 2 + 3 * 2) + 4 + 2 * 2
+
+
+def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
+    p = profiles.get("smoke")
+    params = planmod.parameters(p, planmod.build_plan(p), "raid1_10k")
+    assert_round_trip(params)
+    assert_missing_is_named(params, "capacity")
+
+
+def test_every_committed_run_s_parameters_load(monkeypatch):
+    for params in committed_parameters(monkeypatch, "calibration", planmod.CalibrationParameters).values():
+        assert params.capacity > 0 and params.drive_profiles

@@ -31,7 +31,7 @@ def rate(variant, series, n, repeat, target="live"):
 def make_run(tmp_path, profile="quick"):
     p = profiles.get(profile)
     study = planmod.build_plan(p)
-    w = RunWriter(rig(tmp_path), planmod.STUDY, p, planmod.parameters(p, "ssd"), tmp_path / "staging",
+    w = RunWriter(rig(tmp_path), planmod.STUDY, p, planmod.parameters(p, "ssd").to_json(), tmp_path / "staging",
                   run_id=f"20260101T000000Z-{profile}")
     for vp in study.variants:
         with w.in_variant(vp.variant, {}):

@@ -7,6 +7,7 @@ from snaptax.errors import ConfigError
 from snaptax.plan import Clone, Measure, TakeSnapshot
 from snaptax.studies import get
 from snaptax.studies.chain_bulk import plan as planmod
+from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
 
 @pytest.mark.parametrize("name", list(profiles.PROFILES))
@@ -52,3 +53,14 @@ def test_short_chains_are_refused():
 def test_describe_comes_from_the_plan():
     text = get("chain_bulk").describe_plan(profiles.get("quick"))
     assert "chain 0..4" in text and "clones" in text and "bs=524288" in text
+
+
+def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
+    params = planmod.parameters(profiles.get("quick"), "ssd")
+    assert_round_trip(params)
+    assert_missing_is_named(params, "max_chain")
+
+
+def test_every_committed_run_s_parameters_load(monkeypatch):
+    for params in committed_parameters(monkeypatch, "chain_bulk", planmod.ChainBulkParameters).values():
+        assert params.max_chain >= 1

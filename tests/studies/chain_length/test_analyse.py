@@ -35,7 +35,7 @@ def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
         return fio_result(step.job.name, iops / 2, iops / 2), before, after, {}
 
     configs = {c.name: asdict(c) for c in planmod.configs(p)}
-    parameters = {"device": "ssd", "max_chain": planmod.scale(p).max_chain}
+    parameters = planmod.parameters(p, "ssd").to_json()
     variants = {name: {"engine": "qcow2", "config": c} for name, c in configs.items()}
     variants[planmod.LVM_THIN] = {"engine": "lvmthin", "config": asdict(planmod.lvmthin_config(p))}
     run = write_run(tmp_path, "chain_length", profile, parameters, points, measured, variants=variants)

@@ -6,6 +6,7 @@ from snaptax.errors import ConfigError
 from snaptax.plan import TakeSnapshot
 from snaptax.stats import repeats_for
 from snaptax.studies.chain_length import plan as planmod
+from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
 
 def test_plan_builds_up_and_tears_down_the_chain():
@@ -107,3 +108,15 @@ def test_a_chain_longer_than_the_device_can_hold_is_refused(scratch_rig):
     with pytest.raises(ConfigError, match=r"capacity.*thin pool") as err:
         LvmThinEngine(rig, rig.device(), longer, smoke.disk_size)
     assert "\n" not in str(err.value)
+
+
+def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
+    params = planmod.parameters(profiles.get("quick"), "ssd")
+    assert params.max_chain == planmod.build_plan(profiles.get("quick")).variants[0].plan.max_chain_length
+    assert_round_trip(params)
+    assert_missing_is_named(params, "runtime_s")
+
+
+def test_every_committed_run_s_parameters_load(monkeypatch):
+    for params in committed_parameters(monkeypatch, "chain_length", planmod.ChainLengthParameters).values():
+        assert params.runtime_s > 0 and params.pairs >= 2

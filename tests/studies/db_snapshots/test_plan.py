@@ -6,6 +6,7 @@ from snaptax import profiles
 from snaptax.errors import ConfigError
 from snaptax.fio import FioTarget
 from snaptax.studies.db_snapshots import plan as pl
+from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
 
 @pytest.mark.parametrize("profile", ["smoke", "quick", "full"])
@@ -53,3 +54,14 @@ def test_describe_is_deterministic_and_names_both_devices():
     text = pl.describe(profiles.get("smoke"))
     assert text == pl.describe(profiles.get("smoke"))
     assert all(d in text for d in pl.SNAPSHOT_DEVICES)
+
+
+def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
+    params = pl.parameters(pl.scale(profiles.get("quick")), "ssd")
+    assert_round_trip(params)
+    assert_missing_is_named(params, "ssd_repeats")
+
+
+def test_every_committed_run_s_parameters_load(monkeypatch):
+    for params in committed_parameters(monkeypatch, "db_snapshots", pl.DbSnapshotParameters).values():
+        assert params.snapshot_devices == pl.SNAPSHOT_DEVICES

@@ -1,7 +1,6 @@
 """The engine-comparison analysis on synthetic runs whose counters follow each engine's mechanism exactly, with
 known IOPS: bytes and time per first write, space, ratios with 95 % intervals, fits, values, verdicts."""
 import math
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -91,7 +90,7 @@ def make_run(tmp_path, profile="quick", names=QUICK_VARIANTS, noise=0.0, cofw_co
                             runtime_s=ios / iops)
         return result, before, dict(c), {}
 
-    parameters = {"scale": asdict(s), "device": "ssd", "io_size": 4096, "variants": list(names)}
+    parameters = planmod.EnginesParameters(scale=s, device="ssd", io_size=4096, variants=tuple(names)).to_json()
     variants = {n: {"engine": by_name[n].family, "study": by_name[n].describe()} for n in names}
     run = write_run(tmp_path, "engines", profile, parameters, points, measured, variants=variants)
     return an.analyse(RunRecord.load(run))

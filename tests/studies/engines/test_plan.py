@@ -5,6 +5,7 @@ from snaptax import profiles
 from snaptax.errors import ConfigError
 from snaptax.plan import DeleteSnapshot, StudyPlan, TakeSnapshot
 from snaptax.studies.engines import plan as planmod
+from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
 KiB, MiB = 1024, 1 << 20
 
@@ -126,3 +127,16 @@ def test_claim_variant_extra_cycles_measure_writes_first_and_reads_keep_their_br
         assert set(planmod.READ_PHASES) <= set(by_repeat[r]), r
     # every cycle with reads has a base-read after it (the next cycle's or the closing one)
     assert by_repeat[extra + profile.repeats] == ["base-write", "base-read"]
+
+
+def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
+    params = planmod.parameters(profiles.get("quick"), "ssd")
+    assert params.variants == tuple(vp.variant for vp in planmod.build_plan(profiles.get("quick")).variants)
+    assert_round_trip(params)
+    assert_missing_is_named(params, "scale.claim_writes")     # inside the recorded EngineScale
+    assert_missing_is_named(params, "io_size")
+
+
+def test_every_committed_run_s_parameters_load(monkeypatch):
+    for params in committed_parameters(monkeypatch, "engines", planmod.EnginesParameters).values():
+        assert params.scale.claim_writes >= params.scale.writes

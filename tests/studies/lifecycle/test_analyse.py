@@ -84,7 +84,7 @@ def make_run(tmp_path):
                 cw.writerow([s, 50 * s, 20 * s])
         return fio_result(step.job.name, read_iops=r, write_iops=w, runtime_s=wall), before, after, extra
 
-    params = {**planmod.parameters(S, "raid1_10k")}
+    params = planmod.parameters(S, "raid1_10k").to_json()
     return RunRecord.load(write_run(tmp_path, planmod.STUDY, "quick", params, points, measured))
 
 

@@ -5,6 +5,7 @@ from snaptax import profiles
 from snaptax.errors import ConfigError
 from snaptax.fio import FioTarget
 from snaptax.studies.lifecycle import plan as planmod
+from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
 MiB = 1 << 20
 
@@ -49,3 +50,14 @@ def test_bad_scale_and_load_are_refused():
     assert quick.steady_for("light") == quick.light_steady_s and quick.steady_for("saturated") == quick.steady_s
     with pytest.raises(ConfigError, match="load"):
         planmod.workload(planmod.scale(profiles.get("smoke")), "heavy", 2, "x")
+
+
+def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
+    params = planmod.parameters(planmod.scale(profiles.get("quick")), "raid1_10k", 16 << 30)
+    assert_round_trip(params)
+    assert_missing_is_named(params, "device_capacity")
+
+
+def test_every_committed_run_s_parameters_load(monkeypatch):
+    for params in committed_parameters(monkeypatch, "lifecycle", planmod.LifecycleParameters).values():
+        assert params.device_capacity > params.disk_bytes

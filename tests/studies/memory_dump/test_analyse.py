@@ -32,7 +32,7 @@ def make_run(tmp_path, profile="quick", noise=0.01, model="after", **extra):
         n = step.job.size // step.job.bs
         return fio_result(step.job.name, write_iops=n / t, runtime_s=t), {}, {}, {}
 
-    params = planmod.parameters(p, {"ssd": "ssd", "raid1_10k": "raid1_10k"})
+    params = planmod.parameters(p, {"ssd": "ssd", "raid1_10k": "raid1_10k"}).to_json()
     return RunRecord.load(write_run(tmp_path, planmod.STUDY, profile, params, points, measured))
 
 

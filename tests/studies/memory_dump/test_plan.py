@@ -7,6 +7,7 @@ from snaptax.errors import ConfigError
 from snaptax.models import memory_dump as md
 from snaptax.studies import get
 from snaptax.studies.memory_dump import plan as planmod
+from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
 MiB, GiB = 1 << 20, 1 << 30
 
@@ -98,7 +99,7 @@ def test_guest_dumps_interleave_background_and_precopy_at_implied_rates():
     assert pre.bandwidth_bytes_s == pytest.approx(b / (s0 + b / bw + 0.002))
     # the seed's default point implies ~9.5 MiB/s, the tuned one ~274 MiB/s on the nominal SSD
     assert planmod.implied_bandwidth(planmod.DEFAULT) / MiB == pytest.approx(9.5, abs=0.1)
-    assert planmod.guest_parameters(p)["precopy_points"] == [[q.block_pages, q.wait_ms] for q in g.precopy_points]
+    assert planmod.guest_parameters(p).precopy_points == tuple((q.block_pages, q.wait_ms) for q in g.precopy_points)
 
 
 def test_guest_budgets():
@@ -129,3 +130,16 @@ def test_an_impossible_grid_point_is_refused_with_one_line(pages, wait):
     with pytest.raises(ConfigError) as exc:
         planmod.MemoryDumpScale(16 * MiB, 2, 2, block_pages=(pages, 64, 2048), waits_ms=(wait, 2, 25))
     assert "\n" not in str(exc.value) and ("ioBlockPages" in str(exc.value) or "ioWait" in str(exc.value))
+
+
+def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
+    params = planmod.parameters(profiles.get("quick"), {"ssd": "ssd", "raid1_10k": "raid1_10k"})
+    assert_round_trip(params)
+    assert_missing_is_named(params, "tuned_repeats")
+    assert_missing_is_named(params, "guest.precopy_points")
+
+
+def test_every_committed_run_s_parameters_load_the_first_without_a_guest_phase(monkeypatch):
+    runs = committed_parameters(monkeypatch, "memory_dump", planmod.MemoryDumpParameters)
+    assert runs["20261123T191346Z-quick"].guest is None            # made before the guest phase existed
+    assert runs[max(runs)].guest is not None

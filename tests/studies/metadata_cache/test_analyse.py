@@ -33,7 +33,7 @@ def make_run(tmp_path, profile="quick"):
         return (res, {"host.reads": 0, "host.writes": 0},
                 {"host.reads": reads + m * ios, "host.writes": writes + 0.5 * m * ios}, {})
 
-    params = planmod.parameters(p, "ssd")
+    params = planmod.parameters(p, "ssd").to_json()
     return RunRecord.load(write_run(tmp_path, planmod.STUDY, profile, params, points, measured))
 
 
@@ -71,6 +71,7 @@ def _without_pairs(rec):
     class NoPairs:
         path = rec.path
         manifest = rec.manifest
+        parameters = rec.parameters
 
         @staticmethod
         def per_measurement(counters=()):

@@ -8,6 +8,7 @@ from snaptax import profiles
 from snaptax.errors import ConfigError
 from snaptax.studies import get
 from snaptax.studies.metadata_cache import plan as planmod
+from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -73,3 +74,14 @@ def test_cache_sizing_is_the_chain_studys_presets_rule():
         on_disk, in_memory = metadata_configs(disk)
         assert planmod.config(Fraction(1, 8), disk).l2_cache_size == on_disk.l2_cache_size
         assert planmod.config(Fraction(1), disk).l2_cache_size == in_memory.l2_cache_size
+
+
+def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
+    params = planmod.parameters(profiles.get("quick"), "ssd")
+    assert_round_trip(params)
+    assert_missing_is_named(params, "coverage")
+
+
+def test_every_committed_run_s_parameters_load(monkeypatch):
+    for params in committed_parameters(monkeypatch, "metadata_cache", planmod.MetadataCacheParameters).values():
+        assert len(params.coverage) >= 3

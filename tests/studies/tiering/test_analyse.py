@@ -264,14 +264,19 @@ def test_the_copy_model_fitted_under_the_snapshot_predicts_the_phase_after_lvrem
 
 
 def _manifest(spindles, capacity=16 << 30, variants=None):
-    """A manifest as pool_specs reads it: the rig's devices with their recorded `spindle` mapping and capacity."""
+    """A manifest as pool_specs reads it: the rig's devices (named as the pools, POOL_DEVICES) with their recorded
+    `spindle` mapping and capacity."""
     devices = tuple({"name": pool, "capacity_bytes": capacity, "spindle": sp} for pool, sp in spindles.items())
     return SimpleNamespace(run_id="t", rig="local", rig_file="rigs/local.yaml", devices=devices,
-                           parameters={"devices": {p: p for p in spindles}}, variants=variants or {})
+                           variants=variants or {})
+
+
+POOL_DEVICES = {p: p for p in planmod.POOLS}    # the run's parameters' devices: each pool on the device of its name
 
 
 def _pool_values(manifest):
-    return {v.key.removeprefix("tiering.pool."): v.value for v in an.pool_values(an.pool_specs(manifest))}
+    return {v.key.removeprefix("tiering.pool."): v.value
+            for v in an.pool_values(an.pool_specs(manifest, POOL_DEVICES))}
 
 
 def test_the_pool_set_up_values_are_the_device_specs():
@@ -307,7 +312,7 @@ def test_the_pool_set_up_values_follow_the_recorded_spec_and_go_undefined_where_
     # a recorded spec that does not parse is an error naming the run's variant, not a blank in the paper
     with pytest.raises(ConfigError, match="variant tier_pool.*kind"):
         an.pool_specs(_manifest({"sas_pool": raid, "tier_pool": tier},
-                                variants={"tier_pool": {"study": {"spec": {"kind": "ssd"}}}}))
+                                variants={"tier_pool": {"study": {"spec": {"kind": "ssd"}}}}), POOL_DEVICES)
     # "the same RAID5" on both pools: not so, no member count or strip to print
     got = _pool_values(_manifest({"sas_pool": {**raid, "members": 8}, "tier_pool": tier}))
     assert math.isnan(got["members"]) and math.isnan(got["strip_kib"]) and got["extent_mib"] == 32

@@ -1,6 +1,7 @@
 """The tiering plan: the seed's IOmeter pattern, a disk scaled from the seed's, phases that fit between two tiering
 cycles of the rig's tier_pool, and scales that refuse what cannot be measured."""
 import dataclasses
+import math
 
 import pytest
 
@@ -9,6 +10,7 @@ from snaptax.errors import ConfigError
 from snaptax.record import RunWriter
 from snaptax.spindle.rigfiles import parse_device
 from snaptax.studies.tiering import measure, plan as planmod
+from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
 
 def test_the_workload_is_the_seeds_iometer_pattern():
@@ -246,3 +248,17 @@ def test_the_gates_decisions_are_logged_only_for_the_attempt_that_ran_through(tm
     measure.lvmthin_timeline(_GuestEngine(stall=False), ran, None, s)
     assert [(k, d["learned"], d["runs"]) for k, d in ran.events] == [("learn_done", True, 1)]
     assert measure.host_series_path(ran).is_file()
+
+
+def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
+    params = planmod.parameters(planmod.scale(profiles.get("quick")), {p: p for p in planmod.POOLS}, lvmthin=True)
+    assert_round_trip(params)
+    assert_missing_is_named(params, "learned_fraction")
+
+
+def test_keys_older_runs_lack_take_the_values_those_runs_ran_with(monkeypatch):
+    runs = committed_parameters(monkeypatch, "tiering", planmod.TieringParameters)
+    first, newest = runs["20261124T110912Z-quick"], runs[max(runs)]
+    assert first.span_model_ios == 6000 and math.isnan(first.guest_segment_s) and first.lvmthin is False
+    assert runs["20261126T012040Z-quick"].lvmthin is True                # recorded guest_learn_s (retired)
+    assert newest.span_model_ios == planmod.scale(profiles.get("quick")).span_model_ios
