@@ -1,4 +1,5 @@
-"""procs: a child and everything it forks into its process group are gone once it is stopped."""
+"""procs: a child and everything it forks into its process group are gone once it is stopped; /proc/stat's CPU
+seconds (cpu_times) from literal lines."""
 import os
 import subprocess
 import time
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from snaptax import procs
+from snaptax.errors import MeasurementError
 
 
 def _alive(pid: int) -> bool:
@@ -86,3 +88,42 @@ def test_a_ctrl_c_while_a_child_starts_leaves_no_process(monkeypatch):
     monkeypatch.undo()
     assert len(started) == 1 and started[0].returncode is not None
     assert _gone("sleep\x0043.25") and _gone("sleep\x0043.5")
+
+
+# A real /proc/stat first line (two CPUs of a VM) with a non-zero steal, guest and guest_nice made up to show that
+# they are left out: user nice system idle iowait irq softirq steal guest guest_nice, ticks of 1/100 s.
+PROC_STAT_CPU = "cpu  5256696 66 1729676 9103375 102935 0 163869 44471 2500 7\n"
+
+
+def test_cpu_times_busy_is_user_nice_system_irq_softirq_idle_is_idle_iowait():
+    busy, idle = procs.cpu_times(PROC_STAT_CPU, 100)
+    assert busy == pytest.approx((5256696 + 66 + 1729676 + 0 + 163869) / 100)      # 71503.07 s
+    assert idle == pytest.approx((9103375 + 102935) / 100)                           # 92063.10 s
+
+
+def test_cpu_times_steal_is_neither_busy_nor_idle_and_guest_is_not_counted_twice():
+    base = procs.cpu_times("cpu  100 0 50 1000 10 5 5 0 0 0", 100)
+    stolen = procs.cpu_times("cpu  100 0 50 1000 10 5 5 700 0 0", 100)
+    assert stolen == base == (1.6, 10.1)
+    # guest time is already inside user: a guest column does not add to busy
+    assert procs.cpu_times("cpu  100 0 50 1000 10 5 5 0 80 20", 100) == base
+
+
+def test_cpu_times_divides_by_user_hz_and_accepts_a_line_without_steal():
+    assert procs.cpu_times("cpu 250 0 0 500 0 0 0", 250) == (1.0, 2.0)      # 7 fields: kernels before steal
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("cpu0 1 2 3 4 5 6 7 0 0 0", "expected the aggregate 'cpu' line"),
+    ("", "expected the aggregate 'cpu' line"),
+    ("cpu  1 2 3 4 5 6", "field 'softirq' missing"),
+    ("cpu  1 2 x 4 5 6 7", "field 'system' is not a whole number: 'x'"),
+])
+def test_cpu_times_names_the_field_of_a_malformed_line(line, message):
+    with pytest.raises(MeasurementError, match=message):
+        procs.cpu_times(line, 100)
+
+
+def test_cpu_times_refuses_a_tick_rate_of_zero():
+    with pytest.raises(MeasurementError, match="user_hz must be > 0"):
+        procs.cpu_times(PROC_STAT_CPU, 0)

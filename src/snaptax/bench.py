@@ -57,8 +57,9 @@ HARNESS_PATHS: dict[str, tuple[str, int]] = {
 def harness(rounds: int = ROUNDS, size: int = BENCH_SIZE, runtime_s: float = RUNTIME_S) -> dict[str, float]:
     """The measurement path against fio's libaio on the same device, with the CPU each side spends per I/O.
 
-    Per run: IOPS; the machine's busy CPU (all CPUs, /proc/stat), qemu-storage-daemon's and fio's own CPU, each
-    in µs per I/O. When both paths keep every CPU busy, IOPS ∝ 1 / (CPU per I/O), so
+    Per run: IOPS; the machine's busy CPU (all CPUs, /proc/stat, without steal: procs.cpu_times),
+    qemu-storage-daemon's and fio's own CPU, each in µs per I/O. When both paths keep every CPU busy,
+    IOPS ∝ 1 / (CPU per I/O), so
     harness_nbd_over_direct_cpu_bound = CPU per I/O direct ÷ CPU per I/O NBD predicts harness_nbd_over_direct;
     a measured ratio well below it would say the path waits on something other than the CPUs. The daemon's one
     event-loop thread bounds the path at harness_qsd_thread_ceiling_over_direct whatever the CPUs do."""
@@ -128,10 +129,8 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _machine_busy_seconds() -> float:
-    """CPU seconds all CPUs spent not idle and not waiting for I/O (/proc/stat's first line)."""
-    ticks = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = ticks[3] + ticks[4]                               # idle, iowait
-    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # guest time is already inside user
+    """Busy CPU seconds of all CPUs so far (/proc/stat's first line; busy as procs.cpu_times defines it)."""
+    return procs.cpu_times(Path("/proc/stat").read_text().splitlines()[0], os.sysconf("SC_CLK_TCK")).busy_s
 
 
 def _fio_cpu_seconds(result: dict) -> float:

@@ -86,7 +86,7 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     CounterSpec(r"guest\.io_ms", "counter", "ms", "time the guest's LV had I/O in flight"),
     CounterSpec(r"guest\.cpu_(busy|idle)_s", "counter", "s",
                 "the guest's CPU time busy (user, nice, system, irq, softirq) / idle (idle, iowait), summed over "
-                "its CPUs"),
+                "its CPUs; steal is in neither (snaptax.procs.cpu_times)"),
 )
 # snapdev: a second rig device an engine keeps its snapshots on (the cofw engine's snapshot_device), counted as
 # the host counts the source device.

@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from .errors import EngineError, MissingTool
+from .errors import EngineError, MeasurementError, MissingTool
 
 _PR_SET_PDEATHSIG = 1
 
@@ -284,6 +284,52 @@ def cpu_seconds(stat: str) -> float:
     """User + system CPU seconds from a /proc/PID/stat (or /proc/PID/task/TID/stat) line: fields 14 and 15."""
     fields = stat_fields(stat)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuTimes(NamedTuple):
+    """CPU seconds summed over all CPUs, as cpu_times defines them."""
+
+    busy_s: float
+    idle_s: float
+
+
+# The aggregate line's fields, in order (proc(5)); those after softirq are absent on old kernels.
+_CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
+
+
+def cpu_times(line: str, user_hz: float) -> CpuTimes:
+    """Busy and idle CPU seconds, summed over all CPUs, from /proc/stat's aggregate line ("cpu  user nice ...").
+
+    The fields are cumulative ticks of USER_HZ (sysconf(SC_CLK_TCK); 100 per second on x86 whatever the kernel's
+    HZ), divided by `user_hz` into seconds:
+        busy_s = user + nice + system + irq + softirq
+        idle_s = idle + iowait
+    guest and guest_nice are not added: the kernel already counts them inside user and nice.
+    steal is in neither. It is time the hypervisor gave this machine's CPUs to someone else while they had work:
+    not work done here, so counting it as busy would charge a neighbour's load to the CPU per I/O (or the guest's
+    CPU share) we report, and it varies from run to run with that load; nor idle, since the CPU was not free for
+    us. busy_s / (busy_s + idle_s) is then the share of the time we held the CPUs that we kept them busy. (A TCG
+    guest has no steal clock: its steal is always 0.)
+
+    Raises MeasurementError naming the field when the line is not an aggregate cpu line or a field up to softirq
+    is missing or not a whole number.
+    """
+    parts = line.split()
+    if not parts or parts[0] != "cpu":
+        raise MeasurementError(f"/proc/stat: expected the aggregate 'cpu' line, got {line.strip()[:80]!r}")
+    if not user_hz > 0:
+        raise MeasurementError(f"/proc/stat: user_hz must be > 0, got {user_hz}")
+    ticks: dict[str, int] = {}
+    for name, value in zip(_CPU_FIELDS, parts[1:], strict=False):
+        try:
+            ticks[name] = int(value)
+        except ValueError:
+            raise MeasurementError(f"/proc/stat cpu line: field '{name}' is not a whole number: {value!r}") from None
+    for name in _CPU_FIELDS[:7]:
+        if name not in ticks:
+            raise MeasurementError(f"/proc/stat cpu line: field '{name}' missing in {line.strip()!r}")
+    busy = ticks["user"] + ticks["nice"] + ticks["system"] + ticks["irq"] + ticks["softirq"]
+    return CpuTimes(busy / user_hz, (ticks["idle"] + ticks["iowait"]) / user_hz)
 
 
 def threads(pid: int) -> list[dict]:

@@ -64,7 +64,7 @@ from ..guest.vm import (
 )
 from ..lock import measurement_lock
 from ..plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot, require_gate
-from ..procs import ProcessGroup, popen_owned, signals_deferred, stop_group
+from ..procs import ProcessGroup, cpu_times, popen_owned, signals_deferred, stop_group
 from ..rig import Device, Rig
 from .base import SnapshotEngine
 
@@ -433,10 +433,8 @@ def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
                         "engine.pool_meta_total_blocks": float(meta_total),
                         "engine.pool_data_used_chunks": float(data_used),
                         "engine.pool_data_total_chunks": float(data_total)})
-        elif kind == "cpu":  # /proc/stat's first line: user nice system idle iowait irq softirq steal … (ticks)
-            t = [float(x) / USER_HZ for x in parts[1:8]]
-            out["guest.cpu_busy_s"] = t[0] + t[1] + t[2] + t[5] + t[6]
-            out["guest.cpu_idle_s"] = t[3] + t[4]
+        elif kind == "cpu":  # /proc/stat's first line (ticks of USER_HZ)
+            out["guest.cpu_busy_s"], out["guest.cpu_idle_s"] = cpu_times(line, USER_HZ)
         elif kind == "thin":  # thin LV NAME: 0 LEN thin MAPPED_SECTORS HIGHEST|-
             f = parts[2:]
             i = f.index("thin")
