@@ -48,7 +48,12 @@ class ControlClient:
                 raise EngineError(f"cofw control {op}: {e}") from None
         if not line:
             raise EngineError(f"cofw control {op}: nbdkit closed the control socket")
-        reply = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:          # not JSON, not UTF-8, or cut at _MAX_LINE
+            reply = None
+        if not isinstance(reply, dict):
+            raise EngineError(f"cofw control {op}: not a JSON object reply: {line[:200]!r}")
         if not reply.get("ok"):
             raise EngineError(f"cofw {op}: {reply.get('error')}")
         return reply.get("result")
