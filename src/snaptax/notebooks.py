@@ -28,10 +28,11 @@ class NotebookFailed(SnaptaxError):
     pass
 
 
-def _kernel_children() -> list[int]:
+def _kernel_children(proc: Path = Path("/proc")) -> list[int]:
+    """The pids of our child processes that are Jupyter kernels (ipykernel in their command line)."""
     me = os.getpid()
     pids = []
-    for entry in Path("/proc").iterdir():
+    for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
