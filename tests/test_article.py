@@ -235,3 +235,12 @@ def test_the_qd1_accuracy_is_judged_against_its_two_explained_bounds(tmp_path, m
     p.write_text(json.dumps({"emulator_accuracy_qd1": measured, "emulator_accuracy_qd1_explained": 0.975,
                              "emulator_accuracy_qd1_explained_idle": 0.935}))
     assert {v.key: v for v in article.bench_values(p)}["paper.bench.qd1_between"].text == word
+
+
+@pytest.mark.parametrize("multi,clause", [(0.66, "above"), (0.59, "within"), (0.50, "below")])
+def test_two_connections_are_judged_against_the_range_of_one_connections_rounds(tmp_path, multi, clause):
+    p = tmp_path / "latest.json"
+    p.write_text(json.dumps({"harness_nbd_multiconn_over_direct": multi, "harness_nbd_over_direct_min": 0.51,
+                             "harness_nbd_over_direct_max": 0.64}))
+    text = {v.key: v for v in article.bench_values(p)}["paper.bench.multiconn_vs_one"].text
+    assert text == f"{clause} the range of one connection's rounds"

@@ -439,6 +439,12 @@ def bench_values(path: Path) -> list[Value]:
     if all(isinstance(x, int | float) and math.isfinite(x) for x in (native, uring)):
         # the file node's submission mode (qsd.FILE_AIO) was chosen from this comparison; say how it came out
         vals.append(Value("paper.bench.io_uring_vs_native", text="below" if uring < native else "not below"))
+    multi = [data.get(k) for k in ("harness_nbd_multiconn_over_direct", "harness_nbd_over_direct_min",
+                                   "harness_nbd_over_direct_max")]
+    if all(isinstance(x, int | float) and math.isfinite(x) for x in multi):
+        # two connections against the one the studies use: the rounds' range, not the two medians, says whether
+        # a second connection measurably moved the ratio
+        vals.append(Value("paper.bench.multiconn_vs_one", text=multiconn_vs_one(*multi)))
     qd1 = [data.get(k) for k in ("emulator_accuracy_qd1_explained_idle", "emulator_accuracy_qd1",
                                  "emulator_accuracy_qd1_explained")]
     if all(isinstance(x, int | float) and math.isfinite(x) for x in qd1):
@@ -446,6 +452,15 @@ def bench_values(path: Path) -> list[Value]:
         vals.append(Value("paper.bench.qd1_between", text="lies" if qd1[0] <= qd1[1] <= qd1[2] else "does not lie"))
     vals.append(Value("paper.bench.provenance", text=bench_provenance(data)))
     return vals
+
+
+def multiconn_vs_one(multiconn: float, one_min: float, one_max: float) -> str:
+    """Where two connections' median ratio lies against the range of one connection's rounds, in words."""
+    if multiconn > one_max:
+        return "above the range of one connection's rounds"
+    if multiconn < one_min:
+        return "below the range of one connection's rounds"
+    return "within the range of one connection's rounds"
 
 
 def bench_provenance(data: dict) -> str:
