@@ -120,32 +120,32 @@ class _Emulator:
                 if token in self.released:
                     self.released.discard(token)   # its thread replied at its eta (finish) and was counted then
                     continue
-                self.late_sum += now - t_done
-                self.late_n += 1
-                self.last_release = now
-                if self.last_done_t is None or t_done > self.last_done_t:
-                    self.last_done_t = t_done
-                req = self.reqs.pop(token, None)
+                req = self._complete(token, t_done, now)
                 if req is not None:
-                    req.done = True
                     req.ev.set()
         for token in self.sim.take_etas():
             req = self.reqs.get(token)
             if req is not None:
                 req.ev.set()
 
-    def _release(self, req: _Req, t_done: float) -> None:
-        """Under the lock: count `req` as completed at its fixed time t_done and let its thread reply; the
-        Simulator's own completion of it (at a later advance) is then skipped by _deliver."""
-        now = self.now()
+    def _complete(self, token: Hashable, t_done: float, now: float) -> _Req | None:
+        """Under the lock: count the command completed at t_done as released at `now` (lateness, client-gap
+        and phase bookkeeping) and mark its request done; the request, or None if none waits for it."""
         self.late_sum += now - t_done
         self.late_n += 1
         self.last_release = now
         if self.last_done_t is None or t_done > self.last_done_t:
             self.last_done_t = t_done
-        self.reqs.pop(req.token, None)
+        req = self.reqs.pop(token, None)
+        if req is not None:
+            req.done = True
+        return req
+
+    def _release(self, req: _Req, t_done: float) -> None:
+        """Under the lock: count `req` as completed at its fixed time t_done and let its thread reply; the
+        Simulator's own completion of it (at a later advance) is then skipped by _deliver."""
+        self._complete(req.token, t_done, self.now())
         self.released.add(req.token)
-        req.done = True
 
     def _pump(self) -> None:
         _timer_slack_1ns()
