@@ -138,3 +138,21 @@ def test_a_failed_fit_raises(p10k):
         seek.fit_seek_requests([seek.Trace(np.array(off), np.array(svc), 200e-6)], p10k, GiB)
     with pytest.raises(seek.FitError):
         seek.fit_seek_requests([], p10k, GiB)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sigma_at_its_floor_still_gives_honest_intervals(seed):
+    # Almost no client jitter: σ ends at SIGMA_FLOOR_S, where −log L is flat in the σ parameter. The interval must
+    # then come from the three figures' own information; dividing by σ's zero curvature made the matrix singular (a
+    # smoke CI run failed on it) or gave nonsense half-widths (1e-10 ms for the average seek with seed 1).
+    p = load_profile("sas15k")
+    traces = []
+    for span in (0.01, 0.1, 1.0):
+        off, svc = qd1_trace(disk("sas15k"), GiB, n=500, span=span, gap_s=250e-6, jitter_s=5e-6,
+                             seed=seed * 10 + int(span * 100))
+        traces.append(seek.Trace(np.array(off), np.array(svc), 250e-6, 0.0, span))
+    fit = seek.fit_seek_requests(traces, p, GiB)
+    assert fit.residual_rms_s < seek.SIGMA_FLOOR_S * (1 + seek.SIGMA_AT_FLOOR)
+    for k, ci in zip(seek.FIGURES, fit.ci95_ms, strict=True):
+        assert 0.005 < ci < 0.2, (k, ci)
+        assert abs(getattr(fit, k) - getattr(p.seek_read, k)) < 3 * ci, k

@@ -48,6 +48,10 @@ SIGMA_FLOOR_S = 10e-6
 # relative steps tried in turn for the observed information: the likelihood is a sum of steep sigmoids, rugged at
 # the scale of single requests; a larger step averages over that ruggedness
 HESSIAN_STEPS = (2e-3, 1e-2, 3e-2)
+# σ is at its floor when its excess over SIGMA_FLOOR_S is below this fraction of the floor: −log L then no longer
+# changes with the σ parameter at any step the Hessian takes (exp(s) is lost beside the floor in float64), its row
+# of the information is zero or rounding noise, and the 4×4 matrix is singular.
+SIGMA_AT_FLOOR = 1e-3
 
 
 class FitError(ValueError):
@@ -318,7 +322,8 @@ def fit_seek_requests(traces: Sequence[Trace], p: DriveProfile, capacity: int, b
     scaling are the profile's (known); the start point is generic (p0_ms), not the profile's figures. The search
     runs Nelder–Mead at a fixed wide σ (1 ms, then 0.2 ms: a wide σ smooths the censored likelihood), then frees
     σ (≥ SIGMA_FLOOR_S). 95 % half-widths: 1.96·√diag(H⁻¹), H the observed information (numeric Hessian of
-    −log L, with the first of HESSIAN_STEPS that gives a positive-definite H). residual_rms_s is the fitted σ.
+    −log L, with the first of HESSIAN_STEPS that gives a positive-definite H; over the three figures alone, σ held,
+    when σ ends at its floor (SIGMA_AT_FLOOR): a bound, where σ's curvature is zero). residual_rms_s is the fitted σ.
     Raises FitError with fewer than MIN_REQUESTS usable requests, when the optimizer does not converge, or when
     no step gives a positive-definite information matrix (no interval)."""
     from scipy.optimize import minimize
@@ -341,10 +346,18 @@ def fit_seek_requests(traces: Sequence[Trace], p: DriveProfile, capacity: int, b
     if not r.success or not np.all(np.isfinite(r.x)) or r.fun >= 1e12:
         raise FitError(f"seek fit of {p.name} did not converge: {r.message}")
     x = r.x
+    # σ at its floor is an active bound: the interval of the seek figures is then the one with σ held there (the
+    # information of the three figures alone), not one that divides by σ's zero curvature
+    at_floor = math.exp(float(x[3])) < SIGMA_AT_FLOOR * SIGMA_FLOOR_S
+    free = 3 if at_floor else 4
+
+    def nll_free(v: np.ndarray) -> float:
+        return nll(np.concatenate([v, x[free:]]))
+
     tried = []
     for rel in HESSIAN_STEPS:
         try:
-            var = np.diag(np.linalg.inv(hessian(nll, x, rel)))[:3]
+            var = np.diag(np.linalg.inv(hessian(nll_free, x[:free], rel)))[:3]
         except np.linalg.LinAlgError:
             tried.append(f"step {rel:g}: singular")
             continue
