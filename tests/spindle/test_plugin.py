@@ -68,3 +68,13 @@ def test_a_self_timed_command_replies_at_its_eta_and_is_counted_once(plugin):
     plugin.close(None)                              # an advance processes it: not released (or counted) again
     assert state.late_n == 1 and state.late_sum == late and not state.released
     assert req.token not in state.sim.etas
+
+
+def test_a_flush_is_replied_at_its_time_not_before(plugin):
+    state = plugin._state
+    req = state.request("flush", 0, 0)              # nothing dirty: completes after the members' overhead
+    assert not req.done and req.token in state.sim.etas
+    eta = state.sim.etas[req.token]
+    state.finish(req)
+    assert req.done and state.now() >= eta
+    assert state.late_n == 1 and state.late_sum >= 0

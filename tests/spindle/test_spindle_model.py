@@ -185,6 +185,20 @@ def test_write_cache_acknowledges_early_and_flush_waits(p10k):
     assert done["f"] > max(done[i] for i in range(8)) + 5e-3   # the flush waited for the destage
 
 
+def test_a_flush_with_nothing_dirty_completes_after_its_overhead_not_at_once(p10k):
+    # the drive answers a flush with an empty cache after its command overhead: the simulator must not report
+    # that completion before simulated time reaches it (an early reply: a negative release lateness in the plugin)
+    sim = Simulator(Raid1Spec((DiskSpec(p10k), DiskSpec(p10k))), GiB)
+    sim.advance(1.0)
+    sim.submit("f", "flush", 0, 0, 1.0)
+    t_done = 1.0 + p10k.overhead_ms / 1e3
+    assert sim.take_done() == [] and sim.etas["f"] == pytest.approx(t_done)
+    assert sim.take_etas() == ["f"] and sim.next_event_time() == pytest.approx(t_done)
+    assert sim.advance(t_done - 1e-6) == []
+    assert sim.advance(t_done) == [("f", pytest.approx(t_done))] and "f" not in sim.etas
+    assert sim.next_event_time() is None and sim.counters()["array"]["latency_s_sum"] == pytest.approx(t_done - 1.0)
+
+
 def test_raid1_writes_both_reads_one(p10k):
     sim = Simulator(Raid1Spec((DiskSpec(p10k), DiskSpec(p10k))), GiB)
     sim.submit(1, "write", 4096, 4096, 0.0)

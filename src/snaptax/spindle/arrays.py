@@ -10,6 +10,7 @@ next_event_time(), so all decisions are made in simulated time, whatever the thr
 """
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -398,7 +399,11 @@ def build_volume(spec: DeviceSpec, capacity: int, name: str = "array") -> Volume
 class Simulator:
     """The whole device: one volume (possibly nested) and its members, advanced in simulated time.
 
-    Host commands are identified by an opaque token; completions are collected as (token, t_done)."""
+    Host commands are identified by an opaque token; completions are collected as (token, t_done).
+
+    A completion whose time a volume fixes ahead of simulated time without an event of its own (a flush with
+    nothing dirty: t + overhead) is held until an advance reaches that time, so no completion is ever reported
+    before it happens; its time is an eta meanwhile."""
 
     def __init__(self, spec: DeviceSpec, capacity: int, name: str = "array"):
         self.volume = build_volume(spec, capacity, name)
@@ -410,13 +415,16 @@ class Simulator:
         self.volumes = _volumes(self.volume)
         self.etas: dict[Hashable, float] = {}     # outstanding host commands whose completion time is fixed
         self._new_etas: list[Hashable] = []
+        # completions fixed ahead of simulated time: (t_done, sequence, complete), a heap
+        self._held: list[tuple[float, int, Callable[[], None]]] = []
+        self._held_seq = 0
 
     def submit(self, token: Hashable, kind: str, offset: int, length: int, t: float) -> None:
         """kind: 'read', 'write' or 'flush'. Call advance(t) first so earlier events are processed."""
         self.now = max(self.now, t)
         self.array.qd_change(t, +1)
 
-        def done(t_done: float) -> None:
+        def complete(t_done: float) -> None:
             self.array.qd_change(t_done, -1)
             if kind != "flush":
                 self.array.done(kind == "write", length)
@@ -427,6 +435,14 @@ class Simulator:
         def eta(t_done: float) -> None:
             self.etas[token] = t_done
             self._new_etas.append(token)
+
+        def done(t_done: float) -> None:
+            if t_done > self.now:
+                eta(t_done)
+                heapq.heappush(self._held, (t_done, self._held_seq, lambda: complete(t_done)))
+                self._held_seq += 1
+            else:
+                complete(t_done)
 
         if kind == "flush":
             self.volume.flush(t, done)
@@ -441,12 +457,10 @@ class Simulator:
     def event_times(self) -> list[float]:
         """The next event time of every member and timed volume (for a pump that skips owned events)."""
         times = [m.next_time() for m in self.members] + [v.next_time() for v in self.volumes]
-        return [x for x in times if x is not None]
+        return [x for x in times if x is not None] + ([self._held[0][0]] if self._held else [])
 
     def next_event_time(self) -> float | None:
-        times = [m.next_time() for m in self.members]
-        times += [v.next_time() for v in self.volumes]
-        present = [x for x in times if x is not None]
+        present = self.event_times()
         return min(present) if present else None
 
     def advance(self, until: float) -> list[tuple[Hashable, float]]:
@@ -462,6 +476,11 @@ class Simulator:
                 nt = v.next_time()
                 if nt is not None and nt < best_t:
                     best_t, best = nt, v
+            if self._held and self._held[0][0] <= best_t and self._held[0][0] <= until:
+                t_held, _, complete = heapq.heappop(self._held)
+                self.now = max(self.now, t_held)
+                complete()
+                continue
             if best is None or best_t > until:
                 break
             self.now = max(self.now, best_t)
