@@ -26,6 +26,7 @@ WORKLOADS = (
 
 ONE = r'''
 import json, sys
+from pathlib import Path
 from snaptax import fio
 from snaptax.procs import ProcessGroup
 from snaptax.spindle.rigfiles import disk, named_devices, parse_device, profile_names

@@ -73,12 +73,8 @@ def test_a_self_timed_command_replies_at_its_eta_and_is_counted_once(plugin):
 def test_a_flush_is_replied_at_its_time_not_before(plugin):
     state = plugin._state
     req = state.request("flush", 0, 0)              # nothing dirty: completes after the members' overhead
-    t_done = state.sim.next_event_time()
-    assert not req.done and req.token not in state.sim.etas and t_done > 0
-    state._deliver(state.sim.advance(state.now()))  # what the pump does at once: too early, nothing to release
-    assert not req.done and state.late_n == 0
-    while state.now() < t_done:
-        time.sleep(1e-4)
-    state._deliver(state.sim.advance(state.now()))  # what the pump does at the event's time
-    state.finish(req)
-    assert req.done and state.late_n == 1 and state.late_sum >= 0
+    assert not req.done and req.token in state.sim.sleep_etas
+    eta = state.sim.etas[req.token]
+    state.finish(req)                               # its thread sleeps until then (no pump in this fixture)
+    assert req.done and state.now() >= eta and state.self_timed == 1
+    assert state.late_n == 1 and state.late_sum >= 0

@@ -192,10 +192,10 @@ def test_a_flush_with_nothing_dirty_completes_after_its_overhead_not_at_once(p10
     sim.advance(1.0)
     sim.submit("f", "flush", 0, 0, 1.0)
     t_done = 1.0 + p10k.overhead_ms / 1e3
-    assert sim.take_done() == [] and "f" not in sim.etas and sim.take_etas() == []   # an event, not an eta
-    assert sim.event_times() == [pytest.approx(t_done)] and sim.next_event_time() == pytest.approx(t_done)
+    assert sim.take_done() == [] and sim.etas["f"] == pytest.approx(t_done) and sim.sleep_etas == {"f"}
+    assert sim.take_etas() == ["f"] and sim.next_event_time() == pytest.approx(t_done)
     assert sim.advance(t_done - 1e-6) == []
-    assert sim.advance(t_done) == [("f", pytest.approx(t_done))] and "f" not in sim.etas
+    assert sim.advance(t_done) == [("f", pytest.approx(t_done))] and "f" not in sim.etas and not sim.sleep_etas
     assert sim.next_event_time() is None and sim.counters()["array"]["latency_s_sum"] == pytest.approx(t_done - 1.0)
 
 

@@ -403,10 +403,9 @@ class Simulator:
 
     A completion whose time a volume fixes ahead of simulated time without an event of its own (a flush with
     nothing dirty: t + overhead) is held until an advance reaches that time, so no completion is ever reported
-    before it happens. Its time is an event (event_times), not an eta: the emulator's pump releases it, because a
-    request thread timing it itself would spin for it, and with flushes half the commands (the copy-on-write
-    engine's syncs) the spinning threads kept the others from the GIL (mean release lateness 50 → 550 µs in the
-    database-snapshot study's run of 2026-11-27)."""
+    before it happens. Its time is an eta, and its token is in `sleep_etas`: the emulator's request thread sleeps
+    until it rather than spinning for it. Where flushes are half the commands (the copy-on-write engine's syncs),
+    several would spin at once, each holding the GIL for whole switch intervals, and delay every other thread."""
 
     def __init__(self, spec: DeviceSpec, capacity: int, name: str = "array"):
         self.volume = build_volume(spec, capacity, name)
@@ -418,6 +417,7 @@ class Simulator:
         self.volumes = _volumes(self.volume)
         self.etas: dict[Hashable, float] = {}     # outstanding host commands whose completion time is fixed
         self._new_etas: list[Hashable] = []
+        self.sleep_etas: set[Hashable] = set()  # etas of held completions (below): timed by sleeping, not spinning
         # completions fixed ahead of simulated time: (t_done, sequence, complete), a heap
         self._held: list[tuple[float, int, Callable[[], None]]] = []
         self._held_seq = 0
@@ -433,6 +433,7 @@ class Simulator:
                 self.array.done(kind == "write", length)
             self.latency_sum_s += t_done - t
             self.etas.pop(token, None)
+            self.sleep_etas.discard(token)
             self._done.append((token, t_done))
 
         def eta(t_done: float) -> None:
@@ -441,6 +442,8 @@ class Simulator:
 
         def done(t_done: float) -> None:
             if t_done > self.now:
+                eta(t_done)
+                self.sleep_etas.add(token)
                 heapq.heappush(self._held, (t_done, self._held_seq, lambda: complete(t_done)))
                 self._held_seq += 1
             else:

@@ -228,13 +228,20 @@ class _Emulator:
                 if req.done:
                     return
                 eta = self.sim.etas.get(req.token)
+                sleep_only = req.token in self.sim.sleep_etas
                 req.ev.clear()   # from here on, set only by a delivery (or a newly known eta)
             if eta is None:
                 req.ev.wait()
                 continue
             # our completion time is fixed: time it ourselves
             remaining = eta - self.now()
-            if remaining > SELF_SPIN_S:
+            if sleep_only:
+                # a completion held a command overhead ahead (a flush with nothing to destage): a timed sleep,
+                # whose overshoot is this reply's lateness; spinning for it, as many flushes at once would, keeps
+                # the other threads from the GIL
+                if remaining > 0:
+                    req.ev.wait(remaining)
+            elif remaining > SELF_SPIN_S:
                 req.ev.wait(remaining - SELF_SPIN_S)   # the pump may deliver first (then ev is set)
             # spin without yielding the CPU (time.sleep(0) hands it to any other runnable process, which on a
             # busy machine costs a scheduler slice); the interpreter still switches threads every 100 µs
