@@ -96,21 +96,22 @@ PROC_STAT_CPU = "cpu  5256696 66 1729676 9103375 102935 0 163869 44471 2500 7\n"
 
 
 def test_cpu_times_busy_is_user_nice_system_irq_softirq_idle_is_idle_iowait():
-    busy, idle = procs.cpu_times(PROC_STAT_CPU, 100)
+    busy, idle, steal = procs.cpu_times(PROC_STAT_CPU, 100)
     assert busy == pytest.approx((5256696 + 66 + 1729676 + 0 + 163869) / 100)      # 71503.07 s
     assert idle == pytest.approx((9103375 + 102935) / 100)                           # 92063.10 s
+    assert steal == pytest.approx(44471 / 100)                                        # reported on its own
 
 
 def test_cpu_times_steal_is_neither_busy_nor_idle_and_guest_is_not_counted_twice():
     base = procs.cpu_times("cpu  100 0 50 1000 10 5 5 0 0 0", 100)
     stolen = procs.cpu_times("cpu  100 0 50 1000 10 5 5 700 0 0", 100)
-    assert stolen == base == (1.6, 10.1)
+    assert stolen[:2] == base[:2] == (1.6, 10.1) and (base.steal_s, stolen.steal_s) == (0.0, 7.0)
     # guest time is already inside user: a guest column does not add to busy
     assert procs.cpu_times("cpu  100 0 50 1000 10 5 5 0 80 20", 100) == base
 
 
 def test_cpu_times_divides_by_user_hz_and_accepts_a_line_without_steal():
-    assert procs.cpu_times("cpu 250 0 0 500 0 0 0", 250) == (1.0, 2.0)      # 7 fields: kernels before steal
+    assert procs.cpu_times("cpu 250 0 0 500 0 0 0", 250) == (1.0, 2.0, 0.0)   # 7 fields: kernels before steal
 
 
 @pytest.mark.parametrize(("line", "message"), [

@@ -133,6 +133,40 @@ def test_emulator_lateness_flags_a_measurement(tmp_path):
     assert "WARNING 1 of 2" in rec.validity_line()
 
 
+def test_a_flagged_run_names_the_hypervisor_steal_its_counters_recorded(tmp_path):
+    from snaptax.procs import CpuTimes
+    from snaptax.record import machine_counters
+
+    step = Measure(JOB, "qd")
+
+    def measured(variant, index, step, chain):
+        before = {"emulator.released": 0, "emulator.release_late_s_sum": 0, "host.member0.busy_s": 0,
+                  "host.member_reads": 0, **machine_counters(CpuTimes(10.0, 10.0, 1.0))}
+        after = {"emulator.released": 100, "emulator.release_late_s_sum": 0.1, "host.member0.busy_s": 0.5,
+                 "host.member_reads": 100, **machine_counters(CpuTimes(13.0, 15.0, 1.0 + 2.0 * index))}
+        return fio_result("randrw", 100, 0), before, after, {}
+
+    run = write_run(tmp_path, "unit", "smoke", {}, [("v", 0, step, 0), ("v", 1, step, 0)], measured)
+    rec = RunRecord.load(run)
+    late = rec.lateness()
+    assert list(late.steal_fraction) == [0.0, pytest.approx(2 / 10)]    # steal / (busy + idle + steal)
+    assert rec.validity_line().endswith("the hypervisor took up to 20.0 % of the CPU time (steal)")
+    assert machine_counters(None) == {}
+
+
+def test_a_fio_run_records_the_machine_cpu_times_around_it(data_dir, work_dir):
+    with session() as s:
+        with s.in_variant("v1", {"engine": "x"}):
+            step = Measure(JOB, "create")
+            d = s.measurement_dir(0, step)
+            from snaptax.procs import CpuTimes
+            run = fio.FioRun(d, fake_run(d).result, 1.0, CpuTimes(1.0, 2.0, 0.5), CpuTimes(2.0, 4.0, 0.75))
+            s.record_measurement(0, step, chain_length=0, fio_run=run, counters_before={}, counters_after={})
+    m = RunRecord.load(s.published).measurements[0]
+    assert m.counters["machine.cpu_steal_s"].delta == pytest.approx(0.25)
+    assert m.steal_fraction == pytest.approx(0.25 / 3.25)
+
+
 def test_failed_run_leaves_nothing(data_dir, work_dir):
     with pytest.raises(RuntimeError):
         with session() as s:

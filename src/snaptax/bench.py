@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import statistics
 import tempfile
 from collections.abc import Callable
@@ -130,7 +129,7 @@ def _cpu_seconds(pid: int) -> float:
 
 def _machine_busy_seconds() -> float:
     """Busy CPU seconds of all CPUs so far (/proc/stat's first line; busy as procs.cpu_times defines it)."""
-    return procs.cpu_times(Path("/proc/stat").read_text().splitlines()[0], os.sysconf("SC_CLK_TCK")).busy_s
+    return procs.machine_cpu_times().busy_s
 
 
 def _fio_cpu_seconds(result: dict) -> float:

@@ -60,6 +60,10 @@ CATALOGUE: tuple[CounterSpec, ...] = (
                 "requests the emulator released / that found it idle / it timed itself"),
     CounterSpec(r"emulator\.(release_late_s_sum|idle_gap_s_sum)", "counter", "s",
                 "summed lateness of releases against the schedule / summed idle gaps"),
+    # machine: this machine's CPUs over the fio run (/proc/stat; snaptax.procs.cpu_times)
+    CounterSpec(r"machine\.cpu_(busy|idle|steal)_s", "counter", "s",
+                "this machine's CPU time busy (user, nice, system, irq, softirq) / idle (idle, iowait) / taken by "
+                "the hypervisor (steal), summed over its CPUs: the emulated spindles keep time only with the CPU"),
     # engine: snapshot engine internals
     CounterSpec(r"engine\.snapshot_allocated_bytes", "gauge", "bytes", "space all snapshots of the volume take"),
     CounterSpec(r"engine\.(pages_copied|cow_faults|cow_requests|metadata_ops|bitmap_marks|snap_pages_read|"

@@ -10,9 +10,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .errors import ConfigError, MeasurementError
+
+if TYPE_CHECKING:
+    from .procs import CpuTimes
 
 RW = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"]
 _RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
@@ -253,6 +256,9 @@ class FioRun:
     directory: Path
     result: dict
     wall_s: float
+    # the machine's CPU times just before and after fio ran (None where not sampled: a timeline's load, tests)
+    cpu_before: CpuTimes | None = None
+    cpu_after: CpuTimes | None = None
 
     @property
     def job_file(self) -> Path:
@@ -275,11 +281,13 @@ def run(job: FioJob, target: FioTarget, directory: Path, *, timeout_margin_s: fl
     (directory / JOB_FILE).write_text(job.job_file(target, log_prefix="fio"))
     timeout = (job.runtime_s or 600) + job.ramp_time_s + timeout_margin_s
     with measurement_lock():
+        cpu_before = procs.machine_cpu_times()
         t0 = time.monotonic()
         cp = procs.run(["fio", "--output-format=json", f"--output={JSON_FILE}", JOB_FILE], cwd=directory,
                        timeout=timeout, check=False)
         wall = time.monotonic() - t0
+        cpu_after = procs.machine_cpu_times()
     if cp.returncode != 0 or not (directory / JSON_FILE).exists():
         tail = " | ".join(cp.stderr.decode(errors="replace").strip().splitlines()[-3:])
         raise MeasurementError(f"fio job {job.name!r} exited {cp.returncode}: {tail}")
-    return FioRun(directory, read_result(directory, str(directory)), wall)
+    return FioRun(directory, read_result(directory, str(directory)), wall, cpu_before, cpu_after)

@@ -291,6 +291,7 @@ class CpuTimes(NamedTuple):
 
     busy_s: float
     idle_s: float
+    steal_s: float = 0.0
 
 
 # The aggregate line's fields, in order (proc(5)); those after softirq are absent on old kernels.
@@ -308,8 +309,10 @@ def cpu_times(line: str, user_hz: float) -> CpuTimes:
     steal is in neither. It is time the hypervisor gave this machine's CPUs to someone else while they had work:
     not work done here, so counting it as busy would charge a neighbour's load to the CPU per I/O (or the guest's
     CPU share) we report, and it varies from run to run with that load; nor idle, since the CPU was not free for
-    us. busy_s / (busy_s + idle_s) is then the share of the time we held the CPUs that we kept them busy. (A TCG
-    guest has no steal clock: its steal is always 0.)
+    us. busy_s / (busy_s + idle_s) is then the share of the time we held the CPUs that we kept them busy. steal_s
+    is returned on its own (0 when the kernel does not report it): the emulated spindles keep time only when they
+    get the CPU, so a measurement's steal explains its emulator lateness. (A TCG guest has no steal clock: its
+    steal is always 0.)
 
     Raises MeasurementError naming the field when the line is not an aggregate cpu line or a field up to softirq
     is missing or not a whole number.
@@ -329,7 +332,14 @@ def cpu_times(line: str, user_hz: float) -> CpuTimes:
         if name not in ticks:
             raise MeasurementError(f"/proc/stat cpu line: field '{name}' missing in {line.strip()!r}")
     busy = ticks["user"] + ticks["nice"] + ticks["system"] + ticks["irq"] + ticks["softirq"]
-    return CpuTimes(busy / user_hz, (ticks["idle"] + ticks["iowait"]) / user_hz)
+    return CpuTimes(busy / user_hz, (ticks["idle"] + ticks["iowait"]) / user_hz, ticks.get("steal", 0) / user_hz)
+
+
+def machine_cpu_times() -> CpuTimes:
+    """This machine's CPU times so far (/proc/stat's aggregate line, as cpu_times defines them)."""
+    from pathlib import Path
+
+    return cpu_times(Path("/proc/stat").read_text().splitlines()[0], os.sysconf("SC_CLK_TCK"))
 
 
 def threads(pid: int) -> list[dict]:

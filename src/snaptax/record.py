@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from . import fio
+    from .procs import CpuTimes
 
 MANIFEST = "manifest.json"
 RESULTS = "results.csv"
@@ -187,7 +188,8 @@ class RunWriter:
         """Record one fio run. Counter names must be in snaptax.counters.CATALOGUE (source.name)."""
         from . import fio
 
-        counted = countermod.over_measurement(counters_before, counters_after)
+        counted = countermod.over_measurement({**counters_before, **machine_counters(fio_run.cpu_before)},
+                                              {**counters_after, **machine_counters(fio_run.cpu_after)})
         tidy = fio.tidy_rows(fio_run.result)
         rel = str(fio_run.directory.relative_to(self.staging))
         coords = {"variant": self.variant, "index": index, "phase": step.phase, "job": step.job.name,
@@ -431,9 +433,29 @@ class Measurement:
         return lateness_fraction(self._deltas)
 
     @property
+    def steal_fraction(self) -> float:
+        return steal_fraction(self._deltas)
+
+    @property
     def flagged(self) -> bool:
         f = self.lateness_fraction
         return math.isfinite(f) and f > LATENESS_LIMIT
+
+
+def machine_counters(cpu: CpuTimes | None) -> dict[str, float]:
+    """The machine's CPU times as counters (machine.cpu_{busy,idle,steal}_s; none when not sampled)."""
+    if cpu is None:
+        return {}
+    return {"machine.cpu_busy_s": cpu.busy_s, "machine.cpu_idle_s": cpu.idle_s, "machine.cpu_steal_s": cpu.steal_s}
+
+
+def steal_fraction(deltas: dict[str, float]) -> float:
+    """The share of the machine's CPU time the hypervisor took over a measurement: steal / (busy + idle + steal)
+    (dimensionless; nan when the CPU times were not recorded, as in runs made before 2026-11-27)."""
+    parts = [deltas.get(f"machine.cpu_{k}_s") for k in ("busy", "idle", "steal")]
+    if any(p is None for p in parts) or not sum(parts):  # type: ignore[arg-type]
+        return math.nan
+    return parts[2] / sum(parts)  # type: ignore[arg-type,operator]
 
 
 def emulator_lateness_s(deltas: dict[str, float]) -> float:
@@ -552,10 +574,11 @@ class RunRecord:
 
         rows = [{"variant": m.variant, "index": m.index, "label": m.label,
                  "lateness_us": m.emulator_lateness_s * 1e6, "service_ms": m.service_time_s * 1e3,
-                 "lateness_fraction": m.lateness_fraction, "flagged": m.flagged}
+                 "lateness_fraction": m.lateness_fraction, "flagged": m.flagged,
+                 "steal_fraction": m.steal_fraction}
                 for m in self.measurements if math.isfinite(m.emulator_lateness_s)]
         return pd.DataFrame(rows, columns=["variant", "index", "label", "lateness_us", "service_ms",
-                                           "lateness_fraction", "flagged"])
+                                           "lateness_fraction", "flagged", "steal_fraction"])
 
     def validity_line(self) -> str:
         """The last line a run prints: how many of its emulated measurements are flagged for lateness."""
@@ -565,8 +588,11 @@ class RunRecord:
         worst = float(late.lateness_fraction.max()) * 100
         bad = int(late.flagged.sum())
         if bad:
+            steal = late.steal_fraction.dropna()
+            why = (f"the hypervisor took up to {steal.max() * 100:.1f} % of the CPU time (steal)"
+                   if len(steal) and steal.max() > 0 else "the machine was busy")
             return (f"{self.run_id}: WARNING {bad} of {len(late)} emulated measurements flagged: emulator lateness "
-                    f"above {LATENESS_LIMIT:.0%} of the service time (worst {worst:.1f} %); the machine was busy")
+                    f"above {LATENESS_LIMIT:.0%} of the service time (worst {worst:.1f} %); {why}")
         return f"{self.run_id}: emulator lateness within {LATENESS_LIMIT:.0%} of the service time " \
                f"(worst {worst:.2f} %) in all {len(late)} emulated measurements"
 

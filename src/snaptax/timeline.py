@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from . import fio, fiolog
+from . import fio, fiolog, procs
 from .engines.qcow2 import Qcow2ChainEngine
 from .errors import EngineError, MeasurementError
 from .plan import Measure
@@ -110,6 +110,7 @@ class Load:
     step: Measure
     index: int
     before: dict[str, float]
+    cpu_before: procs.CpuTimes
 
     def running(self) -> bool:
         return self.child.proc.poll() is None
@@ -143,10 +144,11 @@ class Timeline(Generic[E]):
         job_file = directory / fio.JOB_FILE
         job_file.write_text(text_of(self.engine.fio_target(), str(directory / "fio")))
         before = self.engine.counters()
+        cpu_before = procs.machine_cpu_times()
         child = self.engine.group.spawn(["fio", "--output-format=json", f"--output={directory / fio.JSON_FILE}",
                                          str(job_file)], name=f"fio[{step.label}]",
                                         log_path=directory / "fio.stderr")
-        return Load(child, directory, self.now(), step, self.index, before)
+        return Load(child, directory, self.now(), step, self.index, before, cpu_before)
 
     def finish(self, load: Load, extra: dict[str, Any] | None = None, margin_s: float = 60) -> None:
         limit = (load.step.job.runtime_s or 600) + margin_s
@@ -163,7 +165,9 @@ class Timeline(Generic[E]):
         result = fio.read_result(load.directory, load.step.label)
         after = self.engine.counters()
         self.session.record_measurement(load.index, load.step, chain_length=self.engine.chain_length,
-                                        fio_run=fio.FioRun(load.directory, result, wall), counters_before=load.before,
+                                        fio_run=fio.FioRun(load.directory, result, wall, load.cpu_before,
+                                                           procs.machine_cpu_times()),
+                                        counters_before=load.before,
                                         counters_after=after,
                                         extra={"t_start_s": load.started, "t_end_s": self.now(),
                                                "vm_series": vm_series(load.directory, result),

@@ -434,7 +434,8 @@ def parse_counters(text: str, chunk_size: int) -> dict[str, float]:
                         "engine.pool_data_used_chunks": float(data_used),
                         "engine.pool_data_total_chunks": float(data_total)})
         elif kind == "cpu":  # /proc/stat's first line (ticks of USER_HZ)
-            out["guest.cpu_busy_s"], out["guest.cpu_idle_s"] = cpu_times(line, USER_HZ)
+            t = cpu_times(line, USER_HZ)
+            out["guest.cpu_busy_s"], out["guest.cpu_idle_s"] = t.busy_s, t.idle_s
         elif kind == "thin":  # thin LV NAME: 0 LEN thin MAPPED_SECTORS HIGHEST|-
             f = parts[2:]
             i = f.index("thin")
