@@ -5,8 +5,8 @@
 For each workload below, and for each round, a fresh emulator from SRC_A and one from SRC_B (in the order AB, BA,
 AB, …, so drift in the machine's state and order effects affect both alike) serve fio for `runtime` s; the mean
 release lateness (µs: real time after the simulated completion at which replies leave) and fio's IOPS are printed
-per tree. Holds the
-machine-wide measurement lock for each fio run (fio.run takes it); run nothing else meanwhile.
+per tree. Holds the machine-wide measurement lock for each fio run (fio.run takes it); run nothing else meanwhile.
+The environment passed on is PYTHONPATH and PATH only (the children's work files go to a temporary directory).
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ WORKLOADS = (
     ("raid1_10k", 4 << 30, "randrw", 4096, 16, (("rwmixread", "50"),)),
     ("sas_pool", 16 << 30, "randrw", 32 << 10, 16, (("rwmixread", "80"),)),
     ("sas10k", 1 << 30, "randread", 4096, 32, ()),
+    # a flush after every write (NBD flushes): the emulator's answer to a flush with nothing to destage
+    ("raid5_15k_6", 8 << 30, "randwrite", 64 << 10, 4, (("fsync", "1"),)),
 )
 
 ONE = r'''
@@ -42,6 +44,8 @@ with ProcessGroup() as group, serve(group, SpindleDevice(spec, cap, wd, name)) a
     after = fresh_counters(s.counters)
 e0, e1 = before.get("emulator", {}), after.get("emulator", {})
 n = e1["released"] - e0.get("released", 0)
+if not n:
+    sys.exit(f"{name}: the emulator released no command during the run")
 late = (e1["release_late_s_sum"] - e0.get("release_late_s_sum", 0)) / n * 1e6
 iops = sum(float(run.result["jobs"][0][d]["iops"]) for d in ("read", "write"))
 print(json.dumps({"late_us": late, "iops": iops, "self_timed": e1.get("self_timed", 0)}))
@@ -52,7 +56,9 @@ def one(src: str, w: tuple, runtime: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="ab-", dir="/var/tmp") as wd:
         arg = json.dumps([*w[:5], list(w[5]), runtime, wd])
         out = subprocess.run([sys.executable, "-c", ONE, arg], env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"{w[0]} from {src} failed: {out.stderr.strip()[-2000:]}")
         return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -256,7 +256,8 @@ class FioRun:
     directory: Path
     result: dict
     wall_s: float
-    # the machine's CPU times just before and after fio ran (None where not sampled: a timeline's load, tests)
+    # the machine's CPU times just before and after fio ran (None where not sampled: LVM thin's runs in the guest,
+    # whose plan runs in one guest session, and tests)
     cpu_before: CpuTimes | None = None
     cpu_after: CpuTimes | None = None
 

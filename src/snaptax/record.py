@@ -442,6 +442,10 @@ class Measurement:
         return math.isfinite(f) and f > LATENESS_LIMIT
 
 
+# the steal share from which a flagged run's line names the hypervisor: below it, steal is rounding
+STEAL_NOTABLE = 0.01
+
+
 def machine_counters(cpu: CpuTimes | None) -> dict[str, float]:
     """The machine's CPU times as counters (machine.cpu_{busy,idle,steal}_s; none when not sampled)."""
     if cpu is None:
@@ -574,11 +578,10 @@ class RunRecord:
 
         rows = [{"variant": m.variant, "index": m.index, "label": m.label,
                  "lateness_us": m.emulator_lateness_s * 1e6, "service_ms": m.service_time_s * 1e3,
-                 "lateness_fraction": m.lateness_fraction, "flagged": m.flagged,
-                 "steal_fraction": m.steal_fraction}
+                 "lateness_fraction": m.lateness_fraction, "flagged": m.flagged}
                 for m in self.measurements if math.isfinite(m.emulator_lateness_s)]
         return pd.DataFrame(rows, columns=["variant", "index", "label", "lateness_us", "service_ms",
-                                           "lateness_fraction", "flagged", "steal_fraction"])
+                                           "lateness_fraction", "flagged"])
 
     def validity_line(self) -> str:
         """The last line a run prints: how many of its emulated measurements are flagged for lateness."""
@@ -588,9 +591,9 @@ class RunRecord:
         worst = float(late.lateness_fraction.max()) * 100
         bad = int(late.flagged.sum())
         if bad:
-            steal = late.steal_fraction.dropna()
-            why = (f"the hypervisor took up to {steal.max() * 100:.1f} % of the CPU time (steal)"
-                   if len(steal) and steal.max() > 0 else "the machine was busy")
+            steal = [s for m in self.measurements if m.flagged and math.isfinite(s := m.steal_fraction)]
+            why = (f"the hypervisor took up to {max(steal) * 100:.1f} % of the CPU time (steal) in them"
+                   if steal and max(steal) >= STEAL_NOTABLE else "the machine was busy")
             return (f"{self.run_id}: WARNING {bad} of {len(late)} emulated measurements flagged: emulator lateness "
                     f"above {LATENESS_LIMIT:.0%} of the service time (worst {worst:.1f} %); {why}")
         return f"{self.run_id}: emulator lateness within {LATENESS_LIMIT:.0%} of the service time " \

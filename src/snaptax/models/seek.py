@@ -48,10 +48,12 @@ SIGMA_FLOOR_S = 10e-6
 # relative steps tried in turn for the observed information: the likelihood is a sum of steep sigmoids, rugged at
 # the scale of single requests; a larger step averages over that ruggedness
 HESSIAN_STEPS = (2e-3, 1e-2, 3e-2)
-# σ is at its floor when its excess over SIGMA_FLOOR_S is below this fraction of the floor: −log L then no longer
-# changes with the σ parameter at any step the Hessian takes (exp(s) is lost beside the floor in float64), its row
-# of the information is zero or rounding noise, and the 4×4 matrix is singular.
+# σ is at its floor when its excess exp(s) over SIGMA_FLOOR_S is below this fraction of the floor: −log L's slope
+# and curvature in the σ parameter s both scale with exp(s), so its row of the information is zero or rounding
+# noise there and the 4×4 matrix is singular. Near the floor (below SIGMA_NEAR_FLOOR) that row is merely tiny: the
+# 4×4 matrix is tried first, and the figures' own 3×3 information (σ held) only if no step makes it invertible.
 SIGMA_AT_FLOOR = 1e-3
+SIGMA_NEAR_FLOOR = 1e-1
 
 
 class FitError(ValueError):
@@ -323,7 +325,8 @@ def fit_seek_requests(traces: Sequence[Trace], p: DriveProfile, capacity: int, b
     runs Nelder–Mead at a fixed wide σ (1 ms, then 0.2 ms: a wide σ smooths the censored likelihood), then frees
     σ (≥ SIGMA_FLOOR_S). 95 % half-widths: 1.96·√diag(H⁻¹), H the observed information (numeric Hessian of
     −log L, with the first of HESSIAN_STEPS that gives a positive-definite H; over the three figures alone, σ held,
-    when σ ends at its floor (SIGMA_AT_FLOOR): a bound, where σ's curvature is zero). residual_rms_s is the fitted σ.
+    when σ ends at its floor (SIGMA_AT_FLOOR: a bound, where σ's curvature is zero), or near it (SIGMA_NEAR_FLOOR)
+    when the four-parameter H is not invertible at any step). residual_rms_s is the fitted σ.
     Raises FitError with fewer than MIN_REQUESTS usable requests, when the optimizer does not converge, or when
     no step gives a positive-definite information matrix (no interval)."""
     from scipy.optimize import minimize
@@ -348,23 +351,23 @@ def fit_seek_requests(traces: Sequence[Trace], p: DriveProfile, capacity: int, b
     x = r.x
     # σ at its floor is an active bound: the interval of the seek figures is then the one with σ held there (the
     # information of the three figures alone), not one that divides by σ's zero curvature
-    at_floor = math.exp(float(x[3])) < SIGMA_AT_FLOOR * SIGMA_FLOOR_S
-    free = 3 if at_floor else 4
-
-    def nll_free(v: np.ndarray) -> float:
-        return nll(np.concatenate([v, x[free:]]))
-
+    excess = float(x[3]) - math.log(SIGMA_FLOOR_S)    # log(exp(s) / floor), compared in logs: no overflow
     tried = []
-    for rel in HESSIAN_STEPS:
-        try:
-            var = np.diag(np.linalg.inv(hessian(nll_free, x[:free], rel)))[:3]
-        except np.linalg.LinAlgError:
-            tried.append(f"step {rel:g}: singular")
-            continue
-        if np.all(np.isfinite(var)) and np.all(var > 0):
-            half = tuple(float(1.96 * math.sqrt(v)) for v in var)
-            return SeekFit(float(x[0]), float(x[1]), float(x[2]), half, sigma_of(float(x[3])),  # type: ignore[arg-type]
-                           rm.used)
-        tried.append(f"step {rel:g}: variances {np.round(var, 6).tolist()}")
+    for free in ((3,) if excess < math.log(SIGMA_AT_FLOOR) else (4, 3) if excess < math.log(SIGMA_NEAR_FLOOR)
+                 else (4,)):
+        def nll_free(v: np.ndarray, free: int = free) -> float:
+            return nll(np.concatenate([v, x[free:]]))
+
+        for rel in HESSIAN_STEPS:
+            try:
+                var = np.diag(np.linalg.inv(hessian(nll_free, x[:free], rel)))[:3]
+            except np.linalg.LinAlgError:
+                tried.append(f"{free} parameters, step {rel:g}: singular")
+                continue
+            if np.all(np.isfinite(var)) and np.all(var > 0):
+                half = tuple(float(1.96 * math.sqrt(v)) for v in var)
+                return SeekFit(float(x[0]), float(x[1]), float(x[2]), half,  # type: ignore[arg-type]
+                               sigma_of(float(x[3])), rm.used)
+            tried.append(f"{free} parameters, step {rel:g}: variances {np.round(var, 6).tolist()}")
     raise FitError(f"seek fit of {p.name} ({rm.used} requests): the information matrix is not positive definite at "
                    f"the optimum ({'; '.join(tried)}): no interval; measure longer")

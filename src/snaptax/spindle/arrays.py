@@ -460,7 +460,8 @@ class Simulator:
         return new
 
     def event_times(self) -> list[float]:
-        """The next event time of every member and timed volume (for a pump that skips owned events)."""
+        """The next event time of every member and timed volume, and the earliest held completion (for a pump
+        that skips owned events)."""
         times = [m.next_time() for m in self.members] + [v.next_time() for v in self.volumes]
         return [x for x in times if x is not None] + ([self._held[0][0]] if self._held else [])
 

@@ -14,7 +14,8 @@ Timing. Requests are scheduled in simulated time (= CLOCK_MONOTONIC since start)
 parallel thread model: a request thread advances the Simulator to `now`, submits, and does the data I/O.
 As soon as the Simulator has fixed the command's completion time (at dispatch: at once when the drive is
 idle, later when it waits in the queue) the request thread finishes its own completion: it sleeps until
-that time itself (a coarse sleep, then a spin for the last SELF_SPIN_S) and replies at once — no hand-off
+that time itself (a coarse sleep, then a spin for the last SELF_SPIN_S; a flush held for the drive's overhead
+only sleeps, see Simulator.sleep_etas) and replies at once — no hand-off
 to another thread, whose wake-up would add to the reply's lateness, and no advance of the Simulator either:
 the pump (notified) or the next arrival processes the completion and dispatches what is queued, work that
 used to sit between the completion time and the reply (mean release lateness on the bench's sas10k, 10 s
