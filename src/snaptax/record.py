@@ -456,10 +456,10 @@ def machine_counters(cpu: CpuTimes | None) -> dict[str, float]:
 def steal_fraction(deltas: dict[str, float]) -> float:
     """The share of the machine's CPU time the hypervisor took over a measurement: steal / (busy + idle + steal)
     (dimensionless; nan when the CPU times were not recorded, as in runs made before 2026-11-27)."""
-    parts = [deltas.get(f"machine.cpu_{k}_s") for k in ("busy", "idle", "steal")]
-    if any(p is None for p in parts) or not sum(parts):  # type: ignore[arg-type]
+    busy, idle, steal = (deltas.get(f"machine.cpu_{k}_s") for k in ("busy", "idle", "steal"))
+    if busy is None or idle is None or steal is None or not busy + idle + steal:
         return math.nan
-    return parts[2] / sum(parts)  # type: ignore[arg-type,operator]
+    return steal / (busy + idle + steal)
 
 
 def emulator_lateness_s(deltas: dict[str, float]) -> float:
