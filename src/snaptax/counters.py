@@ -60,6 +60,9 @@ CATALOGUE: tuple[CounterSpec, ...] = (
                 "requests the emulator released / that found it idle / it timed itself"),
     CounterSpec(r"emulator\.(release_late_s_sum|idle_gap_s_sum)", "counter", "s",
                 "summed lateness of releases against the schedule / summed idle gaps"),
+    CounterSpec(r"emulator\.flushes_released", "counter", "requests", "flushes the emulator released (in released)"),
+    CounterSpec(r"emulator\.flush_late_s_sum", "counter", "s",
+                "summed lateness of the flushes' releases (in release_late_s_sum)"),
     # machine: this machine's CPUs over the fio run (/proc/stat; snaptax.procs.cpu_times)
     CounterSpec(r"machine\.cpu_(busy|idle|steal)_s", "counter", "s",
                 "this machine's CPU time busy (user, nice, system, irq, softirq) / idle (idle, iowait) / taken by "

@@ -63,7 +63,7 @@ def test_a_self_timed_command_replies_at_its_eta_and_is_counted_once(plugin):
     state.finish(req)                               # times itself, replies without advancing the simulator
     assert req.done and not state.reqs and state.self_timed == 1
     assert req.token in state.sim.etas              # the simulator has not yet processed the completion
-    assert state.now() >= eta and state.late_n == 1
+    assert state.now() >= eta and state.late_n == 1 and state.flush_late_n == 0
     late = state.late_sum
     plugin.close(None)                              # an advance processes it: not released (or counted) again
     assert state.late_n == 1 and state.late_sum == late and not state.released
@@ -78,3 +78,9 @@ def test_a_flush_is_replied_at_its_time_not_before(plugin):
     state.finish(req)                               # its thread sleeps until then (no pump in this fixture)
     assert req.done and state.now() >= eta and state.self_timed == 1
     assert state.late_n == 1 and state.late_sum >= 0
+    # counted among the flushes too, and so written out
+    assert state.flush_late_n == 1 and state.flush_late_sum == state.late_sum
+    state._dump()
+    from snaptax.spindle.serve import flat_counters
+    written = flat_counters(json.loads(Path(state.counters_path).read_text()))
+    assert written["emulator.flushes_released"] == 1 and written["emulator.released"] == 1

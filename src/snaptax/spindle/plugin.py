@@ -56,12 +56,13 @@ _state: _Emulator | None = None
 class _Req:
     """One outstanding host command: `ev` wakes its thread (completed, or completion time now known)."""
 
-    __slots__ = ("token", "ev", "done")
+    __slots__ = ("token", "ev", "done", "flush")
 
-    def __init__(self, token: int):
+    def __init__(self, token: int, flush: bool = False):
         self.token = token
         self.ev = threading.Event()
         self.done = False
+        self.flush = flush
 
 
 GAP_BIN_S = 2e-6
@@ -90,6 +91,11 @@ class _Emulator:
         # how late (real time after the simulated completion) replies are released: the emulator's own error
         self.late_sum = 0.0
         self.late_n = 0
+        # the same for flushes alone: their replies are timed differently (a flush with nothing to destage is held
+        # a command overhead, Simulator.sleep_etas), and where they are half the commands the mean hides which
+        # kind is late
+        self.flush_late_sum = 0.0
+        self.flush_late_n = 0
         # client turnaround: real time from a reply to the next arrival when nothing else was outstanding
         self.last_release: float | None = None
         self.gap_sum = 0.0
@@ -140,6 +146,9 @@ class _Emulator:
         req = self.reqs.pop(token, None)
         if req is not None:
             req.done = True
+            if req.flush:
+                self.flush_late_sum += now - t_done
+                self.flush_late_n += 1
         return req
 
     def _release(self, req: _Req, t_done: float) -> None:
@@ -184,6 +193,7 @@ class _Emulator:
         data["emulator"] = {
             "release_late_us_mean": round(self.late_sum / self.late_n * 1e6, 2) if self.late_n else 0.0,
             "released": self.late_n, "release_late_s_sum": round(self.late_sum, 9),
+            "flushes_released": self.flush_late_n, "flush_late_s_sum": round(self.flush_late_sum, 9),
             "idle_gap_us_mean": round(self.gap_sum / self.gap_n * 1e6, 2) if self.gap_n else 0.0,
             "idle_arrivals": self.gap_n, "idle_gap_s_sum": round(self.gap_sum, 9),
             "self_timed": self.self_timed, "idle_phase_bin_us": GAP_BIN_S * 1e6,
@@ -207,7 +217,7 @@ class _Emulator:
                     self.phase_hist[min(GAP_BINS - 1, int((now - self.last_done_t) / GAP_BIN_S))] += 1
             token = self.next_token
             self.next_token += 1
-            req = self.reqs[token] = _Req(token)
+            req = self.reqs[token] = _Req(token, flush=kind == "flush")
             try:
                 self.sim.submit(token, kind, offset, length, now)
             except Exception:

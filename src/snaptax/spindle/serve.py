@@ -167,7 +167,8 @@ _ARRAY_EXTRAS = ("rmw_rows", "full_stripe_rows", "promotions", "demotions", "mig
                  *_TIER_LANDED, "unmapped_reads", "unmapped_bytes_read", "split_reads", "split_writes",
                  "heat_ios", "heat_ignored_ios", "latency_s_sum")
 _MEMBER_KEYS = ("reads", "writes", "bytes_read", "bytes_written", "busy_s", "cache_hits")
-_EMULATOR_KEYS = ("released", "release_late_s_sum", "idle_arrivals", "idle_gap_s_sum", "self_timed")
+_EMULATOR_KEYS = ("released", "release_late_s_sum", "flushes_released", "flush_late_s_sum", "idle_arrivals",
+                  "idle_gap_s_sum", "self_timed")
 
 
 def flat_counters(raw: dict) -> dict[str, float]:
@@ -179,7 +180,8 @@ def flat_counters(raw: dict) -> dict[str, float]:
       host.ssd_reads, host.hdd_bytes_written, host.split_reads, …     a tiered pool: where host I/O landed
       host.member<i>.reads … .busy_s, .cache_hits                    what each member drive did
       host.member_reads, host.member_writes                          summed over members
-      emulator.released, emulator.release_late_s_sum, …              the emulator's own timing
+      emulator.released, emulator.release_late_s_sum, …              the emulator's own timing (flushes
+      emulator.flushes_released, emulator.flush_late_s_sum            also on their own)
     Levels (queue depths, means, extents on SSD) are left out: they are not counters."""
     out: dict[str, float] = {}
     arr = raw.get("array", {})
