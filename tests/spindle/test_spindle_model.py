@@ -199,6 +199,44 @@ def test_a_flush_with_nothing_dirty_completes_after_its_overhead_not_at_once(p10
     assert sim.next_event_time() is None and sim.counters()["array"]["latency_s_sum"] == pytest.approx(t_done - 1.0)
 
 
+class _RecordedEtas(dict):
+    """Simulator.etas that remembers every completion time it was told (a completed command leaves etas)."""
+
+    def __init__(self):
+        super().__init__()
+        self.told: dict = {}
+
+    def __setitem__(self, token, t_done):
+        self.told[token] = t_done
+        super().__setitem__(token, t_done)
+
+
+@pytest.mark.parametrize("spec", ["raid1", "raid5", "raid5-cached"])
+def test_an_array_commands_eta_is_its_completion_time(p10k, spec):
+    """A RAID1 write and RAID5 reads and writes (read-modify-write, full rows, several rows) report their completion
+    time as soon as the member commands that end them are dispatched (the emulator's thread then times its reply
+    itself): every command is told one, and it is exactly when the simulator completes it."""
+    import random
+    disk = DiskSpec(dataclasses.replace(p10k, write_cache=True) if spec == "raid5-cached" else p10k)
+    su = 64 << 10
+    sim = Simulator(Raid1Spec((disk, disk)) if spec == "raid1" else Raid5Spec(tuple([disk] * 6), su), GiB)
+    sim.etas = told = _RecordedEtas()
+    rng = random.Random(4)
+    done: dict[int, float] = {}
+    t = 0.0
+    for token in range(400):
+        t += rng.expovariate(1 / 2e-3)   # ~500 commands/s: queues build up on the members
+        done.update(sim.advance(t))
+        write = rng.random() < 0.7
+        length = rng.choice((4096, 8192, 64 << 10, 5 * su, 7 * su))
+        sim.submit(token, "write" if write else "read", rng.randrange(0, GiB - length, 4096), length, t)
+    done.update(sim.advance(t + 10.0))
+    assert len(done) == 400 and not sim.etas
+    assert {tok: told.told.get(tok) for tok in done} == done
+    if spec != "raid1":
+        assert sim.counters()["array"]["rmw_rows"] > 50 and sim.counters()["array"]["full_stripe_rows"] > 20
+
+
 def test_raid1_writes_both_reads_one(p10k):
     sim = Simulator(Raid1Spec((DiskSpec(p10k), DiskSpec(p10k))), GiB)
     sim.submit(1, "write", 4096, 4096, 0.0)

@@ -20,22 +20,32 @@ from .model import Counters, Disk, Member, Op, Ssd, ZeroDevice
 from .profiles import DeviceSpec, DiskSpec, DriveProfile, Raid1Spec, Raid5Spec, SsdProfile, TierSpec
 
 Done = Callable[[float], None]
-Eta = Callable[[float], None] | None   # told a command's completion time once it is fixed (single-part commands)
+Eta = Callable[[float], None] | None   # told a command's completion time once it is fixed (before it completes)
 
 
 class _Join:
-    """Calls on_done(t_last) once `n` parts have completed."""
+    """Calls on_done(t_last) once `n` parts have completed; and eta(t_last) as soon as every part's completion
+    time is fixed (part_eta, each part's Op.eta), if that happens before the whole completes. A member fixes a
+    command's completion time when it dispatches it (it is never preempted) and completes it then, so the latest
+    of the parts' etas is the whole's completion time."""
 
-    __slots__ = ("n", "on_done", "t")
+    __slots__ = ("n", "on_done", "t", "eta", "unknown", "t_eta")
 
-    def __init__(self, n: int, on_done: Done):
+    def __init__(self, n: int, on_done: Done, eta: Eta = None):
         self.n, self.on_done, self.t = n, on_done, 0.0
+        self.eta, self.unknown, self.t_eta = eta, n, 0.0
 
     def part(self, t: float) -> None:
         self.n -= 1
         self.t = max(self.t, t)
         if self.n == 0:
             self.on_done(self.t)
+
+    def part_eta(self, t: float) -> None:
+        self.unknown -= 1
+        self.t_eta = max(self.t_eta, t)
+        if self.unknown == 0 and self.n > 0 and self.eta is not None:
+            self.eta(self.t_eta)
 
 
 class Volume:
@@ -45,8 +55,10 @@ class Volume:
     members: list[Member]
 
     def submit(self, offset: int, length: int, write: bool, t: float, on_done: Done, eta: Eta = None) -> None:
-        """`eta`, if the volume can tell (one member command carries the whole host command), is called with
-        the completion time as soon as it is fixed; volumes that split commands ignore it."""
+        """`eta`, if the volume can tell, is called with the completion time as soon as it is fixed: when the one
+        member command that carries the host command is dispatched, or (RAID1, RAID5) when the last of the member
+        commands that end it is. The emulator's request thread then times its reply itself (plugin.finish),
+        instead of waiting for the pump to advance the simulator past it."""
         raise NotImplementedError
 
     def flush(self, t: float, on_done: Done) -> None:
@@ -93,9 +105,9 @@ class Raid1(Volume):
 
     def submit(self, offset, length, write, t, on_done, eta=None):
         if write:
-            join = _Join(2, on_done)
+            join = _Join(2, on_done, eta)
             for m in self.members:
-                m.submit(Op(offset, length, True, join.part), t)
+                m.submit(Op(offset, length, True, join.part, eta=join.part_eta), t)
             return
         target = min(self.members, key=lambda m: m.estimate_free(t, offset))
         target.submit(Op(offset, length, False, on_done, eta=eta), t)
@@ -152,22 +164,24 @@ class Raid5(Volume):
         rows = self.map(offset, length)
         if not write:
             chunks = [c for cs in rows.values() for c in cs]
-            join = _Join(len(chunks), on_done)
+            join = _Join(len(chunks), on_done, eta)
             for c in chunks:
-                self.members[c.member].submit(Op(c.lba, c.length, False, join.part), t)
+                self.members[c.member].submit(Op(c.lba, c.length, False, join.part, eta=join.part_eta), t)
             return
-        join = _Join(len(rows), on_done)
+        join = _Join(len(rows), on_done, eta)
         for row, chunks in rows.items():
-            self._write_row(row, chunks, t, join.part)
+            self._write_row(row, chunks, t, join.part, join.part_eta)
 
-    def _write_row(self, row: int, chunks: list[Chunk], t: float, on_done: Done) -> None:
+    def _write_row(self, row: int, chunks: list[Chunk], t: float, on_done: Done, eta: Eta) -> None:
+        """on_done: the row's write has completed; eta: its completion time is fixed (its write phase's member
+        commands are all dispatched; the read phase of a read-modify-write fixes nothing)."""
         p = self.parity_member(row)
         if sum(c.length for c in chunks) == self.row_bytes:
             self.full_rows += 1
             writes = chunks + [Chunk(p, row * self.su, self.su)]
-            join = _Join(len(writes), on_done)
+            join = _Join(len(writes), on_done, eta)
             for c in writes:
-                self.members[c.member].submit(Op(c.lba, c.length, True, join.part), t)
+                self.members[c.member].submit(Op(c.lba, c.length, True, join.part, eta=join.part_eta), t)
             return
         self.rmw_rows += 1
         lo = min(c.lba for c in chunks)
@@ -175,9 +189,9 @@ class Raid5(Volume):
         parts = chunks + [Chunk(p, lo, hi - lo)]
 
         def write_phase(t2: float) -> None:
-            wjoin = _Join(len(parts), on_done)
+            wjoin = _Join(len(parts), on_done, eta)
             for c in parts:
-                self.members[c.member].submit(Op(c.lba, c.length, True, wjoin.part), t2)
+                self.members[c.member].submit(Op(c.lba, c.length, True, wjoin.part, eta=wjoin.part_eta), t2)
 
         rjoin = _Join(len(parts), write_phase)
         for c in parts:
