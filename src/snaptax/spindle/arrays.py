@@ -26,8 +26,8 @@ Eta = Callable[[float], None] | None   # told a command's completion time once i
 class _Join:
     """Calls on_done(t_last) once `n` parts have completed; and eta(t_last) as soon as every part's completion
     time is fixed (part_eta, each part's Op.eta), if that happens before the whole completes. A member fixes a
-    command's completion time when it dispatches it (it is never preempted) and completes it then, so the latest
-    of the parts' etas is the whole's completion time."""
+    command's completion time when it dispatches it (it is never preempted) or accepts it into its write cache,
+    and completes it then, so the latest of the parts' etas is the whole's completion time."""
 
     __slots__ = ("n", "on_done", "t", "eta", "unknown", "t_eta")
 
@@ -174,7 +174,7 @@ class Raid5(Volume):
 
     def _write_row(self, row: int, chunks: list[Chunk], t: float, on_done: Done, eta: Eta) -> None:
         """on_done: the row's write has completed; eta: its completion time is fixed (its write phase's member
-        commands are all dispatched; the read phase of a read-modify-write fixes nothing)."""
+        commands are all dispatched or cached; the read phase of a read-modify-write fixes nothing)."""
         p = self.parity_member(row)
         if sum(c.length for c in chunks) == self.row_bytes:
             self.full_rows += 1
