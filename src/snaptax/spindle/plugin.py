@@ -21,8 +21,8 @@ the pump (notified) or the next arrival processes the completion and dispatches 
 used to sit between the completion time and the reply (mean release lateness on the bench's sas10k, 10 s
 of random reads: 47 → 11 µs at QD1, 109 → 12 µs at QD32, 2026-11-27). A pump thread serves
 everything else: it sleeps until the next event *not* owned by a waiting request thread (queue
-dispatches, destages, a read-modify-write's read phase, tier commands, tiering cycles), advances the Simulator, and wakes
-the requests it completed or whose completion time became known. Decisions (queue reordering, seek,
+dispatches, destages, a read-modify-write's read phase, tier commands, tiering cycles), advances the
+Simulator, and wakes the requests it completed or whose completion time became known. Decisions (queue reordering, seek,
 rotation) depend only on simulated time, so late wake-ups delay replies but never change the schedule.
 
 Own timing, in the counters under "emulator": release_late_us_mean (real time after the simulated completion
