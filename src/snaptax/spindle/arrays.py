@@ -25,7 +25,7 @@ Eta = Callable[[float], None] | None   # told a command's completion time once i
 
 class _Join:
     """Calls on_done(t_last) once `n` parts have completed; and eta(t_last) as soon as every part's completion
-    time is fixed (part_eta, each part's Op.eta), if that happens before the whole completes. A member fixes a
+    time is fixed (part_eta, each part's Op.eta; always before the whole completes). A member fixes a
     command's completion time when it dispatches it (it is never preempted) or accepts it into its write cache,
     and completes it then, so the latest of the parts' etas is the whole's completion time."""
 
@@ -44,7 +44,7 @@ class _Join:
     def part_eta(self, t: float) -> None:
         self.unknown -= 1
         self.t_eta = max(self.t_eta, t)
-        if self.unknown == 0 and self.n > 0 and self.eta is not None:
+        if self.unknown == 0 and self.eta is not None:
             self.eta(self.t_eta)
 
 
