@@ -115,6 +115,38 @@ def test_a_skewed_turnaround_is_fitted_from_its_distribution(p10k):
     assert with_points.residual_rms_s < at_median.residual_rms_s / 2
 
 
+@pytest.mark.parametrize("q", [1, 16, 9000])
+def test_the_blocked_likelihood_is_the_whole_array_expression_bit_for_bit(p10k, q):
+    """negative_log_likelihood skips Φ where it is saturated and works in blocks; it must give exactly what the
+    formula gives on whole arrays, at σ where nearly nothing, part and nearly everything is saturated, with
+    intervals wholly below, around and above μ, and with one, many and more turnaround points than a block holds."""
+    from scipy.special import ndtr
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    lo = rng.uniform(0, 20e-3, n)
+    rm = seek.RequestModel(d_cyl=rng.uniform(0, p10k.cylinders, n), lo_s=lo, hi_s=lo + rng.uniform(0, 6e-3, n),
+                           phase_s=rng.uniform(100e-6, 400e-6, (n, q)), span=np.ones(n), used=n, excluded=0)
+
+    def whole(params):
+        curve = seek._curve_or_none(*params[:3], p10k)
+        sigma = seek.sigma_of(params[3])
+        mu = rm.phase_s + (p10k.overhead_ms / 1e3 + seek.seek_ms(rm.d_cyl, curve) / 1e3)[:, None]
+        prob = (ndtr((rm.hi_s[:, None] - mu) / sigma) - ndtr((rm.lo_s[:, None] - mu) / sigma)).mean(axis=1)
+        return float(-np.sum(np.log((1 - seek.OUTLIER) * prob + seek.OUTLIER * 0.1)))
+
+    saturated = []
+    for sigma in (1e-6, 3e-5, 2e-4, 1e-3, 1e-2):
+        params = np.array([0.4, 4.0, 9.0, math.log(sigma)])
+        assert seek.negative_log_likelihood(params, rm, p10k) == whole(params), sigma
+        mu = rm.phase_s + (p10k.overhead_ms / 1e3 + seek.seek_ms(rm.d_cyl, seek._curve_or_none(0.4, 4.0, 9.0, p10k))
+                           / 1e3)[:, None]
+        z_hi = (rm.hi_s[:, None] - mu) / seek.sigma_of(params[3])
+        saturated.append(float((z_hi >= seek.PHI_SATURATED).mean()))
+    assert min(saturated) < 0.1 and max(saturated) > 0.5   # both regimes were exercised
+    assert seek.negative_log_likelihood(np.array([5.0, 4.0, 9.0, 0.0]), rm, p10k) == 1e12
+
+
 def test_traces_with_different_numbers_of_turnaround_points_are_refused(p10k):
     off, svc = qd1_trace(disk("sas10k"), GiB, n=50, span=1.0, gap_s=200e-6)
     a = seek.Trace(np.array(off), np.array(svc), 200e-6, phase_quantiles_s=(1e-4, 2e-4))

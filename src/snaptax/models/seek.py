@@ -54,6 +54,12 @@ HESSIAN_STEPS = (2e-3, 1e-2, 3e-2)
 # 4×4 matrix is tried first, and the figures' own 3×3 information (σ held) only if no step makes it invertible.
 SIGMA_AT_FLOOR = 1e-3
 SIGMA_NEAR_FLOOR = 1e-1
+# The likelihood works through its requests in blocks of this many (request, turnaround point) values, 256 KiB
+# per temporary: whole-array temporaries of a quick run's ~16 000 × 16 values are 2 MB each, which the allocator
+# maps and unmaps on every evaluation, and on a virtual machine the page faults cost more than the arithmetic.
+NLL_BLOCK_VALUES = 32768
+# Φ(z) is 1.0 in double precision from here on (1 − Φ(9) ≈ 1.1e-19, below half an ulp of 1)
+PHI_SATURATED = 9.0
 
 
 class FitError(ValueError):
@@ -285,18 +291,42 @@ def negative_log_likelihood(params: np.ndarray, rm: RequestModel, p: DriveProfil
     u_i ~ Normal(μ_iq, σ) censored to (lo_i, hi_i], μ_iq = phase_iq + overhead + seek(d_i), averaged over the
     turnaround's Q equally likely points phase_iq and mixed with an outlier floor:
     L_i = (1 − OUTLIER)·(1/Q)·Σ_q [Φ((hi_i − μ_iq)/σ) − Φ((lo_i − μ_iq)/σ)] + OUTLIER·0.1. Infeasible figures
-    (not increasing, or no increasing curve through them) score 10¹²."""
-    from scipy.special import ndtr
-
+    (not increasing, or no increasing curve through them) score 10¹².
+    Computed in blocks of requests, and Φ only where it is not saturated (see _censored_probability): the same
+    value, bit for bit, as the whole-array expression, several times faster."""
     t1, ta, tf, log_excess = params
     curve = _curve_or_none(t1, ta, tf, p)
     if curve is None:
         return 1e12
     sigma = sigma_of(log_excess)
-    mu = rm.phase_s + (p.overhead_ms / 1e3 + seek_ms(rm.d_cyl, curve) / 1e3)[:, None]
-    prob = (ndtr((rm.hi_s[:, None] - mu) / sigma) - ndtr((rm.lo_s[:, None] - mu) / sigma)).mean(axis=1)
+    service = p.overhead_ms / 1e3 + seek_ms(rm.d_cyl, curve) / 1e3
+    prob = np.empty(len(service))
+    rows = max(1, NLL_BLOCK_VALUES // max(1, rm.phase_s.shape[1]))
+    for start in range(0, len(service), rows):
+        block = slice(start, start + rows)
+        prob[block] = _censored_probability(rm.phase_s[block] + service[block, None], rm.lo_s[block],
+                                            rm.hi_s[block], sigma)
     lik = (1 - OUTLIER) * prob + OUTLIER * 0.1
     return float(-np.sum(np.log(lik)))
+
+
+def _censored_probability(mu: np.ndarray, lo: np.ndarray, hi: np.ndarray, sigma: float) -> np.ndarray:
+    """Per row i: mean over q of Φ((hi_i − μ_iq)/σ) − Φ((lo_i − μ_iq)/σ) (mu: rows × Q, s; lo, hi: rows, s).
+    Φ is evaluated only where it is not saturated: for z ≥ PHI_SATURATED, Φ(z) rounds to 1.0 in double precision
+    (1 − Φ(9) ≈ 1.1·10⁻¹⁹ < 2⁻⁵³), so an interval with z_lo ≥ 9 has probability 0.0 and one with z_hi ≥ 9 and
+    z_lo ≤ −9 has 1.0 exactly, as ndtr gives them; the rest (z_hi < 9 including both tails below, or z_lo in
+    (−9, 9)) is computed. `mu` is overwritten."""
+    from scipy.special import ndtr
+
+    z_hi = np.subtract(hi[:, None], mu)
+    z_hi /= sigma
+    z_lo = np.subtract(lo[:, None], mu, out=mu)
+    z_lo /= sigma
+    whole = (z_hi >= PHI_SATURATED) & (z_lo <= -PHI_SATURATED)
+    rest = (z_hi < PHI_SATURATED) | ((z_lo > -PHI_SATURATED) & (z_lo < PHI_SATURATED))
+    diff = whole.astype(float)
+    diff[rest] = ndtr(z_hi[rest]) - ndtr(z_lo[rest])
+    return diff.mean(axis=1)
 
 
 def hessian(f: Callable[[np.ndarray], float], x: np.ndarray, rel: float = 2e-3) -> np.ndarray:
