@@ -199,6 +199,32 @@ def test_a_flush_with_nothing_dirty_completes_after_its_overhead_not_at_once(p10
     assert sim.next_event_time() is None and sim.counters()["array"]["latency_s_sum"] == pytest.approx(t_done - 1.0)
 
 
+def test_a_flush_on_a_mirror_with_one_drive_destaging_is_told_its_time_when_the_destage_ends(p10k):
+    """The whole flush completes when its last member does. One drive answers after its overhead, an event of its
+    own; the other, with a write cached, when its destage ends. When the destage ends first, the whole's time is
+    then fixed (the other drive's answer): it is told then, timed by sleeping, and it is exactly the time the
+    simulator completes the flush at."""
+    cached = DiskSpec(dataclasses.replace(p10k, write_cache=True))
+    sim = Simulator(Raid1Spec((DiskSpec(p10k), cached)), GiB)
+    sim.etas = told = _RecordedEtas()
+    overhead = p10k.overhead_ms / 1e3
+    sim.submit("w", "write", 0, 4096, 0.0)   # acknowledged by the cache of one, written by the other
+    done = dict(sim.advance(0.0))
+    destaging = sim.members[1]
+    while destaging.current is None or not destaging.current.destage:
+        done.update(sim.advance(sim.next_event_time()))
+    t_destaged = destaging.busy_until
+    t_flush = t_destaged - overhead / 2      # the destage ends half an overhead after the flush arrives
+    done.update(sim.advance(t_flush))
+    assert destaging.current is not None and destaging.current.destage
+    sim.submit("f", "flush", 0, 0, t_flush)
+    assert "f" not in sim.etas and sim.members[0].flush_acks[0][0] == pytest.approx(t_flush + overhead)
+    done.update(sim.advance(t_destaged))
+    assert sim.etas["f"] == pytest.approx(t_flush + overhead) and sim.sleep_etas == {"f"} and "f" not in done
+    done.update(sim.advance(t_flush + 1.0))
+    assert done["f"] == told.told["f"] == t_flush + overhead and not sim.sleep_etas and not sim.etas
+
+
 class _RecordedEtas(dict):
     """Simulator.etas that remembers every completion time it was told (a completed command leaves etas)."""
 

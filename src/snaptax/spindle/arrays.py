@@ -10,7 +10,6 @@ next_event_time(), so all decisions are made in simulated time, whatever the thr
 """
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -61,10 +60,11 @@ class Volume:
         instead of waiting for the pump to advance the simulator past it."""
         raise NotImplementedError
 
-    def flush(self, t: float, on_done: Done) -> None:
-        join = _Join(len(self.members), on_done)
+    def flush(self, t: float, on_done: Done, eta: Eta = None) -> None:
+        """Every member flushes; done when the last is. `eta` is told the time once every member's is fixed."""
+        join = _Join(len(self.members), on_done, eta)
         for m in self.members:
-            m.flush(t, join.part)
+            m.flush(t, join.part, join.part_eta)
 
     def next_time(self) -> float | None:
         return None
@@ -415,11 +415,10 @@ class Simulator:
 
     Host commands are identified by an opaque token; completions are collected as (token, t_done).
 
-    A completion whose time a volume fixes ahead of simulated time without an event of its own (a flush with
-    nothing dirty: t + overhead) is held until an advance reaches that time, so no completion is ever reported
-    before it happens. Its time is an eta, and its token is in `sleep_etas`: the emulator's request thread sleeps
-    until it rather than spinning for it. Where flushes are half the commands (the copy-on-write engine's syncs),
-    several would spin at once, each holding the GIL for whole switch intervals, and delay every other thread."""
+    A flush answered after a drive's command overhead (nothing to destage) is, like every completion, an event of
+    its member, told as an eta ahead. Its token is also in `sleep_etas`: the emulator's request thread sleeps until
+    it rather than spinning for it. Where flushes are half the commands (the copy-on-write engine's syncs), several
+    would spin at once, each holding the GIL for whole switch intervals, and delay every other thread."""
 
     def __init__(self, spec: DeviceSpec, capacity: int, name: str = "array"):
         self.volume = build_volume(spec, capacity, name)
@@ -431,10 +430,7 @@ class Simulator:
         self.volumes = _volumes(self.volume)
         self.etas: dict[Hashable, float] = {}     # outstanding host commands whose completion time is fixed
         self._new_etas: list[Hashable] = []
-        self.sleep_etas: set[Hashable] = set()  # etas of held completions (below): timed by sleeping, not spinning
-        # completions fixed ahead of simulated time: (t_done, sequence, complete), a heap
-        self._held: list[tuple[float, int, Callable[[], None]]] = []
-        self._held_seq = 0
+        self.sleep_etas: set[Hashable] = set()  # etas of flushes: timed by sleeping, not spinning
 
     def submit(self, token: Hashable, kind: str, offset: int, length: int, t: float) -> None:
         """kind: 'read', 'write' or 'flush'. Call advance(t) first so earlier events are processed."""
@@ -454,19 +450,15 @@ class Simulator:
             self.etas[token] = t_done
             self._new_etas.append(token)
 
-        def done(t_done: float) -> None:
-            if t_done > self.now:
+        def flush_eta(t_done: float) -> None:
+            if t_done > self.now:   # one that completes now is delivered now, without timing
                 eta(t_done)
                 self.sleep_etas.add(token)
-                heapq.heappush(self._held, (t_done, self._held_seq, lambda: complete(t_done)))
-                self._held_seq += 1
-            else:
-                complete(t_done)
 
         if kind == "flush":
-            self.volume.flush(t, done)
+            self.volume.flush(t, complete, flush_eta)
         else:
-            self.volume.submit(offset, length, kind == "write", t, done, eta)
+            self.volume.submit(offset, length, kind == "write", t, complete, eta)
 
     def take_etas(self) -> list[Hashable]:
         """Tokens whose completion time became known since the last call (see `etas`)."""
@@ -474,10 +466,9 @@ class Simulator:
         return new
 
     def event_times(self) -> list[float]:
-        """The next event time of every member and timed volume, and the earliest held completion (for a pump
-        that skips owned events)."""
+        """The next event time of every member and timed volume (for a pump that skips owned events)."""
         times = [m.next_time() for m in self.members] + [v.next_time() for v in self.volumes]
-        return [x for x in times if x is not None] + ([self._held[0][0]] if self._held else [])
+        return [x for x in times if x is not None]
 
     def next_event_time(self) -> float | None:
         present = self.event_times()
@@ -496,11 +487,6 @@ class Simulator:
                 nt = v.next_time()
                 if nt is not None and nt < best_t:
                     best_t, best = nt, v
-            if self._held and self._held[0][0] <= best_t and self._held[0][0] <= until:
-                t_held, _, complete = heapq.heappop(self._held)
-                self.now = max(self.now, t_held)
-                complete()
-                continue
             if best is None or best_t > until:
                 break
             self.now = max(self.now, best_t)

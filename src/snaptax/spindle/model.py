@@ -250,7 +250,11 @@ class Member:
     def fire(self, t: float) -> None:
         raise NotImplementedError
 
-    def flush(self, t: float, on_done: Callable[[float], None]) -> None:
+    def flush(self, t: float, on_done: Callable[[float], None], eta: Callable[[float], None] | None = None) -> None:
+        """Complete a cache flush: at once here (nothing cached). `eta`, if given, is told the completion time as
+        soon as it is fixed, before on_done."""
+        if eta is not None:
+            eta(t)
         on_done(t)
 
     def estimate_free(self, t: float, lba: int) -> float:
@@ -289,7 +293,10 @@ class Disk(Member):
         self.current: Op | None = None
         self.busy_until = 0.0
         self.head_x = 0.0
-        self.flush_waiters: list[Callable[[float], None]] = []
+        # flushes waiting for the destage to end: (on_done, eta)
+        self.flush_waiters: list[tuple[Callable[[float], None], Callable[[float], None] | None]] = []
+        # flushes with nothing to destage, answered after the command overhead: (t_done, seq, on_done), a heap
+        self.flush_acks: list[tuple[float, int, Callable[[float], None]]] = []
         # read-ahead stream: buffer holds [ra_start, position) where position advances at media rate
         # from (ra_x, ra_t) until ra_limit_x, or is frozen once the head leaves for another command;
         # ra_start follows the reader (the last read served from the stream).
@@ -367,10 +374,19 @@ class Disk(Member):
             cands.append(self.busy_until)
         if self.acks:
             cands.append(self.acks[0][0])
+        if self.flush_acks:
+            cands.append(self.flush_acks[0][0])
         return min(cands) if cands else None
 
     def fire(self, t: float) -> None:
         op: Op | None
+        # a flush's answer first among this drive's events at the same time (as when the Simulator held it)
+        if self.flush_acks and self.flush_acks[0][0] <= min(
+                self.busy_until if self.current is not None else math.inf,
+                self.acks[0][0] if self.acks else math.inf):
+            _, _, answer = heapq.heappop(self.flush_acks)
+            answer(t)
+            return
         if self.acks and (self.current is None or self.acks[0][0] <= self.busy_until):
             _, _, op = heapq.heappop(self.acks)
             self.counters.qd_change(t, -1)
@@ -386,7 +402,9 @@ class Disk(Member):
                 self._accept_cached(self.blocked.popleft(), t)
             if not self.dirty and self.flush_waiters:
                 waiters, self.flush_waiters = self.flush_waiters, []
-                for w in waiters:
+                for w, eta in waiters:
+                    if eta is not None:
+                        eta(t)
                     w(t)
         else:
             self.counters.qd_change(t, -1)
@@ -468,11 +486,18 @@ class Disk(Member):
         if op.eta is not None and not op.destage:
             op.eta(end)   # a dispatched command is never preempted: its completion time is now fixed
 
-    def flush(self, t: float, on_done: Callable[[float], None]) -> None:
+    def flush(self, t: float, on_done: Callable[[float], None], eta: Callable[[float], None] | None = None) -> None:
+        """With nothing to destage the drive answers after its command overhead, an event of its own (flush_acks;
+        the head is not involved); otherwise when the destage ends. `eta` is told the time when it is fixed: at once
+        in the first case, at the destage's end (as it completes) in the second."""
         if not self.dirty and (self.current is None or not self.current.destage):
-            on_done(t + self.overhead)
+            t_done = t + self.overhead
+            self._seq += 1
+            heapq.heappush(self.flush_acks, (t_done, self._seq, on_done))
+            if eta is not None:
+                eta(t_done)
         else:
-            self.flush_waiters.append(on_done)
+            self.flush_waiters.append((on_done, eta))
 
     def estimate_free(self, t: float, lba: int) -> float:
         busy = max(0.0, self.busy_until - t) if self.current is not None else 0.0

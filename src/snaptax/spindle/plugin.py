@@ -14,8 +14,8 @@ Timing. Requests are scheduled in simulated time (= CLOCK_MONOTONIC since start)
 parallel thread model: a request thread advances the Simulator to `now`, submits, and does the data I/O.
 As soon as the Simulator has fixed the command's completion time (at dispatch: at once when the drive is
 idle, later when it waits in the queue) the request thread finishes its own completion: it sleeps until
-that time itself (a coarse sleep, then a spin for the last SELF_SPIN_S; a flush held for the drive's overhead
-only sleeps, see Simulator.sleep_etas) and replies at once — no hand-off
+that time itself (a coarse sleep, then a spin for the last SELF_SPIN_S; a flush answered after the drive's
+overhead only sleeps, see Simulator.sleep_etas) and replies at once — no hand-off
 to another thread, whose wake-up would add to the reply's lateness, and no advance of the Simulator either:
 the pump (notified) or the next arrival processes the completion and dispatches what is queued, work that
 used to sit between the completion time and the reply (mean release lateness on the bench's sas10k, 10 s
@@ -91,8 +91,9 @@ class _Emulator:
         # how late (real time after the simulated completion) replies are released: the emulator's own error
         self.late_sum = 0.0
         self.late_n = 0
-        # the same for flushes alone: their replies are timed differently (a flush with nothing to destage is held
-        # a command overhead, Simulator.sleep_etas), and where they are half the commands the mean hides which
+        # the same for flushes alone: their replies are timed differently (a flush with nothing to destage is
+        # answered after a command overhead, by sleeping: Simulator.sleep_etas), and where they are half the
+        # commands the mean hides which
         # kind is late
         self.flush_late_sum = 0.0
         self.flush_late_n = 0
@@ -247,7 +248,7 @@ class _Emulator:
             # our completion time is fixed: time it ourselves
             remaining = eta - self.now()
             if sleep_only:
-                # a completion held a command overhead ahead (a flush with nothing to destage): a timed sleep,
+                # a flush answered a command overhead ahead (nothing to destage): a timed sleep,
                 # whose overshoot is this reply's lateness; spinning for it, as many flushes at once would, keeps
                 # the other threads from the GIL
                 if remaining > 0:
