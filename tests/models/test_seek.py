@@ -115,15 +115,14 @@ def test_a_skewed_turnaround_is_fitted_from_its_distribution(p10k):
     assert with_points.residual_rms_s < at_median.residual_rms_s / 2
 
 
-@pytest.mark.parametrize("q", [1, 16, 9000])
-def test_the_blocked_likelihood_is_the_whole_array_expression_bit_for_bit(p10k, q):
+@pytest.mark.parametrize("n,q", [(3000, 1), (3000, 16), (40, seek.NLL_BLOCK_VALUES + 1000)])
+def test_the_blocked_likelihood_is_the_whole_array_expression_bit_for_bit(p10k, n, q):
     """negative_log_likelihood skips Φ where it is saturated and works in blocks; it must give exactly what the
     formula gives on whole arrays, at σ where nearly nothing, part and nearly everything is saturated, with
     intervals wholly below, around and above μ, and with one, many and more turnaround points than a block holds."""
     from scipy.special import ndtr
 
     rng = np.random.default_rng(11)
-    n = 3000
     lo = rng.uniform(0, 20e-3, n)
     rm = seek.RequestModel(d_cyl=rng.uniform(0, p10k.cylinders, n), lo_s=lo, hi_s=lo + rng.uniform(0, 6e-3, n),
                            phase_s=rng.uniform(100e-6, 400e-6, (n, q)), span=np.ones(n), used=n, excluded=0)
