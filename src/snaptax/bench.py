@@ -13,6 +13,7 @@ kernel, CPU count and model, the groups that run measured), and the same per gro
   cofw     copy-on-first-write engine versus the raw NBD path (snaptax.cofw.bench), when present
   crosscheck  the loss with one snapshot measured in-process by `qemu-img bench`, without the transport
            (snaptax.crosscheck), when present
+  models   the seek likelihood per evaluation and a whole per-request seek fit (snaptax.models.bench)
 """
 from __future__ import annotations
 
@@ -159,6 +160,7 @@ def groups() -> dict[str, Callable[[], dict[str, float]]]:
         "guest": _optional("guest.bench", "bench"),
         "cofw": _optional("cofw.bench", "bench"),
         "crosscheck": _optional("crosscheck", "run"),
+        "models": _optional("models.bench", "run"),
     }
     return {k: v for k, v in found.items() if v is not None}
 
