@@ -322,8 +322,10 @@ def _censored_probability(mu: np.ndarray, lo: np.ndarray, hi: np.ndarray, sigma:
     z_hi /= sigma
     z_lo = np.subtract(lo[:, None], mu, out=mu)
     z_lo /= sigma
-    whole = (z_hi >= PHI_SATURATED) & (z_lo <= -PHI_SATURATED)
     rest = (z_hi < PHI_SATURATED) | ((z_lo > -PHI_SATURATED) & (z_lo < PHI_SATURATED))
+    if rest.all():   # nothing saturated (a wide σ, where the fit starts): no masked copies
+        return (ndtr(z_hi) - ndtr(z_lo)).mean(axis=1)
+    whole = (z_hi >= PHI_SATURATED) & (z_lo <= -PHI_SATURATED)
     diff = whole.astype(float)
     diff[rest] = ndtr(z_hi[rest]) - ndtr(z_lo[rest])
     return diff.mean(axis=1)
