@@ -6,32 +6,46 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch="$(mktemp -d /var/tmp/snaptax-test.XXXXXX)"
-mypy_pid=""
-# also on Ctrl-C: a background job of a script ignores SIGINT, so the mypy beside nbval (below) is ended here
-trap '[ -z "$mypy_pid" ] || kill "$mypy_pid" 2>/dev/null; rm -rf "$scratch"' EXIT
+# Checks that measure nothing run beside each other (2 cores): mypy and half of the committed notebooks' nbval in
+# the background, the other half in the foreground; all end (joined) before the first measurement starts.
+pids=() names=()
+# also on Ctrl-C: a background job of a script ignores SIGINT, so the checks beside are ended here
+trap 'for p in ${pids[@]+"${pids[@]}"}; do kill "$p" 2>/dev/null || true; done; rm -rf "$scratch"' EXIT
 t0=$SECONDS
 stamp() { echo "   ($((SECONDS - t0)) s so far)"; }
+beside() {  # beside NAME COMMAND...: an external COMMAND (killed on exit) in the background, its report kept for joined
+  local name=$1; shift
+  "$@" > "$scratch/beside-${#pids[@]}.log" 2>&1 &
+  pids+=($!); names+=("$name")
+}
+joined() {  # wait for every check beside, print each report in turn; fail with the first that failed
+  local rc=0 r i
+  for i in "${!pids[@]}"; do
+    r=0; wait "${pids[$i]}" || r=$?
+    echo "== ${names[$i]} (ran beside)"; cat "$scratch/beside-$i.log"
+    [ "$rc" -ne 0 ] || rc=$r
+  done
+  pids=() names=()
+  return "$rc"
+}
 
 if [ -x .venv/bin/ruff ]; then
   echo "== ruff"; .venv/bin/ruff check src tests; stamp
 fi
-# mypy runs beside nbval on the committed notebooks (2 cores; neither measures, and no measurement starts before
-# both have ended): its half minute is then hidden in nbval's minute and a half
-if [ -x .venv/bin/mypy ]; then
-  echo "== mypy (beside nbval, its report below)"
-  .venv/bin/mypy > "$scratch/mypy.log" 2>&1 & mypy_pid=$!
-fi
+[ ! -x .venv/bin/mypy ] || beside mypy .venv/bin/mypy
 
 echo "== nbval: committed notebooks against the committed data (checked cells must print what they print now)"
-nbval_rc=0
-.venv/bin/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env notebooks/ || nbval_rc=$?
-if [ -n "$mypy_pid" ]; then
-  mypy_rc=0; wait "$mypy_pid" || mypy_rc=$?
-  mypy_pid=""
-  echo "== mypy"; cat "$scratch/mypy.log"
-  [ "$mypy_rc" -eq 0 ] || exit "$mypy_rc"
-fi
-[ "$nbval_rc" -eq 0 ] || exit "$nbval_rc"
+nbval=(.venv/bin/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env)
+mapfile -t notebooks < <(ls notebooks/*.ipynb)
+half=() other=()
+for i in "${!notebooks[@]}"; do   # alternate, so that each half has early and late studies
+  if (( i % 2 )); then other+=("${notebooks[$i]}"); else half+=("${notebooks[$i]}"); fi
+done
+[ "${#other[@]}" -eq 0 ] || beside "nbval of ${other[*]}" "${nbval[@]}" "${other[@]}"
+rc=0
+"${nbval[@]}" "${half[@]}" || rc=$?
+joined || exit $?
+[ "$rc" -eq 0 ] || exit "$rc"
 stamp
 
 export SNAPTAX_DATA_DIR="$scratch/data"
