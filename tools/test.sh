@@ -11,6 +11,10 @@ scratch="$(mktemp -d /var/tmp/snaptax-test.XXXXXX)"
 pids=() names=()
 # also on Ctrl-C: a background job of a script ignores SIGINT, so the checks beside are ended here
 trap 'for p in ${pids[@]+"${pids[@]}"}; do kill "$p" 2>/dev/null || true; done; rm -rf "$scratch"' EXIT
+# and Ctrl-C ends the script itself once its foreground command has ended (pytest handles SIGINT and exits 2,
+# after which the script would otherwise wait for the checks beside)
+trap 'exit 130' INT
+trap 'exit 143' TERM
 t0=$SECONDS
 stamp() { echo "   ($((SECONDS - t0)) s so far)"; }
 beside() {  # beside NAME COMMAND...: an external COMMAND (killed on exit) in the background, its report kept for joined

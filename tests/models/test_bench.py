@@ -9,8 +9,8 @@ from snaptax.spindle.rigfiles import load_profile
 
 def test_the_synthetic_requests_are_where_the_figures_put_them_and_the_reference_is_the_formula():
     p = load_profile("sas10k")
-    rm = bench.synthetic_request_model(p, requests=2000, points=4)
-    at = np.array([*bench.FIGURES_MS, math.log(30e-6)])
+    rm = bench.synthetic_request_model(p, requests=2000, points=40)   # 80 000 values: more than one block
+    at = np.array([*bench.FIGURES_MS, math.log(30e-6 - seek.SIGMA_FLOOR_S)])
     best = seek.negative_log_likelihood(at, rm, p)
     assert best == bench.whole_array_nll(at, rm, p)
     for shifted in ((0.4, 4.8, 9.0), (0.4, 3.2, 9.0), (0.4, 4.0, 11.0)):

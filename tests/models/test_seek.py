@@ -143,6 +143,9 @@ def test_the_blocked_likelihood_is_the_whole_array_expression_bit_for_bit(p10k, 
         z_hi = (rm.hi_s[:, None] - mu) / seek.sigma_of(params[3])
         saturated.append(float((z_hi >= seek.PHI_SATURATED).mean()))
     assert min(saturated) < 0.1 and max(saturated) > 0.5   # both regimes were exercised
+    # a NaN stays a NaN (it is not taken for a saturated term)
+    nan = np.array([0.4, 4.0, 9.0, math.nan])
+    assert math.isnan(seek.negative_log_likelihood(nan, rm, p10k)) and math.isnan(whole(nan))
     assert seek.negative_log_likelihood(np.array([5.0, 4.0, 9.0, 0.0]), rm, p10k) == 1e12
 
 

@@ -199,11 +199,13 @@ def test_a_flush_with_nothing_dirty_completes_after_its_overhead_not_at_once(p10
     assert sim.next_event_time() is None and sim.counters()["array"]["latency_s_sum"] == pytest.approx(t_done - 1.0)
 
 
-def test_a_flush_on_a_mirror_with_one_drive_destaging_is_told_its_time_when_the_destage_ends(p10k):
+@pytest.mark.parametrize("destage_ends_first", [True, False])
+def test_a_flush_on_a_mirror_with_one_drive_destaging_completes_with_the_later(p10k, destage_ends_first):
     """The whole flush completes when its last member does. One drive answers after its overhead, an event of its
     own; the other, with a write cached, when its destage ends. When the destage ends first, the whole's time is
     then fixed (the other drive's answer): it is told then, timed by sleeping, and it is exactly the time the
-    simulator completes the flush at."""
+    simulator completes the flush at. When the other drive answers first, the flush completes as the destage
+    ends, and nothing is told (there is nothing ahead to time)."""
     cached = DiskSpec(dataclasses.replace(p10k, write_cache=True))
     sim = Simulator(Raid1Spec((DiskSpec(p10k), cached)), GiB)
     sim.etas = told = _RecordedEtas()
@@ -214,15 +216,30 @@ def test_a_flush_on_a_mirror_with_one_drive_destaging_is_told_its_time_when_the_
     while destaging.current is None or not destaging.current.destage:
         done.update(sim.advance(sim.next_event_time()))
     t_destaged = destaging.busy_until
-    t_flush = t_destaged - overhead / 2      # the destage ends half an overhead after the flush arrives
+    # the destage ends half an overhead after the flush arrives, or two overheads after
+    t_flush = t_destaged - (overhead / 2 if destage_ends_first else 2 * overhead)
     done.update(sim.advance(t_flush))
     assert destaging.current is not None and destaging.current.destage
     sim.submit("f", "flush", 0, 0, t_flush)
     assert "f" not in sim.etas and sim.members[0].flush_acks[0][0] == pytest.approx(t_flush + overhead)
-    done.update(sim.advance(t_destaged))
-    assert sim.etas["f"] == pytest.approx(t_flush + overhead) and sim.sleep_etas == {"f"} and "f" not in done
-    done.update(sim.advance(t_flush + 1.0))
-    assert done["f"] == told.told["f"] == t_flush + overhead and not sim.sleep_etas and not sim.etas
+    if destage_ends_first:
+        done.update(sim.advance(t_destaged))
+        assert sim.etas["f"] == pytest.approx(t_flush + overhead) and sim.sleep_etas == {"f"} and "f" not in done
+        done.update(sim.advance(t_flush + 1.0))
+        assert done["f"] == told.told["f"] == t_flush + overhead
+    else:
+        done.update(sim.advance(t_flush + overhead))
+        assert "f" not in done and "f" not in sim.etas
+        done.update(sim.advance(t_flush + 1.0))
+        assert done["f"] == t_destaged and "f" not in told.told
+    assert not sim.sleep_etas and not sim.etas
+
+
+def test_a_drive_without_overhead_answers_a_flush_at_once(p10k):
+    sim = Simulator(DiskSpec(dataclasses.replace(p10k, overhead_ms=0.0)), GiB)
+    sim.advance(1.0)
+    sim.submit("f", "flush", 0, 0, 1.0)
+    assert sim.take_done() == [("f", 1.0)] and not sim.etas and not sim.sleep_etas
 
 
 class _RecordedEtas(dict):

@@ -314,15 +314,16 @@ def _censored_probability(mu: np.ndarray, lo: np.ndarray, hi: np.ndarray, sigma:
     """Per row i: mean over q of Φ((hi_i − μ_iq)/σ) − Φ((lo_i − μ_iq)/σ) (mu: rows × Q, s; lo, hi: rows, s).
     Φ is evaluated only where it is not saturated: for z ≥ PHI_SATURATED, Φ(z) rounds to 1.0 in double precision
     (1 − Φ(9) ≈ 1.1·10⁻¹⁹ < 2⁻⁵³), so an interval with z_lo ≥ 9 has probability 0.0 and one with z_hi ≥ 9 and
-    z_lo ≤ −9 has 1.0 exactly, as ndtr gives them; the rest (z_hi < 9 including both tails below, or z_lo in
-    (−9, 9)) is computed. `mu` is overwritten."""
+    z_lo ≤ −9 has 1.0 exactly, as ndtr gives them; the rest (z_hi < 9 including both tails below, z_lo in
+    (−9, 9), and NaN) is computed. `mu` is overwritten."""
     from scipy.special import ndtr
 
     z_hi = np.subtract(hi[:, None], mu)
     z_hi /= sigma
     z_lo = np.subtract(lo[:, None], mu, out=mu)
     z_lo /= sigma
-    rest = (z_hi < PHI_SATURATED) | ((z_lo > -PHI_SATURATED) & (z_lo < PHI_SATURATED))
+    # computed unless known to be saturated (so a NaN is computed, and stays NaN, as in the formula)
+    rest = ~((z_hi >= PHI_SATURATED) & ((z_lo >= PHI_SATURATED) | (z_lo <= -PHI_SATURATED)))
     if rest.all():   # nothing saturated (a wide σ, where the fit starts): no masked copies
         return (ndtr(z_hi) - ndtr(z_lo)).mean(axis=1)
     whole = (z_hi >= PHI_SATURATED) & (z_lo <= -PHI_SATURATED)

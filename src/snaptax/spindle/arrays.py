@@ -24,9 +24,10 @@ Eta = Callable[[float], None] | None   # told a command's completion time once i
 
 class _Join:
     """Calls on_done(t_last) once `n` parts have completed; and eta(t_last) as soon as every part's completion
-    time is fixed (part_eta, each part's Op.eta; always before the whole completes). A member fixes a
-    command's completion time when it dispatches it (it is never preempted) or accepts it into its write cache,
-    and completes it then, so the latest of the parts' etas is the whole's completion time."""
+    time is fixed (part_eta, each part's Op.eta or a member flush's eta; always before the whole completes). A
+    member fixes a command's completion time when it dispatches it (it is never preempted) or accepts it into its
+    write cache, a flush's when it takes it (nothing to destage) or when its destage ends, and completes it then,
+    so the latest of the parts' etas is the whole's completion time."""
 
     __slots__ = ("n", "on_done", "t", "eta", "unknown", "t_eta")
 

@@ -380,7 +380,9 @@ class Disk(Member):
 
     def fire(self, t: float) -> None:
         op: Op | None
-        # a flush's answer first among this drive's events at the same time (as when the Simulator held it)
+        # a flush's answer first among this drive's events at the same time (the Simulator's own heap, before
+        # 2026-11-27, answered it before every member's events at that time; a flush's completion changes no
+        # member's state, so only the order of completions reported at one instant can differ)
         if self.flush_acks and self.flush_acks[0][0] <= min(
                 self.busy_until if self.current is not None else math.inf,
                 self.acks[0][0] if self.acks else math.inf):
@@ -492,10 +494,13 @@ class Disk(Member):
         in the first case, at the destage's end (as it completes) in the second."""
         if not self.dirty and (self.current is None or not self.current.destage):
             t_done = t + self.overhead
-            self._seq += 1
-            heapq.heappush(self.flush_acks, (t_done, self._seq, on_done))
             if eta is not None:
                 eta(t_done)
+            if t_done <= t:   # no overhead (a profile may say 0): answered now, as any member without a cache
+                on_done(t_done)
+                return
+            self._seq += 1
+            heapq.heappush(self.flush_acks, (t_done, self._seq, on_done))
         else:
             self.flush_waiters.append((on_done, eta))
 
