@@ -120,7 +120,7 @@ def test_the_blocked_likelihood_is_the_whole_array_expression_bit_for_bit(p10k, 
     """negative_log_likelihood skips Φ where it is saturated and works in blocks; it must give exactly what the
     formula gives on whole arrays, at σ where nearly nothing, part and nearly everything is saturated, with
     intervals wholly below, around and above μ, and with one, many and more turnaround points than a block holds."""
-    from scipy.special import ndtr
+    from snaptax.models.bench import whole_array_nll
 
     rng = np.random.default_rng(11)
     lo = rng.uniform(0, 20e-3, n)
@@ -128,11 +128,7 @@ def test_the_blocked_likelihood_is_the_whole_array_expression_bit_for_bit(p10k, 
                            phase_s=rng.uniform(100e-6, 400e-6, (n, q)), span=np.ones(n), used=n, excluded=0)
 
     def whole(params):
-        curve = seek._curve_or_none(*params[:3], p10k)
-        sigma = seek.sigma_of(params[3])
-        mu = rm.phase_s + (p10k.overhead_ms / 1e3 + seek.seek_ms(rm.d_cyl, curve) / 1e3)[:, None]
-        prob = (ndtr((rm.hi_s[:, None] - mu) / sigma) - ndtr((rm.lo_s[:, None] - mu) / sigma)).mean(axis=1)
-        return float(-np.sum(np.log((1 - seek.OUTLIER) * prob + seek.OUTLIER * 0.1)))
+        return whole_array_nll(params, rm, p10k)
 
     saturated = []
     for sigma in (1e-6, 3e-5, 2e-4, 1e-3, 1e-2):

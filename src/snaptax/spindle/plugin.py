@@ -93,8 +93,7 @@ class _Emulator:
         self.late_n = 0
         # the same for flushes alone: their replies are timed differently (a flush with nothing to destage is
         # answered after a command overhead, by sleeping: Simulator.sleep_etas), and where they are half the
-        # commands the mean hides which
-        # kind is late
+        # commands the mean hides which kind is late
         self.flush_late_sum = 0.0
         self.flush_late_n = 0
         # client turnaround: real time from a reply to the next arrival when nothing else was outstanding
