@@ -82,6 +82,7 @@ def test_measuring_without_root_says_so_in_one_line(data_dir):
     assert len(lines) == 1 and "needs root" in lines[0], out.stderr
 
 
+@pytest.mark.committed
 def test_claims_prints_the_table_from_the_committed_data():
     import os
 

@@ -3,6 +3,8 @@ import math
 import subprocess
 import sys
 
+import pytest
+
 from snaptax import compare, paths
 from snaptax.claims import Claim, Outcome
 from snaptax.values import Results, Value
@@ -71,6 +73,7 @@ def test_cli_refuses_runs_of_different_studies_in_one_line(tmp_path):
     assert out.stderr.strip().splitlines() == ["snaptax: runs of different studies: s and t"]
 
 
+@pytest.mark.committed
 def test_compare_on_the_committed_runs(monkeypatch):
     """Each study's two newest committed quick runs (a run and its rerun) compare; the report covers every claim
     (or, for a study with none, its values)."""

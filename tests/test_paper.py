@@ -3,6 +3,8 @@ import json
 import re
 import unicodedata
 
+import pytest
+
 from snaptax import paths, sources
 
 SECTIONS = ["intro", "related", "method", "seed001", "calibration", "engines", "memory_dump", "claims",
@@ -42,6 +44,7 @@ def test_results_at_a_glance_is_near_the_front():
     assert "\\input{generated/glance}" in intro and "\\coderef{glance}" in intro
 
 
+@pytest.mark.committed
 def test_every_character_of_the_committed_claims_typesets(monkeypatch):
     """A claim's words go into the paper as they are: each character beyond Latin-1 (which pdfLaTeX's utf8 input
     knows) must be declared in snaptax.tex, or the build stops at it."""

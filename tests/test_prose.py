@@ -27,6 +27,7 @@ def test_a_fact_the_data_contradict_is_named_with_its_sentence():
     assert not prose.Fact("s.rate", "estimate_below", 1.0, "x").holds({"s.rate": Value("s.rate", math.nan)})
 
 
+@pytest.mark.committed
 def test_every_fact_holds_for_the_newest_quick_runs(monkeypatch):
     monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)   # the checkout's data/, even inside make test
     values = {}

@@ -198,6 +198,7 @@ def test_results_comparison_tolerates_rounding_only():
     assert not _same({"v": [1.0]}, {"v": [1.0, 2.0]})
 
 
+@pytest.mark.committed
 def test_committed_runs_load_and_their_results_json_is_current(monkeypatch):
     """Every committed run reads back; its results.json is what the analysis makes of it now (an analysis change
     must be followed by `make pdf`, which rewrites results.json, and a commit)."""

@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch="$(mktemp -d /var/tmp/snaptax-test.XXXXXX)"
-# Checks that measure nothing run beside each other (2 cores): mypy in the background, nbval in the foreground; both
-# end (joined) before the first measurement starts. Only one Jupyter kernel runs at a time: two nbval processes side
-# by side lost a kernel at start-up in CI (stop 40: "Kernel died before replying to kernel_info"; not reproduced here).
+# Checks that measure nothing run beside each other (2 cores): mypy and the tests of the committed data/ (pytest -m
+# committed) in the background, nbval in the foreground; all end (joined) before the first measurement starts.
+# Only one Jupyter kernel runs at a time: two nbval processes side by side lost a kernel at start-up in CI (stop 40:
+# "Kernel died before replying to kernel_info"; not reproduced here).
 # The kernels' IPython profile and connection files live in the scratch directory, not in $HOME.
 export IPYTHONDIR="$scratch/ipython" JUPYTER_RUNTIME_DIR="$scratch/jupyter-runtime"
 pids=() names=()
@@ -40,6 +41,8 @@ if [ -x .venv/bin/ruff ]; then
   echo "== ruff"; .venv/bin/ruff check src tests; stamp
 fi
 [ ! -x .venv/bin/mypy ] || beside mypy .venv/bin/mypy
+beside "pytest -m committed (the committed data/ and paper/)" \
+  .venv/bin/python -m pytest -q -p no:cacheprovider -m committed tests
 
 echo "== nbval: committed notebooks against the committed data (checked cells must print what they print now)"
 nbval=(.venv/bin/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env)
@@ -60,9 +63,10 @@ stamp
 
 # The tests that check a whole smoke run read the runs just measured (tests/conftest.py: smoke_run) instead of
 # measuring each plan a second time.
-echo "== pytest"
+echo "== pytest (all but -m committed, which ran beside nbval)"
 # --durations: the slowest tests are named in every log, so a run near the 30-minute budget says where it went.
-SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 tests "$@"
+SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 -m "not committed" \
+  tests "$@"
 stamp
 
 echo "== paper from the smoke runs"

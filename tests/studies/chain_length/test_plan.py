@@ -117,6 +117,7 @@ def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
     assert_missing_is_named(params, "runtime_s")
 
 
+@pytest.mark.committed
 def test_every_committed_run_s_parameters_load(monkeypatch):
     for params in committed_parameters(monkeypatch, "chain_length", planmod.ChainLengthParameters).values():
         assert params.runtime_s > 0 and params.pairs >= 2

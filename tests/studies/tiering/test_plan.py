@@ -256,6 +256,7 @@ def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
     assert_missing_is_named(params, "learned_fraction")
 
 
+@pytest.mark.committed
 def test_keys_older_runs_lack_take_the_values_those_runs_ran_with(monkeypatch):
     runs = committed_parameters(monkeypatch, "tiering", planmod.TieringParameters)
     first, newest = runs["20261124T110912Z-quick"], runs[max(runs)]
