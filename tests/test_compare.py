@@ -92,5 +92,5 @@ def test_compare_on_the_committed_runs(monkeypatch):
         assert len(c.verdicts) == len(Results.load(runs[-1]).claims)
         assert c.verdicts or any(v.comparable for v in c.values), study.id
         out = subprocess.run([sys.executable, "-m", "snaptax", "compare", str(runs[-2]), str(runs[-1])],
-                             capture_output=True, text=True, cwd=paths.REPO_ROOT, timeout=60, env=env)
+                             capture_output=True, text=True, cwd=paths.REPO_ROOT, timeout=120, env=env)
         assert out.returncode == (0 if c.reproduced else 1), out.stderr

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .errors import SnaptaxError
+from .studies.chain_length.plan import LOSS_TOLERANCE_PP
 from .values import Value
 
 Relation = Literal["includes", "above", "below", "estimate_below", "equals"]
@@ -85,15 +86,20 @@ FACTS: tuple[Fact, ...] = (
          "metadata_cache.tex: one eighth of the tables loses more than VMFS's published loss"),
     Fact("chain_length.loss.in-memory-metadata.randrw", "below", "metadata_cache.implied.vsan.published_pct",
          "metadata_cache.tex: the whole of them loses less than vSAN's published loss"),
+    Fact("metadata_cache.implied.vsan.coverage", "above", 0.9,
+         "metadata_cache.tex: a redo log has to keep nearly all of its metadata in memory to lose only vSAN's loss"),
     Fact("metadata_cache.fit.alpha", "below", 1.0,
          "metadata_cache.tex: the first misses cost the most (the cost's exponent below 1)"),
     Fact("memory_dump.vs_estimate.raid1_10k.p64-w25", "above", 1.0,
-         "memory_dump.tex, the grid: the walker waits as asked and then pays the mirror on top"),
+         "memory_dump.tex, the grid: our walker waits as asked and then pays the device on top (checked on the "
+         "mirror: on the SSD-class device the device's share is within a rerun's noise, though never below the "
+         "waits by construction)"),
     *(Fact(f"chain_length.delete_over_create.{config}.mirror", "above", 100.0,
            "seed001.tex and intro.tex: deleting did not mirror creating (IOPS while deleting above those while "
            "creating)") for config in ("on-disk-metadata", "in-memory-metadata")),
-    Fact("chain_length.loss.on-disk-metadata.readwrite", "below", "chain_length.loss.on-disk-metadata.randrw",
-         "seed001.tex: the sequential job escapes the random job's cost"),
+    Fact("chain_length.loss.on-disk-metadata.readwrite", "below", LOSS_TOLERANCE_PP,
+         "seed001.tex: the sequential job escapes the random job's cost (its loss within the claims' tolerance of "
+         "none)"),
     Fact("chain_length.host_writes_per_vm_write.in-memory-metadata.mirror.delete", "includes",
          "chain_length.host_writes_per_vm_write.in-memory-metadata.mirror.create",
          "seed001.tex: with the metadata in memory, deleting and creating cost the same device writes per guest "
@@ -104,7 +110,7 @@ FACTS: tuple[Fact, ...] = (
          "engines.tex: ... but the breaking itself is not free at small queue depth"),
     Fact("lifecycle.saturated.vm_total_with_over_before", "above", 100.0,
          "lifecycle.tex: without the block-map reads the snapshot took no IOPS from our saturated VM"),
-    Fact("lifecycle.saturated.read_during_iterative_over_before", "estimate_below",
+    Fact("lifecycle.saturated.read_during_iterative_over_before", "below",
          "lifecycle.saturated.vm_with_over_before",
          "lifecycle.tex: our reader's share fell from that with the snapshot to that during the deletion"),
     Fact("tiering.sas_pool.with.ratio", "below", 100.0,

@@ -139,6 +139,7 @@ def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
     assert_missing_is_named(params, "guest.precopy_points")
 
 
+@pytest.mark.committed
 def test_every_committed_run_s_parameters_load_the_first_without_a_guest_phase(monkeypatch):
     runs = committed_parameters(monkeypatch, "memory_dump", planmod.MemoryDumpParameters)
     assert runs["20261123T191346Z-quick"].guest is None            # made before the guest phase existed
