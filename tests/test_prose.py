@@ -25,6 +25,12 @@ def test_a_fact_the_data_contradict_is_named_with_its_sentence():
     # no interval: an 'includes' or 'above' sentence cannot hold
     assert not prose.Fact("s.rate", "above", 0.0, "x").holds({"s.rate": Value("s.rate", 90.0)})
     assert not prose.Fact("s.rate", "estimate_below", 1.0, "x").holds({"s.rate": Value("s.rate", math.nan)})
+    # estimate_above reads the estimate alone, as estimate_below does
+    assert prose.Fact("s.rate", "estimate_above", 89.0, "x").holds({"s.rate": Value("s.rate", 90.0)})
+    assert not prose.Fact("s.rate", "estimate_above", 90.0, "x").holds({"s.rate": Value("s.rate", 90.0)})
+    assert not prose.Fact("s.rate", "estimate_above", 0.0, "x").holds({"s.rate": Value("s.rate", math.nan)})
+    assert prose.broken((prose.Fact("s.rate", "estimate_above", "s.limit", "intro: above the limit"),),
+                        {v.key: v for v in values}) == ["s.rate = 90, not above 100: rewrite intro: above the limit"]
 
 
 @pytest.mark.committed
@@ -35,3 +41,16 @@ def test_every_fact_holds_for_the_newest_quick_runs(monkeypatch):
         runs = published_runs("local", study.id, "quick")
         values.update(Results.load(runs[-1]).values)
     assert prose.broken(prose.FACTS, values) == []
+
+
+@pytest.mark.committed
+def test_the_bands_the_prose_reads_are_their_claims_tolerance(monkeypatch):
+    """A sentence read against a claim's band ('within the claim's tolerance') is checked against that claim's own
+    centre and tolerance, as the committed run states them."""
+    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)
+    claims = {}
+    for study in studies.REGISTRY:
+        claims.update({c["id"]: c for c in Results.load(published_runs("local", study.id, "quick")[-1]).claims})
+    for (claim_id, around), band in prose.BANDS.items():
+        c = claims[claim_id]
+        assert band == (c[around] - c["tolerance"], c[around] + c["tolerance"]), claim_id
