@@ -2,7 +2,9 @@
 
 Every effect the paper prints carries a 95 % interval computed here from its repeats — never the min–max of the
 repeats. With fewer than two repeats there is no interval (low = high = nan) and a verdict on it is
-"inconclusive".
+"inconclusive". A strictly positive quantity averaged over repeats (a rate, a duration) gets its interval on the
+log scale (geometric_mean_interval), so that it stays positive; one that can be zero or negative (a difference, a
+count per I/O) gets the linear one (mean_interval).
 """
 from __future__ import annotations
 
@@ -84,6 +86,41 @@ def mean_interval(samples: ArrayLike, confidence: float = CONFIDENCE) -> Interva
     return Interval(mean, mean - half, mean + half, n, "t")
 
 
+LOG_T = "log t"
+LOG_T_FALLBACK = "t (linear: a sample <= 0)"
+
+
+def _exp_interval(logs: np.ndarray, method: str, confidence: float) -> Interval:
+    """exp of the Student-t interval of the mean of `logs` (mean_interval on the log scale): the estimate
+    exp(mean(log x)) and the ends exp(mean(log x) ± t(n−1)·s_log/√n); nan ends below two samples."""
+    iv = mean_interval(logs, confidence)
+    if iv.n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, method)
+    return Interval(math.exp(iv.estimate), math.exp(iv.low) if iv.defined else math.nan,
+                    math.exp(iv.high) if iv.defined else math.nan, iv.n, method)
+
+
+def geometric_mean_interval(samples: ArrayLike, confidence: float = CONFIDENCE) -> Interval:
+    """Interval of a strictly positive quantity averaged over independent repeats (IOPS, a duration, a rate, s/GiB,
+    a run's ratio to an estimate), on the log scale: the geometric mean
+        G = exp(mean(log x_i)),   interval exp(mean(log x_i) ± t(n−1)·s_log/√n),
+    s_log the sample standard deviation of log x_i; in the unit of x (a rate stays a rate). Run-to-run noise of
+    such quantities is multiplicative (a drifting disk scales them), and this interval is never below zero: a linear
+    t interval x̄ ± t·s/√n with 2-3 repeats can reach below zero for a positive quantity. G ≤ x̄ (equal when the
+    repeats agree); the interval is asymmetric about G, wider above. method "log t"; below two samples nan ends;
+    non-finite samples are left out (as in mean_interval).
+
+    A sample ≤ 0 (a rate of 0 is a real measurement: nothing completed) cannot be logged, and leaving it out would
+    bias the estimate upwards. Then the whole group falls back to the linear interval of its arithmetic mean
+    (mean_interval), method "t (linear: a sample <= 0)", so the value says which rule it got."""
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x)]
+    if (x <= 0).any():
+        iv = mean_interval(x, confidence)
+        return Interval(iv.estimate, iv.low, iv.high, iv.n, LOG_T_FALLBACK)
+    return _exp_interval(np.log(x), LOG_T, confidence)
+
+
 def proportion_interval(outcomes: ArrayLike, confidence: float = CONFIDENCE) -> Interval:
     """Clopper-Pearson (exact binomial) interval of the share of true outcomes, in [0, 1]: k of n successes give
     [B(α/2; k, n−k+1), B(1−α/2; k+1, n−k)] with B the beta quantile (0 and 1 at k = 0 and k = n). A t interval
@@ -111,12 +148,7 @@ def paired_ratio_interval(numerators: ArrayLike, denominators: ArrayLike,
     if a.shape != b.shape:
         raise ValueError(f"paired samples of different lengths: {a.shape} and {b.shape}")
     ok = (a > 0) & (b > 0)
-    logs = np.log(a[ok] / b[ok])
-    iv = mean_interval(logs, confidence)
-    if iv.n == 0:
-        return Interval(math.nan, math.nan, math.nan, 0, "paired log-ratio t")
-    return Interval(math.exp(iv.estimate), math.exp(iv.low) if iv.defined else math.nan,
-                    math.exp(iv.high) if iv.defined else math.nan, iv.n, "paired log-ratio t")
+    return _exp_interval(np.log(a[ok] / b[ok]), "paired log-ratio t", confidence)
 
 
 def ratio_of_means_interval(numerators: ArrayLike, denominators: ArrayLike,

@@ -14,7 +14,7 @@ from snaptax.spindle.measure import CAPACITY, ServedSpindle, predicted_iops, spa
 from snaptax.spindle.predict import qd1_trace
 from snaptax.spindle.profiles import DiskSpec, ZeroProfile
 from snaptax.spindle.rigfiles import disk, load_profile
-from snaptax.stats import mean_interval
+from snaptax.stats import geometric_mean_interval, mean_interval
 from snaptax.studies.calibration import analyse as an, plan as planmod
 from tests.synthetic import fio_result, rig
 
@@ -83,7 +83,7 @@ def test_harness_and_qd_against_the_model(quick):
     assert quick.harness_s == pytest.approx(HARNESS_US * 1e-6)
     assert quick.value("calibration.harness_us").value == pytest.approx(HARNESS_US)
     assert len(quick.qd) == len(planmod.QD_RWS) * len(planmod.points_for(profiles.get("quick")).depths)
-    known = mean_interval(QD_FACTORS)
+    known = geometric_mean_interval(QD_FACTORS)   # IOPS over the repeats: geometric mean, log-t interval
     for _, r in quick.qd.iterrows():
         assert r.n == 2
         assert r.ratio == pytest.approx(known.estimate, rel=1e-3)

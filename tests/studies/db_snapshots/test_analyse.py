@@ -72,3 +72,12 @@ def test_every_claim_tests_a_value_the_analysis_produces():
     keys = {c.value_key for c in an.claims()}
     assert keys == {"db_snapshots.ssd_snapshots.k1.ratio", "db_snapshots.raid5_15k_6.second_over_first",
                     "db_snapshots.ssd_snapshots.second_over_first", "db_snapshots.raid5_over_ssd.k2"}
+
+
+def test_the_duration_is_a_geometric_mean_with_a_positive_interval():
+    runs = _runs(1.0, 10e-6, 5e-6, "ssd_snapshots")                 # drifting 5 % per repetition
+    summary = an.summary_table(runs.assign(**{k: 0.0 for k in an.TIME_KEYS}, first_snapshot_s=0.0))
+    row = summary[summary.k == 0].iloc[0]
+    x = runs[runs.k == 0].duration_s.to_numpy()
+    assert row.duration_s == pytest.approx(math.exp(np.log(x).mean())) and row.duration_method == "log t"
+    assert 0 < row.duration_low < row.duration_s < row.duration_high

@@ -123,6 +123,10 @@ def test_bytes_time_and_space_per_first_write_come_from_the_counters(tmp_path):
     assert a.value("engines.disk_mib").value == 256
     u = a.value("engines.space_first_mib.cofw-p8k")
     assert (u.unit, u.digits, u.n) == ("MiB", 1, 2)
+    # strictly positive quantities over the cycles on the log scale; a share and the differences linear
+    assert {a.value(f"engines.{m}.cofw-p8k").method for m in an.POSITIVE} <= {"log t", ""}
+    assert {a.value(f"engines.{m}.cofw-p8k").method
+            for m in ("first_fraction", "extra_us_per_first_write", "bytes_per_first_write_kib")} <= {"t", ""}
 
 
 def test_fits_recover_the_mechanisms(tmp_path):

@@ -48,9 +48,11 @@ def test_per_point_means_intervals_and_ratios(tmp_path):
     row = a.summary[(a.summary.role == "raid1_10k") & (a.summary.label == "p64-w25")].iloc[0]
     t = exact("raid1_10k", planmod.DEFAULT, s.memory_bytes)
     assert row.n == 2 and row.dump_s == pytest.approx(t, rel=1e-3)      # runtime_ms is whole milliseconds
-    # two passes at t(1 ± 1 %): the t interval is mean ± t(1)·sd/√2
-    half = sps.t.ppf(0.975, 1) * np.std([t * 1.01, t * 0.99], ddof=1) / math.sqrt(2)
-    assert row.dump_s_high - row.dump_s == pytest.approx(half, rel=1e-2)
+    # two passes at t(1 ± 1 %): the geometric mean with the log-t interval G·exp(±t(1)·sd(log)/√2)
+    half = sps.t.ppf(0.975, 1) * np.std(np.log([t * 1.01, t * 0.99]), ddof=1) / math.sqrt(2)
+    assert row.dump_s_method == "log t" and row.dump_s_low > 0
+    assert row.dump_s_high / row.dump_s == pytest.approx(math.exp(half), rel=1e-3)
+    assert row.dump_s / row.dump_s_low == pytest.approx(math.exp(half), rel=1e-3)
     assert row.s_per_gib == pytest.approx(t * GiB / s.memory_bytes, rel=1e-3)
     assert row.estimate_s == pytest.approx(1024 * 0.025) and row.vs_estimate == pytest.approx(t / 25.6, rel=1e-3)
     assert row.to_default == pytest.approx(1.0)
@@ -236,22 +238,26 @@ def test_guest_dumps_times_rates_and_slowdown(tmp_path):
     assert g.dirty_before.to_numpy() == pytest.approx(256, rel=1e-6)
     s = a.guest_summary.set_index("label")
     ram = 384 * MiB
-    assert s.loc["background", "dump_s"] == pytest.approx(2.0)
-    assert s.loc["background", "s_per_gib"] == pytest.approx(2.0 * GiB / ram)
+    # geometric means of the two dumps, 2.1 and 1.9 s
+    assert s.loc["background", "dump_s"] == pytest.approx(math.sqrt(2.1 * 1.9))
+    assert s.loc["background", "s_per_gib"] == pytest.approx(math.sqrt(2.1 * 1.9) * GiB / ram)
+    assert a.value("memory_dump.guest.dump_s.background").method == "log t"
     assert s.loc["background", "slowdown"] == pytest.approx(0.6, rel=0.02)
     # two dumps of nearly the same slowdown: a narrow interval around their mean, both ends near 0.6
     bg_s = s.loc["background"]
     assert bg_s.slowdown_low <= bg_s.slowdown <= bg_s.slowdown_high
     assert (bg_s.slowdown_low, bg_s.slowdown_high) == pytest.approx((0.6, 0.6), rel=0.05)
-    # precopy took bytes / bandwidth (± jitter): the bandwidth model predicts it exactly on average
+    # precopy took bytes / bandwidth (× 1 ± jitter): over the bandwidth model, the geometric mean of the two dumps
     pre = s.loc["precopy-p2048-w2"]
-    assert pre.to_bw == pytest.approx(1.0, rel=1e-6) and pre.slowdown == pytest.approx(0.9, rel=0.02)
+    assert pre.to_bw == pytest.approx(math.sqrt(1.05 * 0.95), rel=1e-6) and pre.slowdown == pytest.approx(0.9, rel=0.02)
     assert pre.passes == 3 and pre.point == "p2048-w2"
     # beside the page-walker at the same point on the ssd role, and its fitted `after` model for the guest's RAM
     walker = a.summary[(a.summary.role == "ssd") & (a.summary.label == "p2048-w2")].iloc[0]
     assert pre.walker_s_per_gib == pytest.approx(a.meas[(a.meas.role == "ssd") & (a.meas.label == "p2048-w2")]
                                                  .s_per_gib.mean())
-    assert pre.to_walker == pytest.approx(pre.s_per_gib / pre.walker_s_per_gib)
+    # a ratio of arithmetic means (stats.ratio_of_means_interval), beside the guest's geometric mean
+    guest_mean = g[g.label == "precopy-p2048-w2"].s_per_gib.mean()
+    assert pre.to_walker == pytest.approx(guest_mean / pre.walker_s_per_gib)
     assert walker.s_per_gib > 0
     t_fit = exact("ssd", planmod.TUNED, ram)
     assert pre.predict_fit_s == pytest.approx(t_fit, rel=0.02) and pre.to_fit == pytest.approx(pre.dump_s / t_fit,

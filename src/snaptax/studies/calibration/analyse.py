@@ -19,7 +19,7 @@ from ...models import seek
 from ...record import Measurement, RunRecord
 from ...spindle.measure import clat_log, predicted_iops, read_clat_log, span_of
 from ...spindle.profiles import DeviceSpec, DiskSpec, DriveProfile, spec_from_json
-from ...stats import Interval, mean_interval, paired_ratio_interval
+from ...stats import Interval, geometric_mean_interval, mean_interval, paired_ratio_interval
 from ...values import Value
 from .plan import READS_DOUBLE, STUDY, ZERO, CalibrationParameters
 
@@ -59,8 +59,8 @@ class CalibrationAnalysis(Analysis):
                               "qd1_iops": round(seek.datasheet_qd1_iops(p), 1)} for name, p in self.drives.items()])
 
     def reads_double_summary(self) -> pd.DataFrame:
-        """Host reads per VM read and VM IOPS, mean over the repeats with 95 % intervals, without/with the
-        snapshot."""
+        """Host reads per VM read (arithmetic mean) and VM IOPS (geometric mean) over the repeats with 95 %
+        intervals, without/with the snapshot."""
         return reads_double_summary(self.reads_double)
 
 
@@ -108,8 +108,9 @@ def harness_s(record: RunRecord) -> float:
 # ------------------------------------------------------------------ tables
 
 def qd_table(record: RunRecord, drives: dict[str, DriveProfile]) -> pd.DataFrame:
-    """IOPS per drive, direction and queue depth: mean over the repeats with its 95 % interval, the model's
-    prediction (closed loop in simulated time, no harness) and measured ÷ model with its interval."""
+    """IOPS per drive, direction and queue depth: geometric mean over the repeats with its 95 % log-t interval
+    (stats.geometric_mean_interval; `method` says which rule it got), the model's prediction (closed loop in
+    simulated time, no harness) and measured ÷ model with its interval."""
     capacity = record.parameters(CalibrationParameters).capacity
     depth = {(m.variant, m.index): m.iodepth for m in record.measurements}
     meas = record.per_measurement()
@@ -117,14 +118,14 @@ def qd_table(record: RunRecord, drives: dict[str, DriveProfile]) -> pd.DataFrame
     meas["iodepth"] = [depth[(v, i)] for v, i in zip(meas.variant, meas["index"], strict=True)]
     rows = []
     for (name, rw, qd), g in meas.groupby(["variant", "rw", "iodepth"]):
-        iv = mean_interval(g.iops.to_numpy())
+        iv = geometric_mean_interval(g.iops.to_numpy())
         model = predicted_iops(DiskSpec(drives[name]), rw=rw, iodepth=int(qd), capacity=capacity, ios=PREDICTION_IOS)
         ratio = iv.scaled(1 / model)
         rows.append({"drive": name, "rw": rw, "iodepth": int(qd), "n": iv.n, "iops": iv.estimate,
                      "iops_low": iv.low, "iops_high": iv.high, "model_iops": model, "ratio": ratio.estimate,
-                     "ratio_low": ratio.low, "ratio_high": ratio.high})
+                     "ratio_low": ratio.low, "ratio_high": ratio.high, "method": iv.method})
     return pd.DataFrame(rows, columns=["drive", "rw", "iodepth", "n", "iops", "iops_low", "iops_high", "model_iops",
-                                       "ratio", "ratio_low", "ratio_high"])
+                                       "ratio", "ratio_low", "ratio_high", "method"])
 
 
 def traces(record: RunRecord, drive: str) -> list[seek.Trace]:
@@ -173,14 +174,15 @@ def span_table(record: RunRecord, drives: dict[str, DriveProfile], fits: dict[st
 
 
 def qd1_table(qd: pd.DataFrame, drives: dict[str, DriveProfile]) -> pd.DataFrame:
-    """QD1 random-read IOPS over the whole device: measured (95 % CI), the model's prediction and the datasheet's
+    """QD1 random-read IOPS over the whole device: measured (geometric mean, 95 % CI), the model's prediction and the
+    datasheet's
     arithmetic (1 / (overhead + average seek + half a revolution + transfer)), and measured ÷ datasheet."""
     q = qd[(qd.rw == "randread") & (qd.iodepth == 1)].copy()
     q["datasheet_iops"] = [seek.datasheet_qd1_iops(drives[d]) for d in q.drive]
     for col in ("", "_low", "_high"):
         q[f"vs_datasheet{col}"] = q[f"iops{col}"] / q.datasheet_iops
     return q[["drive", "n", "iops", "iops_low", "iops_high", "model_iops", "datasheet_iops", "vs_datasheet",
-              "vs_datasheet_low", "vs_datasheet_high"]].reset_index(drop=True)
+              "vs_datasheet_low", "vs_datasheet_high", "method"]].reset_index(drop=True)
 
 
 def fit_table(fits: dict[str, seek.SeekFit], drives: dict[str, DriveProfile]) -> pd.DataFrame:
@@ -206,7 +208,11 @@ def reads_double_table(record: RunRecord) -> pd.DataFrame:
 
 
 def _interval(t: pd.DataFrame, phase: str, column: str) -> Interval:
-    return mean_interval(t[t.phase == phase][column].dropna().to_numpy())
+    """Over the repeats of `phase`: IOPS (strictly positive) as a geometric mean with its log-t interval; host reads
+    per VM read, a count per I/O that can be 0 (reads the host never saw), as an arithmetic mean with its t
+    interval."""
+    x = t[t.phase == phase][column].dropna().to_numpy()
+    return geometric_mean_interval(x) if column == "iops" else mean_interval(x)
 
 
 def reads_double_summary(t: pd.DataFrame) -> pd.DataFrame:
@@ -241,13 +247,13 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
                  "points")]
     for _, r in a.qd.iterrows():
         key = f"qd.{r.drive}.{r.rw}.qd{r.iodepth}"
-        out.append(_v(f"{key}.iops", Interval(r.iops, r.iops_low, r.iops_high, int(r.n), "t"), "IOPS", 0))
+        out.append(_v(f"{key}.iops", Interval(r.iops, r.iops_low, r.iops_high, int(r.n), r.method), "IOPS", 0))
         out.append(Value(f"{k}.{key}.model_iops", r.model_iops, "IOPS"))
-        out.append(_v(f"{key}.ratio", Interval(r.ratio, r.ratio_low, r.ratio_high, int(r.n), "t"), "", 2))
+        out.append(_v(f"{key}.ratio", Interval(r.ratio, r.ratio_low, r.ratio_high, int(r.n), r.method), "", 2))
     for _, r in a.qd1.iterrows():
         out.append(Value(f"{k}.qd1.{r.drive}.datasheet_iops", r.datasheet_iops, "IOPS"))
         out.append(_v(f"qd1.{r.drive}.vs_datasheet",
-                      Interval(r.vs_datasheet, r.vs_datasheet_low, r.vs_datasheet_high, int(r.n), "t"), "", 2))
+                      Interval(r.vs_datasheet, r.vs_datasheet_low, r.vs_datasheet_high, int(r.n), r.method), "", 2))
     worst = 0.0
     for name, f in a.fits.items():
         truth = a.drives[name].seek_read

@@ -10,8 +10,8 @@ from .analyse import FIGURE_WORDS, CalibrationAnalysis
 
 
 def qd_chart(a: CalibrationAnalysis) -> alt.FacetChart:
-    """IOPS versus queue depth per drive: mean of the repeats with its 95 % interval (points and bars), and the
-    model's prediction (dashed)."""
+    """IOPS versus queue depth per drive: geometric mean of the repeats with its 95 % interval (points and bars),
+    and the model's prediction (dashed)."""
     base = alt.Chart(a.qd).encode(x=alt.X("iodepth:Q", scale=alt.Scale(type="log", base=2), title="queue depth"),
                                   color=alt.Color("drive:N", title="drive"))
     meas = base.mark_point(filled=True).encode(

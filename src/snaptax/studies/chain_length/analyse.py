@@ -13,7 +13,14 @@ from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import chain as chain_model
 from ...record import RunRecord
-from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_across_time_interval, ratio_of_means_interval
+from ...stats import (
+    Interval,
+    geometric_mean_interval,
+    mean_interval,
+    paired_ratio_interval,
+    ratio_across_time_interval,
+    ratio_of_means_interval,
+)
 from ...values import Value
 from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, ChainLengthParameters, pairs_needed
 
@@ -123,17 +130,18 @@ def sweep(meas: pd.DataFrame) -> pd.DataFrame:
 
 
 def summarize(sw: pd.DataFrame) -> pd.DataFrame:
-    """Per point of the chain sweep `sw` (sweep(meas); variant, job, phase create/delete, chain length): mean
-    IOPS with its interval, and the ratio to the no-snapshot runs before the sweep with its interval (ratio of
+    """Per point of the chain sweep `sw` (sweep(meas); variant, job, phase create/delete, chain length): IOPS, the
+    geometric mean of the point's runs with its log-t interval (stats.geometric_mean_interval; iops_method says
+    which rule it got), and the ratio to the no-snapshot runs before the sweep with its interval (ratio of
     means)."""
     rows = []
     base = sw[(sw.phase == "create") & (sw.chain_length == 0)]
     for (variant, job, phase, n), g in sw.groupby(["variant", "job", "phase", "chain_length"]):
         b = base[(base.variant == variant) & (base.job == job)]["iops"].to_numpy()
-        iops = mean_interval(g["iops"].to_numpy())
+        iops = geometric_mean_interval(g["iops"].to_numpy())
         ratio = ratio_of_means_interval(g["iops"].to_numpy(), b)
         rows.append({"variant": variant, "job": job, "phase": phase, "chain_length": int(n), "n": iops.n,
-                     "iops": iops.estimate, "iops_low": iops.low, "iops_high": iops.high,
+                     "iops": iops.estimate, "iops_low": iops.low, "iops_high": iops.high, "iops_method": iops.method,
                      "ratio": ratio.estimate, "ratio_low": ratio.low, "ratio_high": ratio.high})
     return pd.DataFrame(rows)
 
@@ -208,7 +216,7 @@ def chain_end_losses(sw: pd.DataFrame) -> dict[Key, Interval]:
 
 def guest_ceiling(meas: pd.DataFrame) -> dict[str, dict[str, Interval]]:
     """The TCG guest's own ceiling, per job (empty without guest-raw runs):
-      raw           IOPS of the jobs on the guest's flat volume;
+      raw           IOPS of the jobs on the guest's flat volume (geometric mean, log-t interval);
       thin_over_raw the LVM thin volume without a snapshot ÷ the flat volume, paired by repeat (neighbours);
       guest_over_host  the flat volume in the guest ÷ the host path's qcow2 without a snapshot (HOST_BASELINE's
                     pairs), minutes apart: a ratio of means whose interval ignores drift between the two."""
@@ -218,7 +226,7 @@ def guest_ceiling(meas: pd.DataFrame) -> dict[str, dict[str, Interval]]:
         thin, host = _pair_iops(meas, LVM_THIN, job, 0), _pair_iops(meas, HOST_BASELINE, job, 0)
         r = g.set_index("repeat")["iops"]
         common = r.index.intersection(thin.index)
-        out[str(job)] = {"raw": mean_interval(r.to_numpy()),
+        out[str(job)] = {"raw": geometric_mean_interval(r.to_numpy()),
                          "thin_over_raw": paired_ratio_interval(thin.loc[common].to_numpy(), r.loc[common].to_numpy()),
                          "guest_over_host": ratio_of_means_interval(r.to_numpy(), host.to_numpy())}
     return out
@@ -271,7 +279,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     for _, row in summary.iterrows():
         key = f"{row.variant}.{row.job}.{row.phase}.n{row.chain_length}"
         out.append(Value(f"{k}.iops.{key}", row.iops, "IOPS", row.iops_low, row.iops_high, int(row.n), 0, None,
-                         "t" if row.n > 1 else ""))
+                         row.iops_method if row.n > 1 else ""))
         out.append(Value(f"{k}.ratio.{key}", row.ratio, "", row.ratio_low, row.ratio_high, int(row.n), 2, None,
                          "ratio of means" if row.n > 1 else ""))
     for (variant, job), iv in sorted(pairs.items()):
@@ -289,7 +297,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     for (variant, job), iv in sorted(mirror.items()):
         out.append(Value.of(f"{k}.delete_over_create.{variant}.{job}", iv.scaled(100), "%"))
         # Where the mirror's difference comes from: writes at the device below per guest write, with a chain
-        # (lengths >= 1), while creating and while deleting.
+        # (lengths >= 1), while creating and while deleting. Counts per I/O stay on the linear t interval: their
+        # arithmetic mean is the amplification, and a count per I/O can be 0.
         for phase in ("create", "delete"):
             sel = meas[(meas.variant == variant) & (meas.job == job) & (meas.phase == phase)
                        & (meas.chain_length >= 1)]["host_writes_per_vm_write"].dropna().to_numpy()
@@ -301,7 +310,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     for variant, iv in sorted(largest_chain_end_loss(chain_end).items()):
         out.append(Value.of(f"{k}.chain_end_loss_max.{variant}", iv, "%"))
     # LVM thin: shared chunks broken per write the thin volume completed, in the one-snapshot runs of the pairs (both
-    # counters span the whole fio process, ramp included; fio's own counts leave the ramp out).
+    # counters span the whole fio process, ramp included; fio's own counts leave the ramp out). A count per write,
+    # 0 once every chunk is broken: linear t interval.
     thin = meas[(meas.variant == LVM_THIN) & (meas.phase == "pair") & (meas.chain_length == 1)]
     for job, g in thin.groupby("job"):
         per_write = (g[CHUNKS_BROKEN] / g[GUEST_WRITES].where(g[GUEST_WRITES] > 0)).dropna().to_numpy()
@@ -318,7 +328,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     rand = meas[(meas.job == "randrw") & (meas.phase != GUEST_RAW)]
     for variant, g in rand.groupby("variant"):
         for label, sel in (("snapshot", g[g.chain_length >= 1]), ("none", g[g.chain_length == 0])):
-            iv = mean_interval(sel["host_reads_per_vm_read"].dropna().to_numpy())
+            iv = mean_interval(sel["host_reads_per_vm_read"].dropna().to_numpy())   # a count per I/O: linear t
             out.append(Value.of(f"{k}.host_reads_per_vm_read.{variant}.{label}", iv, "reads", digits=2))
     return out
 

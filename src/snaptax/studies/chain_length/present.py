@@ -14,7 +14,8 @@ JOB_TITLES = {"randrw": "random 4 KiB (randrw)", "readwrite": "sequential 4 KiB 
 
 
 def chain_chart(a: ChainAnalysis, job: str, phase: str = "create") -> alt.LayerChart:
-    """IOPS versus chain length per configuration: mean line, 95 % interval as a band (seed 001, figures 1/2)."""
+    """IOPS versus chain length per configuration: geometric mean of the repeats as a line, its 95 % interval as a
+    band (seed 001, figures 1/2)."""
     data = a.summary[(a.summary.job == job) & (a.summary.phase == phase)]
     base = alt.Chart(data).encode(
         x=alt.X("chain_length:Q", title="snapshots in chain", axis=alt.Axis(tickMinStep=1, format="d")),

@@ -21,7 +21,13 @@ from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import db_snapshot as dbm
 from ...record import RunRecord
-from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval, ratio_of_ratios_interval
+from ...stats import (
+    Interval,
+    geometric_mean_interval,
+    paired_ratio_interval,
+    ratio_of_means_interval,
+    ratio_of_ratios_interval,
+)
 from ...values import Value
 from .plan import PHASE, SEED_BASELINE_S, SNAPSHOT_DEVICES, STUDY, DbSnapshotParameters
 
@@ -122,17 +128,19 @@ def _per_page(seconds_column: str) -> str:
 
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per device and k: mean duration with its t interval, min–max, ratio to k = 0 (paired), and where the
-    engine's time went per first-written page (thread-µs)."""
+    """Per device and k: geometric mean duration with its log-t interval (stats.geometric_mean_interval;
+    duration_method says which rule it got), min–max, ratio to k = 0 (paired), and where the engine's time went per
+    first-written page (thread-µs)."""
     rows = []
     for device in [d for d in SNAPSHOT_DEVICES if d in set(runs.device)]:
         for k in sorted(runs[runs.device == device].k.unique()):
             g = runs[(runs.device == device) & (runs.k == k)]
-            t = mean_interval(g.duration_s.to_numpy())
+            t = geometric_mean_interval(g.duration_s.to_numpy())
             r = ratio_to_baseline(runs, device, int(k)) if k else None
             pages = float(g.pages_first_written.mean()) if k else math.nan
             row = {"device": device, "k": int(k), "runs": len(g), "duration_s": t.estimate,
-                   "duration_low": t.low, "duration_high": t.high, "min_s": float(g.duration_s.min()),
+                   "duration_low": t.low, "duration_high": t.high, "duration_method": t.method,
+                   "min_s": float(g.duration_s.min()),
                    "max_s": float(g.duration_s.max()),
                    "ratio_pct": 100 * r.estimate if r else 100.0, "ratio_low": 100 * r.low if r else math.nan,
                    "ratio_high": 100 * r.high if r else math.nan, "pages_first_written": pages,
@@ -218,7 +226,7 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
                 continue
             r = row.iloc[0]
             out.append(Value.where_defined(f"{base}.duration_s", float(r.duration_s), float(r.duration_low),
-                                           float(r.duration_high), int(r.runs), "s", 2, "t"))
+                                           float(r.duration_high), int(r.runs), "s", 2, str(r.duration_method)))
             if kk:
                 out.append(Value.where_defined(f"{base}.ratio", float(r.ratio_pct), float(r.ratio_low),
                                                float(r.ratio_high), int(r.runs), "%", 0, "paired log-ratio t"))

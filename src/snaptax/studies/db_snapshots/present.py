@@ -18,7 +18,7 @@ TIME_TITLES = {"source_write_s": "source write", "copy_read_s": "copy read (old 
 
 def duration_chart(a: DbSnapshotAnalysis) -> alt.LayerChart | alt.FacetChart:
     """Seed 004's Figure 1: the SELECT INTO's duration with 0, 1, 2 snapshots per snapshot device, every run (dots)
-    and the mean with its 95 % interval (bar and rule)."""
+    and their geometric mean with its 95 % interval (bar and rule; stats.geometric_mean_interval)."""
     runs, s = a.runs.copy(), a.summary.copy()
     x = alt.X("k:O", title="database snapshots", axis=alt.Axis(labelAngle=0))
     xo = alt.XOffset("device:N", sort=list(SNAPSHOT_DEVICES))
@@ -48,7 +48,8 @@ def time_split_chart(a: DbSnapshotAnalysis) -> alt.Chart:
 
 
 def model_chart(a: DbSnapshotAnalysis) -> alt.LayerChart | alt.FacetChart:
-    """Measured mean durations against the fitted model T(k) = T0 + P·τ(k), per device."""
+    """Measured durations (geometric means with their 95 % intervals) against the fitted model T(k) = T0 + P·τ(k),
+    per device."""
     rows = []
     for device, f in a.fits.items():
         g = a.runs[(a.runs.device == device) & (a.runs.k > 0)]

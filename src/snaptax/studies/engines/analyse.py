@@ -23,7 +23,7 @@ from ...claims import Claim, outcome
 from ...errors import AnalysisError
 from ...models import cow
 from ...record import RunRecord
-from ...stats import Interval, mean_interval, paired_ratio_interval
+from ...stats import Interval, geometric_mean_interval, mean_interval, paired_ratio_interval
 from ...values import Value
 from .plan import CLAIM_VARIANT, FAMILIES, IO_SIZE, MODE, READ_PHASES, STUDY, WRITE_PHASES, EnginesParameters
 
@@ -40,8 +40,12 @@ LOSS_BASIS = ("a judgment, not derived from data: Table 1 states 'No impact' in 
 CLAIM_PHASES = {"first": "grains being broken", "steady": "all grains broken"}
 
 # Per-variant metrics over the cycles of a run. RATIOS (numerator phase, denominator phase, IOPS column) are
-# paired by cycle, with a t interval on the log scale; LOSSES are 100·(1 − ratio); MEANS (unit, digits) are means
-# over cycles with a t interval.
+# paired by cycle, with a t interval on the log scale; LOSSES are 100·(1 − ratio); MEANS (unit, digits) are averages
+# over cycles: those in POSITIVE, strictly positive physical quantities (a rate, bytes the host wrote per write, a
+# count over its expectation, a snapshot's space), geometric means with a log-t interval
+# (stats.geometric_mean_interval); the others arithmetic means with a linear t interval, because they can be 0 or
+# negative: the share of writes that were first writes (0 once every grain is broken) and the two per-first-write
+# costs, which are differences against the base phase.
 # The steady phases come late in a cycle, so they are set against the no-snapshot measurements that bracket them —
 # the geometric mean of this cycle's base and the next one's (the last cycle's: the closing base measurements):
 # drift that runs linearly through the cycle cancels. The first-write and snap-read phases follow their cycle's
@@ -54,6 +58,9 @@ MEANS = {"base_write_iops": ("IOPS", 0), "first_fraction": ("", 2), "first_over_
          "bytes_per_write_kib_base": ("KiB", 1), "bytes_per_write_kib_first": ("KiB", 1),
          "bytes_per_write_kib_steady": ("KiB", 1), "bytes_per_first_write_kib": ("KiB", 1),
          "extra_us_per_first_write": ("µs", 0), "space_first_mib": ("MiB", 1), "space_steady_mib": ("MiB", 1)}
+POSITIVE = frozenset({"base_write_iops", "first_over_expected", "bytes_per_write_kib_base",
+                      "bytes_per_write_kib_first", "bytes_per_write_kib_steady", "space_first_mib",
+                      "space_steady_mib"})
 LOSSES = {"first_loss": "first_ratio", "steady_loss": "steady_ratio"}
 
 
@@ -185,13 +192,15 @@ def interval_of(cyc: pd.DataFrame, metric: str) -> Interval:
         return paired_ratio_interval(cyc[f"{num}_{col}"].to_numpy(), cyc[f"{den}_{col}"].to_numpy())
     if metric in LOSSES:
         return interval_of(cyc, LOSSES[metric]).scaled(-100.0, 100.0)
+    if metric in POSITIVE:
+        return geometric_mean_interval(cyc[metric].to_numpy())
     return mean_interval(cyc[metric].to_numpy())
 
 
 def summarize(meas: pd.DataFrame, cyc: pd.DataFrame) -> pd.DataFrame:
     """One row per variant, in family and grain order: each metric's estimate with its 95 % interval
-    (<metric>, <metric>_low, <metric>_high) over cycles, the number of cycles, and the mechanism's bytes per first
-    write (no metadata)."""
+    (<metric>, <metric>_low, <metric>_high; how: <metric>_method) over cycles, the number of cycles, and the
+    mechanism's bytes per first write (no metadata)."""
     info = meas.drop_duplicates("variant").set_index("variant")
     rows = []
     for variant, c in cyc.groupby("variant", sort=False):
@@ -202,6 +211,7 @@ def summarize(meas: pd.DataFrame, cyc: pd.DataFrame) -> pd.DataFrame:
             iv = interval_of(c, metric)
             row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = iv.estimate, iv.low, iv.high
             row[f"{metric}_n"] = iv.n    # cycles that measured it (the claim variant's early ones skip some)
+            row[f"{metric}_method"] = iv.method
         row["model_bytes_per_first_write_kib"] = float(cow.first_write_bytes(r.copy_grain, IO_SIZE, r["mode"])) / KiB
         rows.append(row)
     out = pd.DataFrame(rows)
@@ -281,10 +291,9 @@ def _values(record: RunRecord, summary: pd.DataFrame, fits: dict[str, cow.CowFit
         for metric, (unit, digits) in units.items():
             if metric == "first_over_expected" and not math.isfinite(row[metric]):
                 continue   # qcow2: nothing counted, nothing to compare
-            method = "paired log-ratio t" if metric in RATIOS or metric in LOSSES else "t"
             out.append(Value.where_defined(f"{k}.{metric}.{v}", float(row[metric]), float(row[f"{metric}_low"]),
                                            float(row[f"{metric}_high"]), int(row[f"{metric}_n"]), unit, digits,
-                                           method))
+                                           str(row[f"{metric}_method"])))
         out.append(Value(f"{k}.model_bytes_per_first_write_kib.{v}", float(row.model_bytes_per_first_write_kib),
                          "KiB", digits=1))
         # how many cycles each variant's ratios rest on (the long variants run more: plan.LONG_VARIANTS)

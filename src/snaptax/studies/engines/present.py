@@ -67,7 +67,7 @@ def ratio_chart(a: EnginesAnalysis) -> alt.FacetChart:
 
 
 def space_chart(a: EnginesAnalysis) -> alt.Chart:
-    """Snapshot space after the first-write phase, versus grain."""
+    """Snapshot space after the first-write phase (geometric mean over the cycles), versus grain."""
     return alt.Chart(_labelled(a)).mark_line(point=True).encode(
         x=GRAIN_X, y=alt.Y("space_first_mib:Q", title="snapshot space after k writes (MiB)"), color=_colour(),
         tooltip=["variant", alt.Tooltip("space_first_mib:Q", format=".1f"),

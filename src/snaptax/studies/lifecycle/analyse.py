@@ -1,9 +1,9 @@
 """Analysis of a lifecycle run: per timeline the VM-level (fio's per-second IOPS logs, parsed by fiologparser at
 measuring time) and host-level (the emulated array's counters, sampled every second) reads and writes per second;
-per phase the means; the three deletion methods (time, convergence, stun, write latency); the consolidation
-convergence model fitted to every iteration of the iterative deletions, with its predictions against the
-measured outcomes; the seek-span prediction; and the verdicts on seed 000's claims. Pure: a run in, tables, fits
-and values out.
+per phase their geometric means over the timelines (log-t intervals); the three deletion methods (time,
+convergence, stun, write latency); the consolidation convergence model fitted to every iteration of the iterative
+deletions, with its predictions against the measured outcomes; the seek-span prediction; and the verdicts on seed
+000's claims. Pure: a run in, tables, fits and values out.
 
 Ratios are formed within one timeline (before / with / during are neighbours in time) and their intervals are
 over the timelines of a load level (paired log-ratio t intervals, n = the number of deletion methods, each
@@ -25,7 +25,13 @@ from ...models import consolidation as cm, seek as seekmod
 from ...record import RunRecord
 from ...spindle.profiles import DriveProfile
 from ...spindle.rigfiles import disk
-from ...stats import Interval, mean_interval, paired_ratio_interval, proportion_interval, ratio_of_means_interval
+from ...stats import (
+    Interval,
+    geometric_mean_interval,
+    paired_ratio_interval,
+    proportion_interval,
+    ratio_of_means_interval,
+)
 from ...timeline import STUN_SETTLE_S
 from ...values import Value
 from .plan import FIXED_COMMIT_S, GRID, LOADS, METHODS, SEED_MAX_CONSOLIDATE_S, STUDY, LifecycleParameters
@@ -220,7 +226,7 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
             sub = meas[(meas.load == load) & (meas.phase == ph)]
             for col, name in (("vm_read_iops", "vm_read"), ("vm_write_iops", "vm_write"),
                               ("host_read_iops", "host_read"), ("host_write_iops", "host_write")):
-                vals.append(Value.of(f"{k}.{load}.{ph}.{name}", mean_interval(sub[col]), "IO/s", 0))
+                vals.append(Value.of(f"{k}.{load}.{ph}.{name}", geometric_mean_interval(sub[col]), "IO/s", 0))
         vals.append(Value.of(f"{k}.{load}.vm_with_over_before",
                              _paired(meas, load, "with", "before", "vm_read_iops").scaled(100), "%", 0))
         tot = meas.assign(vm_iops=meas.vm_read_iops + meas.vm_write_iops)

@@ -1,8 +1,8 @@
-"""Analysis of a memory-dump run: per device role and grid point the mean dump time with its 95 % t interval over
-the repeats, the time per GiB, the ratio to the seed's own estimate (iterations × wait) and to the default setting
-(paired by pass); the four dump-time models fitted per device with intervals and compared by AIC; their
-predictions of the seed's two 4 GiB timings; and the verdicts on seed 003's claims. Pure: a run in, tables, fits
-and values out.
+"""Analysis of a memory-dump run: per device role and grid point the dump time (geometric mean over the repeats,
+with its 95 % log-t interval: stats.geometric_mean_interval), the time per GiB, the ratio to the seed's own estimate
+(iterations × wait) and to the default setting (paired by pass); the four dump-time models fitted per device with
+intervals and compared by AIC; their predictions of the seed's two 4 GiB timings; and the verdicts on seed 003's
+claims. Pure: a run in, tables, fits and values out.
 
 The dump time of a measurement is fio's runtime of the walker job (results.csv `runtime_ms`, the write direction):
 from the first write's issue to the last write's completion, waits included.
@@ -20,7 +20,7 @@ from ...claims import Claim, outcome
 from ...errors import AnalysisError
 from ...models import memory_dump as md
 from ...record import RunRecord
-from ...stats import Interval, mean_interval, paired_ratio_interval, ratio_of_means_interval
+from ...stats import LOG_T, Interval, geometric_mean_interval, paired_ratio_interval, ratio_of_means_interval
 from ...values import Value
 from .plan import DEFAULT, GUEST_FILE, PHASE, SEED_MEMORY, SPINDLE, SSD, STUDY, TUNED, MemoryDumpParameters
 
@@ -112,22 +112,26 @@ def _paired(meas: pd.DataFrame, role: str, label: str, base: str) -> Interval:
 def summarize(meas: pd.DataFrame) -> pd.DataFrame:
     """Per role and grid point: n, dump time (s), time per GiB (s), iteration (ms), the device's busy fraction,
     the ratio to the seed's estimate n·w (for w > 0) and to the default setting (paired by pass), each with its
-    95 % interval (t; ratios to the default on the log scale)."""
+    95 % interval: all on the log scale, dump time, time per GiB and the ratio to the estimate as geometric means
+    of the repeats (stats.geometric_mean_interval; <column>_method says which rule each got), the ratio to the
+    default paired. Iteration and busy fraction are arithmetic means (no interval)."""
     rows = []
     for (role, pages, wait), g in meas.groupby(["role", "pages", "wait_ms"]):
         label = g.label.iloc[0]
-        t = mean_interval(g.dump_s.to_numpy())
-        gib = mean_interval(g.s_per_gib.to_numpy())
+        t = geometric_mean_interval(g.dump_s.to_numpy())
+        gib = geometric_mean_interval(g.s_per_gib.to_numpy())
         est = float(g.estimate_s.iloc[0])
-        vs = mean_interval((g.dump_s / est).to_numpy()) if est > 0 else Interval(math.nan, math.nan, math.nan, 0, "t")
+        vs = geometric_mean_interval((g.dump_s / est).to_numpy()) if est > 0 else \
+            Interval(math.nan, math.nan, math.nan, 0, LOG_T)
         rd = _paired(meas, role, label, DEFAULT.label)
         rows.append({"role": role, "device": g.device.iloc[0], "pages": int(pages), "wait_ms": float(wait),
                      "label": label, "n": t.n, "dump_s": t.estimate, "dump_s_low": t.low, "dump_s_high": t.high,
-                     "s_per_gib": gib.estimate, "s_per_gib_low": gib.low, "s_per_gib_high": gib.high,
+                     "dump_s_method": t.method, "s_per_gib": gib.estimate, "s_per_gib_low": gib.low,
+                     "s_per_gib_high": gib.high, "s_per_gib_method": gib.method,
                      "iteration_ms": float(g.iteration_ms.mean()), "busy": float(g.busy.mean()),
                      "estimate_s": est, "vs_estimate": vs.estimate, "vs_estimate_low": vs.low,
-                     "vs_estimate_high": vs.high, "to_default": rd.estimate, "to_default_low": rd.low,
-                     "to_default_high": rd.high})
+                     "vs_estimate_high": vs.high, "vs_estimate_method": vs.method, "to_default": rd.estimate,
+                     "to_default_low": rd.low, "to_default_high": rd.high})
     return pd.DataFrame(rows)
 
 
@@ -267,18 +271,20 @@ def guest_samples(doc: dict | None) -> pd.DataFrame:
 
 
 def guest_summarize(guest: pd.DataFrame, meas: pd.DataFrame, fits: dict[str, dict[str, md.DumpFit]]) -> pd.DataFrame:
-    """Per dump label: n, dump time, time per GiB, achieved rate, file bytes per byte of RAM, the guest's slowdown
-    (paired by dump: during ÷ before, log-ratio t), each with its 95 % interval; beside them the page-walker at the
-    same point on the ssd role (time per GiB, and guest ÷ walker as a ratio of means), and two model predictions
+    """Per dump label: n, dump time, time per GiB, achieved rate (geometric means over the dumps with their 95 %
+    log-t intervals: stats.geometric_mean_interval), file bytes per byte of RAM and passes (arithmetic means), the
+    guest's slowdown (paired by dump: during ÷ before, log-ratio t) with its 95 % interval; beside them the
+    page-walker at the same point on the ssd role (its arithmetic mean time per GiB, and guest ÷ walker as a ratio
+    of arithmetic means), and two model predictions
     of the guest's dump time: `bw` = the bytes sent at the bandwidth limit (one pass at the limit), and `fit` =
     the ssd role's fitted `after` model at the point for the guest's RAM (with its 95 % interval)."""
     rows = []
     walker = meas[meas.role == SSD] if len(meas) else meas
     after = fits.get(SSD, {}).get("after")
     for label, g in guest.groupby("label", sort=False):
-        t = mean_interval(g.dump_s.to_numpy())
-        gib = mean_interval(g.s_per_gib.to_numpy())
-        rate = mean_interval(g.rate_mib_s.to_numpy())
+        t = geometric_mean_interval(g.dump_s.to_numpy())
+        gib = geometric_mean_interval(g.s_per_gib.to_numpy())
+        rate = geometric_mean_interval(g.rate_mib_s.to_numpy())
         slow = paired_ratio_interval(g.probe_during.to_numpy(), g.probe_before.to_numpy())
         p = md.WalkerPoint(int(g.pages.iloc[0]), float(g.wait_ms.iloc[0]))
         w = walker[walker.label == p.label].s_per_gib.to_numpy() if len(walker) else np.array([])
@@ -289,8 +295,9 @@ def guest_summarize(guest: pd.DataFrame, meas: pd.DataFrame, fits: dict[str, dic
         fit_t, fit_lo, fit_hi = after.predict_interval(memory, p.block_bytes, p.wait_s) if after else (math.nan,) * 3
         rows.append({"label": label, "method": g.method.iloc[0], "point": p.label, "bandwidth_mib_s": bw,
                      "n": t.n, "dump_s": t.estimate, "dump_s_low": t.low, "dump_s_high": t.high,
-                     "s_per_gib": gib.estimate, "s_per_gib_low": gib.low, "s_per_gib_high": gib.high,
-                     "rate_mib_s": rate.estimate, "rate_mib_s_low": rate.low, "rate_mib_s_high": rate.high,
+                     "dump_s_method": t.method, "s_per_gib": gib.estimate, "s_per_gib_low": gib.low,
+                     "s_per_gib_high": gib.high, "s_per_gib_method": gib.method, "rate_mib_s": rate.estimate,
+                     "rate_mib_s_low": rate.low, "rate_mib_s_high": rate.high, "rate_mib_s_method": rate.method,
                      "file_per_ram": float(g.file_per_ram.mean()), "passes": float(g.passes.mean()),
                      "downtime_ms": float(g.downtime_ms.mean()),
                      "slowdown": slow.estimate, "slowdown_low": slow.low, "slowdown_high": slow.high,
@@ -318,11 +325,12 @@ def _guest_values(doc: dict | None, summary: pd.DataFrame) -> list[Value]:
         n = int(r.n)
         slowdown = Value.where_defined(key.format("slowdown"), r.slowdown, r.slowdown_low, r.slowdown_high,
                                        int(r.slowdown_n), "×", 2, "paired log-ratio t")
-        out += [Value.where_defined(key.format("dump_s"), r.dump_s, r.dump_s_low, r.dump_s_high, n, "s", 2, "t"),
+        out += [Value.where_defined(key.format("dump_s"), r.dump_s, r.dump_s_low, r.dump_s_high, n, "s", 2,
+                                    r.dump_s_method),
                 Value.where_defined(key.format("s_per_gib"), r.s_per_gib, r.s_per_gib_low, r.s_per_gib_high, n,
-                                    "s/GiB", 1, "t"),
+                                    "s/GiB", 1, r.s_per_gib_method),
                 Value.where_defined(key.format("rate_mib_s"), r.rate_mib_s, r.rate_mib_s_low, r.rate_mib_s_high, n,
-                                    "MiB/s", 0, "t"),
+                                    "MiB/s", 0, r.rate_mib_s_method),
                 slowdown,
                 # below 1: the dump measurably slowed the guest; the paper prints which, run by run
                 Value(key.format("slowdown") + ".vs_one", text=slowdown.side_of(1.0)),
@@ -375,15 +383,16 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
         out.append(Value(f"{k}.device.{role}", text=str(dev)))
     for r in summary.itertuples(index=False):
         key = f"{r.role}.{r.label}"
-        out.append(_v(f"dump_s.{key}", r.dump_s, r.dump_s_low, r.dump_s_high, r.n, "s", 1, "t"))
-        out.append(_v(f"s_per_gib.{key}", r.s_per_gib, r.s_per_gib_low, r.s_per_gib_high, r.n, "s/GiB", 1, "t"))
+        out.append(_v(f"dump_s.{key}", r.dump_s, r.dump_s_low, r.dump_s_high, r.n, "s", 1, r.dump_s_method))
+        out.append(_v(f"s_per_gib.{key}", r.s_per_gib, r.s_per_gib_low, r.s_per_gib_high, r.n, "s/GiB", 1,
+                      r.s_per_gib_method))
         out.append(_v(f"seed_memory_s.{key}", r.s_per_gib * SEED_MEMORY / GiB, r.s_per_gib_low * SEED_MEMORY / GiB,
-                      r.s_per_gib_high * SEED_MEMORY / GiB, r.n, "s", 0, "t"))
+                      r.s_per_gib_high * SEED_MEMORY / GiB, r.n, "s", 0, r.s_per_gib_method))
         out.append(Value(f"{k}.iteration_ms.{key}", r.iteration_ms, "ms", digits=2))
         out.append(Value(f"{k}.busy_pct.{key}", 100 * r.busy, "%", digits=0))
         if r.estimate_s > 0:
             out.append(_v(f"vs_estimate.{key}", r.vs_estimate, r.vs_estimate_low, r.vs_estimate_high, r.n, "×", 3,
-                          "t"))
+                          r.vs_estimate_method))
         if r.label != DEFAULT.label:
             out.append(_v(f"to_default.{key}", r.to_default, r.to_default_low, r.to_default_high, r.n, "×", 3,
                           "paired log-ratio t"))

@@ -43,11 +43,13 @@ def model_frame(a: MemoryDumpAnalysis, model: str | None = None) -> pd.DataFrame
 
 
 def grid_chart(a: MemoryDumpAnalysis) -> alt.FacetChart:
-    """Dump time per GiB versus block size, one colour per wait, per device: measured (points, 95 % interval over
-    the passes, clipped at the plot's lower edge) and the best-fitting model by AIC (dashed lines)."""
+    """Dump time per GiB versus block size, one colour per wait, per device: measured (points: geometric mean of
+    the passes, with its 95 % interval, clipped at the plot's lower edge) and the best-fitting model by AIC (dashed
+    lines)."""
     s = a.summary.assign(wait=_wait(a.summary.wait_ms))
-    # a log axis cannot show an interval reaching below zero (few passes of a tiny smoke dump): clip it at half
-    # the smallest measured value, the plot's lower edge
+    # the log-scale interval stays above zero, but with two passes (t(1) = 12.7) its lower end can lie far below
+    # the points, and a group with a zero falls back to the linear one (stats.geometric_mean_interval): clip it at
+    # half the smallest measured value, the plot's lower edge
     floor = float(s.s_per_gib.min()) / 2
     s["s_per_gib_low"] = s.s_per_gib_low.clip(lower=floor)
     s["s_per_gib_high"] = s.s_per_gib_high.clip(lower=floor)
@@ -113,8 +115,9 @@ def guest_progress_chart(a: MemoryDumpAnalysis) -> alt.LayerChart | alt.FacetCha
 
 
 def guest_compare_frame(a: MemoryDumpAnalysis) -> pd.DataFrame:
-    """Per dump label, the guest's time per GiB of RAM beside the page-walker's at the same point on the ssd role
-    and the two models' predictions (s per GiB), long form for a chart."""
+    """Per dump label, the guest's time per GiB of RAM (geometric mean, 95 % interval) beside the page-walker's at
+    the same point on the ssd role (arithmetic mean, as in the ratio of means `to_walker`) and the two models'
+    predictions (s per GiB), long form for a chart."""
     g = a.guest_summary
     if g.empty:
         return pd.DataFrame(columns=["label", "what", "s_per_gib", "low", "high"])
@@ -147,8 +150,9 @@ def guest_compare_chart(a: MemoryDumpAnalysis) -> alt.LayerChart | alt.FacetChar
 
 
 def guest_tex(a: MemoryDumpAnalysis) -> str:
-    """Per dump: bandwidth limit, dump time and time per GiB with 95 % intervals, rate, bytes written per byte of
-    RAM, passes, the guest's slowdown (95 % interval), and measured ÷ page-walker, ÷ bandwidth model, ÷ fit."""
+    """Per dump: bandwidth limit, dump time and time per GiB (geometric means) with 95 % intervals, rate (geometric
+    mean), bytes written per byte of RAM, passes, the guest's slowdown (95 % interval), and measured ÷ page-walker,
+    ÷ bandwidth model, ÷ fit."""
     rows = []
     for r in a.guest_summary.itertuples(index=False):
         def ci(est: float, lo: float, hi: float, d: int) -> str:

@@ -78,6 +78,8 @@ def summarize(pairs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (variant, cov), g in pairs.groupby(["variant", "coverage"]):
         loss = paired_ratio_interval(g.iops_one.to_numpy(), g.iops_none.to_numpy()).scaled(-100, 100)
+        # linear t, not log: m and w are differences (host − guest I/Os per guest I/O), 0 with every table cached and
+        # below 0 where the host saw fewer I/Os than the guest
         m, w = mean_interval(g.m.to_numpy()), mean_interval(g.w.to_numpy())
         rows.append({"variant": variant, "coverage": cov, "pairs": loss.n, "loss_pct": loss.estimate,
                      "loss_pct_low": loss.low, "loss_pct_high": loss.high, "m": m.estimate, "m_low": m.low,
