@@ -310,8 +310,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     for variant, iv in sorted(largest_chain_end_loss(chain_end).items()):
         out.append(Value.of(f"{k}.chain_end_loss_max.{variant}", iv, "%"))
     # LVM thin: shared chunks broken per write the thin volume completed, in the one-snapshot runs of the pairs (both
-    # counters span the whole fio process, ramp included; fio's own counts leave the ramp out). A count per write,
-    # 0 once every chunk is broken: linear t interval.
+    # counters span the whole fio process; fio's own counts would leave a ramp out, which is why the plan has none).
+    # A count per write, 0 once every chunk is broken: linear t interval.
     thin = meas[(meas.variant == LVM_THIN) & (meas.phase == "pair") & (meas.chain_length == 1)]
     for job, g in thin.groupby("job"):
         per_write = (g[CHUNKS_BROKEN] / g[GUEST_WRITES].where(g[GUEST_WRITES] > 0)).dropna().to_numpy()
