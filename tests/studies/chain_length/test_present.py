@@ -6,7 +6,7 @@ from tests.studies.chain_length.test_analyse import LOSS, make_run
 def test_write_saves_figures_and_tables(tmp_path):
     a = make_run(tmp_path / "run")
     present.write(a, tmp_path / "fig", tmp_path / "gen")
-    for stem in ("chain_length-random", "chain_length-sequential", "chain_length-mirror"):
+    for stem in ("chain_length-chains", "chain_length-mirror"):
         assert (tmp_path / "fig" / f"{stem}.pdf").stat().st_size > 1000
         assert (tmp_path / "fig" / f"{stem}.svg").stat().st_size > 1000
     fit = (tmp_path / "gen" / "chain_length-fit.tex").read_text()
@@ -14,8 +14,21 @@ def test_write_saves_figures_and_tables(tmp_path):
     # τ(n) = 1e6/IOPS as built: 1000 µs, +1500 µs with the first snapshot, +250 µs per further layer
     row = next(line for line in fit.splitlines() if line.startswith("on-disk-metadata & random I/O & "))
     assert "& 1000.0 [" in row and "& 1500.0 [" in row and "& 250.0 [" in row
+    assert present.UNIDENTIFIED_MARK not in row                 # both costs identified
     t1 = (tmp_path / "gen" / "chain_length-table1.tex").read_text()
     assert t1.count("\\\\") == 1 + len(LOSS)                   # header + one row per datastore
     assert "VMFS (SEsparse) & qcow2 on-disk-metadata & 65 & 60 [" in t1                   # built with 60 % loss
     assert "vSAN (vSANsparse) & qcow2 in-memory-metadata & 35 & 30 [" in t1
     assert "vVOL (array-native) & LVM thin, 64 KiB chunks (TCG guest) & no impact & 2 [" in t1
+
+
+def test_a_cost_whose_interval_spans_zero_and_more_than_the_base_is_unidentified():
+    from snaptax.models.chain import ChainFit
+
+    def fit(tau1_ci, layer_ci=(-1.0, 1.0)):
+        return ChainFit(100.0, 0.0, 0.0, ((90.0, 110.0), tau1_ci, layer_ci), 0.5, 20)
+
+    assert present.unidentified(fit((-30.0, 30.0)))          # includes 0, 60 wide > τ0 / 2 = 50
+    assert present.unidentified(fit((-1.0, 1.0), (-40.0, 15.0)))
+    assert not present.unidentified(fit((-20.0, 20.0)))      # includes 0 but narrower than τ0 / 2: no cost, identified
+    assert not present.unidentified(fit((20.0, 200.0)))      # wide but excludes 0: a cost, identified

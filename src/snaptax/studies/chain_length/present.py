@@ -6,6 +6,7 @@ from pathlib import Path
 import altair as alt
 
 from ... import figures, macros
+from ...models.chain import ChainFit
 from .analyse import ENGINE_WORDS, JOB_WORDS, PUBLISHED_LOSS, STAND_IN, ChainAnalysis
 from .plan import MIRROR
 
@@ -29,6 +30,7 @@ def chain_chart(a: ChainAnalysis, job: str, phase: str = "create") -> alt.LayerC
 
 
 def chains_chart(a: ChainAnalysis) -> alt.HConcatChart | alt.ConcatChart:
+    """Seed 001's figures 1 and 2 side by side: the random and the sequential job (chain_chart each)."""
     return chain_chart(a, "randrw") | chain_chart(a, "readwrite")
 
 
@@ -70,22 +72,36 @@ def table1_tex(a: ChainAnalysis) -> str:
          "sequential: ours"], rows, align="llrrrr")
 
 
+UNIDENTIFIED_MARK = "\\textdagger"   # explained in the fit table's caption (paper/sections/seed001.tex)
+
+
+UNIDENTIFIED_WIDTH = 0.5   # of τ0: an interval around 0 this wide cannot tell no cost from a quarter of the base's
+
+
+def unidentified(f: ChainFit) -> bool:
+    """Whether the fit leaves the first-snapshot or the per-layer cost unidentified: its 95 % interval includes 0
+    and is wider than half the base cost τ0 (the data cannot tell no cost from one of a quarter of the base's)."""
+    return any(lo <= 0 <= hi and hi - lo > UNIDENTIFIED_WIDTH * f.tau0_us for lo, hi in f.ci95[1:])
+
+
 def fit_tex(a: ChainAnalysis) -> str:
+    """The chain model per configuration and workload: τ0, τ1, τL (µs per completed I/O) with 95 % intervals, the
+    runs fitted and R²; a row whose τ1 or τL is not identified is marked (unidentified)."""
     rows = []
     for (variant, job), f in sorted(a.fits.items()):
-        rows.append([macros.tex_escape(variant), macros.tex_escape(JOB_WORDS[job]),
+        mark = UNIDENTIFIED_MARK if unidentified(f) else ""
+        rows.append([macros.tex_escape(variant) + mark, macros.tex_escape(JOB_WORDS[job]),
                      *[f"{macros.fmt(getattr(f, p), 1)} [{macros.fmt(lo, 1)}, {macros.fmt(hi, 1)}]"
                        for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95, strict=False)],
-                     macros.fmt(f.r2, 2)])
+                     str(f.points), macros.fmt(f.r2, 2)])
     return macros.render_table(
-        ["configuration", "workload", "$\\tau_0$ ($\\mu$s)", "$\\tau_1$ ($\\mu$s)", "$\\tau_L$ ($\\mu$s)", "$R^2$"],
-        rows, align="llrrrr")
+        ["configuration", "workload", "$\\tau_0$ ($\\mu$s)", "$\\tau_1$ ($\\mu$s)", "$\\tau_L$ ($\\mu$s)", "$n$",
+         "$R^2$"], rows, align="llrrrrr")
 
 
 def write(a: ChainAnalysis, figure_dir: Path | None = None, generated_dir: Path | None = None) -> None:
     """The figures and tables the paper's section inputs."""
-    for job, stem in (("randrw", "chain_length-random"), ("readwrite", "chain_length-sequential")):
-        figures.save(chain_chart(a, job), stem, figure_dir)
+    figures.save(chains_chart(a), "chain_length-chains", figure_dir)
     figures.save(mirror_chart(a), "chain_length-mirror", figure_dir)
     macros.write_table("chain_length-fit", fit_tex(a), generated_dir)
     macros.write_table("chain_length-table1", table1_tex(a), generated_dir)
