@@ -15,7 +15,7 @@ def analysis(tmp_path_factory):
 def test_write_saves_figures_and_the_deletions_table(analysis, tmp_path):
     a = analysis
     present.write(a, tmp_path / "fig", tmp_path / "gen")
-    for stem in ("lifecycle-timeline-light", "lifecycle-timeline-saturated", "lifecycle-deletions",
+    for stem in ("lifecycle-timeline-light", "lifecycle-timeline-saturated", "lifecycle-deletion-times",
                  "lifecycle-model"):
         assert (tmp_path / "fig" / f"{stem}.pdf").stat().st_size > 1000
         assert (tmp_path / "fig" / f"{stem}.svg").stat().st_size > 1000

@@ -112,7 +112,7 @@ def deletions_tex(a: LifecycleAnalysis) -> str:
 def write(a: LifecycleAnalysis, figure_dir: Path | None = None, generated_dir: Path | None = None) -> None:
     figures.save(timeline_chart(a, "light"), "lifecycle-timeline-light", figure_dir)
     figures.save(timeline_chart(a, "saturated"), "lifecycle-timeline-saturated", figure_dir)
-    figures.save(deletion_chart(a), "lifecycle-deletions", figure_dir)
+    figures.save(deletion_chart(a), "lifecycle-deletion-times", figure_dir)   # the table is lifecycle-deletions
     if a.fit is not None:
         figures.save(model_chart(a), "lifecycle-model", figure_dir)
     macros.write_table("lifecycle-deletions", deletions_tex(a), generated_dir)
