@@ -17,8 +17,9 @@ SEEDS = (
 )
 
 
-def outcome(cid, cite, value, low, high, published=2.0, n=3):
-    c = Claim(cid, cite, "Table 2", "what", published, "×", 1.0, 0.2, "basis", f"{cid}.v", "stand-in", label="C000-1")
+def outcome(cid, cite, value, low, high, published=2.0, n=3, label="C000-1", basis="measured"):
+    c = Claim(cid, cite, "Table 2", "what", published, "×", 1.0, 0.2, "basis", f"{cid}.v", "stand-in", label=label,
+              basis=basis)
     return Outcome(c, Value(f"{cid}.v", value, "×", low, high, n, 2))
 
 
@@ -27,12 +28,11 @@ def test_rows_fill_from_claims_and_say_what_is_not_measured():
     rows = article.glance_rows(outs, ["alpha"], SEEDS)
     assert rows[0].headline is outs[1]                      # the named headline claim, not the first
     assert rows[0].measured == ("alpha",) and rows[0].missing == ("planned",)
-    assert article.verdict_cell(rows[0]) == "agrees (all 2 claims: 1 agrees, 1 same direction); planned: " \
-        "not yet measured"
+    assert article.ours_cell(rows[0]) == "1.90 [1.85, 1.95] × (agrees); planned: not yet measured"
     assert rows[1].headline is None and not rows[1].tested
-    assert article.verdict_cell(rows[1]) == "not yet tested (beta: not yet measured)"
+    assert article.ours_cell(rows[1]) == "not yet tested (beta: not yet measured)"
     tex = article.glance_tex(rows)
-    assert "1.90 [1.85, 1.95] ×" in tex and "\\cite{a}, Table 2" in tex
+    assert "1.90 [1.85, 1.95] × (agrees)" in tex and "C000-1, 2.00 ×: what \\cite{a}, Table 2" in tex
     assert "half \\cite{b}, Table 9" in tex and "not yet measured" in tex
     assert "\\texttt{chain}" in tex and "none yet" in tex
     vals = {v.key: v for v in article.glance_values(rows)}
@@ -55,7 +55,30 @@ def test_coverage_of_a_build_with_every_study_says_so():
 def test_a_study_that_lands_fills_its_row():
     rows = article.glance_rows([outcome("beta.z", "b", 3.0, 2.9, 3.1)], ["alpha", "beta"], SEEDS)
     assert rows[1].tested and rows[1].missing == ()
-    assert article.verdict_cell(rows[1]) == "same direction"   # 3.0 against 2 ± 0.2, beyond 1 ± 0.2
+    assert article.ours_cell(rows[1]) == "3.00 [2.90, 3.10] × (same direction)"   # beyond 2 ± 0.2 and 1 ± 0.2
+
+
+def test_each_seed_row_counts_all_its_claim_rows_by_verdict_and_its_model_checks():
+    outs = [outcome("alpha.x", "a", 1.9, 1.85, 1.95, basis="model"),        # agrees, a model check
+            outcome("alpha.y", "a", 1.0, 0.95, 1.05, label="C000-2"),       # differs
+            outcome("alpha.z", "a", 1.1, 1.05, 1.15, label="C000-2"),       # differs
+            outcome("alpha.w", "a", 3.0, 2.9, 3.1, label="C000-3")]         # same direction
+    row = article.glance_rows(outs, ["alpha", "planned"], SEEDS)[0]
+    # the named headline is a model check: a measured row heads the seed instead
+    assert row.headline is outs[1] and not row.headline.claim.is_model
+    assert row.counts == {"agrees": 1, "same direction": 1, "differs": 2, "inconclusive": 0}
+    assert row.model_rows == 1 and row.seed_claims == 3
+    line = next(x for x in article.glance_tex([row]).splitlines() if x.startswith("000 &"))
+    cells = line.removesuffix(" \\\\").split(" & ")
+    assert cells[4:10] == ["4 (3)", "1", "1", "2", "0", "1"]
+    assert len(cells) == len(article.GLANCE_HEADER)
+    # a seed whose only tested headline is a model check shows it, marked
+    only = article.glance_rows([outs[0]], ["alpha", "planned"], SEEDS)[0]
+    assert article.ours_cell(only) == "1.90 [1.85, 1.95] × (model; agrees)"
+    # a seed without a claim row has no counts
+    untested = article.glance_rows([], ["alpha"], SEEDS)[1]
+    line = next(x for x in article.glance_tex([untested]).splitlines() if x.startswith("001 &"))
+    assert line.split(" & ")[4:10] == ["--"] * 6
 
 
 def test_join_words():

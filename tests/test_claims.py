@@ -102,3 +102,87 @@ def test_a_results_row_without_a_seed_label_is_refused_in_one_line():
     with pytest.raises(ConfigError, match=r"claims\[t.default_4gib\]\.label"):
         from_json(row)
     assert from_json({**row, "label": "C003-1"}).claim.seed_label == "C003-1"
+
+
+def test_a_claim_is_measured_unless_it_says_model():
+    assert claim(65).basis == "measured" and not claim(65).is_model
+    modelled = Claim("t.C002-2a", "key", "Table 1", "x", 3.7, "%", 100, 5, "test", "t.v", "s", basis="model")
+    assert modelled.is_model
+    with pytest.raises(ValueError, match="basis 'guess'"):
+        Claim("t.C002-2a", "key", "Table 1", "x", 3.7, "%", 100, 5, "test", "t.v", "s",
+              basis="guess")  # type: ignore[arg-type]
+    # the rule says what a model row's verdict means
+    assert "model" in VERDICT_RULE
+
+
+def test_results_rows_carry_basis_and_provisional_and_old_rows_read_as_measured():
+    from snaptax.claims import Outcome, from_json
+    c = Claim("t.C004-2a", "key", "Fig. 1", "x", 70.0, "%", 100.0, 15.0, "b", "t.v", "s", "lower (no number)",
+              basis="model", provisional="predates a fix")
+    row = Outcome(c, ours(90, 80, 100)).to_json()
+    assert row["basis"] == "model" and row["provisional"] == "predates a fix"
+    back = from_json(row).claim
+    assert (back.basis, back.provisional, back.seed_label) == ("model", "predates a fix", "C004-2a")
+    old = {k: v for k, v in row.items() if k not in ("basis", "provisional")}   # results.json before the fields
+    assert from_json(old).claim.basis == "measured" and from_json(old).claim.provisional == ""
+
+
+def test_a_results_row_with_an_unknown_basis_is_refused_in_one_line():
+    from snaptax.claims import Outcome, from_json
+    from snaptax.errors import ConfigError
+    row = Outcome(claim(65), ours(60, 55, 65)).to_json()
+    with pytest.raises(ConfigError, match=r"claims\[t.C001-1\]\.basis"):
+        from_json({**row, "basis": "guessed"})
+
+
+def test_the_effect_ratio_is_ours_over_the_published_effect_with_our_interval_mapped():
+    from snaptax.claims import effect_ratio
+    # a loss: (ours − 0) / (65 − 0); 10 % and 58 % are both 'same direction' or better, but 0.15 against 0.89
+    r = effect_ratio(claim(65), ours(13, 6.5, 19.5))
+    assert r is not None and r.key == "claim.t.C001-1.effect_ratio"
+    assert r.value == pytest.approx(0.2) and (r.low, r.high) == (pytest.approx(0.1), pytest.approx(0.3))
+    assert r.n == 3 and r.digits == 2
+    # a ratio below its no-effect value: (ours − 100) / (3.7 − 100); the ends swap
+    kept = claim(3.7, no_effect=100.0, tolerance=5.0)
+    r = effect_ratio(kept, ours(51.85, 41, 60))
+    assert r.value == pytest.approx(0.5) and r.low == pytest.approx(40 / 96.3) and r.high == pytest.approx(59 / 96.3)
+    assert r.low < r.value < r.high
+    # the other direction is negative; an effect larger than published above 1
+    assert effect_ratio(claim(65), ours(-13, -20, -6)).value == pytest.approx(-0.2)
+    assert effect_ratio(claim(2.0, no_effect=1.0, tolerance=0.4, unit="×"), ours(2.5, 2.4, 2.6)).value == \
+        pytest.approx(1.5)
+
+
+def test_no_effect_ratio_without_a_published_effect():
+    from snaptax.claims import effect_ratio
+    assert effect_ratio(claim(0.0), ours(5, 1, 9)) is None                   # 'no impact'
+    assert effect_ratio(claim(10.0), ours(5, 1, 9)) is None                  # within the tolerance of no effect
+    direction = Claim("t.C004-1", "key", "Fig. 1", "x", 120.0, "%", 100.0, 10.0, "b", "t.v", "s",
+                      "overhead (no number)")
+    assert effect_ratio(direction, ours(150, 140, 160)) is None              # a placeholder, not the seed's size
+    single = effect_ratio(claim(65), Value("t.v", 13, "%", math.nan, math.nan, 1))
+    assert single is not None and single.value == pytest.approx(0.2) and not single.has_interval
+
+
+def test_tallies_and_seed_claims_count_rows():
+    from snaptax.claims import Outcome, seed_claims, tally, tally_words
+    outs = [Outcome(claim(65), ours(58, 52, 64)), Outcome(claim(65), ours(25, 18, 31)),
+            Outcome(claim(35), ours(13, 8, 18)),
+            Outcome(Claim("t.x", "k", "w", "s", 2.0, "×", 1.0, 0.4, "b", "t.v", "s", label="C000-1b"),
+                    ours(2.0, 1.9, 2.1))]
+    assert tally(outs) == {"agrees": 2, "same direction": 1, "differs": 1, "inconclusive": 0}
+    assert tally_words(outs) == "2 agree, 1 same direction, 1 differs"
+    assert tally_words([]) == ""
+    assert seed_claims(outs) == ["C001-1", "C000-1b"]
+
+
+def test_the_studies_mark_their_model_checks():
+    from snaptax.studies.lifecycle.analyse import claims as lifecycle_claims
+    from snaptax.studies.tiering.analyse import _claims as tiering_claims
+    tiering = {c.seed_label: c.basis for c in tiering_claims({"sas_pool", "tier_pool"})}
+    assert tiering == {"C002-1a": "measured", "C002-1b": "measured", "C002-1c": "measured", "C002-2a": "model",
+                       "C002-2b": "model", "C002-2c": "model", "C002-3": "model"}
+    for c in tiering_claims({"sas_pool", "tier_pool"}):
+        assert (".at_tier_speed" in c.value_key or "tier_over_sas" in c.value_key) == c.is_model
+    lifecycle = {c.seed_label: c.basis for c in lifecycle_claims()}
+    assert lifecycle.pop("C000-6") == "model" and set(lifecycle.values()) == {"measured"}

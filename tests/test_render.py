@@ -49,3 +49,61 @@ def test_the_reruns_table_names_each_runs_commit_and_host_and_counts_pairs_on_on
     assert not render.same_host(alike, {})        # an unrecorded host is never the same
     table = render.repro_tex([across], manifests)
     assert "(cccccccccc+; AMD EPYC)" in table and "(cccccccccc+; Intel Xeon)" in table
+
+
+def _outcomes():
+    from snaptax.claims import Claim, Outcome
+    from snaptax.values import Value
+
+    def row(cid, published, no_effect, tol, value, low, high, text="", **kw):
+        c = Claim(cid, "key", "Table 1", "what", published, "%", no_effect, tol, "basis", f"{cid}.v", "stand-in",
+                  text, **kw)
+        return Outcome(c, Value(f"{cid}.v", value, "%", low, high, 3, 1))
+    return [row("t.C001-1", 65.0, 0.0, 15.0, 13.0, 6.5, 19.5),                         # a loss, measured
+            row("t.C001-2", 0.0, 0.0, 15.0, 4.0, -8.0, 14.0, "No impact"),              # no published effect
+            row("t.C002-2a", 3.7, 100.0, 5.0, 3.8, 3.5, 4.1, basis="model"),            # a model check
+            row("t.C004-2a", 70.0, 100.0, 15.0, 95.0, 90.0, 100.0, "lower (no number)",
+                provisional="measured before a fix")]
+
+
+def test_the_claims_table_marks_model_rows_and_gives_the_ratio_of_effects():
+    outs = _outcomes()
+    table = render.claims_tex(outs)
+    assert "Ours ÷ published effect" in table
+    lines = [line for line in table.splitlines() if line.startswith("C00")]
+    assert len(lines) == 4 and all(line.count(" & ") == 7 for line in lines)
+    loss, none, model, provisional = (line.split(" & ") for line in lines)
+    assert loss[4] == "0.20\\newline[0.10, 0.30]" and "(model)" not in loss[3]
+    assert none[4] == "" and provisional[4] == ""                # no effect published; a direction without a number
+    assert model[3] == "3.8\\newline[3.5, 4.1] \\% \\emph{(model)}"
+    assert model[4] == "1.00\\newline[1.00, 1.00]"               # (3.8 − 100) / (3.7 − 100), ends swapped
+    assert provisional[7] == "differs" + render.PROVISIONAL_MARK + " \\\\" and loss[7] == "differs \\\\"
+
+
+def test_the_claims_notes_say_which_rows_are_model_checks_and_which_are_provisional_and_why():
+    outs = _outcomes()
+    notes = render.claims_notes_tex(outs)
+    assert "\\emph{(model)} after our value (C002-2a)" in notes and "not a measurement" in notes
+    assert render.PROVISIONAL_MARK + " provisional (C004-2a): measured before a fix" in notes
+    assert "\\ref{sec:repro}" in notes
+    assert "itemize" not in render.claims_notes_tex(outs[:2])    # nothing to note
+
+
+def test_the_claim_counts_are_rows_and_distinct_seed_claims_with_model_checks_apart():
+    from snaptax.claims import Claim, Outcome
+    from snaptax.values import Value
+    outs = _outcomes()
+    again = Outcome(Claim("t.loss.b", "key", "Table 1", "what", 65.0, "%", 0.0, 15.0, "b", "t.v", "s",
+                          label="C001-1"), Value("t.v", 60.0, "%", 55.0, 65.0, 3))
+    vals = {v.key: v for v in render.claims_count_values([*outs, again])}
+    assert vals["paper.claims.rows"].value == vals["paper.claims.total"].value == 5
+    assert vals["paper.claims.seed_claims"].value == 4                       # C001-1 twice
+    assert vals["paper.claims.measured.rows"].value == 4 and vals["paper.claims.model.rows"].value == 1
+    assert vals["paper.claims.measured.agrees"].value == 2                   # C001-2 and the second C001-1
+    assert vals["paper.claims.model.agrees"].value == 1
+    assert sum(vals[f"paper.claims.measured.{v}"].value
+               for v in ("agrees", "same_direction", "differs", "inconclusive")) == 4
+    assert vals["paper.claims.model.clause"].text == ("1 row (C002-2a) checks a model's prediction, not a "
+                                                      "measurement, against the published value (1 agrees)")
+    assert vals["paper.claims.provisional.list"].text == "C004-2a"
+    assert render.model_clause([]) == "no row checks a model's prediction in place of a measurement"

@@ -1,5 +1,6 @@
 """Paper-level content generated from data/, beyond each study's own values: the results-at-a-glance table (one row
-per seed document, from `seeds`, the claims' outcomes and the models that exist), the environment of the runs the
+per seed document, from `seeds`, the claims' outcomes and the models that exist: a headline claim and the tally of
+all the seed's claim rows by verdict, model checks counted apart), the environment of the runs the
 paper was built from and each study's time at each profile (artifact appendix: measured from the published runs'
 manifests; the full profile's extrapolated from its plan's prediction and the quick runs' measured/planned ratio),
 and the measurement path's ceiling from the committed `make bench` figures (bench/latest.json).
@@ -30,7 +31,7 @@ NOT_TESTED = "not yet tested"
 @dataclass(frozen=True)
 class GlanceRow:
     seed: seedsmod.Seed
-    outcomes: tuple[Outcome, ...]     # every claim of this build that cites the seed
+    outcomes: tuple[Outcome, ...]     # every claim row of this build that cites the seed
     headline: Outcome | None          # the row's headline claim, if a run tests one
     measured: tuple[str, ...]         # the seed's studies with a run in this build
     missing: tuple[str, ...]          # the seed's studies without one (not registered, or no run)
@@ -40,60 +41,85 @@ class GlanceRow:
         """At least one of the seed's claims has a verdict in this build."""
         return bool(self.outcomes)
 
+    @property
+    def counts(self) -> dict[claimsmod.Verdict, int]:
+        """The seed's claim rows by verdict (claims.VERDICTS order)."""
+        return claimsmod.tally(self.outcomes)
+
+    @property
+    def model_rows(self) -> int:
+        """How many of the seed's claim rows check a model's prediction, not a measurement."""
+        return sum(o.claim.is_model for o in self.outcomes)
+
+    @property
+    def seed_claims(self) -> int:
+        """How many distinct seed claims its rows test (several rows may test one)."""
+        return len(claimsmod.seed_claims(self.outcomes))
+
 
 def glance_rows(outcomes: Sequence[Outcome], measured_studies: Iterable[str],
                 seed_list: Sequence[seedsmod.Seed] = seedsmod.SEEDS) -> list[GlanceRow]:
+    """One row per seed. Its headline is the first of the seed's headline claims that a run tests whose value is
+    measured, else the seed's first claim row whose value is measured (a model check does not head a seed while a
+    measurement can); only a seed whose every row is a model check is headed by one (its first named headline, else
+    its first row), marked as such."""
     have = set(measured_studies)
     rows = []
     for seed in seed_list:
         mine = tuple(o for o in outcomes if o.claim.cite == seed.cite)
         by_id = {o.claim.id: o for o in mine}
-        headline = next((by_id[c] for c in seed.headline_claims if c in by_id), mine[0] if mine else None)
+        named = [by_id[c] for c in seed.headline_claims if c in by_id]
+        measured = [o for o in (*named, *mine) if not o.claim.is_model]
+        headline = next(iter(measured or named or mine), None)
         studies = list(seed.studies) + sorted({o.claim.id.split(".")[0] for o in mine} - set(seed.studies))
         rows.append(GlanceRow(seed, mine, headline, tuple(s for s in studies if s in have),
                               tuple(s for s in studies if s not in have)))
     return rows
 
 
-def tally(outcomes: Sequence[Outcome]) -> str:
-    """'1 agrees, 2 differ' over the verdicts, in the order of claims.VERDICTS."""
-    counts = [(v, sum(o.verdict == v for o in outcomes)) for v in claimsmod.VERDICTS]
-    plural = {"agrees": "agree", "differs": "differ"}
-    return ", ".join(f"{n} {v if n == 1 else plural.get(v, v)}" for v, n in counts if n)
-
-
-def verdict_cell(row: GlanceRow) -> str:
-    if row.headline is None:
-        text = NOT_TESTED
-    else:
-        text = row.headline.verdict
-        if len(row.outcomes) > 1:
-            text += f" (all {len(row.outcomes)} claims: {tally(row.outcomes)})"
+def ours_cell(row: GlanceRow) -> str:
+    """The headline claim's value of ours with its verdict, marked when it is a model's prediction; and the seed's
+    studies that have no run in this build. Plain text (escape for TeX)."""
     missing = "; ".join(f"{s}: {NOT_MEASURED}" for s in row.missing)
-    return f"{text}; {missing}" if missing and row.headline is not None else (
-        f"{text} ({missing})" if missing else text)
+    if row.headline is None:
+        return f"{NOT_TESTED} ({missing})" if missing else NOT_TESTED
+    o = row.headline
+    marks = ([claimsmod.MODEL_MARK.strip("()")] if o.claim.is_model else []) + [o.verdict]
+    text = f"{claimsmod.ours_str(o)} ({'; '.join(marks)})"
+    return f"{text}; {missing}" if missing else text
+
+
+GLANCE_COUNTS = ("rows (seed claims)", "agree", "same direction", "differ", "inconclusive", "model checks")
+GLANCE_HEADER = ("Seed", "What it measured", "Headline claim: published (source)", "Ours [95\\,\\% CI] (verdict)",
+                 *(f"\\rotatebox{{90}}{{{h}}}" for h in GLANCE_COUNTS), "Model that explains it")
 
 
 def glance_tex(rows: Sequence[GlanceRow]) -> str:
+    """Table 1: per seed its headline claim (published, ours and its verdict) and the tally of all its claim rows
+    by verdict, with how many of them check a model's prediction instead of a measurement."""
     esc = macros.tex_escape
     body = []
     for r in rows:
         s = r.seed
         if r.headline is not None:
             c = r.headline.claim
-            published = f"{esc(claimsmod.published_str(c))}: {esc(c.statement)} \\cite{{{s.cite}}}, {esc(c.where)}"
-            ours = esc(claimsmod.ours_str(r.headline))
+            published = (f"{c.seed_label}, {esc(claimsmod.published_str(c))}: {esc(c.statement)} "
+                         f"\\cite{{{s.cite}}}, {esc(c.where)}")
         else:
             published = f"{esc(s.published)} \\cite{{{s.cite}}}, {esc(s.where)}"
-            ours = NOT_MEASURED if not r.measured else "--"
+        if r.tested:
+            counts = [str(n) for n in r.counts.values()]
+            tallies = [f"{len(r.outcomes)} ({r.seed_claims})", *counts, str(r.model_rows)]
+        else:
+            tallies = ["--"] * (len(claimsmod.VERDICTS) + 2)
         present = s.models_present()
         model = "; ".join(f"\\texttt{{{esc(m.module)}}}: {esc(m.explains)}" for m in present) or "none yet"
-        body.append([s.id, esc(s.measured), published, ours, esc(verdict_cell(r)), model])
+        body.append([s.id, esc(s.measured), published, esc(ours_cell(r)), *tallies, model])
     col = ">{\\raggedright\\arraybackslash}p"
-    align = (f"{col}{{0.035\\linewidth}}{col}{{0.2\\linewidth}}{col}{{0.2\\linewidth}}{col}{{0.1\\linewidth}}"
-             f"{col}{{0.15\\linewidth}}{col}{{0.15\\linewidth}}")
-    return macros.render_table(["Seed", "What it measured", "Published headline (source)", "Ours [95\\,\\% CI]",
-                                "Verdict", "Model that explains it"], body, align=align)
+    # the counts under rotated headers, so that the words get the width (\\scriptsize, \\tabcolsep 2pt: intro.tex)
+    align = (f"l{col}{{0.19\\linewidth}}{col}{{0.23\\linewidth}}{col}{{0.12\\linewidth}}"
+             + "r" * len(GLANCE_COUNTS) + f"{col}{{0.17\\linewidth}}")
+    return macros.render_table(list(GLANCE_HEADER), body, align=align)
 
 
 def glance_values(rows: Sequence[GlanceRow]) -> list[Value]:

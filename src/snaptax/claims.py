@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,6 +22,19 @@ SEED_LABEL_RE = re.compile(r"C00[0-4]-[0-9]+[a-z]?")
 Verdict = Literal["agrees", "same direction", "differs", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("agrees", "same direction", "differs", "inconclusive")
 
+# Where our value comes from: a measurement of the stand-in (a mean over repeats, a paired ratio, a measured rate
+# scaled by a size), or a model's prediction (a fitted model evaluated where the harness cannot measure, e.g. the
+# tiered pool at its SSD tier's own speed). A model row is judged by the same rule, but its verdict checks the
+# model against the published value: it is not a reproduced measurement, and the paper says so wherever it prints one.
+Basis = Literal["measured", "model"]
+BASES: tuple[Basis, ...] = ("measured", "model")
+MODEL_MARK = "(model)"      # after our value in the claims table and Table 1
+
+# The words a claim's published_text carries when the seed states a direction without a number: its `published`
+# is then a placeholder (the smallest effect the tolerance resolves), not the seed's size, so no ratio of effects
+# is formed against it.
+NO_NUMBER = "no number"
+
 VERDICT_RULE = (
     "Each claim is an effect against its no-effect value (0 % for a loss, 100 % for a ratio, 1 for a factor), "
     "and is judged on the 95 % confidence interval of our value from its repeats, against a tolerance band "
@@ -31,7 +45,10 @@ VERDICT_RULE = (
     "same direction: the published value is an effect (farther than the tolerance from the no-effect value) and "
     "so is ours by the same measure, on the same side (our whole interval lies beyond the no-effect value ± the "
     "tolerance), but our estimate is outside the band; "
-    "differs: otherwise (including a small effect of ours whose interval reaches into the no-effect band).")
+    "differs: otherwise (including a small effect of ours whose interval reaches into the no-effect band). "
+    "A row whose value is a model's prediction rather than a measurement (marked model) is judged by the same rule; "
+    "its verdict says whether the model, fed with what was measured, meets the published value, not that a "
+    "measurement reproduced it.")
 
 
 @dataclass(frozen=True)
@@ -52,11 +69,27 @@ class Claim:
     published_text: str = "" # the source's own wording when it is not a number ('No impact')
     label: str = ""          # the seed claim it tests as the issues number them ('C001-3'); "": the id's last part
     published_digits: int | None = None   # decimals of `published` as the seed gives it (None: published_decimals)
+    basis: Basis = "measured"  # our value (value_key) is measured, or a model's prediction (BASES)
+    provisional: str = ""      # why the row is provisional (a known bias of the run that measured it); "": it is not
 
     def __post_init__(self) -> None:
         if not SEED_LABEL_RE.fullmatch(self.seed_label):
             raise ValueError(f"claim {self.id!r}: label {self.seed_label!r} is not a seed claim's (want e.g. "
                              "'C001-3' or 'C000-1b'; give label= when the id does not end in one)")
+        if self.basis not in BASES:
+            raise ValueError(f"claim {self.id!r}: basis {self.basis!r} is not one of {', '.join(BASES)}")
+
+    @property
+    def is_model(self) -> bool:
+        """Our value is a model's prediction, not a measurement."""
+        return self.basis == "model"
+
+    @property
+    def published_is_effect(self) -> bool:
+        """The seed gives a number (not only a direction) and it is an effect: farther than the tolerance from the
+        no-effect value. Only such a claim has a ratio of effects (effect_ratio)."""
+        return (NO_NUMBER not in self.published_text and math.isfinite(self.published)
+                and abs(self.published - self.no_effect) > self.tolerance)
 
     @property
     def seed_label(self) -> str:
@@ -79,8 +112,12 @@ class Outcome:
                 "published": c.published, "published_text": c.published_text, "unit": c.unit,
                 "no_effect": c.no_effect, "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis,
                 "value_key": c.value_key, "stand_in": c.stand_in, "label": c.seed_label,
-                "published_digits": c.published_digits, "ours": self.ours.to_json(),
-                "verdict": self.verdict}
+                "published_digits": c.published_digits, "basis": c.basis, "provisional": c.provisional,
+                "ours": self.ours.to_json(), "verdict": self.verdict}
+
+    @property
+    def effect_ratio(self) -> Value | None:
+        return effect_ratio(self.claim, self.ours)
 
 
 def verdict(claim: Claim, ours: Value) -> Verdict:
@@ -122,10 +159,13 @@ def from_json(row: dict[str, Any]) -> Outcome:
                                    "tolerance", "tolerance_basis", "value_key", "stand_in", "published_text")}
     fields["label"] = row.get("label", "")     # results.json written before claims carried labels has none
     fields["published_digits"] = row.get("published_digits")
+    fields["basis"] = row.get("basis", "measured")          # rows written before claims carried a basis: measured
+    fields["provisional"] = row.get("provisional", "")
     try:
         claim = Claim(**fields)
     except ValueError as exc:
-        raise ConfigError("results.json", f"claims[{row['id']}].label", str(exc)) from None
+        field_name = "basis" if fields["basis"] not in BASES else "label"
+        raise ConfigError("results.json", f"claims[{row['id']}].{field_name}", str(exc)) from None
     return Outcome(claim, Value.from_json(row["ours"]))
 
 
@@ -149,3 +189,49 @@ def published_str(c: Claim) -> str:
 
 def ours_str(o: Outcome) -> str:
     return f"{o.ours.formatted_ci()} {o.claim.unit}".strip()
+
+
+EFFECT_RATIO_DIGITS = 2
+
+
+def effect_ratio(claim: Claim, ours: Value) -> Value | None:
+    """Our effect as a share of the published effect, both against the claim's no-effect value:
+
+        r = (ours − no_effect) / (published − no_effect)
+
+    1 is the published size, 0 no effect, between them a smaller effect in the published direction, above 1 a
+    larger one, below 0 the other direction. Its interval is our interval's ends put through the same map (the
+    published value has no interval; for a negative published effect the ends swap). None when the claim has no
+    published effect (`Claim.published_is_effect`: within the tolerance of no effect, or a direction without a
+    number), where the ratio means nothing. The verdict's "same direction" holds a 10 % and an 88 % loss alike; this
+    says which."""
+    c = claim
+    if not c.published_is_effect:
+        return None
+    d = c.published - c.no_effect
+
+    def f(x: float) -> float:
+        return (x - c.no_effect) / d
+
+    ends = sorted((f(ours.low), f(ours.high))) if ours.has_interval else [math.nan, math.nan]
+    method = f"{ours.method}, ends mapped" if ours.method else ""
+    return Value(f"claim.{c.id}.effect_ratio", f(ours.value), "", ends[0], ends[1], ours.n, EFFECT_RATIO_DIGITS,
+                 None, method)
+
+
+def tally(outcomes: Iterable[Outcome]) -> dict[Verdict, int]:
+    """How many outcomes have each verdict, in the order of VERDICTS (zero counts included)."""
+    outs = list(outcomes)
+    return {v: sum(o.verdict == v for o in outs) for v in VERDICTS}
+
+
+def tally_words(outcomes: Iterable[Outcome]) -> str:
+    """'1 agrees, 2 differ' over the verdicts in the order of VERDICTS, zero counts left out ('' for none)."""
+    plural = {"agrees": "agree", "differs": "differ"}
+    return ", ".join(f"{n} {v if n == 1 else plural.get(v, v)}" for v, n in tally(outcomes).items() if n)
+
+
+def seed_claims(outcomes: Iterable[Outcome]) -> list[str]:
+    """The distinct seed claims (Claim.seed_label) the outcomes test, in first-seen order: several rows may test
+    one seed claim (C001-1 on two jobs and at two chain lengths)."""
+    return list(dict.fromkeys(o.claim.seed_label for o in outcomes))

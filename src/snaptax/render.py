@@ -48,15 +48,49 @@ def run_column(rendered: list[Rendered], name: str) -> list[float]:
     return [run_value(r, name) for r in rendered]
 
 
+def claims_count_values(outcomes: list[claimsmod.Outcome]) -> list[Value]:
+    """paper.claims.*: the claims table's rows and the distinct seed claims they test (several rows may test one),
+    the verdicts of all rows (paper.claims.<verdict>, of paper.claims.total), of the rows whose value we measured
+    (paper.claims.measured.*) and of those whose value is a model's prediction (paper.claims.model.*, with a clause
+    for the abstract), and the provisional rows."""
+    measured = [o for o in outcomes if not o.claim.is_model]
+    model = [o for o in outcomes if o.claim.is_model]
+    provisional = [o for o in outcomes if o.claim.provisional]
+    vals = [Value("paper.claims.total", float(len(outcomes)), "rows"),
+            Value("paper.claims.rows", float(len(outcomes)), "rows"),
+            Value("paper.claims.seed_claims", float(len(claimsmod.seed_claims(outcomes))), "seed claims")]
+    for prefix, outs in (("paper.claims", outcomes), ("paper.claims.measured", measured),
+                         ("paper.claims.model", model)):
+        for verdict, n in claimsmod.tally(outs).items():
+            vals.append(Value(f"{prefix}.{verdict.replace(' ', '_')}", float(n), "rows"))
+    vals += [Value("paper.claims.measured.rows", float(len(measured)), "rows"),
+             Value("paper.claims.measured.seed_claims", float(len(claimsmod.seed_claims(measured))), "seed claims"),
+             Value("paper.claims.model.rows", float(len(model)), "rows"),
+             Value("paper.claims.model.list", text=article.join_words(claimsmod.seed_claims(model)) or "none"),
+             Value("paper.claims.model.clause", text=model_clause(model)),
+             Value("paper.claims.provisional.rows", float(len(provisional)), "rows"),
+             Value("paper.claims.provisional.list",
+                   text=article.join_words(claimsmod.seed_claims(provisional)) or "none")]
+    return vals
+
+
+def model_clause(model: list[claimsmod.Outcome]) -> str:
+    """The abstract's and the introduction's clause on the rows whose value is a model's prediction: their count and
+    verdicts, said to check a model rather than to reproduce a measurement."""
+    if not model:
+        return "no row checks a model's prediction in place of a measurement"
+    rows, verb = (f"{len(model)} rows", "check") if len(model) > 1 else ("1 row", "checks")
+    labels = article.join_words(claimsmod.seed_claims(model))
+    return (f"{rows} ({labels}) {verb} a model's prediction, not a measurement, against the published value "
+            f"({claimsmod.tally_words(model)})")
+
+
 def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value]:
     outcomes = [o for r in rendered for o in r.analysis.outcomes]
     lateness = [v for v in run_column(rendered, "worst_lateness_pct") if math.isfinite(v)]
     vals = [Value("paper.rig", text=rig), Value("paper.profile", text=profile),
-            Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE),
-            Value("paper.claims.total", float(len(outcomes)), "claims")]
-    for verdict in claimsmod.VERDICTS:
-        vals.append(Value(f"paper.claims.{verdict.replace(' ', '_')}",
-                          float(sum(o.verdict == verdict for o in outcomes)), "claims"))
+            Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE)]
+    vals += claims_count_values(outcomes)
     for o in outcomes:
         c = o.claim
         vals.append(Value(f"claim.{c.id}.published", c.published, c.unit, digits=claimsmod.published_decimals(c),
@@ -65,6 +99,10 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
         vals.append(Value(f"claim.{c.id}.tolerance", c.tolerance, c.unit,
                           digits=0 if float(c.tolerance).is_integer() else 2))
         vals.append(Value(f"claim.{c.id}.verdict", text=o.verdict))
+        vals.append(Value(f"claim.{c.id}.basis", text=c.basis))
+        ratio = o.effect_ratio
+        if ratio is not None:
+            vals.append(ratio)
     vals.append(Value("paper.worst_lateness_pct", max(lateness) if lateness else math.nan, "%", digits=2))
     vals.append(Value("paper.flagged", sum(run_column(rendered, "flagged")), "measurements"))
     vals.append(Value("paper.emulated_measurements", sum(run_column(rendered, "emulated_measurements")),
@@ -73,18 +111,57 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
     return vals
 
 
+PROVISIONAL_MARK = "$^\\dagger$"     # after the verdict of a provisional row; claims_notes_tex says why
+
+
+def ours_cell(o: claimsmod.Outcome) -> str:
+    """Our value with its interval below it, marked (model) when it is a model's prediction."""
+    cell = macros.tex_escape(claimsmod.ours_str(o)).replace(" [", "\\newline[")    # interval below
+    return f"{cell} \\emph{{{claimsmod.MODEL_MARK}}}" if o.claim.is_model else cell
+
+
+def effect_ratio_cell(o: claimsmod.Outcome) -> str:
+    """Ours ÷ the published effect (claims.effect_ratio) with its interval below it; blank without a published
+    effect."""
+    ratio = o.effect_ratio
+    return "" if ratio is None else macros.tex_escape(ratio.formatted_ci()).replace(" [", "\\newline[")
+
+
 def claims_tex(outcomes: list[claimsmod.Outcome]) -> str:
     rows = []
     for o in outcomes:
         c = o.claim
         rows.append([c.seed_label, f"{macros.tex_escape(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
-                     macros.tex_escape(claimsmod.published_str(c)),
-                     macros.tex_escape(claimsmod.ours_str(o)).replace(" [", "\\newline["),   # interval below
+                     macros.tex_escape(claimsmod.published_str(c)), ours_cell(o), effect_ratio_cell(o),
                      f"$\\pm${macros.tex_escape(f'{c.tolerance:g} {c.unit}'.strip())}",
-                     macros.tex_escape(c.stand_in), o.verdict])
+                     macros.tex_escape(c.stand_in), o.verdict + (PROVISIONAL_MARK if c.provisional else "")])
     # a longtable: the table runs over pages as studies add claims (a float cannot, and overflowed the page)
     return macros.render_long_table("claims", ["Seed claim", "Claim (source)", "Published", "Ours [95\\,\\% CI]",
-                                               "Tolerance", "Our stand-in", "Verdict"], rows)
+                                               "Ours ÷ published effect", "Tolerance", "Our stand-in", "Verdict"],
+                                    rows)
+
+
+def claims_notes_tex(outcomes: list[claimsmod.Outcome]) -> str:
+    """The claims table's notes that depend on the rows: which rows are model checks, and which are provisional
+    and why (each reason once, with the seed claims it concerns)."""
+    model = claimsmod.seed_claims(o for o in outcomes if o.claim.is_model)
+    items = []
+    if model:
+        items.append(f"\\emph{{{claimsmod.MODEL_MARK}}} after our value ({article.join_words(model)}): it is a "
+                     "model's prediction from what was measured, not a measurement; the verdict checks the model "
+                     "against the published value.")
+    reasons: dict[str, list[str]] = {}
+    for o in outcomes:
+        if o.claim.provisional:
+            reasons.setdefault(o.claim.provisional, []).append(o.claim.seed_label)
+    for reason, labels in reasons.items():
+        items.append(f"{PROVISIONAL_MARK} provisional ({article.join_words(list(dict.fromkeys(labels)))}): "
+                     f"{macros.tex_escape(reason)} (Section~\\ref{{sec:repro}}).")
+    if not items:
+        return "% generated by snaptax from data/; do not edit\n"
+    return ("% generated by snaptax from data/; do not edit\n\\noindent Notes on Table~\\ref{tab:claims}:\n"
+            "\\begin{itemize}\n"
+            + "\n".join(f"\\item {i}" for i in items) + "\n\\end{itemize}\n")
 
 
 def tolerance_bases_tex(outcomes: list[claimsmod.Outcome]) -> str:
@@ -230,6 +307,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     macros.write_table("artifact", article.artifact_tex(times), generated_dir)
     write_atomic(generated_dir / "sources.tex", sources.sources_tex(made.values()))
     macros.write_table("claims", claims_tex(outcomes), generated_dir)
+    write_atomic(generated_dir / "claims-notes.tex", claims_notes_tex(outcomes))
     write_atomic(generated_dir / "claims-tolerances.tex", tolerance_bases_tex(outcomes))
     macros.write_table("runs", runs_tex(rendered), generated_dir)
     macros.write_table("reruns", repro_tex(comparisons, compared), generated_dir)

@@ -387,7 +387,8 @@ def claims() -> list[Claim]:
         Claim(f"{STUDY}.C000-6", CITE, "Conclusions",
               "deletion time depends on the guest's write rate: commit throughput beside the saturating guest "
               "against an idle guest, c(r_sat)/c0 of the fitted model", 70.0, "%", 100.0, 15.0, DIRECTION_BASIS,
-              f"{STUDY}.model.commit_share_saturated", stand, "impacts the time significantly (no number)"),
+              f"{STUDY}.model.commit_share_saturated", stand, "impacts the time significantly (no number)",
+              basis="model"),
     ]
 
 
