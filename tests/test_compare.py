@@ -43,6 +43,18 @@ def test_a_verdict_flip_is_not_reproduced():
     assert "DIFFERENT" in "\n".join(compare.report(c))
 
 
+def test_a_repeated_inconclusive_verdict_is_the_same_but_not_a_decided_one():
+    wide = (Value("s.loss", 60, "%", 20, 100, 4), Value("s.loss", 61, "%", 21, 101, 4))   # wider than the band
+    both_undecided = compare.compare_results(results("a", wide[0]), results("b", wide[1]))
+    assert both_undecided.verdicts_reproduced == 1
+    assert both_undecided.decisive == [] and both_undecided.decisive_reproduced == 0
+    one_decided = compare.compare_results(results("a", wide[0]), results("b", Value("s.loss", 62, "%", 57, 67, 4)))
+    assert len(one_decided.decisive) == 1 and one_decided.decisive_reproduced == 0
+    both_decided = compare.compare_results(results("a", Value("s.loss", 60, "%", 55, 65, 4)),
+                                           results("b", Value("s.loss", 62, "%", 57, 67, 4)))
+    assert len(both_decided.decisive) == 1 and both_decided.decisive_reproduced == 1
+
+
 def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for d, loss in ((a, Value("s.loss", 60, "%", 55, 65, 4)), (b, Value("s.loss", 61, "%", 56, 66, 4)),

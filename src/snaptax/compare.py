@@ -54,6 +54,12 @@ class VerdictComparison:
     def same(self) -> bool:
         return self.a == self.b
 
+    @property
+    def decisive(self) -> bool:
+        """At least one of the two runs decided the claim (a verdict other than inconclusive): an inconclusive
+        verdict repeated is the same verdict but reproduces no finding."""
+        return not self.a == self.b == "inconclusive"
+
 
 @dataclass(frozen=True)
 class RunComparison:
@@ -66,6 +72,16 @@ class RunComparison:
     @property
     def verdicts_reproduced(self) -> int:
         return sum(v.same for v in self.verdicts)
+
+    @property
+    def decisive(self) -> list[VerdictComparison]:
+        """The claims that at least one run decided (VerdictComparison.decisive)."""
+        return [v for v in self.verdicts if v.decisive]
+
+    @property
+    def decisive_reproduced(self) -> int:
+        """Claims decided by both runs, the same way."""
+        return sum(v.same for v in self.decisive)
 
     @property
     def inconsistent(self) -> list[ValueComparison]:
@@ -98,7 +114,8 @@ def compare_runs(run_a: Path, run_b: Path) -> RunComparison:
 
 def report(c: RunComparison, all_values: bool = False) -> list[str]:
     """The comparison as text lines: verdicts, then the values that are inconsistent (or all, with all_values)."""
-    lines = [f"{c.study}: {c.run_a} vs {c.run_b}: {c.verdicts_reproduced} of {len(c.verdicts)} verdicts the same, "
+    lines = [f"{c.study}: {c.run_a} vs {c.run_b}: {c.verdicts_reproduced} of {len(c.verdicts)} verdicts the same "
+             f"({c.decisive_reproduced} of the {len(c.decisive)} claims that a run decided), "
              f"{len(c.inconsistent)} of {sum(v.comparable for v in c.values)} values with intervals inconsistent"]
     for vc in c.verdicts:
         mark = "same" if vc.same else "DIFFERENT"

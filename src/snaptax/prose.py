@@ -206,8 +206,8 @@ FACTS: tuple[Fact, ...] = (
            "tiering.tex, the misplacement model: both predictions hold (their intervals include 100 %), so the simple "
            "mix accounts for the tiered pool's seconds") for name in ("hdd_fit_over_model", "sas_with_over_hdd")),
     Fact("memory_dump.fit.raid1_10k.oversleep.delta_ms", "below", 0.0,
-         "memory_dump.tex, the grid: on the mirror the fitted oversleep is negative, a fudge term for rotational "
-         "misses"),
+         "memory_dump.tex, the grid, and intro.tex: on the mirror the fitted oversleep is negative, a fudge term for "
+         "rotational misses rather than the timer"),
     Fact("memory_dump.fit.ssd.oversleep.delta_ms", "includes", 0.0,
          "memory_dump.tex, the grid: on the SSD-class device the same walker's oversleep interval includes zero (so "
          "the negative one on the mirror is not the timer's doing)"),

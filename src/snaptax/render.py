@@ -216,6 +216,8 @@ def same_host(comparison: compare.RunComparison, manifests: dict[str, Manifest])
 def repro_values(comparisons: list[compare.RunComparison], manifests: dict[str, Manifest]) -> list[Value]:
     same = sum(c.verdicts_reproduced for c in comparisons)
     total = sum(len(c.verdicts) for c in comparisons)
+    decisive_same = sum(c.decisive_reproduced for c in comparisons)
+    decisive = sum(len(c.decisive) for c in comparisons)
     largest = [c.largest for c in comparisons if c.largest is not None]
     worst = max(largest, key=lambda v: v.distance) if largest else None
     inconsistent = sum(len(c.inconsistent) for c in comparisons)
@@ -229,6 +231,9 @@ def repro_values(comparisons: list[compare.RunComparison], manifests: dict[str, 
             Value("paper.repro.hosts", text=hosts),
             Value("paper.repro.verdicts_same", float(same), "claims"),
             Value("paper.repro.verdicts_total", float(total), "claims"),
+            Value("paper.repro.decisive_same", float(decisive_same), "claims"),
+            Value("paper.repro.decisive_total", float(decisive), "claims"),
+            Value("paper.repro.inconclusive_both", float(total - decisive), "claims"),
             Value("paper.repro.values_inconsistent", float(inconsistent), "values"),
             Value("paper.repro.values_compared", float(comparable), "values"),
             Value("paper.repro.largest_distance", worst.distance if worst else math.nan, "intervals", digits=1),
