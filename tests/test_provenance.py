@@ -127,3 +127,27 @@ def test_collect_has_its_four_parts(monkeypatch):
     out = provenance.collect()
     assert out["tools"] == {"fio": "fio-3"} and out["git"]["commit"] == "c" and out["host"] == {"cpus": 2}
     assert out["collected_utc"].endswith("Z")
+
+
+def test_uncommitted_diff_covers_the_code_that_measures_only(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "src" / "m.py").write_text("a = 1\n")
+    (tmp_path / "notebooks" / "n.ipynb").write_text("{}\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "c")
+    assert provenance.uncommitted_diff(tmp_path) == ""
+    (tmp_path / "notebooks" / "n.ipynb").write_text('{"x": 1}\n')       # an output, not the code that measures
+    assert provenance.uncommitted_diff(tmp_path) == ""
+    (tmp_path / "src" / "m.py").write_text("a = 2\n")
+    diff = provenance.uncommitted_diff(tmp_path)
+    assert diff is not None and "+a = 2" in diff and "n.ipynb" not in diff
+
+
+def test_uncommitted_diff_is_none_outside_a_repository(tmp_path):
+    assert provenance.uncommitted_diff(tmp_path) is None

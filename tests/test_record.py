@@ -62,6 +62,29 @@ def test_the_provenance_is_the_code_that_started_measuring(data_dir, work_dir, m
     assert RunRecord.load(s.published).manifest.code_label == "a" * 10
 
 
+def test_a_run_from_uncommitted_code_keeps_the_diff_it_measured_with(data_dir, work_dir, monkeypatch):
+    from snaptax import provenance
+    diff = "--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
+    monkeypatch.setattr(provenance, "collect", lambda: {"git": {"commit": "a" * 40, "dirty": True}})
+    monkeypatch.setattr(provenance, "uncommitted_diff", lambda: diff)
+    with session() as s:
+        monkeypatch.setattr(provenance, "uncommitted_diff", lambda: "changed later")   # not the code that measured
+    assert s.published is not None
+    assert (s.published / provenance.UNCOMMITTED_DIFF).read_text() == diff
+    git = RunRecord.load(s.published).manifest.provenance["git"]
+    assert git == {"commit": "a" * 40, "dirty": True, "uncommitted_diff": provenance.UNCOMMITTED_DIFF}
+
+
+def test_a_run_from_committed_code_keeps_no_diff(data_dir, work_dir, monkeypatch):
+    from snaptax import provenance
+    monkeypatch.setattr(provenance, "collect", lambda: {"git": {"commit": "a" * 40, "dirty": False}})
+    monkeypatch.setattr(provenance, "uncommitted_diff", lambda: pytest.fail("a clean tree needs no diff"))
+    with session() as s:
+        pass
+    assert s.published is not None and not (s.published / provenance.UNCOMMITTED_DIFF).exists()
+    assert "uncommitted_diff" not in RunRecord.load(s.published).manifest.provenance["git"]
+
+
 @pytest.mark.parametrize("cpu, label", [("Intel(R) Xeon(R) Processor", "Intel Xeon"), ("AMD EPYC", "AMD EPYC"),
                                         ("Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz", "Intel Core i7-8650U"),
                                         (None, "?")])

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from . import __version__, paths
 
@@ -49,6 +50,25 @@ def git_state() -> dict[str, str | bool | None]:
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+# The code that measures: a run made from a tree with uncommitted changes keeps their diff beside its manifest
+# (UNCOMMITTED_DIFF), so that the "+" of its code label (record.Manifest.code_label) names code a reader can rebuild:
+# the commit plus this diff. notebooks/, data/ and paper/ are left out: a notebook only passes parameters to the
+# package, and the published data and the paper are outputs, not the code that measured.
+CODE_PATHS = ("src", "rigs", "tools", "Makefile", "pyproject.toml", "requirements.txt", "environment.yml")
+UNCOMMITTED_DIFF = "uncommitted.diff"
+
+
+def uncommitted_diff(root: Path | None = None) -> str | None:
+    """`git diff HEAD` of the tracked files under CODE_PATHS in `root` (default: the repository): '' when they are as
+    committed, None when git cannot say (no git, not a repository)."""
+    try:
+        out = subprocess.run(["git", "-C", str(root or paths.REPO_ROOT), "diff", "--no-color", "--no-ext-diff",
+                              "HEAD", "--", *CODE_PATHS], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout if out.returncode == 0 else None
 
 
 def host() -> dict:

@@ -135,6 +135,8 @@ class RunWriter:
         self.lock_wait_s = 0.0       # a RunSession's wait for the measurement lock, before started_utc
         # the code and tools that measure: taken when a session starts (a commit made while it runs is not its code)
         self.provenance: dict[str, Any] | None = None
+        # the uncommitted changes to the code when the session started (provenance.uncommitted_diff); None: none
+        self.code_diff: str | None = None
         self._rows: list[dict] = []
         self._counter_rows: list[dict] = []
         self._paths: list[str] = []
@@ -213,6 +215,14 @@ class RunWriter:
         found = [d for d in self.rig.devices if d.name in self.devices_used]
         return found or list(self.rig.devices)
 
+    def _provenance(self) -> dict[str, Any]:
+        """The provenance the manifest records; with uncommitted code, its git part names the diff file kept
+        beside the manifest (git.uncommitted_diff)."""
+        prov = dict(self.provenance or provenance.collect())
+        if self.code_diff:
+            prov["git"] = {**prov.get("git", {}), "uncommitted_diff": provenance.UNCOMMITTED_DIFF}
+        return prov
+
     def publish(self, final: Path) -> Path:
         """Write results.csv, counters.csv and the manifest, then move the staging directory to `final`."""
         manifest = {
@@ -223,7 +233,7 @@ class RunWriter:
             "devices": [devices.identity(self.rig, d) for d in self.rig.devices],
             "measured_devices": [d.name for d in self._measured_devices()],
             "parameters": self.parameters, "variants": self.variants, "events": self.events,
-            "provenance": self.provenance or provenance.collect(), "started_utc": self.started_utc,
+            "provenance": self._provenance(), "started_utc": self.started_utc,
             "lock_wait_s": self.lock_wait_s,
             "finished_utc": provenance.utc_now(), "measurements": len(self._paths),
             "planned_points": self.planned_points, "planned_seconds": self.planned_seconds,
@@ -232,6 +242,8 @@ class RunWriter:
         _write_csv(self.staging / RESULTS, [*KEYS, *FIO_COLUMNS, "path"], self._rows)
         _write_csv(self.staging / COUNTERS, ["variant", "index", "counter", "kind", "unit", "before", "after",
                                              "delta"], self._counter_rows)
+        if self.code_diff:
+            (self.staging / provenance.UNCOMMITTED_DIFF).write_text(self.code_diff)
         write_json(self.staging / MANIFEST, manifest)
         final.parent.mkdir(parents=True, exist_ok=True)
         incoming = final.parent / f".incoming-{self.run_id}"
@@ -271,6 +283,8 @@ class RunSession(RunWriter):
         self.lock_wait_s = round(time.monotonic() - asked, 3)
         self.started_utc = provenance.utc_now()
         self.provenance = provenance.collect()
+        if self.provenance.get("git", {}).get("dirty"):
+            self.code_diff = provenance.uncommitted_diff() or None
         try:
             if self.staging.parent.exists():
                 for stale in self.staging.parent.iterdir():
