@@ -213,6 +213,23 @@ FACTS: tuple[Fact, ...] = (
          "the negative one on the mirror is not the timer's doing)"),
     Fact("memory_dump.seed.iteration_ms.default", "estimate_below", 25.0,
          "conclusion.tex: seed 003's walker took less time per iteration with its defaults than its 25-ms wait"),
+    # The loss with one snapshot in each second of the pairs' runs (chain_length.loss_by_second.*, .last: the run's
+    # last second; loss_settling: the last second's one/none ratio as % of the first's, 100 % = no change).
+    *(Fact(f"chain_length.loss_by_second.on-disk-metadata.randrw.{second}", "above", 90.0,
+           "threats.tex, per-second losses: with the metadata on disk the random job's loss held in every second "
+           "(each second's interval above 90 %)") for second in ("s1", "s2", "last")),
+    Fact("chain_length.loss_settling.on-disk-metadata.randrw", "includes", 100.0,
+         "threats.tex, per-second losses: ... its change from the first second to the last includes none"),
+    Fact("chain_length.loss_settling.in-memory-metadata.randrw", "includes", 100.0,
+         "threats.tex, per-second losses: with the metadata in memory the loss shows no trend either (its change "
+         "from the first second to the last includes none)"),
+    Fact("chain_length.loss_settling.lvm-thin.randrw", "above", 100.0,
+         "threats.tex, per-second losses: LVM thin's loss shrank from the first second to the last (the last "
+         "second's ratio above the first's)"),
+    Fact("chain_length.chunks_broken_per_write.lvm-thin.randrw", "above", 5 / 6,
+         "threats.tex, per-second losses: ... although most writes broke a shared chunk, too many for the sharing to "
+         "have run out by the last second (above 5/6 over a 3-s run: with at least a third of the writes in the last "
+         "second, its share is at least 3 x 5/6 - 2 = 1/2)"),
 )
 
 

@@ -1,9 +1,11 @@
 """The chain-length analysis on synthetic runs with known answers: losses, intervals, fits, verdicts."""
+import math
 from dataclasses import asdict
 
+import numpy as np
 import pytest
 
-from snaptax import profiles
+from snaptax import fiolog, profiles
 from snaptax.record import RunRecord
 from snaptax.studies.chain_length import analyse as an, plan as planmod
 from tests.synthetic import fio_result, write_run
@@ -14,6 +16,10 @@ GUEST_RAW_IOPS = 600.0   # the same jobs on the guest's flat volume
 
 
 def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
+    return an.analyse(RunRecord.load(build_run(tmp_path, profile, noise, drift)))
+
+
+def build_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
     p = profiles.get(profile)
     study = planmod.build_plan(p)
     points = [(v.variant, i, m, n) for v in study.variants for i, m, n in v.plan.measurements()]
@@ -38,8 +44,7 @@ def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
     parameters = planmod.parameters(p, "ssd").to_json()
     variants = {name: {"engine": "qcow2", "config": c} for name, c in configs.items()}
     variants[planmod.LVM_THIN] = {"engine": "lvmthin", "config": asdict(planmod.lvmthin_config(p))}
-    run = write_run(tmp_path, "chain_length", profile, parameters, points, measured, variants=variants)
-    return an.analyse(RunRecord.load(run))
+    return write_run(tmp_path, "chain_length", profile, parameters, points, measured, variants=variants)
 
 
 def test_loss_and_host_reads_come_from_the_data(tmp_path):
@@ -156,3 +161,139 @@ def test_results_json_round_trip(tmp_path):
     assert back.values["chain_length.loss.on-disk-metadata.randrw"].value == pytest.approx(60, abs=0.1)
     assert back.values["chain_length.run.id"].text == a.record.run_id
     assert {c["verdict"] for c in back.claims} <= {"agrees", "differs", "same direction", "inconclusive"}
+
+
+# --- the loss in each second of the pairs' runs, from fio's per-second IOPS logs -----------------------------------
+
+needs_fiologparser = pytest.mark.skipif(not fiolog.SCRIPT_GZ.exists(), reason="needs Debian's fiologparser.py.gz")
+# Loss with one snapshot in seconds 1, 2, 3: LVM thin's a transient of the fresh snapshot, the others' constant.
+LOSS_BY_SECOND = {"on-disk-metadata": (0.6, 0.6, 0.6), "in-memory-metadata": (0.3, 0.3, 0.3),
+                  planmod.LVM_THIN: (0.5, 0.2, 0.0)}
+
+
+def fio_log(per_second, jobs=4, short_jobs=0):
+    """An IOPS log as fio 3.33 writes one for `jobs` jobs with per_job_logs=0: each job's lines in turn, one line per
+    second and direction (time ms, IOPS, direction, block size, offset), the samples a ms or so off each whole
+    second; `per_second` the run's total IOPS in each second, split evenly over jobs and directions. The first
+    `short_jobs` jobs stop before their last sample (a job of fio that ends just before its next second)."""
+    lines = []
+    for j in range(jobs):
+        for k in range(len(per_second) - (1 if j < short_jobs else 0)):
+            t = 1000 * (k + 1) + j % 3 - 1
+            v = round(per_second[k] / (2 * jobs))
+            lines += [f"{t}, {v}, 0, 4096, 0", f"{t}, {v}, 1, 4096, 0"]
+    return "\n".join(lines) + "\n"
+
+
+def write_logs(run, short=None):
+    """fio_iops.log into every pair run of a synthetic run: the pairs' runs without a snapshot at 8000 IOPS × a
+    factor of the pair (drift both members share), those with one at (1 − loss in that second) of it × 1 ± 1 %
+    (alternating: the pairs' spread). short: (variant, repeat) → jobs of that pair's one-snapshot run that stop
+    before their third second."""
+    for m in RunRecord.load(run).measurements:
+        if m.phase != "pair":
+            continue
+        drift = 1 + 0.1 * m.repeat
+        spread = 1 + 0.01 * (1 if m.repeat % 2 else -1)
+        ratio = [(1 - loss) * spread if m.chain_length else 1.0 for loss in LOSS_BY_SECOND[m.variant]]
+        short_jobs = (short or {}).get((m.variant, m.repeat), 0) if m.chain_length else 0
+        (m.directory / an.IOPS_LOG).write_text(fio_log([8000 * drift * r for r in ratio], short_jobs=short_jobs))
+
+
+@needs_fiologparser
+def test_every_job_counts_in_every_second(tmp_path):
+    """fiologparser reads a log as one series: in fio's log of 4 jobs, jobs 2-4 lose their first second (their first
+    sample 'starts' at the job before's last); with the jobs told apart, each second holds all four."""
+    log = tmp_path / an.IOPS_LOG
+    log.write_text(fio_log([8000, 8000, 8000]))
+    assert fiolog.per_second(log)[0][1] == pytest.approx(2000, rel=0.01)     # one job of four in the first second
+    assert an.run_seconds(log) == pytest.approx([8000, 8000, 8000], rel=0.01)
+    assert {p.name for p in tmp_path.iterdir()} == {an.IOPS_LOG, an.IOPS_LOG + ".parsed"}   # only fiolog's own
+    # a job whose log stops before its third sample leaves the run two whole seconds (the third is partial)
+    log.write_text(fio_log([8000, 8000, 8000], short_jobs=1))
+    assert an.run_seconds(log) == pytest.approx([8000, 8000], rel=0.01)
+    assert len(an.run_seconds(tmp_path / "absent.log")) == 0
+
+
+def test_label_jobs_starts_a_job_where_a_direction_s_time_stops_increasing(tmp_path):
+    log = tmp_path / "x.log"
+    log.write_text("1000, 5, 0, 0, 0\n1000, 6, 1, 0, 0\n2001, 7, 0, 0, 0\n\n999, 8, 0, 0, 0\n999, 9, 1, 0, 0\n"
+                   "999, 1, 0, 0, 0\n")
+    (tmp_path / "out").mkdir()
+    assert an.label_jobs(log, tmp_path / "out").read_text().splitlines() == [
+        "1000, 5, j1d0, 0, 0", "1000, 6, j1d1, 0, 0", "2001, 7, j1d0, 0, 0", "999, 8, j2d0, 0, 0",
+        "999, 9, j2d1, 0, 0", "999, 1, j3d0, 0, 0"]
+
+
+def test_full_seconds_leave_out_a_partial_last_window():
+    assert an.full_seconds([(1.0, 10.0), (2.0, 20.0), (2.999, 30.0), (3.001, 40.0)]) == [10.0, 20.0, 30.0]
+    assert an.full_seconds([(1.0, 10.0), (2.0, 20.0), (2.005, 30.0)]) == [10.0, 20.0]
+    assert an.full_seconds([]) == []
+
+
+def test_loss_by_second_and_settling_from_arrays():
+    """Pairs × seconds: one ÷ none is 0.5, 0.75, 1 in seconds 1-3 (× a spread of the pair that lasts the run), so
+    the settling is 1 ÷ 0.5 = 2 exactly, with an interval of zero width."""
+    none = np.array([[1000.0, 1100, 900], [2000, 2000, 2100], [1500, 1400, 1500], [800, 900, 800]])
+    spread = np.array([[0.98], [1.02], [0.99], [1.01]])
+    one = none * np.array([0.5, 0.75, 1.0]) * spread
+    ivs = an.loss_by_second(one, none)
+    gm = math.exp(np.log(spread).mean())
+    assert [iv.estimate for iv in ivs] == pytest.approx([0.5 * gm, 0.75 * gm, gm])
+    assert all(iv.n == 4 and iv.low < iv.estimate < iv.high for iv in ivs)
+    s = an.settling_ratio(one, none)
+    assert (s.estimate, s.low, s.high, s.n) == pytest.approx((2.0, 2.0, 2.0, 4))
+    # a pair without a third second: that second stands on the 3 others, the settling too
+    one[1, 2] = np.nan
+    assert [iv.n for iv in an.loss_by_second(one, none)] == [4, 4, 3]
+    assert an.settling_ratio(one, none).n == 3
+    # a second fewer than half of the pairs have is not reported; one second gives no settling
+    one[:3, 2] = np.nan
+    assert len(an.loss_by_second(one, none)) == 2 and an.settling_ratio(one, none).estimate == pytest.approx(1.5)
+    assert math.isnan(an.settling_ratio(one[:, :1], none[:, :1]).estimate)
+
+
+def test_seconds_kept_needs_half_of_the_pairs_and_two():
+    full, nan = np.ones((4, 3)), np.full(4, np.nan)
+    assert an.seconds_kept(full, full) == 3
+    part = full.copy()
+    part[:2, 2] = np.nan                       # 2 of 4 pairs have the third second: half
+    assert an.seconds_kept(part, full) == 3
+    part[2, 2] = np.nan                        # 1 of 4
+    assert an.seconds_kept(full, part) == 2
+    assert an.seconds_kept(np.ones((1, 3)), np.ones((1, 3))) == 0     # one pair: no interval
+    assert an.seconds_kept(np.column_stack([nan, nan]), np.ones((4, 2))) == 0
+
+
+@needs_fiologparser
+def test_the_loss_in_each_second_of_the_pairs(tmp_path):
+    run = build_run(tmp_path)
+    write_logs(run, short={("on-disk-metadata", 3): 1})
+    a = an.analyse(RunRecord.load(run))
+    pairs = planmod.scale(profiles.get("quick")).pairs
+    for second, loss in enumerate(LOSS_BY_SECOND[planmod.LVM_THIN], 1):
+        v = a.value(f"chain_length.loss_by_second.lvm-thin.randrw.s{second}")
+        assert v.value == pytest.approx(100 * loss, abs=0.5) and v.unit == "%" and v.n == pairs
+        assert v.low < v.value < v.high
+    assert a.value("chain_length.loss_by_second.lvm-thin.randrw.last").value == pytest.approx(0, abs=0.5)
+    # the loss shrank from 50 % to none: the last second's ratio is twice the first's
+    assert a.value("chain_length.loss_settling.lvm-thin.randrw").value == pytest.approx(200, rel=0.01)
+    # a constant loss: the same in every second, no settling (exactly 100 %: the pairs' spread lasts the run)
+    for second in (1, 2, 3):
+        v = a.value(f"chain_length.loss_by_second.on-disk-metadata.readwrite.s{second}")
+        assert v.value == pytest.approx(60, abs=0.5)
+    settling = a.value("chain_length.loss_settling.in-memory-metadata.randrw")
+    assert settling.value == pytest.approx(100, abs=0.5) and settling.n == pairs
+    # one pair's one-snapshot run has a job without a third second: that second stands on the other pairs
+    assert a.value("chain_length.loss_by_second.on-disk-metadata.randrw.s3").n == pairs - 1
+    assert a.value("chain_length.loss_by_second.on-disk-metadata.randrw.s2").n == pairs
+    assert a.value("chain_length.loss_seconds.on-disk-metadata.randrw").value == 3
+    table = a.by_second_table()
+    assert len(table) == 6 * 3 and set(table.second) == {1, 2, 3}
+
+
+def test_no_log_no_loss_by_second(tmp_path):
+    """Runs without fio's per-second logs (the synthetic ones above) give the loss over the run only."""
+    a = make_run(tmp_path)
+    assert not [v for v in a.values if ".loss_by_second." in v.key or ".loss_settling." in v.key]
+    assert a.by_second == {} and a.by_second_table().empty

@@ -1,14 +1,18 @@
-"""Analysis of a chain-length run: loss with one snapshot from neighbouring pairs, the chain sweep with ratios and
-95 % intervals, recovery after deleting, the chain model fit, host reads per guest read, and the verdicts on seed
-001's Table 1 and its recovery claim. Pure: a run in, tables and values out."""
+"""Analysis of a chain-length run: loss with one snapshot from neighbouring pairs (over the whole run and in each
+second of it), the chain sweep with ratios and 95 % intervals, recovery after deleting, the chain model fit, host
+reads per guest read, and the verdicts on seed 001's Table 1 and its recovery claim. Pure: a run in, tables and
+values out (fio's per-second logs are read through fiologparser on copies in a temporary directory)."""
 from __future__ import annotations
 
 import math
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ... import fiolog
 from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...models import chain as chain_model
@@ -60,6 +64,12 @@ RECOVERY_BASIS = ("a judgment: the seed reports recovery in words ('similar to w
                   "numbers; ±10 pp is the smallest step its bar chart would make visible")
 
 Key = tuple[str, str]   # (variant, job)
+IOPS_LOG = "fio_iops.log"   # a run's per-second IOPS log (fio.FioJob.job_file: log_avg_msec=1000, per_job_logs=0)
+# A window of fiologparser's at least this long is a second of the run. The last window ends at the earliest last
+# sample of any job's series, and is shorter when that job's log stopped short of a whole second: fio's samples land
+# within a few ms of each whole second (2999, 3001 ms), and a job that stops before its next sample logs no part of
+# its last second (a TCG guest's job logged at 1004 and 2005 ms of a 3-s run: a 5-ms third window).
+FULL_WINDOW_S = 0.9
 
 
 @dataclass
@@ -71,10 +81,16 @@ class ChainAnalysis(Analysis):
     mirror: dict[Key, Interval] = field(default_factory=dict)      # deleting ÷ creating at the same chain length
     fits: dict[Key, chain_model.ChainFit] = field(default_factory=dict)
     guest: dict[str, dict[str, Interval]] = field(default_factory=dict)   # guest_ceiling(meas)
+    by_second: dict[Key, list[Interval]] = field(default_factory=dict)   # one ÷ none in seconds 1..K of the pairs
+    settling: dict[Key, Interval] = field(default_factory=dict)          # last second's one ÷ none ÷ the first's
 
     def loss_table(self) -> pd.DataFrame:
         """Loss with one snapshot (%), 95 % interval, per configuration and job."""
         return loss_table(self.pairs)
+
+    def by_second_table(self) -> pd.DataFrame:
+        """Loss with one snapshot (%) in each second of the pairs' runs, 95 % interval, per configuration and job."""
+        return by_second_table(self.by_second)
 
     def guest_table(self) -> pd.DataFrame:
         """The TCG guest's ceiling per job (guest_ceiling): the flat volume's IOPS, thin ÷ flat and guest ÷ host (%),
@@ -173,6 +189,119 @@ def pair_log_sd(meas: pd.DataFrame, variant: str, job: str) -> float:
     return float(logs.std(ddof=1)) if len(logs) > 1 else float("nan")
 
 
+def label_jobs(log: Path, directory: Path) -> Path:
+    """A copy of fio's IOPS log of a run of several jobs (per_job_logs=0), written into `directory`, whose direction
+    column (the third) names the job as well, 'j<i>d<direction>'. fio writes the jobs' lines one job after another,
+    each job's in time order with one line per direction and window, so a job ends where a direction's time no
+    longer increases. fiologparser reads a file as one series whose samples run from one line's time to the next's:
+    in the log as fio wrote it, each later job's first window would run backwards in time, from the job before's
+    last sample, and count for nothing (in a 3-s run of 4 jobs the first second would hold one job's I/Os).
+    fiolog.per_second splits a log into one series per value of that column and fiologparser sums the series, so
+    the copy gives one series per job and direction, each in time order, summed."""
+    out, job = [], 0
+    last: dict[str, float] = {}
+    for line in log.read_text().splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) < 4 or not line.strip():
+            continue
+        t, ddir = float(parts[0]), parts[2]
+        if not job or t <= last.get(ddir, -math.inf):
+            job, last = job + 1, {}
+        last[ddir] = t
+        out.append(", ".join([*parts[:2], f"j{job}d{ddir}", *parts[3:]]))
+    path = directory / log.name
+    path.write_text("\n".join(out) + "\n" if out else "")
+    return path
+
+
+def full_seconds(rows: list[tuple[float, float]]) -> list[float]:
+    """The I/Os of each whole second, from fiologparser's sums (fiolog.per_second: (end_s, value) per window
+    ((i − 1) s, end_s], i = 1, 2, …; a value is the I/Os per second in the window, summed over the series; the last
+    window ends at the earliest last sample of any series): the values of the windows before the first one shorter
+    than FULL_WINDOW_S, a second that some series covers only in part (a job whose log ends before the run's last
+    whole second), which is left out."""
+    out = []
+    for i, (end_s, value) in enumerate(rows):
+        if end_s - i < FULL_WINDOW_S:
+            break
+        out.append(value)
+    return out
+
+
+def run_seconds(log: Path) -> np.ndarray:
+    """Total IOPS (reads + writes, all jobs) in each second k = 1..K of one fio run, from its IOPS log: the log
+    with its jobs told apart (label_jobs) through fiolog.per_second, in a temporary directory so that the run's
+    directory gains no parser output, cut to whole seconds (full_seconds). K: the whole seconds every job's log
+    has. Empty without a log."""
+    if not log.exists():
+        return np.empty(0)
+    with tempfile.TemporaryDirectory(prefix="snaptax-chain-") as tmp:
+        return np.array(full_seconds(fiolog.per_second(label_jobs(log, Path(tmp)))), dtype=float)
+
+
+def pair_seconds(record: RunRecord, meas: pd.DataFrame) -> dict[Key, tuple[np.ndarray, np.ndarray]]:
+    """Per configuration and job of the pairs: IOPS per second (run_seconds) of the one-snapshot runs and of the
+    no-snapshot runs, two arrays of pairs × K matched by repeat, K the most seconds any run has, nan where a run
+    has fewer (none without a second in any run)."""
+    paths = record.results().drop_duplicates(["variant", "index"]).set_index(["variant", "index"])["path"]
+    pairs = meas[meas.phase == "pair"]
+    out = {}
+    for (variant, job), g in pairs.groupby(["variant", "job"]):
+        runs = {(int(r.repeat), int(r.chain_length)): run_seconds(record.path / paths[(variant, r.index)] / IOPS_LOG)
+                for r in g.itertuples()}
+        repeats = sorted(r for r, n in runs if n == 0 and (r, 1) in runs)
+        k = max((len(runs[(r, n)]) for r in repeats for n in (0, 1)), default=0)
+        if k:
+            padded = {key: np.pad(s, (0, k - len(s)), constant_values=np.nan) for key, s in runs.items()}
+            out[(str(variant), str(job))] = (np.array([padded[(r, 1)] for r in repeats]),
+                                             np.array([padded[(r, 0)] for r in repeats]))
+    return out
+
+
+def seconds_kept(one: np.ndarray, none: np.ndarray) -> int:
+    """The seconds 1..K of the pairs' runs that the loss by second reports: the last second that at least half of
+    the pairs (and at least 2) have in both runs (one, none: pairs × seconds, nan where a run has no whole second).
+    A run that has a second has every one before it, so the seconds before K have at least as many pairs; a second
+    most pairs lack would stand on the pairs whose jobs all happened to log it, not on the run."""
+    have = (np.isfinite(one) & np.isfinite(none)).sum(axis=0)
+    ok = np.nonzero(have >= max(2, len(one) / 2))[0]
+    return int(ok[-1]) + 1 if len(ok) else 0
+
+
+def loss_by_second(one: np.ndarray, none: np.ndarray) -> list[Interval]:
+    """One snapshot ÷ none in each second k = 1..K of the pairs' runs (K: seconds_kept): stats.paired_ratio_interval
+    over the pairs that have second k in both runs, of one[:, k] against none[:, k] (pairs × seconds arrays of IOPS,
+    nan where a run has no whole second k), exp(mean_r log(one_rk / none_rk) ± t·s/√n); a ratio (1 = no loss), n
+    the pairs it stands on. The loss in % is 100 − 100 × the ratio, as chain_length.loss.*."""
+    return [paired_ratio_interval(one[:, k], none[:, k]) for k in range(seconds_kept(one, none))]
+
+
+def settling_ratio(one: np.ndarray, none: np.ndarray) -> Interval:
+    """How a pair's one ÷ none changed from the run's first second to its last (K: seconds_kept), as a paired
+    interval over the pairs that have both seconds: exp(mean_r d_r ± t·s_d/√n), d_r = log(one_rK / none_rK) −
+    log(one_r1 / none_r1); a ratio of ratios, 1 = the same loss in the last second as in the first, above 1 = the
+    loss shrank (as a transient of the fresh overlay, e.g. allocation on first writes, would), below 1 = it grew.
+    Pairs with an IOPS ≤ 0 or none in either second are left out; nan without two seconds."""
+    k = seconds_kept(one, none)
+    if k < 2:
+        return Interval(math.nan, math.nan, math.nan, 0, "paired log-ratio t")
+    ends = np.stack([one[:, 0], one[:, k - 1], none[:, 0], none[:, k - 1]], axis=1)
+    ok = (ends > 0).all(axis=1)   # False for nan
+    return paired_ratio_interval(one[ok, k - 1] / none[ok, k - 1], one[ok, 0] / none[ok, 0])
+
+
+def by_second_table(by_second: dict[Key, list[Interval]]) -> pd.DataFrame:
+    """Loss with one snapshot (%) and its 95 % interval per configuration, job and second of the pairs' runs."""
+    rows = []
+    for (variant, job), ivs in sorted(by_second.items()):
+        for second, iv in enumerate(ivs, 1):
+            loss = iv.scaled(-100, 100)
+            rows.append({"variant": variant, "job": job, "second": second, "loss_pct": round(loss.estimate, 1),
+                         "loss_pct_low": round(loss.low, 1), "loss_pct_high": round(loss.high, 1), "pairs": iv.n})
+    return pd.DataFrame(rows, columns=["variant", "job", "second", "loss_pct", "loss_pct_low", "loss_pct_high",
+                                       "pairs"])
+
+
 def recovery_ratios(sw: pd.DataFrame) -> dict[Key, Interval]:
     """After all snapshots are deleted ÷ before the sweep: the runs at n = 0 at its end against the no-snapshot
     runs before it. Minutes apart, so drift is not cancelled: the interval takes the spread of the runs before
@@ -261,7 +390,8 @@ def largest_chain_end_loss(chain_end: dict[Key, Interval]) -> dict[str, Interval
 def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs: dict[Key, Interval],
             recovery: dict[Key, Interval], fits: dict[Key, chain_model.ChainFit],
             chain_end: dict[Key, Interval], guest: dict[str, dict[str, Interval]],
-            mirror: dict[Key, Interval]) -> list[Value]:
+            mirror: dict[Key, Interval], by_second: dict[Key, list[Interval]] | None = None,
+            settling: dict[Key, Interval] | None = None) -> list[Value]:
     k = STUDY
     params = record.parameters(ChainLengthParameters)
     out = [Value(f"{k}.max_chain", float(params.max_chain), "snapshots")]
@@ -290,6 +420,17 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
         # the pairs this run's own spread would need (the plan sized them from PAIR_LOG_SD)
         needed = float(pairs_needed(sd)) if math.isfinite(sd) else math.nan
         out.append(Value(f"{k}.pairs_needed.{variant}.{job}", needed, "pairs"))
+    # The loss in each second of the pairs' runs (the same sign as .loss), the last second's under .last too (its
+    # number depends on the run's length), and the seconds there were; the settling from the first to the last.
+    for (variant, job), seconds in sorted((by_second or {}).items()):
+        for second, iv in enumerate(seconds, 1):
+            out.append(Value.of(f"{k}.loss_by_second.{variant}.{job}.s{second}", iv.scaled(-100, 100), "%"))
+        if seconds:
+            out.append(Value.of(f"{k}.loss_by_second.{variant}.{job}.last", seconds[-1].scaled(-100, 100), "%"))
+        out.append(Value(f"{k}.loss_seconds.{variant}.{job}", float(len(seconds)), "s"))
+    for (variant, job), iv in sorted((settling or {}).items()):
+        if iv.n:
+            out.append(Value.of(f"{k}.loss_settling.{variant}.{job}", iv.scaled(100), "%"))
     host_sds = [pair_log_sd(meas, v, j) for v, j in pairs if v != LVM_THIN]
     out.append(Value(f"{k}.pair_log_sd_max_host", max(host_sds, default=math.nan), "", digits=3))
     for (variant, job), iv in sorted(recovery.items()):
@@ -385,7 +526,11 @@ def analyse(record: RunRecord) -> ChainAnalysis:
     pairs, recovery = pair_ratios(meas), recovery_ratios(sw)
     fits = fit_all(sw)
     chain_end, guest, mirror = chain_end_losses(sw), guest_ceiling(meas), mirror_ratios(summary)
-    values = _values(record, meas, summary, pairs, recovery, fits, chain_end, guest, mirror)
+    seconds = pair_seconds(record, meas)
+    by_second = {key: loss_by_second(one, none) for key, (one, none) in seconds.items()}
+    settling = {key: settling_ratio(one, none) for key, (one, none) in seconds.items()}
+    values = _values(record, meas, summary, pairs, recovery, fits, chain_end, guest, mirror, by_second, settling)
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(pairs, recovery, chain_end, mirror)]
-    return ChainAnalysis(record, values, outcomes, meas, summary, pairs, recovery, mirror, fits, guest)
+    return ChainAnalysis(record, values, outcomes, meas, summary, pairs, recovery, mirror, fits, guest, by_second,
+                         settling)
