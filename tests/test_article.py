@@ -17,9 +17,9 @@ SEEDS = (
 )
 
 
-def outcome(cid, cite, value, low, high, published=2.0, n=3, label="C000-1", basis="measured"):
+def outcome(cid, cite, value, low, high, published=2.0, n=3, label="C000-1", basis="measured", provisional=""):
     c = Claim(cid, cite, "Table 2", "what", published, "×", 1.0, 0.2, "basis", f"{cid}.v", "stand-in", label=label,
-              basis=basis)
+              basis=basis, provisional=provisional)
     return Outcome(c, Value(f"{cid}.v", value, "×", low, high, n, 2))
 
 
@@ -58,27 +58,29 @@ def test_a_study_that_lands_fills_its_row():
     assert article.ours_cell(rows[1]) == "3.00 [2.90, 3.10] × (same direction)"   # beyond 2 ± 0.2 and 1 ± 0.2
 
 
-def test_each_seed_row_counts_all_its_claim_rows_by_verdict_and_its_model_checks():
+def test_each_seed_row_counts_all_its_claim_rows_by_verdict_its_model_checks_and_provisional_rows():
     outs = [outcome("alpha.x", "a", 1.9, 1.85, 1.95, basis="model"),        # agrees, a model check
             outcome("alpha.y", "a", 1.0, 0.95, 1.05, label="C000-2"),       # differs
-            outcome("alpha.z", "a", 1.1, 1.05, 1.15, label="C000-2"),       # differs
+            outcome("alpha.z", "a", 1.1, 1.05, 1.15, label="C000-2", provisional="why"),   # differs, provisional
             outcome("alpha.w", "a", 3.0, 2.9, 3.1, label="C000-3")]         # same direction
     row = article.glance_rows(outs, ["alpha", "planned"], SEEDS)[0]
     # the named headline is a model check: a measured row heads the seed instead
     assert row.headline is outs[1] and not row.headline.claim.is_model
     assert row.counts == {"agrees": 1, "same direction": 1, "differs": 2, "inconclusive": 0}
-    assert row.model_rows == 1 and row.seed_claims == 3
+    assert row.model_rows == 1 and row.provisional_rows == 1 and row.seed_claims == 3
     line = next(x for x in article.glance_tex([row]).splitlines() if x.startswith("000 &"))
     cells = line.removesuffix(" \\\\").split(" & ")
-    assert cells[4:10] == ["4 (3)", "1", "1", "2", "0", "1"]
+    assert cells[4:11] == ["4 (3)", "1", "1", "2", "0", "1", "1"]
     assert len(cells) == len(article.GLANCE_HEADER)
-    # a seed whose only tested headline is a model check shows it, marked
+    # a seed whose only tested headline is a model check shows it, marked; a provisional headline says so
     only = article.glance_rows([outs[0]], ["alpha", "planned"], SEEDS)[0]
     assert article.ours_cell(only) == "1.90 [1.85, 1.95] × (model; agrees)"
+    provisional = article.glance_rows([outs[2]], ["alpha", "planned"], SEEDS)[0]
+    assert article.ours_cell(provisional) == "1.10 [1.05, 1.15] × (differs; provisional)"
     # a seed without a claim row has no counts
     untested = article.glance_rows([], ["alpha"], SEEDS)[1]
     line = next(x for x in article.glance_tex([untested]).splitlines() if x.startswith("001 &"))
-    assert line.split(" & ")[4:10] == ["--"] * 6
+    assert line.split(" & ")[4:11] == ["--"] * 7
 
 
 def test_join_words():

@@ -107,3 +107,31 @@ def test_the_claim_counts_are_rows_and_distinct_seed_claims_with_model_checks_ap
                                                       "measurement, against the published value (1 agrees)")
     assert vals["paper.claims.provisional.list"].text == "C004-2a"
     assert render.model_clause([]) == "no row checks a model's prediction in place of a measurement"
+
+
+def test_a_tolerance_of_a_percentage_is_printed_in_percentage_points_in_the_table_and_the_bases():
+    from snaptax.claims import VERDICT_RULE, Claim, tolerance_str
+    outs = _outcomes()
+    lines = [line for line in render.claims_tex(outs).splitlines() if line.startswith("C00")]
+    assert all(line.split(" & ")[5] == ("$\\pm$5 pp" if "C002-2a" in line else "$\\pm$15 pp") for line in lines)
+    bases = render.tolerance_bases_tex(outs)
+    assert "$\\pm$15\\,pp: basis (3 rows)" in bases and "$\\pm$5\\,pp: basis (1 row)" in bases
+    assert "\\%:" not in bases and "percentage points, pp" in VERDICT_RULE
+    factor = Claim("t.C000-2", "key", "Table 2", "what", 2.0, "×", 1.0, 0.5, "basis", "t.v", "stand-in")
+    assert tolerance_str(factor) == "±0.5 ×"
+
+
+def test_the_provisional_clause_counts_the_measured_rows_that_are_provisional():
+    outs = _outcomes()
+    vals = {v.key: v for v in render.claims_count_values(outs)}
+    assert vals["paper.claims.provisional.clause"].text == "1 of them (C004-2a) is provisional"
+    assert render.provisional_clause([]) == "none of them is provisional"
+    assert render.provisional_clause([outs[3], outs[3]]) == "2 of them (C004-2a) are provisional"
+
+
+def test_the_flagged_clause_names_the_studies_whose_claim_rows_come_from_runs_with_flagged_measurements():
+    clause = render.flagged_clause([("calibration", 1, 1.0, 73.0), ("tiering", 7, 36.0, 36.0)], 50)
+    assert clause == ("the claim rows of the calibration (1 of 73 emulated measurements flagged) and the tiering "
+                      "study (36 of 36) come from runs with flagged measurements: 8 of the 50 rows of the claims "
+                      "table")
+    assert render.flagged_clause([], 50) == "no claim row comes from a run with a flagged measurement"

@@ -52,6 +52,11 @@ class GlanceRow:
         return sum(o.claim.is_model for o in self.outcomes)
 
     @property
+    def provisional_rows(self) -> int:
+        """How many of the seed's claim rows are provisional (Claim.provisional: a known bias of the run)."""
+        return sum(bool(o.claim.provisional) for o in self.outcomes)
+
+    @property
     def seed_claims(self) -> int:
         """How many distinct seed claims its rows test (several rows may test one)."""
         return len(claimsmod.seed_claims(self.outcomes))
@@ -78,25 +83,29 @@ def glance_rows(outcomes: Sequence[Outcome], measured_studies: Iterable[str],
 
 
 def ours_cell(row: GlanceRow) -> str:
-    """The headline claim's value of ours with its verdict, marked when it is a model's prediction; and the seed's
-    studies that have no run in this build. Plain text (escape for TeX)."""
+    """The headline claim's value of ours with its verdict, marked when it is a model's prediction or provisional;
+    and the seed's studies that have no run in this build. Plain text (escape for TeX)."""
     missing = "; ".join(f"{s}: {NOT_MEASURED}" for s in row.missing)
     if row.headline is None:
         return f"{NOT_TESTED} ({missing})" if missing else NOT_TESTED
     o = row.headline
-    marks = ([claimsmod.MODEL_MARK.strip("()")] if o.claim.is_model else []) + [o.verdict]
+    marks = ([claimsmod.MODEL_MARK.strip("()")] if o.claim.is_model else []) + [o.verdict] + \
+        ([PROVISIONAL] if o.claim.provisional else [])
     text = f"{claimsmod.ours_str(o)} ({'; '.join(marks)})"
     return f"{text}; {missing}" if missing else text
 
 
-GLANCE_COUNTS = ("rows (seed claims)", "agree", "same direction", "differ", "inconclusive", "model checks")
+PROVISIONAL = "provisional"
+GLANCE_COUNTS = ("rows (seed claims)", "agree", "same direction", "differ", "inconclusive", "model checks",
+                 PROVISIONAL)
 GLANCE_HEADER = ("Seed", "What it measured", "Headline claim: published (source)", "Ours [95\\,\\% CI] (verdict)",
                  *(f"\\rotatebox{{90}}{{{h}}}" for h in GLANCE_COUNTS), "Model that explains it")
 
 
 def glance_tex(rows: Sequence[GlanceRow]) -> str:
     """Table 1: per seed its headline claim (published, ours and its verdict) and the tally of all its claim rows
-    by verdict, with how many of them check a model's prediction instead of a measurement."""
+    by verdict, with how many of them check a model's prediction instead of a measurement and how many are
+    provisional."""
     esc = macros.tex_escape
     body = []
     for r in rows:
@@ -109,9 +118,9 @@ def glance_tex(rows: Sequence[GlanceRow]) -> str:
             published = f"{esc(s.published)} \\cite{{{s.cite}}}, {esc(s.where)}"
         if r.tested:
             counts = [str(n) for n in r.counts.values()]
-            tallies = [f"{len(r.outcomes)} ({r.seed_claims})", *counts, str(r.model_rows)]
+            tallies = [f"{len(r.outcomes)} ({r.seed_claims})", *counts, str(r.model_rows), str(r.provisional_rows)]
         else:
-            tallies = ["--"] * (len(claimsmod.VERDICTS) + 2)
+            tallies = ["--"] * (len(claimsmod.VERDICTS) + 3)
         present = s.models_present()
         model = "; ".join(f"\\texttt{{{esc(m.module)}}}: {esc(m.explains)}" for m in present) or "none yet"
         body.append([s.id, esc(s.measured), published, esc(ours_cell(r)), *tallies, model])

@@ -38,7 +38,8 @@ NO_NUMBER = "no number"
 VERDICT_RULE = (
     "Each claim is an effect against its no-effect value (0 % for a loss, 100 % for a ratio, 1 for a factor), "
     "and is judged on the 95 % confidence interval of our value from its repeats, against a tolerance band "
-    "(published value ± tolerance, whose basis each claim states). "
+    "(published value ± tolerance, whose basis each claim states; the tolerance is in the claim's unit, and for a "
+    "value in % it is in percentage points, pp). "
     "inconclusive: fewer than two repeats, or the interval is wider than the band (half-width > tolerance) and "
     "overlaps it, so that it can neither show agreement nor exclude the published value; "
     "agrees: the interval is no wider than the band and our estimate lies within the band; "
@@ -189,6 +190,20 @@ def published_str(c: Claim) -> str:
 
 def ours_str(o: Outcome) -> str:
     return f"{o.ours.formatted_ci()} {o.claim.unit}".strip()
+
+
+PERCENTAGE_POINTS = "pp"
+
+
+def tolerance_unit(c: Claim) -> str:
+    """The unit of a claim's tolerance: the claim's own, but percentage points (pp) for a value in %, since the
+    band is published ± tolerance, a difference of percentages (±15 pp around 65 %, not ±15 % of it)."""
+    return PERCENTAGE_POINTS if c.unit == "%" else c.unit
+
+
+def tolerance_str(c: Claim) -> str:
+    """'±15 pp', '±0.5 ×', '±66.8 s': the claim's tolerance with its unit (tolerance_unit)."""
+    return f"±{c.tolerance:g} {tolerance_unit(c)}".strip()
 
 
 EFFECT_RATIO_DIGITS = 2

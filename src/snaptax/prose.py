@@ -213,6 +213,15 @@ FACTS: tuple[Fact, ...] = (
          "the negative one on the mirror is not the timer's doing)"),
     Fact("memory_dump.seed.iteration_ms.default", "estimate_below", 25.0,
          "conclusion.tex: seed 003's walker took less time per iteration with its defaults than its 25-ms wait"),
+    Fact("chain_length.host_writes_per_vm_write.on-disk-metadata.mirror.create", "above",
+         "chain_length.host_writes_per_vm_write.on-disk-metadata.mirror.delete",
+         "intro.tex: the on-disk-metadata redo log wrote more to the device per guest write while creating than while "
+         "deleting"),
+    Fact("tiering.run.flagged", "equals", "tiering.run.emulated_measurements",
+         "tiering.tex, set-up: every emulated measurement of the tiering run was flagged, so every claim row of the "
+         "section rests on flagged measurements"),
+    Fact("memory_dump.seed.implied_delta_ms.raid1_10k", "estimate_below", 0.0,
+         "memory_dump.tex, the seed's timings: the oversleep the seed's default time needs on our mirror is negative"),
     # The loss with one snapshot in each second of the pairs' runs (chain_length.loss_by_second.*, .last: the run's
     # last second; loss_settling: the last second's one/none ratio as % of the first's, 100 % = no change).
     *(Fact(f"chain_length.loss_by_second.on-disk-metadata.randrw.{second}", "above", 90.0,

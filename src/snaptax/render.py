@@ -56,6 +56,7 @@ def claims_count_values(outcomes: list[claimsmod.Outcome]) -> list[Value]:
     measured = [o for o in outcomes if not o.claim.is_model]
     model = [o for o in outcomes if o.claim.is_model]
     provisional = [o for o in outcomes if o.claim.provisional]
+    measured_provisional = [o for o in measured if o.claim.provisional]
     vals = [Value("paper.claims.total", float(len(outcomes)), "rows"),
             Value("paper.claims.rows", float(len(outcomes)), "rows"),
             Value("paper.claims.seed_claims", float(len(claimsmod.seed_claims(outcomes))), "seed claims")]
@@ -70,8 +71,19 @@ def claims_count_values(outcomes: list[claimsmod.Outcome]) -> list[Value]:
              Value("paper.claims.model.clause", text=model_clause(model)),
              Value("paper.claims.provisional.rows", float(len(provisional)), "rows"),
              Value("paper.claims.provisional.list",
-                   text=article.join_words(claimsmod.seed_claims(provisional)) or "none")]
+                   text=article.join_words(claimsmod.seed_claims(provisional)) or "none"),
+             Value("paper.claims.provisional.clause", text=provisional_clause(measured_provisional))]
     return vals
+
+
+def provisional_clause(provisional: list[claimsmod.Outcome]) -> str:
+    """The abstract's and the introduction's clause on the measured rows that are provisional (a known bias of their
+    run: Claim.provisional), with the seed claims they test."""
+    if not provisional:
+        return "none of them is provisional"
+    labels = article.join_words(claimsmod.seed_claims(provisional))
+    return (f"{len(provisional)} of them ({labels}) are provisional" if len(provisional) > 1
+            else f"1 of them ({labels}) is provisional")
 
 
 def model_clause(model: list[claimsmod.Outcome]) -> str:
@@ -96,7 +108,7 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
         vals.append(Value(f"claim.{c.id}.published", c.published, c.unit, digits=claimsmod.published_decimals(c),
                           text=c.published_text or None))
         vals.append(Value(f"claim.{c.id}.where", text=c.where))
-        vals.append(Value(f"claim.{c.id}.tolerance", c.tolerance, c.unit,
+        vals.append(Value(f"claim.{c.id}.tolerance", c.tolerance, claimsmod.tolerance_unit(c),
                           digits=0 if float(c.tolerance).is_integer() else 2))
         vals.append(Value(f"claim.{c.id}.verdict", text=o.verdict))
         vals.append(Value(f"claim.{c.id}.basis", text=c.basis))
@@ -108,7 +120,34 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
     vals.append(Value("paper.emulated_measurements", sum(run_column(rendered, "emulated_measurements")),
                       "measurements"))
     vals.append(Value("paper.lateness_limit_pct", LATENESS_LIMIT * 100, "%", digits=0))
+    flagged = [r for r in rendered if run_value(r, "flagged") > 0 and r.analysis.outcomes]
+    vals.append(Value("paper.flagged.claim_rows", float(sum(len(r.analysis.outcomes) for r in flagged)), "rows"))
+    vals.append(Value("paper.flagged.clause", text=flagged_clause(
+        [(r.study, len(r.analysis.outcomes), run_value(r, "flagged"), run_value(r, "emulated_measurements"))
+         for r in flagged], len(outcomes))))
     return vals
+
+
+# the studies as the paper's prose names them (a reader sees words, not identifiers)
+STUDY_WORDS = {"calibration": "the calibration", "memory_dump": "the memory-dump study",
+               "lifecycle": "the lifecycle study", "tiering": "the tiering study",
+               "db_snapshots": "the database-snapshot study", "engines": "the engine study",
+               "chain_length": "the chain study", "metadata_cache": "the metadata-cache study",
+               "chain_bulk": "the large-I/O chain study"}
+
+
+def flagged_clause(studies: list[tuple[str, int, float, float]], rows: int) -> str:
+    """Which studies' claim rows come from a run with flagged measurements, in words: per study (id, its claim rows,
+    flagged, emulated measurements) its flagged share of the run's emulated measurements; then how many of all the
+    claim rows that is. Plain text (the paper's threats section)."""
+    if not studies:
+        return "no claim row comes from a run with a flagged measurement"
+    parts = [f"{STUDY_WORDS.get(s, s.replace('_', ' '))} ({flagged:.0f} of {emulated:.0f})"
+             for s, _, flagged, emulated in studies]
+    parts[0] = parts[0].removesuffix(")") + " emulated measurements flagged)"
+    n = sum(k for _, k, _, _ in studies)
+    return (f"the claim rows of {article.join_words(parts)} come from runs with flagged measurements: {n} of the "
+            f"{rows} rows of the claims table")
 
 
 PROVISIONAL_MARK = "$^\\dagger$"     # after the verdict of a provisional row; claims_notes_tex says why
@@ -133,7 +172,7 @@ def claims_tex(outcomes: list[claimsmod.Outcome]) -> str:
         c = o.claim
         rows.append([c.seed_label, f"{macros.tex_escape(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
                      macros.tex_escape(claimsmod.published_str(c)), ours_cell(o), effect_ratio_cell(o),
-                     f"$\\pm${macros.tex_escape(f'{c.tolerance:g} {c.unit}'.strip())}",
+                     macros.tex_escape(claimsmod.tolerance_str(c)).replace("±", "$\\pm$"),
                      macros.tex_escape(c.stand_in), o.verdict + (PROVISIONAL_MARK if c.provisional else "")])
     # a longtable: the table runs over pages as studies add claims (a float cannot, and overflowed the page)
     return macros.render_long_table("claims", ["Seed claim", "Claim (source)", "Published", "Ours [95\\,\\% CI]",
@@ -168,9 +207,10 @@ def tolerance_bases_tex(outcomes: list[claimsmod.Outcome]) -> str:
     seen: dict[str, list[str]] = {}
     for o in outcomes:
         c = o.claim
-        text = f"$\\pm${c.tolerance:g}\\,{macros.tex_escape(c.unit)}: {macros.tex_escape(c.tolerance_basis)}"
+        text = (f"$\\pm${c.tolerance:g}\\,{macros.tex_escape(claimsmod.tolerance_unit(c))}: "
+                f"{macros.tex_escape(c.tolerance_basis)}")
         seen.setdefault(text, []).append(o.claim.id)
-    items = [f"\\item {text} ({len(ids)} claim{'s' if len(ids) > 1 else ''})" for text, ids in seen.items()]
+    items = [f"\\item {text} ({len(ids)} row{'s' if len(ids) > 1 else ''})" for text, ids in seen.items()]
     return "% generated by snaptax from data/; do not edit\n\\begin{itemize}\n" + "\n".join(items) + \
         "\n\\end{itemize}\n"
 
@@ -229,11 +269,11 @@ def repro_values(comparisons: list[compare.RunComparison], manifests: dict[str, 
     return [Value("paper.repro.studies", float(len(comparisons)), "studies"),
             Value("paper.repro.same_host", float(on_one_host), "studies"),
             Value("paper.repro.hosts", text=hosts),
-            Value("paper.repro.verdicts_same", float(same), "claims"),
-            Value("paper.repro.verdicts_total", float(total), "claims"),
-            Value("paper.repro.decisive_same", float(decisive_same), "claims"),
-            Value("paper.repro.decisive_total", float(decisive), "claims"),
-            Value("paper.repro.inconclusive_both", float(total - decisive), "claims"),
+            Value("paper.repro.verdicts_same", float(same), "rows"),
+            Value("paper.repro.verdicts_total", float(total), "rows"),
+            Value("paper.repro.decisive_same", float(decisive_same), "rows"),
+            Value("paper.repro.decisive_total", float(decisive), "rows"),
+            Value("paper.repro.inconclusive_both", float(total - decisive), "rows"),
             Value("paper.repro.values_inconsistent", float(inconsistent), "values"),
             Value("paper.repro.values_compared", float(comparable), "values"),
             Value("paper.repro.largest_distance", worst.distance if worst else math.nan, "intervals", digits=1),

@@ -210,11 +210,11 @@ def claims(started_utc: str | None = None) -> list[Claim]:
     raid5 = provisional_on_raid5(started_utc) if started_utc is not None else ""
     return [
         Claim(f"{k}.C004-1", CITE, WHERE, "one snapshot on storage as fast as the source: duration against none",
-              120.0, "%", 100.0, 10.0, DIRECTION_BASIS + "; ±10 % is the smallest difference a bar chart of "
+              120.0, "%", 100.0, 10.0, DIRECTION_BASIS + "; ±10 pp is the smallest difference a bar chart of "
               "ten-run averages shows plainly",
               f"{k}.{SSD}.k1.ratio", f"{cow}, snapshots on ssd_snapshots", "overhead (no number)"),
         Claim(f"{k}.C004-2a", CITE, WHERE, "15K RAID5: what the second snapshot adds, % of what the first adds",
-              70.0, "%", 100.0, 15.0, DIRECTION_BASIS + "; ±15 % separates 'less' from 'as much'",
+              70.0, "%", 100.0, 15.0, DIRECTION_BASIS + "; ±15 pp separates 'less' from 'as much'",
               f"{k}.{RAID5}.second_over_first",
               f"{cow}, snapshots on emulated raid5_15k_6", "lower (no number)", provisional=raid5),
         Claim(f"{k}.C004-2b", CITE, WHERE, "SSD: what the second snapshot adds, % of what the first adds",
@@ -222,7 +222,7 @@ def claims(started_utc: str | None = None) -> list[Claim]:
               f"{cow}, snapshots on ssd_snapshots", "lower (no number)"),
         Claim(f"{k}.C004-3", CITE, WHERE, "two snapshots: the 15K RAID5's slowdown over the SSD's (T2/T0 over "
               "T2/T0)", 150.0, "%", 100.0, 25.0, DIRECTION_BASIS + "; 'much more difficult' is a large effect: "
-              "±25 % separates it from 'somewhat'", f"{k}.raid5_over_ssd.k2",
+              "±25 pp separates it from 'somewhat'", f"{k}.raid5_over_ssd.k2",
               "emulated raid5_15k_6 vs ssd_snapshots", "'a much more difficult time' (no number)",
               provisional=raid5),
     ]

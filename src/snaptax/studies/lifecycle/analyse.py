@@ -351,7 +351,7 @@ def claims() -> list[Claim]:
     return [
         Claim(f"{STUDY}.C000-1a", CITE, "Graph 1, samples 13 and 36 (25 ms)",
               "light load: the VM's read IOPS unchanged with a snapshot (with / before)", 100.0, "%", 100.0, 10.0,
-              "a judgment: the seed reads 'remain at quite a steady level' from a 20 s perfmon graph; ±10 % is "
+              "a judgment: the seed reads 'remain at quite a steady level' from a 20 s perfmon graph; ±10 pp is "
               "what such a graph can tell apart", f"{STUDY}.light.vm_with_over_before", stand,
               "unchanged"),
         Claim(f"{STUDY}.C000-1b", CITE, "Graph 1, sample 36 and note **",
@@ -385,8 +385,8 @@ def claims() -> list[Claim]:
               "behind the seed's rise of host WOPS", 90.0, "%", 100.0, 5.0, DIRECTION_BASIS,
               f"{STUDY}.light.service_after_over_with", stand, "host WOPS rise (no number)"),
         Claim(f"{STUDY}.C000-6", CITE, "Conclusions",
-              "deletion time depends on the guest's write rate: commit throughput beside the saturating guest "
-              "against an idle guest, c(r_sat)/c0 of the fitted model", 70.0, "%", 100.0, 15.0, DIRECTION_BASIS,
+              "deletion time depends on the guest's write rate: the fitted model's commit throughput beside the "
+              "saturating guest, % of that beside an idle guest", 70.0, "%", 100.0, 15.0, DIRECTION_BASIS,
               f"{STUDY}.model.commit_share_saturated", stand, "impacts the time significantly (no number)",
               basis="model"),
     ]
