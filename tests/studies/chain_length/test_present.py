@@ -1,4 +1,5 @@
 """The chain-length study's figures and TeX tables, from a synthetic analysis (written into tmp_path only)."""
+from snaptax import render
 from snaptax.studies.chain_length import present
 from tests.studies.chain_length.test_analyse import LOSS, make_run
 
@@ -12,9 +13,12 @@ def test_write_saves_figures_and_tables(tmp_path):
     fit = (tmp_path / "gen" / "chain_length-fit.tex").read_text()
     assert fit.count("\\\\") == 1 + 3 * len(LOSS)              # header + 3 configurations × 3 jobs
     # τ(n) = 1e6/IOPS as built: 1000 µs, +1500 µs with the first snapshot, +250 µs per further layer
-    row = next(line for line in fit.splitlines() if line.startswith("on-disk-metadata & random I/O & "))
+    row = next(line for line in fit.splitlines() if line.startswith("on-disk metadata & random I/O & "))
     assert "& 1000.0 [" in row and "& 1500.0 [" in row and "& 250.0 [" in row
     assert present.UNIDENTIFIED_MARK not in row                 # both costs identified
+    # the mark is not the claims table's provisional dagger, and the rows name configurations in words
+    assert present.UNIDENTIFIED_MARK != render.PROVISIONAL_MARK and "dagger" not in present.UNIDENTIFIED_MARK
+    assert "-metadata" not in fit and "lvm-thin" not in fit
     t1 = (tmp_path / "gen" / "chain_length-table1.tex").read_text()
     assert t1.count("\\\\") == 1 + len(LOSS)                   # header + one row per datastore
     assert "VMFS (SEsparse) & qcow2 on-disk-metadata & 65 & 60 [" in t1                   # built with 60 % loss

@@ -14,6 +14,7 @@ def test_write_saves_figures_and_the_fit_table(tmp_path):
     tex = (tmp_path / "gen" / "metadata_cache-fit.tex").read_text()
     assert tex.count("\\\\") == 1 + 4                  # header + mu, then lambda0, kappa, alpha
     # the host counters were built with MU = 1.9 metadata reads per miss, exactly
-    assert "misses m = mu(1 - c) & mu (reads per miss) & 1.900 & [1.900, 1.900] & " in tex
-    lam = next(line for line in tex.splitlines() if " & lambda0 & " in line).split(" & ")
+    assert f"{present.MISS_MODEL_TEX} & $\\mu$ (reads per miss) & 1.900 & [1.900, 1.900] & " in tex
+    assert "lambda0" not in tex and "& kappa" not in tex and "\\textasciicircum" not in tex    # symbols, not names
+    lam = next(line for line in tex.splitlines() if " & $\\lambda_0$ & " in line).split(" & ")
     assert float(lam[2]) == pytest.approx(LAMBDA0, abs=0.05) and lam[4] == f"{a.cost.points} \\\\"

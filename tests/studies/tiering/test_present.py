@@ -51,12 +51,25 @@ def test_write_saves_figures_and_the_phases_table(tmp_path):
     tex = (tmp_path / "gen" / "tiering-phases.tex").read_text()
     assert tex.count("\\\\") == 1 + 2 * len(SHARES) + 3        # header + both qcow2 pools' phases + LVM thin's three
     # SAS with a snapshot: 500 of 1000 IO/s, no model at SSD speed, none of it SSD-served; the seed's 300 of 2450
-    assert _row(tex, "sas\\_pool (qcow2) & with snapshot & ") == [
-        "sas\\_pool (qcow2)", "with snapshot", "500", "50.0 [50.0, 50.0]", "--", "0", "300", "12.2"]
+    assert _row(tex, "SAS-only pool, qcow2 & with snapshot & ") == [
+        "SAS-only pool, qcow2", "with snapshot", "500", "50.0 [50.0, 50.0]", "--", "0", "300", "12.2"]
     # tiered pool with a snapshot: 10^6/910 IO/s, 10.99 % of initial; at the SSD tier's 20 µs: 20/902 = 2.2 %
-    tier = _row(tex, "tier\\_pool (qcow2) & with snapshot & ")
+    tier = _row(tex, "tiered pool, qcow2 & with snapshot & ")
     assert tier[2:4] == ["1\\,099", "11.0 [11.0, 11.0]"] and tier[4].startswith("2.2 [") and tier[5] == "10"
-    assert _row(tex, "sas\\_pool (LVM thin) & after consolidation & ")[6:] == ["--", "--"]   # seed: qcow2 rows
+    assert _row(tex, "SAS-only pool, LVM thin & after deletion & ")[6:] == ["--", "--"]   # seed: qcow2 rows
+    # the model's column says so, and a reader sees words, not the plan's identifiers
+    assert "model: at SSD speed" in tex and "\\_pool" not in tex and "lvmthin" not in tex
+
+
+def test_the_ratio_chart_tells_model_values_from_measured_ones_in_words():
+    spec = present.ratio_chart(synthetic()).to_dict()
+    data = [row for rows in spec["datasets"].values() for row in rows]
+    assert {row["kind"] for row in data} == {present.MEASURED, present.MODEL}
+    assert {row["variant"] for row in data} == {"SAS-only pool, qcow2", "SAS-only pool, LVM thin", "tiered pool, qcow2"}
+    assert all(row["pool"] == "tier_pool" for row in data if row["kind"] == present.MODEL)
+    legends = [layer["encoding"][ch]["legend"] for layer in spec["layer"] for ch in ("color", "shape")
+               if ch in layer["encoding"] and "legend" in layer["encoding"][ch]]
+    assert legends and all(legend["labelLimit"] == 0 for legend in legends)          # labels never truncated
 
 
 def test_the_engines_table_puts_both_engines_per_pool_and_phase():

@@ -8,7 +8,7 @@ import altair as alt
 from ... import figures, macros
 from ...models.chain import ChainFit
 from .analyse import ENGINE_WORDS, JOB_WORDS, PUBLISHED_LOSS, STAND_IN, ChainAnalysis
-from .plan import MIRROR
+from .plan import LVM_THIN, MIRROR
 
 JOB_TITLES = {"randrw": "random 4 KiB (randrw)", "readwrite": "sequential 4 KiB (readwrite)",
               MIRROR: "16 KiB, 50 % random (mirror)"}
@@ -72,7 +72,8 @@ def table1_tex(a: ChainAnalysis) -> str:
          "sequential: ours"], rows, align="llrrrr")
 
 
-UNIDENTIFIED_MARK = "\\textdagger"   # explained in the fit table's caption (paper/sections/seed001.tex)
+UNIDENTIFIED_MARK = "$^{\\ast}$"   # explained in the fit table's caption (paper/sections/seed001.tex); not the
+# claims table's dagger, which marks a provisional verdict (render.PROVISIONAL_MARK)
 
 
 UNIDENTIFIED_WIDTH = 0.5   # of τ0: an interval around 0 this wide cannot tell no cost from a quarter of the base's
@@ -84,13 +85,18 @@ def unidentified(f: ChainFit) -> bool:
     return any(lo <= 0 <= hi and hi - lo > UNIDENTIFIED_WIDTH * f.tau0_us for lo, hi in f.ci95[1:])
 
 
+# the configurations as the paper names them (a reader sees words, not the variants' identifiers)
+CONFIG_WORDS = {"on-disk-metadata": "on-disk metadata", "in-memory-metadata": "in-memory metadata",
+                LVM_THIN: "LVM thin"}
+
+
 def fit_tex(a: ChainAnalysis) -> str:
     """The chain model per configuration and workload: τ0, τ1, τL (µs per completed I/O) with 95 % intervals, the
     runs fitted and R²; a row whose τ1 or τL is not identified is marked (unidentified)."""
     rows = []
     for (variant, job), f in sorted(a.fits.items()):
         mark = UNIDENTIFIED_MARK if unidentified(f) else ""
-        rows.append([macros.tex_escape(variant) + mark, macros.tex_escape(JOB_WORDS[job]),
+        rows.append([macros.tex_escape(CONFIG_WORDS.get(variant, variant)) + mark, macros.tex_escape(JOB_WORDS[job]),
                      *[f"{macros.fmt(getattr(f, p), 1)} [{macros.fmt(lo, 1)}, {macros.fmt(hi, 1)}]"
                        for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95, strict=False)],
                      str(f.points), macros.fmt(f.r2, 2)])

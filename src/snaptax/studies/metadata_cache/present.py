@@ -48,10 +48,18 @@ def cost_chart(a: MetadataCacheAnalysis) -> alt.LayerChart:
     return (pts + line).properties(width=360, height=240)
 
 
+# fits_table's plain-text names (the notebook's) as the paper's mathematics: the models and their parameters
+MISS_MODEL_TEX = "misses: $m = \\mu\\,(1 - c)$"
+COST_MODEL_TEX = "cost: slowdown $= 1 + \\lambda_0 + \\kappa\\, m^\\alpha$"
+PARAMETER_TEX = {"mu (reads per miss)": "$\\mu$ (reads per miss)", "lambda0": "$\\lambda_0$", "kappa": "$\\kappa$",
+                 "alpha": "$\\alpha$"}
+
+
 def fit_tex(a: MetadataCacheAnalysis) -> str:
-    """The two models' parameters with their 95 % intervals."""
+    """The two models' parameters with their 95 % intervals, named in the paper's symbols."""
     t = a.fits_table()
-    rows = [[macros.tex_escape(r.model), macros.tex_escape(r.parameter), macros.fmt(float(r.value), 3),
+    rows = [[MISS_MODEL_TEX if r.model.startswith("misses") else COST_MODEL_TEX,
+             PARAMETER_TEX.get(r.parameter, macros.tex_escape(r.parameter)), macros.fmt(float(r.value), 3),
              macros.tex_escape(r.ci95), str(r.points)] for r in t.itertuples(index=False)]
     return macros.render_table(["model", "parameter", "estimate", "95\\,\\% interval", "points"], rows,
                                align="llrrr")

@@ -16,10 +16,21 @@ from .plan import LVM_THIN, POOLS, TIERED, engine_of, lvmthin_variant, pool_of
 PHASE_ORDER = ["fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned"]
 PHASE_TITLES = {"initial": "initial", "with": "with snapshot", "delete": "during consolidation",
                 "after": "after consolidation", "relearned": "after re-learning"}
-SPEED_LABEL = "tier_pool, model at SSD speed"
+# LVM thin's snapshot is deleted (lvremove), not consolidated: its 'after' phase in the table
+LVM_THIN_PHASE_TITLES = {**PHASE_TITLES, "after": "after deletion"}
+# the pools and engines as the paper names them (a reader sees words, not the plan's identifiers)
+POOL_WORDS = {"sas_pool": "SAS-only pool", "tier_pool": "tiered pool"}
+ENGINE_WORDS = {"qcow2": "qcow2", LVM_THIN: "LVM thin"}
+MEASURED, MODEL = "measured", "model at the SSD tier's speed"    # the ratio chart's two kinds of point
 MARKS = ("snapshot", "delete_start", "delete_done", "learn_done", "relearn_done", "delete")
 LVM_THIN_VARIANTS = tuple(lvmthin_variant(p) for p in POOLS)
 SERIES = (*POOLS, *LVM_THIN_VARIANTS)
+
+
+def variant_words(variant: str) -> str:
+    """A variant (pool, or LVM thin on a pool) in words: 'tiered pool, LVM thin'."""
+    pool, engine = pool_of(variant), engine_of(variant)
+    return f"{POOL_WORDS.get(pool, pool)}, {ENGINE_WORDS.get(engine, engine)}"
 
 
 def timeline_chart(a: TieringAnalysis, variants: tuple[str, ...] = POOLS) -> alt.VConcatChart:
@@ -41,42 +52,46 @@ def timeline_chart(a: TieringAnalysis, variants: tuple[str, ...] = POOLS) -> alt
             x="t_s:Q", tooltip=["event", alt.Tooltip("t_s:Q", format=".1f")])
         share = alt.Chart(d).mark_line(interpolate="step-after", color="black").encode(
             x=x, y=alt.Y("ssd_pct:Q", title="SSD-served %", scale=alt.Scale(domain=[0, 100])))
-        rows.append(alt.vconcat(alt.layer(iops, rules).properties(width=420, height=120, title=pool),
+        rows.append(alt.vconcat(alt.layer(iops, rules).properties(width=420, height=120, title=variant_words(pool)),
                                 alt.layer(share, rules).properties(width=420, height=50)))
     return alt.vconcat(*rows)
 
 
-def speed_label(variant: str) -> str:
-    """The series of a tiered variant's ratios at the SSD tier's speed."""
-    return SPEED_LABEL if variant == TIERED else f"{variant}, model at SSD speed"
-
-
 def ratio_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
-    """IOPS of each phase as a % of the initial phase, ours (point, 95 % interval) and the seed's (tick), per pool;
-    for the tiered pool also the misplacement model's ratio at the SSD tier's own speed (analyse.at_tier_speed)."""
-    p = a.phases[a.phases.phase.isin(list(PHASE_TITLES)[1:])].copy()
-    series = [v for v in SERIES if v in set(p.pool)]
+    """IOPS of each phase as a % of the initial phase, ours (point, 95 % interval) and the seed's (tick, beside the
+    qcow2 points), per pool and engine (colour); for the tiered pool also the misplacement model's ratio at the SSD
+    tier's own speed (analyse.at_tier_speed), a model value, told from the measured ones by its shape (legend:
+    MEASURED, MODEL)."""
+    p = a.phases[a.phases.phase.isin(list(PHASE_TITLES)[1:])].copy().assign(kind=MEASURED)
+    variants = [v for v in SERIES if v in set(p.pool)]
+    p["series"] = p.pool
     if not a.at_tier_speed.empty:
         sp = a.at_tier_speed[a.at_tier_speed.phase.isin(list(PHASE_TITLES)[1:])]
-        labels = {v: speed_label(v) for v in sorted(set(sp.pool))}
-        model = sp.assign(pool=sp.pool.map(labels), seed_ratio_pct=math.nan)
+        model = sp.assign(series=sp.pool + " " + MODEL, kind=MODEL, seed_ratio_pct=math.nan)
         p = pd.concat([p, model], ignore_index=True)
-        series += [labels[v] for v in (TIERED, lvmthin_variant(TIERED)) if v in labels]
+    series = [s for v in variants for s in (v, f"{v} {MODEL}") if s in set(p.series)]
+    p["variant"] = p.pool.map(variant_words)
     p["phase_title"] = p.phase.map(PHASE_TITLES)
     order = [PHASE_TITLES[k] for k in list(PHASE_TITLES)[1:]]
     x = alt.X("phase_title:N", title=None, sort=order, axis=alt.Axis(labelAngle=0))
-    xo = alt.XOffset("pool:N", sort=series)
+    xo = alt.XOffset("series:N", sort=series)
     y = alt.Y("ratio_pct:Q", title="IOPS, % of initial (log)", scale=alt.Scale(type="log"))
-    # points, not bars: a bar on a log scale has no base
-    bars = alt.Chart(p).mark_point(filled=True, size=70).encode(
-        x=x, xOffset=xo, y=y, color=alt.Color("pool:N", sort=series, title=None),
-        tooltip=["pool", "phase", alt.Tooltip("ratio_pct:Q", format=".1f"), alt.Tooltip("seed_ratio_pct:Q",
-                                                                                       format=".1f")])
-    err = alt.Chart(p).mark_rule().encode(x=x, xOffset=xo, y="ratio_low:Q", y2="ratio_high:Q",
-                                          color=alt.Color("pool:N", sort=series, title=None))
-    seed = alt.Chart(p.dropna(subset=["seed_ratio_pct"])).mark_tick(color="black", thickness=2, size=14).encode(
+    legend = alt.Legend(labelLimit=0, orient="bottom", columns=2)
+    color = alt.Color("variant:N", sort=[variant_words(v) for v in variants], title=None, legend=legend)
+    shape = alt.Shape("kind:N", title=None, legend=legend,
+                      scale=alt.Scale(domain=[MEASURED, MODEL], range=["circle", "diamond"]))
+    tooltip = ["variant", "kind", "phase", alt.Tooltip("ratio_pct:Q", format=".1f"),
+               alt.Tooltip("seed_ratio_pct:Q", format=".1f")]
+    # points, not bars: a bar on a log scale has no base; measured points filled, the model's open
+    points = [alt.Chart(p[p.kind == kind]).mark_point(filled=kind == MEASURED, size=70, strokeWidth=2).encode(
+        x=x, xOffset=xo, y=y, color=color, shape=shape, tooltip=tooltip) for kind in (MEASURED, MODEL)
+        if (p.kind == kind).any()]
+    err = alt.Chart(p).mark_rule().encode(x=x, xOffset=xo, y="ratio_low:Q", y2="ratio_high:Q", color=color)
+    # the seed's figures are VMware redo logs': beside the qcow2 points only, as in the phases table
+    beside = p[(p.kind == MEASURED) & (p.pool.map(engine_of) == "qcow2")].dropna(subset=["seed_ratio_pct"])
+    seed = alt.Chart(beside).mark_tick(color="black", thickness=2, size=14).encode(
         x=x, xOffset=xo, y="seed_ratio_pct:Q")
-    return alt.layer(bars, err, seed).properties(width=380, height=190)
+    return alt.layer(*points, err, seed).properties(width=420, height=190)
 
 
 def model_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
@@ -88,7 +103,8 @@ def model_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
     x = alt.X("ssd_pct:Q", title="share of I/O served by SSD extents (%)", scale=alt.Scale(domain=[0, 100]))
     y = alt.Y("iops:Q", title="VM IO/s (log)", scale=alt.Scale(type="log"))
     pts = alt.Chart(s).mark_point(size=16).encode(
-        x=x, y=y, color=alt.Color("phase:N", sort=PHASE_ORDER), tooltip=["phase", "t_s", "iops", "ssd_pct"])
+        x=x, y=y, color=alt.Color("phase:N", sort=PHASE_ORDER, title="measured, by phase"),
+        tooltip=["phase", "t_s", "iops", "ssd_pct"])
     layers: list[alt.Chart] = [pts]
     if a.fit is not None:
         grid = np.linspace(0, 1, 101)
@@ -103,8 +119,8 @@ def model_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
 
 
 def variant_label(variant: str) -> str:
-    """A variant in the table: its pool and engine."""
-    return f"{macros.tex_escape(pool_of(variant))} ({'LVM thin' if engine_of(variant) == LVM_THIN else 'qcow2'})"
+    """A variant in the table: its pool and engine, in words."""
+    return macros.tex_escape(variant_words(variant))
 
 
 def phases_tex(a: TieringAnalysis) -> str:
@@ -125,11 +141,15 @@ def phases_tex(a: TieringAnalysis) -> str:
             return "--", "--"
         return (macros.fmt(r.seed_iops, 0) if math.isfinite(r.seed_iops) else "--",
                 macros.fmt(r.seed_ratio_pct, 1) if math.isfinite(r.seed_ratio_pct) and r.phase != "initial" else "--")
-    rows = [[variant_label(r.pool), PHASE_TITLES.get(r.phase, r.phase), macros.fmt(r.iops, 0), ci(r), at_speed(r),
+    def phase(r) -> str:
+        titles = LVM_THIN_PHASE_TITLES if engine_of(r.pool) == LVM_THIN else PHASE_TITLES
+        return titles.get(r.phase, r.phase)
+    rows = [[variant_label(r.pool), phase(r), macros.fmt(r.iops, 0), ci(r), at_speed(r),
              macros.fmt(100 * r.ssd_share, 0) if math.isfinite(r.ssd_share) else "--", *seed(r)]
             for r in a.phases.itertuples()]
-    return macros.render_table(["pool (engine)", "phase", "IO/s", "\\% of initial [95\\% CI]", "at SSD speed \\%",
-                                "SSD-served \\%", "seed IO/s", "seed \\%"], rows, align="llrrrrrr")
+    return macros.render_table(["pool, engine", "phase", "IO/s", "measured: \\% of initial [95\\% CI]",
+                                "model: at SSD speed \\%", "SSD-served \\%", "seed IO/s", "seed \\%"], rows,
+                               align="llrrrrrr")
 
 
 def what_if_chart(a: TieringAnalysis) -> alt.HConcatChart:
@@ -156,7 +176,7 @@ def what_if_chart(a: TieringAnalysis) -> alt.HConcatChart:
                                alt.Chart(ratio).mark_line(color="black").encode(x=x, y=y)]
     points = []
     for r in a.phases[(a.phases.phase == "with") & (a.phases.pool.map(pool_of) == TIERED)].itertuples():
-        points.append({"ssd_pct": 100 * r.ssd_share, "label": f"measured, {engine_of(r.pool)}"})
+        points.append({"ssd_pct": 100 * r.ssd_share, "label": f"share measured, {ENGINE_WORDS[engine_of(r.pool)]}"})
     cache = a.what_if[a.what_if.what == "flash write cache"] if not a.what_if.empty else a.what_if
     if len(cache):
         points.append({"ssd_pct": 100 * float(cache.ssd_share.iloc[0]), "label": "flash write cache"})
@@ -164,10 +184,11 @@ def what_if_chart(a: TieringAnalysis) -> alt.HConcatChart:
         pts = pd.DataFrame(points)
         pts["y"] = np.interp(pts.ssd_pct, ratio.ssd_pct, ratio.y)
         layers.append(alt.Chart(pts).mark_point(filled=True, size=60).encode(
-            x=x, y=y, shape=alt.Shape("label:N", title=None), tooltip=["label", alt.Tooltip("y:Q", format=".1f")]))
+            x=x, y=y, shape=alt.Shape("label:N", title=None, legend=alt.Legend(labelLimit=0)),
+            tooltip=["label", alt.Tooltip("y:Q", format=".1f")]))
     seed = 100 * SEED[TIERED]["with"] / SEED[TIERED]["initial"]
     layers.append(alt.Chart(pd.DataFrame({"y": [seed]})).mark_rule(strokeDash=[4, 3], color="gray").encode(y="y:Q"))
-    right = alt.layer(*layers).properties(width=220, height=170, title="tier_pool at the SSD tier's speed")
+    right = alt.layer(*layers).properties(width=220, height=170, title="tiered pool: model at the SSD tier's speed")
     return alt.hconcat(left, right)
 
 
