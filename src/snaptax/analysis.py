@@ -69,11 +69,13 @@ def run_values(record: RunRecord) -> list[Value]:
 
 
 def outcomes_frame(outcomes: list[Outcome]) -> pd.DataFrame:
-    from .claims import ours_str, published_str
+    from .claims import ours_str, published_str, tolerance_str
 
     return pd.DataFrame([{"claim": o.claim.statement, "source": f"{o.claim.cite}, {o.claim.where}",
                           "published": published_str(o.claim), "ours [95 % CI]": ours_str(o),
-                          "tolerance": f"±{o.claim.tolerance:g} {o.claim.unit}".strip(),
-                          "stand-in": o.claim.stand_in, "verdict": o.verdict} for o in outcomes],
-                        columns=["claim", "source", "published", "ours [95 % CI]", "tolerance", "stand-in",
-                                 "verdict"])
+                          # measured, or a model's prediction (claims.Claim.basis); a provisional row says so
+                          "ours is": o.claim.basis + (" (provisional)" if o.claim.provisional else ""),
+                          "tolerance": tolerance_str(o.claim), "stand-in": o.claim.stand_in, "verdict": o.verdict}
+                         for o in outcomes],
+                        columns=["claim", "source", "published", "ours [95 % CI]", "ours is", "tolerance",
+                                 "stand-in", "verdict"])

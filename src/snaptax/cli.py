@@ -122,9 +122,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     for study in studies.REGISTRY:
         run = study.newest_run(args.rig, args.profile)
         outcomes = [claims.from_json(row) for row in Results.load(run).claims]
-        # "ours is": measured, or a model's prediction (claims.Claim.basis); a provisional row says so
-        basis = [o.claim.basis + (" (provisional)" if o.claim.provisional else "") for o in outcomes]
-        frame = outcomes_frame(outcomes).assign(**{"ours is": basis, "run": run.name})
+        frame = outcomes_frame(outcomes).assign(run=run.name)
         rows += list(frame[list(header)].itertuples(index=False, name=None))
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:

@@ -64,7 +64,7 @@ RELATIVE_BASIS = ("a judgment: the ratio of two ratios each read to ±5 pp; ±15
                   "fraction' (below 100 %) from the same fraction")
 
 
-SAS_STAND_IN = "qcow2 on the emulated sas_pool"
+SAS_STAND_IN = "qcow2 on the emulated SAS-only pool (sas_pool)"
 TIER_SPEED = ("misplacement model at the measured SSD-served shares, SSD tier at its emulated speed "
               "(the harness cannot time it)")
 
@@ -427,7 +427,8 @@ def _claims(pools: set[str]) -> list[Claim]:
         out.append(Claim(f"{k}.C002-3", CITE, "Summary, point 2", "the tiered pool keeps a smaller fraction with a "
                          "snapshot: its ratio over the SAS-only pool's, %", 100 * (420 / 11500) / (300 / 2450), "%",
                          100.0, 15.0, RELATIVE_BASIS, f"{k}.tier_over_sas.with",
-                         "emulated tier_pool at the SSD tier's speed (model) over sas_pool (measured), qcow2",
+                         "the emulated tiered pool (tier_pool) at the SSD tier's speed (model) over the SAS-only pool "
+                         "(sas_pool, measured), qcow2",
                          basis="model"))
     return out
 
