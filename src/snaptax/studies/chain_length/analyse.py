@@ -422,15 +422,20 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
         out.append(Value(f"{k}.pairs_needed.{variant}.{job}", needed, "pairs"))
     # The loss in each second of the pairs' runs (the same sign as .loss), the last second's under .last too (its
     # number depends on the run's length), and the seconds there were; the settling from the first to the last.
-    for (variant, job), seconds in sorted((by_second or {}).items()):
+    # The first and last seconds and the settling are there for every pair of a configuration and job, nan when the
+    # runs are too short to have them (smoke's 1-s runs): the paper quotes them, and builds from smoke runs too.
+    for variant, job in sorted({*pairs, *(by_second or {})}):
+        seconds = (by_second or {}).get((variant, job), [])
         for second, iv in enumerate(seconds, 1):
             out.append(Value.of(f"{k}.loss_by_second.{variant}.{job}.s{second}", iv.scaled(-100, 100), "%"))
-        if seconds:
-            out.append(Value.of(f"{k}.loss_by_second.{variant}.{job}.last", seconds[-1].scaled(-100, 100), "%"))
+        if not seconds:
+            out.append(Value(f"{k}.loss_by_second.{variant}.{job}.s1", math.nan, "%"))
+        last = f"{k}.loss_by_second.{variant}.{job}.last"
+        out.append(Value.of(last, seconds[-1].scaled(-100, 100), "%") if seconds else Value(last, math.nan, "%"))
         out.append(Value(f"{k}.loss_seconds.{variant}.{job}", float(len(seconds)), "s"))
-    for (variant, job), iv in sorted((settling or {}).items()):
-        if iv.n:
-            out.append(Value.of(f"{k}.loss_settling.{variant}.{job}", iv.scaled(100), "%"))
+        iv = (settling or {}).get((variant, job))
+        key = f"{k}.loss_settling.{variant}.{job}"
+        out.append(Value.of(key, iv.scaled(100), "%") if iv is not None and iv.n else Value(key, math.nan, "%"))
     host_sds = [pair_log_sd(meas, v, j) for v, j in pairs if v != LVM_THIN]
     out.append(Value(f"{k}.pair_log_sd_max_host", max(host_sds, default=math.nan), "", digits=3))
     for (variant, job), iv in sorted(recovery.items()):
