@@ -433,9 +433,10 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
         last = f"{k}.loss_by_second.{variant}.{job}.last"
         out.append(Value.of(last, seconds[-1].scaled(-100, 100), "%") if seconds else Value(last, math.nan, "%"))
         out.append(Value(f"{k}.loss_seconds.{variant}.{job}", float(len(seconds)), "s"))
-        iv = (settling or {}).get((variant, job))
+        settled = (settling or {}).get((variant, job))
         key = f"{k}.loss_settling.{variant}.{job}"
-        out.append(Value.of(key, iv.scaled(100), "%") if iv is not None and iv.n else Value(key, math.nan, "%"))
+        out.append(Value.of(key, settled.scaled(100), "%") if settled is not None and settled.n
+                   else Value(key, math.nan, "%"))
     host_sds = [pair_log_sd(meas, v, j) for v, j in pairs if v != LVM_THIN]
     out.append(Value(f"{k}.pair_log_sd_max_host", max(host_sds, default=math.nan), "", digits=3))
     for (variant, job), iv in sorted(recovery.items()):
