@@ -19,6 +19,13 @@ def test_formatting_with_interval_and_text():
     assert Value("s.n", math.nan).formatted() == "n/a"
 
 
+def test_a_value_that_rounds_to_zero_prints_without_a_sign():
+    # the sign of 3.3e-16 against -1e-16 is in the last bits, which differ between hosts
+    assert Value("s.z", -1e-16, digits=2).formatted() == "0.00" == Value("s.z", 3.3e-16, digits=2).formatted()
+    assert Value("s.z", -0.4).formatted() == "0" and Value("s.z", -0.6).formatted() == "-1"
+    assert Value("s.z", -0.004, "", -0.01, 0.001, 3, 2).formatted_ci() == "0.00 [-0.01, 0.00]"
+
+
 def test_results_round_trip_and_version_check(tmp_path):
     r = Results("s", "run", "local", "quick")
     r.add([Value("s.x", 1.5, "%", 1.0, 2.0, 3, 1), Value("s.t", text="a_b")])

@@ -113,9 +113,11 @@ class Value:
 def format_number(x: float, digits: int = 0) -> str:
     """A number as the paper prints it: "n/a" unless finite; with digits = 0 rounded to a whole number, thousands
     separated by a thin space (U+2009; TeX `\\,` after macros.tex_escape); else fixed-point with `digits`
-    decimals. macros.fmt, the tables' cells, is this escaped for TeX."""
+    decimals; never a signed zero. macros.fmt, the tables' cells, is this escaped for TeX."""
     if x is None or not math.isfinite(x):
         return "n/a"
+    if round(x, digits) == 0:
+        x = 0.0       # no '-0.00': the sign of a value that rounds to zero is in its last bits, which hosts differ in
     if digits == 0:
         return f"{round(x):,}".replace(",", "\u2009")
     return f"{x:.{digits}f}"
