@@ -1,6 +1,7 @@
 # snaptax — the two commands a new user needs:  make paper   and   make test
 # Variables: RIG (a file in rigs/, default local), PROFILE (smoke | quick | full, default quick),
-#            STUDY (one study id, e.g. chain_length: `notebooks` and `notebooks-commit` run only its notebook).
+#            STUDY (one study id, e.g. chain_length: `notebooks` and `notebooks-commit` run only its notebook),
+#            ALLOW_DIRTY=1 (measure although the code has uncommitted changes; the runs keep their diff).
 RIG      ?= local
 PROFILE  ?= quick
 STUDY    ?=
@@ -46,7 +47,7 @@ notebooks: setup
 	@mkdir -p build/notebooks
 	@set -e; for nb in $(SELECTED); do \
 	  $(PY) -m snaptax notebook "$$nb" "build/notebooks/$$(basename $$nb)" --rig $(RIG) --profile $(PROFILE) \
-	    --measure; \
+	    --measure $(if $(filter 1,$(ALLOW_DIRTY)),--allow-dirty); \
 	done
 
 # The committed notebooks are executed against the committed data/ (the newest published run of each study):

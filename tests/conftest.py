@@ -70,3 +70,28 @@ def smoke_run(data_dir, work_dir):
             return RunRecord.load(runs[-1])
         return RunRecord.load(import_module(f"snaptax.studies.{study}.measure").run("local", "smoke"))
     return get
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _measure_from_this_tree():
+    """Tests measure from the tree as it is (into temporary data directories): uncommitted code is allowed."""
+    old = os.environ.get("SNAPTAX_ALLOW_DIRTY")
+    os.environ["SNAPTAX_ALLOW_DIRTY"] = "1"
+    yield
+    if old is None:
+        os.environ.pop("SNAPTAX_ALLOW_DIRTY", None)
+    else:
+        os.environ["SNAPTAX_ALLOW_DIRTY"] = old
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _derived_cache(tmp_path_factory):
+    """Runs' derived values (snaptax.derived) are cached in a temporary directory, never the checkout's build/."""
+    d = tmp_path_factory.mktemp("derived")
+    old = os.environ.get("SNAPTAX_DERIVED_DIR")
+    os.environ["SNAPTAX_DERIVED_DIR"] = str(d)
+    yield d
+    if old is None:
+        os.environ.pop("SNAPTAX_DERIVED_DIR", None)
+    else:
+        os.environ["SNAPTAX_DERIVED_DIR"] = old

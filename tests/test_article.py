@@ -92,8 +92,8 @@ def manifest(study, start, end, planned_s=600.0, fio="fio-3.33", cpus=2, profile
     prov = {"host": {"cpu": "Test CPU", "cpus": cpus, "mem_kib": 2 * 2**20, "kernel": "6.1", "machine": "x86_64"},
             "tools": {"fio": fio, "qemu-storage-daemon": "qemu-storage-daemon version 7.2.22 (Debian 1:7.2)",
                       "nbdkit": "nbdkit 1.32.5", "python": "3.11.7"}}
-    return Manifest(2, study, f"20260101T000000Z-{profile}", profiles.get(profile), "t", "embedded", "t.yaml", False,
-                    (), (), {}, {}, (), prov, start, end, 10, 10, planned_s)
+    return Manifest(3, study, f"20260101T000000Z-{profile}", profiles.get(profile), "t", "embedded", "t.yaml", False,
+                    (), (), {}, {}, (), prov, start, end, 10, 10, planned_s, 0.0, None)
 
 
 def run(study, minutes, planned_s, profile="quick", hour=0):

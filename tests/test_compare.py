@@ -55,12 +55,22 @@ def test_a_repeated_inconclusive_verdict_is_the_same_but_not_a_decided_one():
     assert len(both_decided.decisive) == 1 and both_decided.decisive_reproduced == 1
 
 
-def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path):
+def _derived(run, r, monkeypatch, tmp_path):
+    """A run directory whose derived values are `r`, as snaptax.derived's cache holds them (the CLI, in another
+    process, reads the same cache: SNAPTAX_DERIVED_DIR)."""
+    from snaptax import derived
+
+    monkeypatch.setenv("SNAPTAX_DERIVED_DIR", str(tmp_path / "derived"))
+    run.mkdir()
+    (run / "manifest.json").write_text("{}")
+    derived.store(run, r)
+
+
+def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path, monkeypatch):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for d, loss in ((a, Value("s.loss", 60, "%", 55, 65, 4)), (b, Value("s.loss", 61, "%", 56, 66, 4)),
                     (c, Value("s.loss", 20, "%", 15, 25, 4))):
-        d.mkdir()
-        results(d.name, loss).write(d)
+        _derived(d, results(d.name, loss), monkeypatch, tmp_path)
 
     def run(*args):
         return subprocess.run([sys.executable, "-m", "snaptax", "compare", *map(str, args)], capture_output=True,
@@ -71,14 +81,12 @@ def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path):
     assert run(a).returncode == 2
 
 
-def test_cli_refuses_runs_of_different_studies_in_one_line(tmp_path):
+def test_cli_refuses_runs_of_different_studies_in_one_line(tmp_path, monkeypatch):
     a, b = tmp_path / "a", tmp_path / "b"
-    a.mkdir()
-    b.mkdir()
-    results("a", Value("s.loss", 60, "%", 55, 65, 4)).write(a)
+    _derived(a, results("a", Value("s.loss", 60, "%", 55, 65, 4)), monkeypatch, tmp_path)
     other = Results("t", "b", "local", "quick")
     other.add([Value("t.loss", 60, "%", 55, 65, 4)])
-    other.write(b)
+    _derived(b, other, monkeypatch, tmp_path)
     out = subprocess.run([sys.executable, "-m", "snaptax", "compare", str(a), str(b)], capture_output=True,
                          text=True, cwd=paths.REPO_ROOT, timeout=60)
     assert out.returncode == 2
@@ -91,7 +99,7 @@ def test_compare_on_the_committed_runs(monkeypatch):
     (or, for a study with none, its values)."""
     import os
 
-    from snaptax import studies
+    from snaptax import derived, studies
     from snaptax.record import published_runs
 
     monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)    # the checkout's data/, even inside make test
@@ -101,7 +109,7 @@ def test_compare_on_the_committed_runs(monkeypatch):
         assert len(runs) >= 2, f"{study.id}: the committed data should hold a quick run and its rerun"
         c = compare.compare_runs(runs[-2], runs[-1])
         # every claim is compared; a study without claims (derived results only) still compares its values
-        assert len(c.verdicts) == len(Results.load(runs[-1]).claims)
+        assert len(c.verdicts) == len(derived.results(runs[-1]).claims)
         assert c.verdicts or any(v.comparable for v in c.values), study.id
         out = subprocess.run([sys.executable, "-m", "snaptax", "compare", str(runs[-2]), str(runs[-1])],
                              capture_output=True, text=True, cwd=paths.REPO_ROOT, timeout=120, env=env)

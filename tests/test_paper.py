@@ -1,11 +1,11 @@
 """The paper as a whole: its sections in order, and every figure and table naming the code that made it."""
-import json
 import re
 import unicodedata
 
 import pytest
 
-from snaptax import paths, sources
+from snaptax import derived, paths, sources, studies
+from snaptax.record import published_runs
 
 SECTIONS = ["intro", "related", "method", "seed001", "calibration", "engines", "memory_dump", "claims",
             "discussion", "threats", "conclusion"]
@@ -52,12 +52,12 @@ def test_every_character_of_the_committed_claims_typesets(monkeypatch):
     tex = (paths.PAPER_DIR / "snaptax.tex").read_text()
     declared = {chr(int(h, 16)) for h in re.findall(r"\\DeclareUnicodeCharacter\{([0-9A-Fa-f]+)\}", tex)}
     missing: dict[str, str] = {}
-    files = sorted(paths.data_dir().glob("*/*/*/results.json"))
-    assert files
-    for f in files:
-        for claim in json.loads(f.read_text()).get("claims", []):
+    runs = [r for s in studies.REGISTRY for r in published_runs("local", s.id)]
+    assert runs
+    for run in runs:
+        for claim in derived.results(run).claims:
             for field in ("statement", "where", "unit", "tolerance_basis", "stand_in", "published_text"):
                 for ch in str(claim.get(field, "")):
                     if ord(ch) > 0xFF and ch not in declared:
-                        missing[ch] = f"{f.parent.name} {claim['id']}.{field}"
+                        missing[ch] = f"{run.name} {claim['id']}.{field}"
     assert not missing, {f"U+{ord(c):04X} {unicodedata.name(c, '?')}": where for c, where in missing.items()}

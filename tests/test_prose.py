@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from snaptax import prose, studies
+from snaptax import derived, prose, studies
 from snaptax.record import published_runs
-from snaptax.values import Results, Value
+from snaptax.values import Value
 
 
 def test_a_fact_the_data_contradict_is_named_with_its_sentence():
@@ -39,7 +39,7 @@ def test_every_fact_holds_for_the_newest_quick_runs(monkeypatch):
     values = {}
     for study in studies.REGISTRY:
         runs = published_runs("local", study.id, "quick")
-        values.update(Results.load(runs[-1]).values)
+        values.update(derived.results(runs[-1]).values)
     assert prose.broken(prose.FACTS, values) == []
 
 
@@ -50,7 +50,49 @@ def test_the_bands_the_prose_reads_are_their_claims_tolerance(monkeypatch):
     monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)
     claims = {}
     for study in studies.REGISTRY:
-        claims.update({c["id"]: c for c in Results.load(published_runs("local", study.id, "quick")[-1]).claims})
+        claims.update({c["id"]: c for c in derived.results(published_runs("local", study.id, "quick")[-1]).claims})
     for (claim_id, around), band in prose.BANDS.items():
         c = claims[claim_id]
         assert band == (c[around] - c["tolerance"], c[around] + c["tolerance"]), claim_id
+
+
+def _sides(fact: prose.Fact) -> tuple[dict, dict]:
+    """Synthetic values on both sides of a fact: one set where it holds, one where it does not."""
+    x = 50.0 if isinstance(fact.than, str) else float(fact.than)
+    ref = {fact.than: Value(fact.than, x)} if isinstance(fact.than, str) else {}
+    holds, fails = {
+        "includes": ((x, x - 1, x + 1), (x + 2, x + 1, x + 3)),
+        "above": ((x + 2, x + 1, x + 3), (x, x - 1, x + 1)),
+        "below": ((x - 2, x - 3, x - 1), (x, x - 1, x + 1)),
+        "estimate_below": ((x - 1, math.nan, math.nan), (x + 1, math.nan, math.nan)),
+        "estimate_above": ((x + 1, math.nan, math.nan), (x - 1, math.nan, math.nan)),
+        "equals": ((x, math.nan, math.nan), (x + 1, math.nan, math.nan)),
+    }[fact.relation]
+    def value(v: float, lo: float, hi: float) -> Value:
+        return Value(fact.key, v, "", lo, hi, 3)
+    return {fact.key: value(*holds), **ref}, {fact.key: value(*fails), **ref}
+
+
+def test_every_guarded_fact_on_both_sides_of_its_value_and_the_first_page_names_the_failing_ones(tmp_path):
+    """Each sentence the prose guard reads is checked on synthetic values where it holds and where it does not; the
+    failing ones (all of them at once) typeset on the paper's first page, so a rerun whose data contradict the
+    prose still ends in a PDF that says so."""
+    import shutil
+    import subprocess
+
+    failing = []
+    for fact in prose.FACTS:
+        good, bad = _sides(fact)
+        assert prose.broken([fact], good) == [], fact
+        problems = prose.broken([fact], bad)
+        assert len(problems) == 1 and problems[0].endswith(f"rewrite {fact.where}"), fact
+        failing += problems
+    note = prose.outdated_tex(failing)
+    assert f"no longer support {len(prose.FACTS)} sentences" in note and prose.outdated_tex([]) == ""
+    if shutil.which("pdflatex") is None:
+        pytest.skip("no pdflatex (make setup installs it)")
+    (tmp_path / "t.tex").write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\begin{document}\n"
+                                    + note + "\\end{document}\n")
+    r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:]

@@ -151,3 +151,54 @@ def test_uncommitted_diff_covers_the_code_that_measures_only(tmp_path):
 
 def test_uncommitted_diff_is_none_outside_a_repository(tmp_path):
     assert provenance.uncommitted_diff(tmp_path) is None
+
+
+def _repo(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    for d in ("src", "notebooks", "data"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "src" / "m.py").write_text("a = 1\n")
+    (tmp_path / "notebooks" / "n.ipynb").write_text("{}\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "c")
+
+
+def test_code_is_dirty_only_when_the_code_that_measures_changed_or_gained_a_file(tmp_path, monkeypatch):
+    _repo(tmp_path)
+    monkeypatch.setattr(provenance.paths, "REPO_ROOT", tmp_path)
+    (tmp_path / "notebooks" / "n.ipynb").write_text('{"x": 1}\n')      # an output: not the code that measures
+    (tmp_path / "data" / "run").write_text("new run\n")
+    assert provenance.git_state()["dirty"] is False and provenance.uncommitted_code_files() == []
+    (tmp_path / "src" / "new.py").write_text("b = 1\n")                 # a new module the code may import
+    assert provenance.git_state()["dirty"] is True
+    assert provenance.uncommitted_code_files() == ["src/new.py"]
+
+
+def test_measuring_from_uncommitted_code_is_refused_unless_allowed(tmp_path, monkeypatch):
+    from snaptax import record
+
+    _repo(tmp_path)
+    monkeypatch.setattr(provenance.paths, "REPO_ROOT", tmp_path)
+    monkeypatch.delenv(record.ALLOW_DIRTY_ENV, raising=False)
+    record.require_committed_code()                                      # clean: nothing to say
+    (tmp_path / "src" / "m.py").write_text("a = 2\n")
+    with pytest.raises(record.UncommittedCode, match=r"uncommitted changes \(src/m.py\).*--allow-dirty"):
+        record.require_committed_code()
+    monkeypatch.setenv(record.ALLOW_DIRTY_ENV, "1")
+    record.require_committed_code()
+
+
+def test_tool_drift_names_each_tool_whose_version_differs_in_one_line():
+    recorded = [{"fio": "fio-3.33", "qemu-storage-daemon": "qsd 7.2.22"}, {"fio": "fio-3.33"},
+                {"fio": "fio-3.35", "nbdkit": None}]
+    same = {"fio": "fio-3.33", "qemu-storage-daemon": "qsd 7.2.22", "nbdkit": "nbdkit 1.32.5"}
+    line = provenance.tool_drift(recorded, same)
+    assert line.count("\n") == 0 and "fio: 'fio-3.33' here, 'fio-3.35' in 1 run" in line and "qemu" not in line
+    newer = {**same, "fio": "fio-3.35", "qemu-storage-daemon": "qsd 7.2.23"}
+    line = provenance.tool_drift(recorded, newer)
+    assert "'fio-3.33' in 2 runs" in line and "qemu-storage-daemon: 'qsd 7.2.23' here, 'qsd 7.2.22' in 1 run" in line
+    assert provenance.tool_drift(recorded[1:2], same) == ""

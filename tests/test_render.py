@@ -51,6 +51,20 @@ def test_the_reruns_table_names_each_runs_commit_and_host_and_counts_pairs_on_on
     assert "(cccccccccc+; AMD EPYC)" in table and "(cccccccccc+; Intel Xeon)" in table
 
 
+def test_the_first_page_lists_the_runs_measured_from_uncommitted_code(tmp_path, monkeypatch):
+    from snaptax import provenance
+    from snaptax.record import RunRecord
+    manifests = []
+    for run_id, dirty in (("20260101T000000Z-quick", False), ("20260102T000000Z-quick", True)):
+        monkeypatch.setattr(provenance, "collect", lambda dirty=dirty: {"git": {"commit": "c" * 40, "dirty": dirty},
+                                                                        "host": {"cpu": "AMD EPYC"}})
+        manifests.append(RunRecord.load(publish(tmp_path, "chain_length", run_id, 1.0)).manifest)
+    note = render.dirty_runs_tex(manifests)
+    assert "1 of the 2 runs this paper uses" in note and "20260102T000000Z-quick" in note
+    assert "20260101T000000Z-quick" not in note and "cccccccccc+" in note
+    assert "all 1 runs this paper uses were measured from committed code" in render.dirty_runs_tex(manifests[:1])
+
+
 def _outcomes():
     from snaptax.claims import Claim, Outcome
     from snaptax.values import Value

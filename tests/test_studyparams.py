@@ -28,9 +28,6 @@ class Example(StudyParameters):
     optional: Inner | None
     late: int
 
-    LEGACY_DEFAULTS = {"late": 7, "optional": None}
-    RETIRED = ("old",)
-
 
 EXAMPLE = Example(device="ssd", count=3, seconds=2.5, flag=True, names=("a", "b"), point=(64, 25),
                   by_name={"x": 0.5}, inner=Inner(4096, (1, 2)), optional=Inner(1, ()), late=9)
@@ -74,12 +71,16 @@ def test_an_element_is_named_by_its_index_and_a_long_value_is_cut_to_one_line():
     assert "\n" not in str(err.value) and str(err.value).endswith("...")
 
 
-def test_legacy_defaults_fill_what_older_runs_lack_retired_keys_are_ignored_other_keys_refused():
+def test_an_optional_field_left_out_is_none_and_other_keys_are_refused():
+    """No defaults for older runs here (record.upgrade is the one place that knows them): a missing required field
+    is an error, an optional one absent is None (to_json leaves a None out), an unknown key is refused."""
     d = EXAMPLE.to_json()
-    del d["late"], d["optional"]
-    old = Example.from_json({**d, "old": 1}, SOURCE)
-    assert old.late == 7 and old.optional is None
-    assert "optional" not in old.to_json()            # None: not recorded, as in the run it came from
+    del d["optional"]
+    back = Example.from_json(d, SOURCE)
+    assert back.optional is None and "optional" not in back.to_json()
+    del d["late"]
+    with pytest.raises(ConfigError, match="field 'late': missing"):
+        Example.from_json(d, SOURCE)
     with pytest.raises(ConfigError, match="field 'typo': unknown field"):
         Example.from_json({**d, "typo": 1}, SOURCE)
     with pytest.raises(ConfigError, match="field 'parameters': expected a mapping"):

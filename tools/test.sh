@@ -12,6 +12,12 @@ scratch="$(mktemp -d /var/tmp/snaptax-test.XXXXXX)"
 # "Kernel died before replying to kernel_info"; not reproduced here).
 # The kernels' IPython profile and connection files live in the scratch directory, not in $HOME.
 export IPYTHONDIR="$scratch/ipython" JUPYTER_RUNTIME_DIR="$scratch/jupyter-runtime"
+# Runs' derived values are cached in the scratch directory too (snaptax.derived; default build/derived).
+export SNAPTAX_DERIVED_DIR="$scratch/derived"
+# What git sees before anything runs: reading the committed data (nbval, the claims, compare and the render of the
+# committed runs that the committed tests do) must leave it as it was (raw runs stay raw; the printed values file
+# is rewritten only when a value prints differently).
+status_before="$(git status --porcelain 2>/dev/null || true)"
 pids=() names=()
 # also on Ctrl-C: a background job of a script ignores SIGINT, so the checks beside are ended here
 trap 'for p in ${pids[@]+"${pids[@]}"}; do kill "$p" 2>/dev/null || true; done; rm -rf "$scratch"' EXIT
@@ -52,6 +58,8 @@ joined || exit $?
 stamp
 
 export SNAPTAX_DATA_DIR="$scratch/data"
+# make test measures from the tree as it is (its runs go to the scratch data directory, never into data/)
+export SNAPTAX_ALLOW_DIRTY=1
 echo "== every notebook measuring at the smoke profile (papermill, measure=True)"
 for nb in notebooks/*.ipynb; do
   t=$SECONDS
@@ -79,3 +87,11 @@ rm -rf "$scratch/paper/generated" "$scratch/paper/figures"
 .venv/bin/python -m snaptax texlog --allow-overfull "$scratch/paper/snaptax.log"
 echo "paper: ok ($(pdfinfo "$scratch/paper/snaptax.pdf" 2>/dev/null | awk '/^Pages/{print $2}') pages)"
 stamp
+
+status_after="$(git status --porcelain 2>/dev/null || true)"
+if [ "$status_after" != "$status_before" ]; then
+  echo "make test changed the checkout (git status --porcelain before and after differ):" >&2
+  diff <(echo "$status_before") <(echo "$status_after") >&2 || true
+  exit 1
+fi
+echo "checkout unchanged: ok"

@@ -65,7 +65,7 @@ class Claim:
     no_effect: float         # the value that means "no effect" in `unit`
     tolerance: float         # half-width of the agreement band, in `unit`
     tolerance_basis: str     # why this tolerance (printed with the claim)
-    value_key: str           # our Value that tests it (results.json key)
+    value_key: str           # our Value that tests it (its key)
     stand_in: str            # which of our configurations stands for the source's system
     published_text: str = "" # the source's own wording when it is not a number ('No impact')
     label: str = ""          # the seed claim it tests as the issues number them ('C001-3'); "": the id's last part
@@ -155,10 +155,10 @@ def outcome(claim: Claim, values: dict[str, Value]) -> Outcome:
 
 
 def from_json(row: dict[str, Any]) -> Outcome:
-    """An Outcome from a results.json `claims` row."""
+    """An Outcome from a `claims` row of a run's derived values (values.Results.claims)."""
     fields = {k: row[k] for k in ("id", "cite", "where", "statement", "published", "unit", "no_effect",
                                    "tolerance", "tolerance_basis", "value_key", "stand_in", "published_text")}
-    fields["label"] = row.get("label", "")     # results.json written before claims carried labels has none
+    fields["label"] = row.get("label", "")     # rows written before claims carried labels have none
     fields["published_digits"] = row.get("published_digits")
     fields["basis"] = row.get("basis", "measured")          # rows written before claims carried a basis: measured
     fields["provisional"] = row.get("provisional", "")
@@ -166,7 +166,7 @@ def from_json(row: dict[str, Any]) -> Outcome:
         claim = Claim(**fields)
     except ValueError as exc:
         field_name = "basis" if fields["basis"] not in BASES else "label"
-        raise ConfigError("results.json", f"claims[{row['id']}].{field_name}", str(exc)) from None
+        raise ConfigError("derived values", f"claims[{row['id']}].{field_name}", str(exc)) from None
     return Outcome(claim, Value.from_json(row["ours"]))
 
 

@@ -58,7 +58,20 @@ def cmd_rig_check(args: argparse.Namespace) -> int:
     print("  results are labelled " + label)
     for line in _engine_support(rig):
         print("  engine " + line)
+    drift = _tool_drift(rig.name)
+    if drift:
+        print("  note: " + drift)
     return 0
+
+
+def _tool_drift(rig: str) -> str:
+    """How the installed measuring tools differ from those the newest quick run of each study recorded."""
+    from . import provenance, studies
+    from .record import RunRecord, published_runs
+
+    recorded = [RunRecord.load(runs[-1]).manifest.provenance.get("tools", {}) for s in studies.REGISTRY
+                if (runs := published_runs(rig, s.id, profiles.DEFAULT))]
+    return provenance.tool_drift(recorded, provenance.tool_versions())
 
 
 def _check_rig_and_profile(args: argparse.Namespace) -> None:
@@ -76,19 +89,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .record import RunRecord
 
     _check_rig_and_profile(args)
+    _allow_dirty(args)
     out = studies.get(args.study).run(args.rig, args.profile, device=args.device)
     print(out)
     print(RunRecord.load(out).validity_line())
     return 0
 
 
+def _allow_dirty(args: argparse.Namespace) -> None:
+    """--allow-dirty: measuring from uncommitted code is allowed (the run keeps their diff); without it a dirty tree
+    stops here, before anything starts (record.require_committed_code)."""
+    import os
+
+    from .record import ALLOW_DIRTY_ENV, require_committed_code
+
+    if args.allow_dirty:
+        os.environ[ALLOW_DIRTY_ENV] = "1"      # also for a notebook's kernel, which inherits the environment
+    require_committed_code()
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     from . import render
 
     _check_rig_and_profile(args)
-    rendered = render.render_all(args.rig, args.profile, paper_dir=Path(args.paper_dir) if args.paper_dir else None)
-    for r in rendered:
+    paper = render.render_all(args.rig, args.profile, paper_dir=Path(args.paper_dir) if args.paper_dir else None)
+    for r in paper.studies:
         print(f"{r.study}: {r.run}")
+    if paper.tool_drift:
+        print(f"note: {paper.tool_drift}", file=sys.stderr)
+    for sentence in paper.outdated:
+        print(f"WARNING: the data no longer support a sentence (marked on the paper's first page): {sentence}",
+              file=sys.stderr)
+    if paper.printed_changes:
+        print(f"{paper.printed_file}: {len(paper.printed_changes)} printed value(s) changed, e.g. "
+              f"{paper.printed_changes[0]} (commit the file with the change that made them)")
     return 0
 
 
@@ -104,6 +138,8 @@ def cmd_notebook(args: argparse.Namespace) -> int:
     from . import notebooks
 
     _check_rig_and_profile(args)
+    if args.measure:
+        _allow_dirty(args)
     what = "measuring" if args.measure else "on the published run"
     print(f"papermill {args.notebook} (rig={args.rig}, profile={args.profile}, {what})", flush=True)
     notebooks.execute(Path(args.notebook), Path(args.output),
@@ -112,16 +148,15 @@ def cmd_notebook(args: argparse.Namespace) -> int:
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from . import claims, studies
+    from . import claims, derived, studies
     from .analysis import outcomes_frame
-    from .values import Results
 
     _check_rig_and_profile(args)
     header = ("claim", "source", "published", "ours [95 % CI]", "ours is", "verdict", "run")
     rows: list[tuple[object, ...]] = []
     for study in studies.REGISTRY:
         run = study.newest_run(args.rig, args.profile)
-        outcomes = [claims.from_json(row) for row in Results.load(run).claims]
+        outcomes = [claims.from_json(row) for row in derived.results(run).claims]
         frame = outcomes_frame(outcomes).assign(run=run.name)
         rows += list(frame[list(header)].itertuples(index=False, name=None))
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
@@ -213,6 +248,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--rig", default="local")
     run.add_argument("--profile", default=profiles.DEFAULT)
     run.add_argument("--device", default=None, help="rig device to measure (default: the study's choice)")
+    run.add_argument("--allow-dirty", action="store_true", help="measure even though the code has uncommitted "
+                     "changes (the run keeps their diff; the paper lists it)")
     run.set_defaults(func=cmd_run)
     plan = sub.add_parser("plan", help="print a study's plan without measuring")
     plan.add_argument("study")
@@ -231,6 +268,8 @@ def parser() -> argparse.ArgumentParser:
     nb.add_argument("--profile", default=profiles.DEFAULT)
     nb.add_argument("--measure", action="store_true", help="measure a new run (needs root) instead of opening "
                     "the newest published one")
+    nb.add_argument("--allow-dirty", action="store_true", help="with --measure: measure even though the code has "
+                    "uncommitted changes (the run keeps their diff; the paper lists it)")
     nb.set_defaults(func=cmd_notebook)
     cl = sub.add_parser("claims", help="the claims table (published, ours with 95 %% CI, verdict) from data/ alone")
     cl.add_argument("--rig", default="local")

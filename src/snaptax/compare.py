@@ -1,5 +1,5 @@
-"""Do two runs of a study agree? Every value both runs' results.json hold, side by side with intervals, and every
-claim's verdict in both.
+"""Do two runs of a study agree? Every value both runs' analyses give (snaptax.derived), side by side with
+intervals, and every claim's verdict in both.
 
 Two values are consistent when their difference is within the 95 % interval of the difference,
 |a − b| ≤ √(h_a² + h_b²) (h: each interval's half-width; independent runs). Values without an interval (single
@@ -109,7 +109,9 @@ def compare_results(a: Results, b: Results) -> RunComparison:
 
 
 def compare_runs(run_a: Path, run_b: Path) -> RunComparison:
-    return compare_results(Results.load(run_a), Results.load(run_b))
+    from . import derived
+
+    return compare_results(derived.results(run_a), derived.results(run_b))
 
 
 def report(c: RunComparison, all_values: bool = False) -> list[str]:

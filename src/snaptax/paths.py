@@ -3,6 +3,7 @@
 Environment overrides (for tests and CI, which must not write into the checkout's data/):
   SNAPTAX_DATA_DIR  root of measured data            (default <repo>/data)
   SNAPTAX_WORK_DIR  scratch images, sockets, caches  (default from the rig file, else /var/tmp/snaptax)
+  SNAPTAX_DERIVED_DIR  the cache of runs' derived values (default <repo>/build/derived)
 """
 from __future__ import annotations
 
@@ -27,11 +28,16 @@ def generated_dir(paper_dir: Path) -> Path:
     return paper_dir / "generated"
 
 
+def printed_values_file(paper_dir: Path, rig: str, profile: str) -> Path:
+    """What the paper prints from a rig's runs of a profile, committed (snaptax.printedvalues)."""
+    return paper_dir / "printed" / f"{rig}-{profile}.tsv"
+
+
 GENERATED_DIR = generated_dir(PAPER_DIR)
 FIGURES_DIR = figures_dir(PAPER_DIR)
 BENCH_DIR = REPO_ROOT / "bench"
 BENCH_LATEST = BENCH_DIR / "latest.json"              # `make bench`'s figures, one flat JSON object
-BUILD_DIR = REPO_ROOT / "build"                       # compiled artefacts (git-ignored), rebuilt by make setup
+BUILD_DIR = REPO_ROOT / "build"                       # compiled artefacts and caches (git-ignored)
 COFW_SOURCE = PACKAGE_DIR / "cofw" / "cofw.c"
 COFW_PLUGIN = BUILD_DIR / "nbdkit-cofw.so"            # the copy-on-first-write engine's nbdkit plugin
 
@@ -43,6 +49,11 @@ MEASURE_LOCK = Path("/var/tmp/snaptax-measure.lock")
 
 def data_dir() -> Path:
     return Path(os.environ.get("SNAPTAX_DATA_DIR", REPO_ROOT / "data"))
+
+
+def derived_dir() -> Path:
+    """The cache of runs' derived values (snaptax.derived): build/derived, or SNAPTAX_DERIVED_DIR (tests)."""
+    return Path(os.environ.get("SNAPTAX_DERIVED_DIR", BUILD_DIR / "derived"))
 
 
 def study_dir(rig: str, study: str) -> Path:

@@ -2,9 +2,11 @@
 
 A number reaches the paper only as a generated value; a sentence that reads it ("both intervals include 1", "the
 deletion did not converge") is typed. A rerun can change the number and leave the sentence wrong. Each such
-sentence is a Fact here, and `snaptax render` refuses to write the paper's values when one no longer holds, naming
-the value and the sentence to rewrite. Smoke runs are too short for their numbers to mean anything, so a smoke
-build (make test) does not check them; tests check the facts against the committed quick runs.
+sentence is a Fact here. `snaptax render` checks them all; one that no longer holds does not stop the build (a
+user's rerun must end in a paper): render names the value and the sentence in the terminal and on the paper's first
+page (outdated_tex), so the PDF says which of its sentences its data no longer support. Smoke runs are too short for
+their numbers to mean anything, so a smoke build (make test) does not check them; tests check the facts against the
+committed quick runs. A sentence whose wording can follow its value is better generated (as Value.side_of does).
 """
 from __future__ import annotations
 
@@ -257,10 +259,24 @@ def broken(facts: Iterable[Fact], values: Mapping[str, Value]) -> list[str]:
 
 
 def check(values: Iterable[Value], facts: Iterable[Fact] = FACTS) -> None:
-    """Raise ProseOutdated (one line) when a fact no longer holds."""
+    """Raise ProseOutdated (one line) when a fact no longer holds (for tests and tools that must stop)."""
     problems = broken(facts, {v.key: v for v in values})
     if problems:
         raise ProseOutdated("the paper's prose no longer matches the data: " + "; ".join(problems))
 
 
-__all__ = ["Relation", "ProseOutdated", "Fact", "BANDS", "FACTS", "broken", "check"]
+def outdated_tex(problems: list[str]) -> str:
+    """The first page's warning: the sentences whose facts no longer hold, each with its value ('' when none)."""
+    from .macros import tex_escape
+
+    if not problems:
+        return ""
+    items = "\n".join(rf"\item {tex_escape(p)}" for p in problems)
+    plural = "s" if len(problems) > 1 else ""
+    return (r"\noindent\fbox{\parbox{\dimexpr\linewidth-2\fboxsep-2\fboxrule}{\small\textbf{Warning: the data no "
+            rf"longer support {len(problems)} sentence{plural} of this paper}} (each names its value and the sentence "
+            r"to rewrite):\begin{itemize}\setlength\itemsep{0pt}" + "\n" + items + "\n"
+            + r"\end{itemize}}}\par\medskip" + "\n")
+
+
+__all__ = ["Relation", "ProseOutdated", "Fact", "BANDS", "FACTS", "broken", "check", "outdated_tex"]

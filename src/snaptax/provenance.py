@@ -39,7 +39,35 @@ def tool_versions() -> dict[str, str | None]:
     }
 
 
+# The measuring tools whose version can change a result: Debian's point releases change them (a QEMU 7.2 update once
+# broke iothread exports), so a rerun with other versions is said to be one.
+MEASURING_TOOLS = ("fio", "qemu-storage-daemon", "qemu-img", "qemu-system-x86_64", "nbdkit")
+
+
+def tool_drift(recorded: list[dict[str, str | None]], installed: dict[str, str | None]) -> str:
+    """One line naming each measuring tool whose installed version differs from the versions the given runs
+    recorded (their manifests' provenance.tools), with how many runs recorded each; '' when none differs."""
+    parts = []
+    for tool in MEASURING_TOOLS:
+        seen: dict[str, int] = {}
+        for tools in recorded:
+            version = tools.get(tool)
+            if version:
+                seen[version] = seen.get(version, 0) + 1
+        here = installed.get(tool) or "not installed"
+        others = {v: n for v, n in seen.items() if v != here}
+        if others:
+            was = ", ".join(f"{v!r} in {n} run{'s' if n > 1 else ''}" for v, n in sorted(others.items()))
+            parts.append(f"{tool}: {here!r} here, {was}")
+    if not parts:
+        return ""
+    return ("the installed tools differ from those the paper's runs recorded (a rerun may differ for that): "
+            + "; ".join(parts))
+
+
 def git_state() -> dict[str, str | bool | None]:
+    """The commit checked out, and whether the code that measures (CODE_PATHS) has uncommitted changes or new
+    files: notebooks, data and the paper are outputs and do not make a run's code dirty."""
     def git(*args: str) -> str | None:
         try:
             out = subprocess.run(["git", "-C", str(paths.REPO_ROOT), *args], capture_output=True,
@@ -48,8 +76,19 @@ def git_state() -> dict[str, str | bool | None]:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain", "--untracked-files=normal", "--", *CODE_PATHS)
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def uncommitted_code_files(root: Path | None = None) -> list[str]:
+    """The files under CODE_PATHS that differ from HEAD or are new and not ignored (what makes git_state dirty)."""
+    try:
+        out = subprocess.run(["git", "-C", str(root or paths.REPO_ROOT), "status", "--porcelain",
+                              "--untracked-files=normal", "--", *CODE_PATHS], capture_output=True, text=True,
+                             timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line[3:] for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
 
 
 # The code that measures: a run made from a tree with uncommitted changes keeps their diff beside its manifest

@@ -6,8 +6,8 @@ Each study with parameters defines one frozen dataclass deriving from StudyParam
                         objects; a field holding None is left out (None only stands for "this run did not record it")
   from_json(d, source)  every field checked against its annotation; a missing, mistyped or unknown key raises
                         ConfigError naming `source` and the field, in one line
-A key that older committed runs lack has its default in the class's LEGACY_DEFAULTS, with a comment saying which
-runs lack it; a key that older runs recorded and today's plan no longer writes is named in RETIRED (ignored).
+A key that older runs lack, or recorded and today's plan no longer writes, is dealt with where old runs are read:
+snaptax.record.upgrade (STUDY_PARAMETERS_ADDED, STUDY_PARAMETERS_RETIRED), never here.
 
 The values are kept as the JSON holds them (a float field keeps a JSON integer as the int it is), so what an
 analysis computes from them is what it computed from the untyped dictionary.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from .errors import ConfigError
 
@@ -26,9 +26,6 @@ P = TypeVar("P", bound="StudyParameters")
 @dataclasses.dataclass(frozen=True)
 class StudyParameters:
     """Base of every study's parameters record (no fields of its own)."""
-
-    LEGACY_DEFAULTS: ClassVar[dict[str, Any]] = {}
-    RETIRED: ClassVar[tuple[str, ...]] = ()
 
     def to_json(self) -> dict[str, Any]:
         """What the run's manifest stores under `parameters`."""
@@ -63,10 +60,8 @@ def _shown(v: Any) -> str:
 def _dataclass_from_json(cls: Any, d: Any, source: str, prefix: str) -> Any:
     if not isinstance(d, dict):
         raise ConfigError(source, prefix.rstrip(".") or "parameters", f"expected a mapping, got {_shown(d)}")
-    defaults: dict[str, Any] = getattr(cls, "LEGACY_DEFAULTS", {})
-    retired: tuple[str, ...] = getattr(cls, "RETIRED", ())
     names = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(d) - set(names) - set(retired))
+    unknown = sorted(set(d) - set(names))
     if unknown:
         raise ConfigError(source, prefix + unknown[0], "unknown field (not written by this study's plan)")
     hints = get_type_hints(cls)
@@ -74,8 +69,8 @@ def _dataclass_from_json(cls: Any, d: Any, source: str, prefix: str) -> Any:
     for name in names:
         if name in d:
             values[name] = _from_json(hints[name], d[name], source, prefix + name)
-        elif name in defaults:
-            values[name] = defaults[name]
+        elif type(None) in get_args(hints[name]):
+            values[name] = None          # to_json leaves a None out: an optional field absent is None
         else:
             raise ConfigError(source, prefix + name, "missing")
     return cls(**values)

@@ -1,14 +1,13 @@
 """Values: every number the paper or a notebook quotes, with its unit, interval and the run it came from.
 
-A study's analysis returns Values; they are written as `results.json` beside the run they came from, and the
-paper reads them through one lookup, `\\val{key}` (the number) and `\\valci{key}` (number and 95 % interval), in
-the spirit of showyourwork's `\\variable`. Keys are dotted and start with the study id
-(`chain_length.loss.on_disk_metadata.randrw`). A key the paper asks for and the data lack fails the build with one
-line naming it (MissingValue), before LaTeX runs.
+A study's analysis returns Values (derived from a raw run, never written into it: snaptax.derived caches them
+under build/, snaptax.printedvalues commits what the paper prints), and the paper reads them through one lookup,
+`\\val{key}` (the number) and `\\valci{key}` (number and 95 % interval), in the spirit of showyourwork's
+`\\variable`. Keys are dotted and start with the study id (`chain_length.loss.on_disk_metadata.randrw`). A key the
+paper asks for and the data lack fails the build with one line naming it (MissingValue), before LaTeX runs.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable
@@ -17,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SnaptaxError
+from .inference import SCALES, Estimate, inverse
 from .stats import Interval
 
-RESULTS_JSON = "results.json"
 RESULTS_FORMAT = "snaptax-results"
 RESULTS_VERSION = 1
 _KEY_RE = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_+-]+)+$")
@@ -31,7 +30,7 @@ class MissingValue(SnaptaxError):
 
 
 class ResultsFormatError(SnaptaxError):
-    """A results.json of an unknown format or version."""
+    """Derived values (snaptax.derived's cache) of an unknown format or version."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +47,12 @@ class Value:
     digits: int = 0          # decimals the paper prints
     text: str | None = None
     method: str = ""         # how the interval was obtained ('' for a single number)
+    # the t pivot of a value over independent replicates (inference.Estimate), which the verdict rule tests: its
+    # standard error and degrees of freedom on the pivot scale; '' scale: the value has none
+    se: float = math.nan
+    dof: int = 0
+    scale: str = ""
+    independent: bool = False   # its n are independent runs (not samples within one run)
 
     def __post_init__(self) -> None:
         if not _KEY_RE.match(self.key):
@@ -56,6 +61,21 @@ class Value:
     @classmethod
     def of(cls, key: str, iv: Interval, unit: str, digits: int = 0) -> Value:
         return cls(key, iv.estimate, unit, iv.low, iv.high, iv.n, digits, None, iv.method)
+
+    @classmethod
+    def of_estimate(cls, key: str, est: Estimate, unit: str, digits: int = 0, method: str = "") -> Value:
+        """A value over independent replicates, with its 95 % interval and the pivot the verdict rule tests."""
+        low, high = est.interval(0.95)
+        return cls(key, est.value, unit, low, high, est.n, digits, None,
+                   method or f"t over {est.n} {'independent runs' if est.independent else 'samples'} ({est.scale})",
+                   est.se, est.dof, est.scale, est.independent)
+
+    @property
+    def estimate(self) -> Estimate | None:
+        """The value's t pivot (None when it has none: a single number, a fit's interval, text)."""
+        if self.scale not in SCALES:
+            return None
+        return Estimate(inverse(self.scale, self.value), self.se, self.dof, self.n, self.scale, self.independent)
 
     @classmethod
     def where_defined(cls, key: str, estimate: float, low: float, high: float, n: int, unit: str, digits: int,
@@ -97,7 +117,7 @@ class Value:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        for k in ("value", "low", "high"):
+        for k in ("value", "low", "high", "se"):
             if isinstance(d[k], float) and not math.isfinite(d[k]):
                 d[k] = None
         return d
@@ -105,7 +125,7 @@ class Value:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Value:
         d = dict(d)
-        for k in ("value", "low", "high"):
+        for k in ("value", "low", "high", "se"):
             d[k] = math.nan if d.get(k) is None else float(d[k])
         return cls(**d)
 
@@ -125,7 +145,8 @@ def format_number(x: float, digits: int = 0) -> str:
 
 @dataclass
 class Results:
-    """results.json: the values of one run, and the verdicts on the claims it tests."""
+    """The derived values of one run, and the verdicts on the claims it tests (snaptax.derived caches them as JSON;
+    they are never written into the run)."""
 
     study: str
     run_id: str
@@ -145,22 +166,10 @@ class Results:
                 "run_id": self.run_id, "rig": self.rig, "profile": self.profile,
                 "values": {k: v.to_json() for k, v in sorted(self.values.items())}, "claims": self.claims}
 
-    def write(self, run_dir: Path) -> Path:
-        from .record import write_atomic
-
-        path = Path(run_dir) / RESULTS_JSON
-        write_atomic(path, json.dumps(self.to_json(), indent=1, sort_keys=True, allow_nan=False) + "\n")
-        return path
-
     @classmethod
-    def load(cls, run_dir: Path) -> Results:
-        path = Path(run_dir) / RESULTS_JSON
-        try:
-            d = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise ResultsFormatError(f"{path}: no results.json (run 'python -m snaptax render' to analyse)") from None
+    def from_json(cls, d: dict[str, Any], where: Path | str = "results") -> Results:
         if d.get("format") != RESULTS_FORMAT or d.get("format_version") != RESULTS_VERSION:
-            raise ResultsFormatError(f"{path}: results format {d.get('format')!r} version "
+            raise ResultsFormatError(f"{where}: results format {d.get('format')!r} version "
                                      f"{d.get('format_version')!r} is not {RESULTS_FORMAT} {RESULTS_VERSION}")
         r = cls(d["study"], d["run_id"], d["rig"], d["profile"])
         r.values = {k: Value.from_json(v) for k, v in d["values"].items()}
@@ -170,7 +179,7 @@ class Results:
 
 # ------------------------------------------------------------------ TeX
 
-TEX_PREAMBLE = r"""% generated by snaptax from data/ (results.json of each run); do not edit
+TEX_PREAMBLE = r"""% generated by snaptax from data/ (the analysis of each run); do not edit
 \makeatletter
 \newcommand{\val}[1]{\ifcsname snaptax@v@#1\endcsname\csname snaptax@v@#1\endcsname\else
   \PackageError{snaptax}{no value #1 in the data}{}\fi}

@@ -15,3 +15,7 @@ Layout
 This __init__ deliberately imports nothing: the nbdkit plugin imports model/arrays under a bare
 stdlib interpreter, and serve/rigfiles pull in the rest of the package.
 """
+
+# The emulator's version, recorded in every run that measured an emulated device (record.schema.EMULATOR_VERSIONS
+# says what each changed): raise it with any change to the timing a device is served with.
+EMULATOR_VERSION = 2

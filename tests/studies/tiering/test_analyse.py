@@ -110,13 +110,15 @@ def _lvmthin_meas(shares, cycles):
                          "lateness_pct": 1.0})
 
 
-@pytest.mark.parametrize("shares,cycles,learned", [([0.1, 0.5, 0.95], [0, 1, 0], "yes"),
-                                                    ([0.1, 0.5, 0.6], [0, 1, 0], "no"),
-                                                    ([0.95, 0.95, 0.95], [0, 0, 0], "no")])
-def test_the_fixed_learning_runs_learned_when_a_cycle_ended_and_the_last_run_was_ssd_served(shares, cycles, learned):
-    values = {v.key: v for v in an._lvmthin_values(_lvmthin_meas(shares, cycles), pd.DataFrame(
-        columns=["pool", "phase"]), pd.DataFrame(columns=["pool", "event", "t_s", "learned", "seconds"]),
-        pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, {}, 6000)}
+@pytest.mark.parametrize("events,learned", [([True], "yes"), ([False], "no"), ([False, True], "yes"), ([], "no")])
+def test_learning_is_the_host_s_recorded_verdict_its_last_attempt_s(events, learned):
+    """The learning gate's decision (a learn_done event per attempt) is read, never re-derived from the runs: a run
+    without one is refused when it is read (record.upgrade)."""
+    done = pd.DataFrame([{"pool": "tier_pool.lvmthin", "event": "learn_done", "t_s": 1.0 + i, "learned": x,
+                          "seconds": 1.0} for i, x in enumerate(events)], columns=["pool", "event", "t_s", "learned",
+                                                                                "seconds"])
+    values = {v.key: v for v in an._lvmthin_values(_lvmthin_meas([0.1, 0.5, 0.95], [0, 1, 0]), pd.DataFrame(
+        columns=["pool", "phase"]), done, pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, {}, 6000)}
     assert values["tiering.tier_pool.lvmthin.learned"].text == learned
     assert values["tiering.tier_pool.lvmthin.relearned"].text == "n/a"
     assert values["tiering.tier_pool.lvmthin.learn_s"].value == pytest.approx(29.0)
@@ -127,12 +129,11 @@ def test_the_fixed_learning_runs_learned_when_a_cycle_ended_and_the_last_run_was
 
 
 CURVE = {"fraction": [0.0, 0.5, 1.0], "ratio_pct": [100.0, 96.0, 100.0], "ratio_low": [100.0, 94.0, 98.0],
-         "ratio_high": [100.0, 98.0, 102.0]}
+         "ratio_high": [100.0, 98.0, 102.0], "seeds": list(planmod.SPAN_MODEL_SEEDS)}
 
 
 def test_the_span_models_seeds_are_counted_from_the_run():
     assert an.span_model_seeds({**CURVE, "seeds": [3, 4]}) == 2
-    assert an.span_model_seeds(CURVE) == len(planmod.SPAN_MODEL_SEEDS)     # runs that did not record them
     assert an.span_model_seeds({}) == 0                                   # no span model: no seeds
 
 
@@ -265,10 +266,13 @@ def test_the_copy_model_fitted_under_the_snapshot_predicts_the_phase_after_lvrem
 
 def _manifest(spindles, capacity=16 << 30, variants=None):
     """A manifest as pool_specs reads it: the rig's devices (named as the pools, POOL_DEVICES) with their recorded
-    `spindle` mapping and capacity."""
+    `spindle` mapping and capacity, and each pool's spec as the run records it (by default: the spec that mapping
+    gives, as measure.pool_spec records it and record.upgrade gives older runs)."""
     devices = tuple({"name": pool, "capacity_bytes": capacity, "spindle": sp} for pool, sp in spindles.items())
-    return SimpleNamespace(run_id="t", rig="local", rig_file="rigs/local.yaml", devices=devices,
-                           variants=variants or {})
+    if variants is None:
+        variants = {pool: {"study": {"spec": to_json(parse_device(sp, "rigs/local.yaml"))}}
+                    for pool, sp in spindles.items() if sp is not None}
+    return SimpleNamespace(run_id="t", rig="local", rig_file="rigs/local.yaml", devices=devices, variants=variants)
 
 
 POOL_DEVICES = {p: p for p in planmod.POOLS}    # the run's parameters' devices: each pool on the device of its name

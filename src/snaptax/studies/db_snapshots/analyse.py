@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -183,31 +182,29 @@ def model_table(runs: pd.DataFrame, fits: dict[str, dbm.DbSnapshotFit]) -> pd.Da
     return pd.DataFrame(rows)
 
 
-# The spindle emulator's flush fix (commit 9f03b4ac1): before it, a flush that found nothing to destage was answered
-# at once, not after the drive's command overhead. Flushes are half of this study's commands on the RAID5 (one per
-# copy), so a run started before it understates each copy's cost there: its rows on the RAID5 are provisional
-# (paper/sections/reproducibility.tex says why the run was not measured again).
-FLUSH_FIX_UTC = "2026-11-27T13:57:10Z"
+# The spindle emulator's flush fix (commit 9f03b4ac1; emulator version 2, record.EMULATOR_VERSIONS): before it, a
+# flush that found nothing to destage was answered at once, not after the drive's command overhead. Flushes are half
+# of this study's commands on the RAID5 (one per copy), so a run timed by an emulator before it understates each
+# copy's cost there: its rows on the RAID5 are provisional (paper/sections/reproducibility.tex says why the run was
+# not measured again).
+FLUSH_FIX_EMULATOR = 2
 PROVISIONAL_RAID5 = ("measured before the emulator's flush fix: a flush with nothing to destage was answered at once, "
                      "not after the drive's overhead, so this run understates each copy's cost on the emulated RAID5")
 
 
-def provisional_on_raid5(started_utc: str) -> str:
-    """Why a run's rows on the emulated RAID5 are provisional ('' if they are not): it started before the flush
-    fix (FLUSH_FIX_UTC). A start time that does not parse is taken as before it."""
-    try:
-        started = datetime.fromisoformat(started_utc.replace("Z", "+00:00"))
-    except ValueError:
-        return PROVISIONAL_RAID5
-    return PROVISIONAL_RAID5 if started < datetime.fromisoformat(FLUSH_FIX_UTC.replace("Z", "+00:00")) else ""
+def provisional_on_raid5(emulator_version: int | None) -> str:
+    """Why a run's rows on the emulated RAID5 are provisional ('' if they are not): the emulator that timed it (the
+    manifest's emulator_version) predates the flush fix."""
+    return PROVISIONAL_RAID5 if emulator_version is not None and emulator_version < FLUSH_FIX_EMULATOR else ""
 
 
-def claims(started_utc: str | None = None) -> list[Claim]:
+def claims(emulator_version: int | None = None) -> list[Claim]:
     """Seed 004's claims (Kehayias, SQLPerformance.com), each with the value of ours that tests it; those on the
-    emulated RAID5 provisional when the run (started at `started_utc`, the manifest's) predates the flush fix."""
+    emulated RAID5 provisional when the emulator that timed the run (`emulator_version`, the manifest's) predates
+    the flush fix."""
     k = STUDY
     cow = "8 KiB copy-on-first-write engine, 64 KiB allocation units"
-    raid5 = provisional_on_raid5(started_utc) if started_utc is not None else ""
+    raid5 = provisional_on_raid5(emulator_version)
     return [
         Claim(f"{k}.C004-1", CITE, WHERE, "one snapshot on storage as fast as the source: duration against none",
               120.0, "%", 100.0, 10.0, DIRECTION_BASIS + "; ±10 pp is the smallest difference a bar chart of "
@@ -286,7 +283,7 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
     model = model_table(runs, fits)
     values = _values(record, runs, summary, model)
     by_key = {v.key: v for v in values}
-    outcomes = [outcome(c, by_key) for c in claims(record.manifest.started_utc)]
+    outcomes = [outcome(c, by_key) for c in claims(record.manifest.emulator_version)]
     return DbSnapshotAnalysis(record, values, outcomes, runs, summary, fits, model)
 
 

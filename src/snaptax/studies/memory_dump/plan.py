@@ -305,9 +305,6 @@ class MemoryDumpParameters(StudyParameters):
     seed_memory_bytes: int
     guest: GuestParameters | None
 
-    # the runs of 2026-11-23 were made before the guest phase existed: they record no `guest`
-    LEGACY_DEFAULTS = {"guest": None}
-
 
 def parameters(profile: profiles.Profile, devices: dict[str, str]) -> MemoryDumpParameters:
     s = scale(profile)

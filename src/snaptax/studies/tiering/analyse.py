@@ -29,13 +29,11 @@ from ...claims import Claim, outcome
 from ...models import copy_load, tiering as tm
 from ...record import Manifest, RunRecord, lateness_fraction, service_time_s
 from ...spindle.profiles import DeviceSpec, Raid5Spec, TierSpec, spec_from_json
-from ...spindle.rigfiles import parse_device
 from ...stats import Interval, ratio_of_means_interval, ratio_of_ratios_interval
 from ...values import Value
 from .plan import (
     LVM_THIN,
     POOLS,
-    SPAN_MODEL_SEEDS,
     STUDY,
     TIERED,
     TieringParameters,
@@ -214,8 +212,8 @@ def member_balance(c: dict[str, float]) -> dict[str, float]:
 def device_time(c: dict[str, float]) -> dict[str, float]:
     """From counter increases over a bracket of c["t_s"] seconds, the array's own view of the host commands:
     device_ms_per_io = Σ command time (arrival → completion) / commands · 10³, and device_queue = Σ command time /
-    t_s, the mean number of commands outstanding in the array (Little's law); nans without host.latency_s_sum
-    (runs before 2026-11-26)."""
+    t_s, the mean number of commands outstanding in the array (Little's law); nans when the device did not count
+    host.latency_s_sum (a real pool's counters, or an emulator before 2026-11-26)."""
     n = c.get("host.reads", 0.0) + c.get("host.writes", 0.0)
     lat, dt = c.get("host.latency_s_sum", math.nan), c.get("t_s", math.nan)
     return {"device_ms_per_io": 1e3 * lat / n if n > 0 else math.nan,
@@ -447,11 +445,9 @@ def _relative(phases: pd.DataFrame, speed: pd.DataFrame) -> Interval:
 
 def pool_specs(manifest: Manifest, devices: dict[str, str]) -> dict[str, tuple[DeviceSpec | None, float]]:
     """Per pool (POOLS): the device spec it was served with and its LBA space in bytes, as the run recorded them.
-    The spec: the variant's recorded `spec` (profiles.to_json of measure.pool_spec, in `study`) if there is one;
-    for runs made before it was recorded, the `spindle` mapping the manifest recorded for the pool's rig device
-    (`devices`, pool → rig device as the run's parameters record it, names it), read by the package's own loader
-    (rigfiles.parse_device, which resolves a named array in today's rigs/spindles/devices.yaml); None for a device
-    without either (a real pool). A spec that does not parse raises ConfigError, naming the run and the field. The
+    The spec: the variant's recorded `spec` (profiles.to_json of measure.pool_spec, in `study`; record.upgrade
+    gives runs made before it was recorded the spec their rig files named); None for a device without one (a real
+    pool). A spec that does not parse raises ConfigError, naming the run and the field. The
     capacity: the manifest's capacity_bytes of that device (nan if not recorded)."""
     recorded_devices = {d.get("name"): d for d in manifest.devices}
     out: dict[str, tuple[DeviceSpec | None, float]] = {}
@@ -460,11 +456,7 @@ def pool_specs(manifest: Manifest, devices: dict[str, str]) -> dict[str, tuple[D
         dev = recorded_devices.get(name) or {}
         meta = manifest.variants.get(pool) or {}
         recorded = meta.get("spec") or (meta.get("study") or {}).get("spec")
-        spec: DeviceSpec | None = None
-        if recorded:
-            spec = spec_from_json(recorded, f"{manifest.run_id}: variant {pool}")
-        elif dev.get("spindle"):   # runs before the spec was recorded (2026-11-26)
-            spec = parse_device(dev["spindle"], manifest.rig_file or manifest.rig, f"devices.{name}.spindle")
+        spec = spec_from_json(recorded, f"{manifest.run_id}: variant {pool}") if recorded else None
         out[pool] = (spec, float(dev.get("capacity_bytes") or math.nan))
     return out
 
@@ -653,11 +645,8 @@ def read_fraction(record: RunRecord) -> float:
 
 
 def span_model_seeds(curve: dict[str, list]) -> int:
-    """How many seeds the span model (measure.span_model) ran; 0 without one. Runs before 2026-11-26 did not record
-    them: those ran plan.SPAN_MODEL_SEEDS, unchanged since the span model was introduced."""
-    if not curve:
-        return 0
-    return len(curve.get("seeds") or SPAN_MODEL_SEEDS)
+    """How many seeds the span model (measure.span_model) ran; 0 without one."""
+    return len(curve["seeds"]) if curve else 0
 
 
 def copy_model_values(meas: pd.DataFrame, variant: str, chunk_size: float, curve: dict[str, list],
@@ -789,11 +778,9 @@ def _lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFra
             for phase in ("learn", "relearn"):
                 runs = m[m.phase == phase].sort_values("index") if not m.empty else m
                 done = ev[ev.event == f"{phase}_done"] if not ev.empty else ev
-                if len(done):      # the host's own decision that ended the loop (measure.LearningGate)
-                    learned = bool(done.learned.iloc[-1])     # the last attempt's (one per run since 2026-11-26)
-                else:              # runs before the gated plan (2026-11-26) logged none: their runs, by its rule
-                    learned = (len(runs) > 0 and float(runs.tier_cycles.sum()) >= 1
-                               and float(runs.ssd_share.iloc[-1]) >= learned_fraction)
+                # the host's own decision that ended the loop (measure.LearningGate), its last attempt's; a run
+                # without one is refused when it is read (record.upgrade)
+                learned = bool(done.learned.iloc[-1]) if len(done) else False
                 out.append(Value(f"{base}.{phase}ed", text=("yes" if learned else "no") if len(runs) else "n/a"))
                 out.append(Value(f"{base}.{phase}_s", float(runs.t_end_s.max() - runs.t_start_s.min())
                                  if len(runs) else math.nan, "s", digits=0))

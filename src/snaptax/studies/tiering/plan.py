@@ -284,17 +284,6 @@ class TieringParameters(StudyParameters):
     span_model_ios: int
     lvmthin: bool
 
-    LEGACY_DEFAULTS = {
-        # the runs of 2026-11-24 and 2026-11-25 were made before the LVM thin variants: no guest segments (the
-        # paper's value stays undefined, as before) and no lvmthin flag (they measured none)
-        "guest_segment_s": math.nan, "lvmthin": False,
-        # runs before 2026-11-27 did not record it: they ran measure.span_model's then default
-        "span_model_ios": 6000,
-    }
-    # the runs of 2026-11-26 up to 12:35 recorded the LVM thin guest's fixed learning time, before its learning was
-    # ended by the host's rule in guest_segment_s runs (measure.LearningGate)
-    RETIRED = ("guest_learn_s",)
-
 
 def parameters(s: TieringScale, devices: dict[str, str], lvmthin: bool) -> TieringParameters:
     return TieringParameters(devices=devices, disk_bytes=s.disk_bytes, phase_s=s.phase_s, settle_s=s.settle_s,

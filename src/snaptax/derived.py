@@ -1,0 +1,70 @@
+"""Derived values of published runs, kept apart from the raw runs.
+
+A published run (data/<rig>/<study>/<run>/) is raw: nothing writes into it after it is published. What its study's
+analysis makes of it — the Values and the claims' verdicts (values.Results) — is derived: computed when it is read,
+and cached under build/derived/ (git-ignored), keyed by the run's manifest and by a fingerprint of the code that
+analysed it, so that a second `make claims` or `make compare` reads the values back instead of analysing again,
+while a changed analysis is never served stale values. Nothing here is committed: the committed record of what the
+paper prints is snaptax.printedvalues.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import paths
+from .record import MANIFEST, RunRecord, write_atomic
+from .values import Results, ResultsFormatError
+
+if TYPE_CHECKING:
+    from .analysis import Analysis
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of the package's source (every file under src/snaptax, by path and content): the code that analyses."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in paths.PACKAGE_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(f.relative_to(paths.PACKAGE_DIR)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def cache_path(run: Path) -> Path:
+    """Where the derived values of a run are cached: named by the run's place, its manifest and the code."""
+    run = Path(run).resolve()
+    h = hashlib.sha256(f"{run}\0{code_fingerprint()}\0".encode() + (run / MANIFEST).read_bytes())
+    return paths.derived_dir() / run.parent.name / f"{run.name}-{h.hexdigest()[:20]}.json"
+
+
+def store(run: Path, results: Results) -> None:
+    """Keep a run's derived values in the cache (and drop those of other code for the same run)."""
+    path = cache_path(run)
+    for stale in path.parent.glob(f"{Path(run).name}-*.json"):
+        if stale != path:
+            stale.unlink(missing_ok=True)
+    write_atomic(path, json.dumps(results.to_json(), indent=1, sort_keys=True, allow_nan=False) + "\n")
+
+
+def analyse(run: Path) -> Analysis:
+    """A published run analysed by its study now (tables, fits, figures' data), its values cached for later
+    reads."""
+    from . import studies
+
+    record = RunRecord.load(run)
+    analysis = studies.get(record.manifest.study).analyse(record)
+    store(run, analysis.results())
+    return analysis
+
+
+def results(run: Path) -> Results:
+    """A published run's derived values: from the cache when the same code made them, else analysed now."""
+    try:
+        return Results.from_json(json.loads(cache_path(run).read_text()), cache_path(run))
+    except (FileNotFoundError, ValueError, ResultsFormatError):
+        return analyse(run).results()
+
+
+__all__ = ["code_fingerprint", "cache_path", "store", "analyse", "results"]
