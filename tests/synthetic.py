@@ -43,3 +43,15 @@ def write_run(tmp: Path, study: str, profile: str, parameters: dict,
             w.record_measurement(index, step, chain_length=chain, fio_run=fio.FioRun(d, result, 1.0),
                                  counters_before=before, counters_after=after, extra=extra)
     return w.publish(tmp / "data" / "t" / study / w.run_id)
+
+
+def judged(key: str, value: float, low: float, high: float, n: int = 3, unit: str = "%", digits: int = 1):
+    """A Value over n independent runs whose 95 % interval is [low, high] (a linear t pivot, centred on `value`):
+    what a converted study's analysis gives the verdict rule."""
+    import math
+
+    from scipy import stats as sps
+
+    from snaptax.values import Value
+    se = (high - low) / 2 / float(sps.t.ppf(0.975, n - 1)) if n > 1 else math.nan
+    return Value(key, value, unit, low, high, n, digits, None, "t", se, n - 1, "linear", True)

@@ -8,7 +8,7 @@ import pytest
 from snaptax import article, profiles, seeds
 from snaptax.claims import Claim, Outcome
 from snaptax.record import Manifest
-from snaptax.values import Value
+from tests.synthetic import judged
 
 SEEDS = (
     seeds.Seed("000", "a", "measured a", ("alpha", "planned"), ("alpha.x",), models=(seeds.Model("chain", "c"),)),
@@ -20,7 +20,7 @@ SEEDS = (
 def outcome(cid, cite, value, low, high, published=2.0, n=3, label="C000-1", basis="measured", provisional=""):
     c = Claim(cid, cite, "Table 2", "what", published, "×", 1.0, 0.2, "basis", f"{cid}.v", "stand-in", label=label,
               basis=basis, provisional=provisional)
-    return Outcome(c, Value(f"{cid}.v", value, "×", low, high, n, 2))
+    return Outcome(c, judged(f"{cid}.v", value, low, high, n, "×", 2))
 
 
 def test_rows_fill_from_claims_and_say_what_is_not_measured():
@@ -55,22 +55,22 @@ def test_coverage_of_a_build_with_every_study_says_so():
 def test_a_study_that_lands_fills_its_row():
     rows = article.glance_rows([outcome("beta.z", "b", 3.0, 2.9, 3.1)], ["alpha", "beta"], SEEDS)
     assert rows[1].tested and rows[1].missing == ()
-    assert article.ours_cell(rows[1]) == "3.00 [2.90, 3.10] × (same direction)"   # beyond 2 ± 0.2 and 1 ± 0.2
+    assert article.ours_cell(rows[1]) == "3.00 [2.90, 3.10] × (differs)"   # wholly beyond 2 ± 0.2
 
 
 def test_each_seed_row_counts_all_its_claim_rows_by_verdict_its_model_checks_and_provisional_rows():
     outs = [outcome("alpha.x", "a", 1.9, 1.85, 1.95, basis="model"),        # agrees, a model check
             outcome("alpha.y", "a", 1.0, 0.95, 1.05, label="C000-2"),       # differs
             outcome("alpha.z", "a", 1.1, 1.05, 1.15, label="C000-2", provisional="why"),   # differs, provisional
-            outcome("alpha.w", "a", 3.0, 2.9, 3.1, label="C000-3")]         # same direction
+            outcome("alpha.w", "a", 3.0, 2.9, 3.1, label="C000-3")]         # differs (beyond 2 ± 0.2)
     row = article.glance_rows(outs, ["alpha", "planned"], SEEDS)[0]
     # the named headline is a model check: a measured row heads the seed instead
     assert row.headline is outs[1] and not row.headline.claim.is_model
-    assert row.counts == {"agrees": 1, "same direction": 1, "differs": 2, "inconclusive": 0}
+    assert row.counts == {"agrees": 1, "differs": 3, "inconclusive": 0, "not judged": 0, "calibration": 0}
     assert row.model_rows == 1 and row.provisional_rows == 1 and row.seed_claims == 3
     line = next(x for x in article.glance_tex([row]).splitlines() if x.startswith("000 &"))
     cells = line.removesuffix(" \\\\").split(" & ")
-    assert cells[4:11] == ["4 (3)", "1", "1", "2", "0", "1", "1"]
+    assert cells[4:12] == ["4 (3)", "1", "3", "0", "0", "0", "1", "1"]
     assert len(cells) == len(article.GLANCE_HEADER)
     # a seed whose only tested headline is a model check shows it, marked; a provisional headline says so
     only = article.glance_rows([outs[0]], ["alpha", "planned"], SEEDS)[0]
@@ -93,7 +93,7 @@ def manifest(study, start, end, planned_s=600.0, fio="fio-3.33", cpus=2, profile
             "tools": {"fio": fio, "qemu-storage-daemon": "qemu-storage-daemon version 7.2.22 (Debian 1:7.2)",
                       "nbdkit": "nbdkit 1.32.5", "python": "3.11.7"}}
     return Manifest(3, study, f"20260101T000000Z-{profile}", profiles.get(profile), "t", "embedded", "t.yaml", False,
-                    (), (), {}, {}, (), prov, start, end, 10, 10, planned_s, 0.0, None)
+                    (), (), {}, {}, (), prov, start, end, 10, 10, planned_s, 0.0, None, None)
 
 
 def run(study, minutes, planned_s, profile="quick", hour=0):

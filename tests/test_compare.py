@@ -8,6 +8,7 @@ import pytest
 from snaptax import compare, paths
 from snaptax.claims import Claim, Outcome
 from snaptax.values import Results, Value
+from tests.synthetic import judged
 
 CLAIM = Claim("s.loss", "key", "Table 1", "loss", 65.0, "%", 0.0, 15.0, "test", "s.loss", "x", label="C001-1")
 
@@ -20,8 +21,8 @@ def results(run_id: str, loss: Value) -> Results:
 
 
 def test_consistent_runs_reproduce():
-    c = compare.compare_results(results("a", Value("s.loss", 60, "%", 55, 65, 4)),
-                                results("b", Value("s.loss", 62, "%", 57, 67, 4)))
+    c = compare.compare_results(results("a", judged("s.loss", 60, 55, 65, 4)),
+                                results("b", judged("s.loss", 62, 57, 67, 4)))
     (v,) = [v for v in c.values if v.key == "s.loss"]
     assert v.consistent and v.distance == 2 / math.hypot(5, 5)
     assert c.reproduced and c.verdicts_reproduced == 1 and not c.inconsistent
@@ -29,29 +30,29 @@ def test_consistent_runs_reproduce():
 
 
 def test_inconsistent_values_are_reported_even_if_the_verdict_holds():
-    c = compare.compare_results(results("a", Value("s.loss", 55, "%", 53, 57, 4)),
-                                results("b", Value("s.loss", 70, "%", 68, 72, 4)))
+    c = compare.compare_results(results("a", judged("s.loss", 55, 53, 57, 4)),
+                                results("b", judged("s.loss", 70, 68, 72, 4)))
     assert c.reproduced                                   # both 'agrees'
     assert [v.key for v in c.inconsistent] == ["s.loss"]
     assert "intervals apart" in "\n".join(compare.report(c))
 
 
 def test_a_verdict_flip_is_not_reproduced():
-    c = compare.compare_results(results("a", Value("s.loss", 60, "%", 55, 65, 4)),
-                                results("b", Value("s.loss", 20, "%", 15, 25, 4)))
+    c = compare.compare_results(results("a", judged("s.loss", 60, 55, 65, 4)),
+                                results("b", judged("s.loss", 20, 15, 25, 4)))
     assert not c.reproduced
     assert "DIFFERENT" in "\n".join(compare.report(c))
 
 
 def test_a_repeated_inconclusive_verdict_is_the_same_but_not_a_decided_one():
-    wide = (Value("s.loss", 60, "%", 20, 100, 4), Value("s.loss", 61, "%", 21, 101, 4))   # wider than the band
+    wide = (judged("s.loss", 60, 20, 100, 4), judged("s.loss", 61, 21, 101, 4))   # wider than the band
     both_undecided = compare.compare_results(results("a", wide[0]), results("b", wide[1]))
     assert both_undecided.verdicts_reproduced == 1
     assert both_undecided.decisive == [] and both_undecided.decisive_reproduced == 0
-    one_decided = compare.compare_results(results("a", wide[0]), results("b", Value("s.loss", 62, "%", 57, 67, 4)))
+    one_decided = compare.compare_results(results("a", wide[0]), results("b", judged("s.loss", 62, 57, 67, 4)))
     assert len(one_decided.decisive) == 1 and one_decided.decisive_reproduced == 0
-    both_decided = compare.compare_results(results("a", Value("s.loss", 60, "%", 55, 65, 4)),
-                                           results("b", Value("s.loss", 62, "%", 57, 67, 4)))
+    both_decided = compare.compare_results(results("a", judged("s.loss", 60, 55, 65, 4)),
+                                           results("b", judged("s.loss", 62, 57, 67, 4)))
     assert len(both_decided.decisive) == 1 and both_decided.decisive_reproduced == 1
 
 
@@ -68,8 +69,8 @@ def _derived(run, r, monkeypatch, tmp_path):
 
 def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path, monkeypatch):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
-    for d, loss in ((a, Value("s.loss", 60, "%", 55, 65, 4)), (b, Value("s.loss", 61, "%", 56, 66, 4)),
-                    (c, Value("s.loss", 20, "%", 15, 25, 4))):
+    for d, loss in ((a, judged("s.loss", 60, 55, 65, 4)), (b, judged("s.loss", 61, 56, 66, 4)),
+                    (c, judged("s.loss", 20, 15, 25, 4))):
         _derived(d, results(d.name, loss), monkeypatch, tmp_path)
 
     def run(*args):
@@ -83,9 +84,9 @@ def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path, monkeypatch):
 
 def test_cli_refuses_runs_of_different_studies_in_one_line(tmp_path, monkeypatch):
     a, b = tmp_path / "a", tmp_path / "b"
-    _derived(a, results("a", Value("s.loss", 60, "%", 55, 65, 4)), monkeypatch, tmp_path)
+    _derived(a, results("a", judged("s.loss", 60, 55, 65, 4)), monkeypatch, tmp_path)
     other = Results("t", "b", "local", "quick")
-    other.add([Value("t.loss", 60, "%", 55, 65, 4)])
+    other.add([judged("t.loss", 60, 55, 65, 4)])
     _derived(b, other, monkeypatch, tmp_path)
     out = subprocess.run([sys.executable, "-m", "snaptax", "compare", str(a), str(b)], capture_output=True,
                          text=True, cwd=paths.REPO_ROOT, timeout=60)

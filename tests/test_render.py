@@ -1,7 +1,7 @@
 """What render gathers from data/ for the paper, beyond each study's own analysis."""
 from snaptax import article, compare, profiles, render, studies
 from snaptax.record import RunWriter
-from tests.synthetic import rig
+from tests.synthetic import judged, rig
 
 
 def publish(tmp, study, run_id, planned_s):
@@ -67,12 +67,11 @@ def test_the_first_page_lists_the_runs_measured_from_uncommitted_code(tmp_path, 
 
 def _outcomes():
     from snaptax.claims import Claim, Outcome
-    from snaptax.values import Value
 
     def row(cid, published, no_effect, tol, value, low, high, text="", **kw):
         c = Claim(cid, "key", "Table 1", "what", published, "%", no_effect, tol, "basis", f"{cid}.v", "stand-in",
                   text, **kw)
-        return Outcome(c, Value(f"{cid}.v", value, "%", low, high, 3, 1))
+        return Outcome(c, judged(f"{cid}.v", value, low, high))
     return [row("t.C001-1", 65.0, 0.0, 15.0, 13.0, 6.5, 19.5),                         # a loss, measured
             row("t.C001-2", 0.0, 0.0, 15.0, 4.0, -8.0, 14.0, "No impact"),              # no published effect
             row("t.C002-2a", 3.7, 100.0, 5.0, 3.8, 3.5, 4.1, basis="model"),            # a model check
@@ -91,7 +90,9 @@ def test_the_claims_table_marks_model_rows_and_gives_the_ratio_of_effects():
     assert none[4] == "" and provisional[4] == ""                # no effect published; a direction without a number
     assert model[3] == "3.8\\newline[3.5, 4.1] \\% \\emph{(model)}"
     assert model[4] == "1.00\\newline[1.00, 1.00]"               # (3.8 − 100) / (3.7 − 100), ends swapped
-    assert provisional[7] == "differs" + render.PROVISIONAL_MARK + " \\\\" and loss[7] == "differs \\\\"
+    # the verdict, then the secondary column: whether ours has the published effect's sign (never counted)
+    assert provisional[7] == "differs; other sign" + render.PROVISIONAL_MARK + " \\\\"
+    assert loss[7] == "differs; same sign \\\\"
 
 
 def test_the_claims_notes_say_which_rows_are_model_checks_and_which_are_provisional_and_why():
@@ -105,10 +106,9 @@ def test_the_claims_notes_say_which_rows_are_model_checks_and_which_are_provisio
 
 def test_the_claim_counts_are_rows_and_distinct_seed_claims_with_model_checks_apart():
     from snaptax.claims import Claim, Outcome
-    from snaptax.values import Value
     outs = _outcomes()
     again = Outcome(Claim("t.loss.b", "key", "Table 1", "what", 65.0, "%", 0.0, 15.0, "b", "t.v", "s",
-                          label="C001-1"), Value("t.v", 60.0, "%", 55.0, 65.0, 3))
+                          label="C001-1"), judged("t.v", 60.0, 55.0, 65.0))
     vals = {v.key: v for v in render.claims_count_values([*outs, again])}
     assert vals["paper.claims.rows"].value == vals["paper.claims.total"].value == 5
     assert vals["paper.claims.seed_claims"].value == 4                       # C001-1 twice
@@ -116,7 +116,8 @@ def test_the_claim_counts_are_rows_and_distinct_seed_claims_with_model_checks_ap
     assert vals["paper.claims.measured.agrees"].value == 2                   # C001-2 and the second C001-1
     assert vals["paper.claims.model.agrees"].value == 1
     assert sum(vals[f"paper.claims.measured.{v}"].value
-               for v in ("agrees", "same_direction", "differs", "inconclusive")) == 4
+               for v in ("agrees", "differs", "inconclusive", "not_judged", "calibration")) == 4
+    assert vals["paper.claims.measured.clause"].text.startswith("2 agree, 2 differ and 0 are inconclusive")
     assert vals["paper.claims.model.clause"].text == ("1 row (C002-2a) checks a model's prediction, not a "
                                                       "measurement, against the published value (1 agrees)")
     assert vals["paper.claims.provisional.list"].text == "C004-2a"

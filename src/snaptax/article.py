@@ -96,8 +96,8 @@ def ours_cell(row: GlanceRow) -> str:
 
 
 PROVISIONAL = "provisional"
-GLANCE_COUNTS = ("rows (seed claims)", "agree", "same direction", "differ", "inconclusive", "model checks",
-                 PROVISIONAL)
+GLANCE_COUNTS = ("rows (seed claims)", "agree", "differ", "inconclusive", "not judged", "calibration",
+                 "model checks", PROVISIONAL)
 GLANCE_HEADER = ("Seed", "What it measured", "Headline claim: published (source)", "Ours [95\\,\\% CI] (verdict)",
                  *(f"\\rotatebox{{90}}{{{h}}}" for h in GLANCE_COUNTS), "Model that explains it")
 

@@ -19,8 +19,11 @@ from .values import Value
 # C<seed>-<number>[<letter>]: the numbering of the seeds' claims in the issues (seed 001's C001-1 … C001-7)
 SEED_LABEL_RE = re.compile(r"C00[0-4]-[0-9]+[a-z]?")
 
-Verdict = Literal["agrees", "same direction", "differs", "inconclusive"]
-VERDICTS: tuple[Verdict, ...] = ("agrees", "same direction", "differs", "inconclusive")
+Verdict = Literal["agrees", "differs", "inconclusive", "not judged", "calibration"]
+VERDICTS: tuple[Verdict, ...] = ("agrees", "differs", "inconclusive", "not judged", "calibration")
+# the levels of the rule: agreement by two one-sided tests at ALPHA each (the 90 % interval), a difference by the
+# 95 % interval (one-sided ALPHA / 2); Holm's adjustment within each seed's family
+ALPHA = 0.05
 
 # Where our value comes from: a measurement of the stand-in (a mean over repeats, a paired ratio, a measured rate
 # scaled by a size), or a model's prediction (a fitted model evaluated where the harness cannot measure, e.g. the
@@ -29,6 +32,10 @@ VERDICTS: tuple[Verdict, ...] = ("agrees", "same direction", "differs", "inconcl
 Basis = Literal["measured", "model"]
 BASES: tuple[Basis, ...] = ("measured", "model")
 MODEL_MARK = "(model)"      # after our value in the claims table and Table 1
+# A claim's role: judged (a held-out test of the stand-in), or calibration (the seed statement the stand-in's
+# operating point is inferred from: issue 46's stand-in record; it cannot also test it)
+Role = Literal["judged", "calibration"]
+ROLES: tuple[Role, ...] = ("judged", "calibration")
 
 # The words a claim's published_text carries when the seed states a direction without a number: its `published`
 # is then a placeholder (the smallest effect the tolerance resolves), not the seed's size, so no ratio of effects
@@ -36,20 +43,20 @@ MODEL_MARK = "(model)"      # after our value in the claims table and Table 1
 NO_NUMBER = "no number"
 
 VERDICT_RULE = (
-    "Each claim is an effect against its no-effect value (0 % for a loss, 100 % for a ratio, 1 for a factor), "
-    "and is judged on the 95 % confidence interval of our value from its repeats, against a tolerance band "
-    "(published value ± tolerance, whose basis each claim states; the tolerance is in the claim's unit, and for a "
-    "value in % it is in percentage points, pp). "
-    "inconclusive: fewer than two repeats, or the interval is wider than the band (half-width > tolerance) and "
-    "overlaps it, so that it can neither show agreement nor exclude the published value; "
-    "agrees: the interval is no wider than the band and our estimate lies within the band; "
-    "same direction: the published value is an effect (farther than the tolerance from the no-effect value) and "
-    "so is ours by the same measure, on the same side (our whole interval lies beyond the no-effect value ± the "
-    "tolerance), but our estimate is outside the band; "
-    "differs: otherwise (including a small effect of ours whose interval reaches into the no-effect band). "
-    "A row whose value is a model's prediction rather than a measurement (marked model) is judged by the same rule; "
-    "its verdict says whether the model, fed with what was measured, meets the published value, not that a "
-    "measurement reproduced it.")
+    "Each claim is judged on our value's replicates, independent runs (a fresh engine, device and fio process "
+    "each); a value with fewer than three, or whose samples come from within one run, is not judged. "
+    "A claim with a published number is judged against its band, the published value ± its tolerance (declared "
+    "before the runs in the pre-registration; for a value in % in percentage points, pp): it agrees when our 90 % "
+    "interval lies wholly inside the band (two one-sided tests at α = 0.05 each), differs when our 95 % interval lies "
+    "wholly outside it, and is inconclusive otherwise. A claim that states only a direction is judged against the "
+    "smallest effect that matters (its tolerance) beyond no effect: it agrees when our 90 % interval lies wholly "
+    "beyond it on the claimed side, differs when our 95 % interval lies wholly on the other side of it (no effect or "
+    "the opposite effect), and is inconclusive otherwise. Within each seed's claims, Holm's step-down adjustment of "
+    "the tests' p-values decides both agreement and difference. A statement used to infer a stand-in's operating "
+    "point calibrates it and is not judged (calibration). A row whose value is a model's prediction rather than a "
+    "measurement (marked model) is judged by the same rule; its verdict checks the model, not a reproduced "
+    "measurement. Beside each verdict we give our effect as a share of the "
+    "published one, (ours − no effect) ÷ (published − no effect), with its interval.")
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,8 @@ class Claim:
     published_digits: int | None = None   # decimals of `published` as the seed gives it (None: published_decimals)
     basis: Basis = "measured"  # our value (value_key) is measured, or a model's prediction (BASES)
     provisional: str = ""      # why the row is provisional (a known bias of the run that measured it); "": it is not
+    role: Role = "judged"      # calibration: the statement infers a stand-in's operating point and is not judged
+    direction: int = 0         # a direction without a number: +1 above no effect, -1 below (0: from `published`)
 
     def __post_init__(self) -> None:
         if not SEED_LABEL_RE.fullmatch(self.seed_label):
@@ -79,6 +88,8 @@ class Claim:
                              "'C001-3' or 'C000-1b'; give label= when the id does not end in one)")
         if self.basis not in BASES:
             raise ValueError(f"claim {self.id!r}: basis {self.basis!r} is not one of {', '.join(BASES)}")
+        if self.role not in ROLES:
+            raise ValueError(f"claim {self.id!r}: role {self.role!r} is not one of {', '.join(ROLES)}")
 
     @property
     def is_model(self) -> bool:
@@ -93,6 +104,17 @@ class Claim:
                 and abs(self.published - self.no_effect) > self.tolerance)
 
     @property
+    def direction_only(self) -> bool:
+        """The seed states a direction without a number: judged against the smallest effect that matters (its
+        tolerance) beyond no effect, never against a placeholder value."""
+        return self.direction != 0 or NO_NUMBER in self.published_text
+
+    @property
+    def seed(self) -> str:
+        """The seed the claim is from ('000' … '004'): its family for Holm's adjustment."""
+        return self.seed_label[1:4]
+
+    @property
     def seed_label(self) -> str:
         """The seed claim this row tests (the claims table's first column; several rows may test one)."""
         return self.label or self.id.rsplit(".", 1)[-1]
@@ -102,10 +124,22 @@ class Claim:
 class Outcome:
     claim: Claim
     ours: Value
+    family_verdict: Verdict | None = None    # the verdict within its seed's family (Holm), once adjusted
 
     @property
     def verdict(self) -> Verdict:
-        return verdict(self.claim, self.ours)
+        """The family's verdict when adjusted (adjusted()), else the claim's own (unadjusted)."""
+        return self.family_verdict or verdict(self.claim, self.ours)
+
+    @property
+    def same_direction(self) -> bool | None:
+        """The secondary column: ours lies on the published effect's side of no effect (never counted)."""
+        return same_direction(self.claim, self.ours)
+
+    @property
+    def judgeable(self) -> str:
+        """'' when our value can be judged, else why not (claims.judgeable)."""
+        return judgeable(self.ours)
 
     def to_json(self) -> dict[str, Any]:
         c = self.claim
@@ -114,6 +148,7 @@ class Outcome:
                 "no_effect": c.no_effect, "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis,
                 "value_key": c.value_key, "stand_in": c.stand_in, "label": c.seed_label,
                 "published_digits": c.published_digits, "basis": c.basis, "provisional": c.provisional,
+                "role": c.role, "direction": c.direction,
                 "ours": self.ours.to_json(), "verdict": self.verdict}
 
     @property
@@ -121,29 +156,85 @@ class Outcome:
         return effect_ratio(self.claim, self.ours)
 
 
-def verdict(claim: Claim, ours: Value) -> Verdict:
-    if ours.n < 2 or not ours.has_interval:
-        return "inconclusive"
-    lo, hi = ours.low, ours.high
-    tol, p, zero = claim.tolerance, claim.published, claim.no_effect
-    if (hi - lo) / 2 > tol:
-        # Too wide to show agreement; but an interval that lies wholly outside the band still excludes the
-        # published value (seed 004's 'overhead' against our 378 [354, 403] % is not in doubt), so it goes on to
-        # the direction test below. Agreement needs precision, a difference only needs the band excluded.
-        if lo <= p + tol and hi >= p - tol:
-            return "inconclusive"
-    elif p - tol <= ours.value <= p + tol:
+def tests(claim: Claim, ours: Value) -> tuple[float, float]:
+    """The two p-values the rule decides on: (agreement, difference). Agreement: two one-sided tests that our value
+    lies in the band (a number), or one that it lies beyond the smallest effect that matters on the claimed side (a
+    direction); difference: that it lies outside the band on the estimate's side, or on the other side of that
+    smallest effect. nan, nan when the value cannot be judged (judgeable)."""
+    est = ours.estimate
+    if judgeable(ours) or est is None:
+        return math.nan, math.nan
+    c = claim
+    if c.direction_only:
+        side = c.direction or (1 if c.published > c.no_effect else -1)
+        bound = c.no_effect + side * c.tolerance
+        return est.p_beyond(bound, side), est.p_beyond(bound, -side)
+    low, high = c.published - c.tolerance, c.published + c.tolerance
+    return est.p_within(low, high), est.p_outside(low, high)
+
+
+def judgeable(ours: Value) -> str:
+    """'' when our value can be judged, else why not: it rests on fewer than MIN_REPLICATES independent runs, or
+    on samples within one run (per-second samples, batch means of one timeline, one run's counters)."""
+    from .inference import MIN_REPLICATES
+
+    est = ours.estimate
+    if est is None or not ours.independent:
+        return "not independent runs"
+    if est.n < MIN_REPLICATES or not est.defined:
+        return f"n < {MIN_REPLICATES}"
+    return ""
+
+
+def decide(p_agree: float, p_differ: float) -> Verdict:
+    """The verdict from the (adjusted) p-values: agrees below ALPHA, differs below ALPHA / 2, else inconclusive."""
+    if math.isfinite(p_agree) and p_agree < ALPHA:
         return "agrees"
-    # The tolerance says what counts as an effect on the claim's own scale (seed 001's ±15 pp separates 'no
-    # impact' from 'a third'), for the published value and for ours alike: an interval of ours that reaches into
-    # the no-effect band is not an effect in the published direction, however small its lower end.
-    published_effect = p - zero
-    if abs(published_effect) > tol:
-        if published_effect > 0 and lo > zero + tol:
-            return "same direction"
-        if published_effect < 0 and hi < zero - tol:
-            return "same direction"
-    return "differs"
+    if math.isfinite(p_differ) and p_differ < ALPHA / 2:
+        return "differs"
+    return "inconclusive"
+
+
+def verdict(claim: Claim, ours: Value) -> Verdict:
+    """The verdict on one claim by itself (unadjusted; the paper's are adjusted within each seed's family:
+    family_verdicts)."""
+    if claim.role == "calibration":
+        return "calibration"
+    if judgeable(ours):
+        return "not judged"
+    return decide(*tests(claim, ours))
+
+
+def adjusted(outcomes: list[Outcome]) -> list[Outcome]:
+    """The outcomes with their family verdicts (family_verdicts): what the paper and `snaptax claims` print."""
+    import dataclasses
+
+    return [dataclasses.replace(o, family_verdict=v) for o, v in zip(outcomes, family_verdicts(outcomes),
+                                                                      strict=True)]
+
+
+def family_verdicts(outcomes: list[Outcome]) -> list[Verdict]:
+    """The verdicts of the paper: each seed's judged claims form a family, and Holm's step-down adjustment of their
+    agreement p-values, and separately of their difference p-values, decides (in the order given)."""
+    from .inference import holm
+
+    out: list[Verdict] = [verdict(o.claim, o.ours) for o in outcomes]
+    for seed in dict.fromkeys(o.claim.seed for o in outcomes):
+        idx = [i for i, o in enumerate(outcomes) if o.claim.seed == seed and out[i] not in ("not judged",
+                                                                                          "calibration")]
+        ps = [tests(outcomes[i].claim, outcomes[i].ours) for i in idx]
+        agree, differ = holm([p[0] for p in ps]), holm([p[1] for p in ps])
+        for i, a, d in zip(idx, agree, differ, strict=True):
+            out[i] = decide(a, d)
+    return out
+
+
+def same_direction(claim: Claim, ours: Value) -> bool | None:
+    """The secondary column: our 95 % interval lies on the published effect's side of no effect (None when the
+    published value is no effect or ours has no interval). Never counted as agreement."""
+    if not ours.has_interval or claim.published == claim.no_effect:
+        return None
+    return ours.low > claim.no_effect if claim.published > claim.no_effect else ours.high < claim.no_effect
 
 
 def outcome(claim: Claim, values: dict[str, Value]) -> Outcome:
@@ -162,6 +253,8 @@ def from_json(row: dict[str, Any]) -> Outcome:
     fields["published_digits"] = row.get("published_digits")
     fields["basis"] = row.get("basis", "measured")          # rows written before claims carried a basis: measured
     fields["provisional"] = row.get("provisional", "")
+    fields["role"] = row.get("role", "judged")
+    fields["direction"] = int(row.get("direction", 0))
     try:
         claim = Claim(**fields)
     except ValueError as exc:

@@ -21,8 +21,10 @@ from . import (
     profiles,
     prose,
     provenance,
+    registration,
     rig as rigmod,
     sources,
+    standins,
     studies,
 )
 from .analysis import Analysis
@@ -65,6 +67,12 @@ def analyse_newest(rig: str, profile: str) -> list[Rendered]:
     return out
 
 
+def paper_outcomes(rendered: list[Rendered]) -> list[claimsmod.Outcome]:
+    """Every rendered study's claim rows with the verdicts the paper prints: adjusted within each seed's family
+    (claims.adjusted, Holm)."""
+    return claimsmod.adjusted([o for r in rendered for o in r.analysis.outcomes])
+
+
 def run_value(r: Rendered, name: str) -> float:
     """A rendered study's run value <study>.run.<name> (analysis.run_values)."""
     return r.results.values[f"{r.study}.run.{name}"].value
@@ -99,8 +107,31 @@ def claims_count_values(outcomes: list[claimsmod.Outcome]) -> list[Value]:
              Value("paper.claims.provisional.rows", float(len(provisional)), "rows"),
              Value("paper.claims.provisional.list",
                    text=article.join_words(claimsmod.seed_claims(provisional)) or "none"),
-             Value("paper.claims.provisional.clause", text=provisional_clause(measured_provisional))]
+             Value("paper.claims.provisional.clause", text=provisional_clause(measured_provisional)),
+             Value("paper.claims.measured.clause", text=verdicts_clause(measured))]
     return vals
+
+
+def verdicts_clause(outcomes: list[claimsmod.Outcome]) -> str:
+    """The abstract's and the introduction's count of verdicts, worded for the counts at hand: those judged (agree,
+    differ, inconclusive), those not judged and why, and the statements that calibrate a stand-in."""
+    t = claimsmod.tally(outcomes)
+    judged = t["agrees"] + t["differs"] + t["inconclusive"]
+    parts = []
+    if judged:
+        parts.append(f"{t['agrees']} agree, {t['differs']} differ and {t['inconclusive']} are inconclusive "
+                     "(Holm-adjusted within each seed)")
+    not_judged = [o for o in outcomes if o.verdict == "not judged"]
+    if not_judged:
+        few = sum(o.judgeable.startswith("n <") for o in not_judged)
+        within = len(not_judged) - few
+        why = [w for w in (f"{few} rest on fewer than three independent runs" if few else "",
+                           f"{within} on samples within one run" if within else "") if w]
+        parts.append(f"{len(not_judged)} {'is' if len(not_judged) == 1 else 'are'} not judged "
+                     f"({' and '.join(why)})")
+    if t["calibration"]:
+        parts.append(f"{t['calibration']} calibrate a stand-in and are not judged")
+    return article.join_words(parts) if parts else "none is judged"
 
 
 def provisional_clause(provisional: list[claimsmod.Outcome]) -> str:
@@ -125,10 +156,11 @@ def model_clause(model: list[claimsmod.Outcome]) -> str:
 
 
 def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value]:
-    outcomes = [o for r in rendered for o in r.analysis.outcomes]
+    outcomes = paper_outcomes(rendered)
     lateness = [v for v in run_column(rendered, "worst_lateness_pct") if math.isfinite(v)]
     vals = [Value("paper.rig", text=rig), Value("paper.profile", text=profile),
-            Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE)]
+            Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE),
+            Value("paper.registration.rule", text=registration.TOLERANCE_RULE)]
     vals += claims_count_values(outcomes)
     for o in outcomes:
         c = o.claim
@@ -193,6 +225,14 @@ def effect_ratio_cell(o: claimsmod.Outcome) -> str:
     return "" if ratio is None else macros.tex_escape(ratio.formatted_ci()).replace(" [", "\\newline[")
 
 
+def verdict_cell(o: claimsmod.Outcome) -> str:
+    """The verdict, why a row is not judged, whether ours has the published effect's sign (the secondary column,
+    never counted), and the provisional mark."""
+    v = o.verdict + (f" ({o.judgeable})" if o.verdict == "not judged" and o.judgeable else "")
+    sign = {True: "; same sign", False: "; other sign", None: ""}[o.same_direction]
+    return macros.tex_escape(v + sign) + (PROVISIONAL_MARK if o.claim.provisional else "")
+
+
 def claims_tex(outcomes: list[claimsmod.Outcome]) -> str:
     rows = []
     for o in outcomes:
@@ -200,7 +240,7 @@ def claims_tex(outcomes: list[claimsmod.Outcome]) -> str:
         rows.append([c.seed_label, f"{macros.tex_escape(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
                      macros.tex_escape(claimsmod.published_str(c)), ours_cell(o), effect_ratio_cell(o),
                      macros.tex_escape(claimsmod.tolerance_str(c)).replace("±", "$\\pm$"),
-                     macros.tex_escape(c.stand_in), o.verdict + (PROVISIONAL_MARK if c.provisional else "")])
+                     macros.tex_escape(c.stand_in), verdict_cell(o)])
     # a longtable: the table runs over pages as studies add claims (a float cannot, and overflowed the page)
     return macros.render_long_table("claims", ["Seed claim", "Claim (source)", "Published", "Ours [95\\,\\% CI]",
                                                "Ours ÷ published effect", "Tolerance", "Our stand-in", "Verdict"],
@@ -348,6 +388,41 @@ def dirty_runs_tex(manifests: list[Manifest]) -> str:
                    rf"{runs}.}}}}\par\medskip" + "\n")
 
 
+def stand_ins_tex(values: dict[str, Value], reg: registration.Registration | None) -> str:
+    """The stand-in record (snaptax.standins) as the paper's method prints it: per seed system the mechanism, the
+    setting that carries it, where its value comes from, and for an inferred one the calibrating seed statement
+    (marked) and the value inferred, with its interval where a run gives it."""
+    esc = macros.tex_escape
+    rows = []
+    for s in standins.STAND_INS:
+        if s.source == "inferred":
+            label = reg.claims[s.calibrating].label if reg and s.calibrating in reg.claims else s.calibrating
+            v = values.get(s.value_key)
+            got = v.formatted_ci() if v is not None else "not yet inferred"
+            source = f"inferred from {label} (calibrating: not judged): {s.basis}; value {got}"
+        else:
+            source = f"{s.source}: {s.basis}"
+        if s.bound:
+            source += f"; bound: {s.bound}"
+        rows.append([s.seed, esc(s.system), esc(s.mechanism), esc(f"{s.engine}; {s.setting}"), esc(source)])
+    col = ">{\\raggedright\\arraybackslash}p"
+    return macros.render_table(["Seed", "System", "Mechanism (the seed's)", "Our engine and setting",
+                                "Where the setting comes from"], rows,
+                               align=f"l{col}{{0.15\\linewidth}}{col}{{0.2\\linewidth}}{col}{{0.2\\linewidth}}"
+                                     f"{col}{{0.3\\linewidth}}")
+
+
+def unjudged_tex(reg: registration.Registration | None) -> str:
+    """The seed statements registered as not judged, each with why (the registration's reasons)."""
+    esc = macros.tex_escape
+    items = [f"\\item {c.label} ({esc(c.statement)} \\cite{{{c.cite}}}, {esc(c.where)}): {esc(c.reason)}"
+             for c in (reg.claims.values() if reg else ()) if c.role == "unjudged"]
+    if not items:
+        return "% generated by snaptax from paper/preregistration/; do not edit\n"
+    return ("% generated by snaptax from paper/preregistration/; do not edit\n\\begin{itemize}\n"
+            + "\n".join(items) + "\n\\end{itemize}\n")
+
+
 def study_times(rig: str) -> list[article.StudyTimes]:
     """For the artifact table: every registered study's newest published runs at each measured profile and what
     its plan predicts at each profile (nothing measured)."""
@@ -380,7 +455,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     values += paper_values(rig, profile, rendered)
     comparisons, compared = rerun_comparisons(rig, profile, rendered)
     values += repro_values(comparisons, compared)
-    outcomes = [o for r in rendered for o in r.analysis.outcomes]
+    outcomes = paper_outcomes(rendered)
     glance = article.glance_rows(outcomes, [r.study for r in rendered])
     manifests = {r.study: r.analysis.record.manifest for r in rendered}
     values += article.glance_values(glance)
@@ -389,12 +464,16 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     values += article.time_values(times)
     values += article.bench_values(paths.BENCH_LATEST)
     for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro_tex),
-                     ("glance", article.glance_tex), ("artifact", article.artifact_tex)):
+                     ("glance", article.glance_tex), ("artifact", article.artifact_tex),
+                     ("stand-ins", stand_ins_tex)):
         made[stem] = sources.Source(stem, f"{fn.__module__}.{fn.__name__}")
     tex_files = sorted(paper_dir.glob("*.tex")) + sorted((paper_dir / "sections").glob("*.tex"))
     check_available(keys_used(tex_files), (v.key for v in values))
     sources.check_sources(tex_files, made)
     macros.write_table("glance", article.glance_tex(glance), generated_dir)
+    newest_registration = registration.newest()
+    macros.write_table("stand-ins", stand_ins_tex({v.key: v for v in values}, newest_registration), generated_dir)
+    write_atomic(generated_dir / "unjudged.tex", unjudged_tex(newest_registration))
     macros.write_table("artifact", article.artifact_tex(times), generated_dir)
     write_atomic(generated_dir / "sources.tex", sources.sources_tex(made.values()))
     macros.write_table("claims", claims_tex(outcomes), generated_dir)

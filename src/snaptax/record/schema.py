@@ -89,6 +89,7 @@ class Manifest:
     planned_seconds: float        # 0: the plan predicted no time
     lock_wait_s: float
     emulator_version: int | None  # the spindle emulator's version (EMULATOR_VERSIONS); None: nothing emulated
+    registration: dict[str, str] | None   # the pre-registration in force (file, sha256); None: before any
 
     @classmethod
     def from_json(cls, d: dict[str, Any], where: Path) -> Manifest:
@@ -104,7 +105,7 @@ class Manifest:
                        tuple(d["measured_devices"]), d["parameters"], d["variants"], tuple(d["events"]),
                        d["provenance"], d["started_utc"], d["finished_utc"], int(d["measurements"]),
                        int(d["planned_points"]), float(d["planned_seconds"]), float(d["lock_wait_s"]),
-                       None if ver is None else int(ver))
+                       None if ver is None else int(ver), d["registration"])
         except (KeyError, TypeError) as exc:
             raise RecordError(f"{where}: manifest field missing or malformed: {exc}") from None
 

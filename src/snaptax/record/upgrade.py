@@ -8,6 +8,7 @@ Format 2 (runs of 2026-11-22 to 2026-11-28) → 3:
 - lock_wait_s, planned_points, planned_seconds: what a run that lacks them ran with (no lock wait recorded, its
   start includes any wait; no prediction: 0).
 - profile: `max_chain` is dropped (it moved into the chain-length study's own scale; the run's parameters keep it).
+- registration: None (the first pre-registration came with format 3).
 - emulator_version: 1 for a run that measured an emulated device, None otherwise. Every run of format 2 predates the
   emulator's flush fix (commit 9f03b4ac1): checked over every run in the repository's history when format 3 was
   introduced (the newest emulated run of format 2 started at 2026-11-27T11:08Z, the fix was committed at 13:57Z).
@@ -71,6 +72,7 @@ def _from_2(d: dict[str, Any], where: Path) -> dict[str, Any]:
     d.setdefault("planned_seconds", 0.0)
     d["profile"] = {k: v for k, v in d["profile"].items() if k not in RETIRED_PROFILE_FIELDS}
     d["emulator_version"] = 1 if d.get("emulated") else None
+    d["registration"] = None           # every run of format 2 predates the first pre-registration
     study = d.get("study", "")
     params = d.get("parameters", {})
     if isinstance(params, dict):

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import counters as countermod, devices, paths, progress, provenance
+from .. import counters as countermod, devices, paths, progress, provenance, registration
 from ..errors import SnaptaxError
 from ..lock import measurement_lock
 from ..plan import Measure
@@ -233,6 +233,7 @@ class RunWriter:
             "finished_utc": provenance.utc_now(), "measurements": len(self._paths),
             "planned_points": self.planned_points, "planned_seconds": self.planned_seconds,
             "emulator_version": EMULATOR_VERSION if any(d.emulated for d in self._measured_devices()) else None,
+            "registration": registration.recorded(),
         }
         self.staging.mkdir(parents=True, exist_ok=True)
         _write_csv(self.staging / RESULTS, [*KEYS, *FIO_COLUMNS, "path"], self._rows)

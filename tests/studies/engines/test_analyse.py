@@ -180,10 +180,10 @@ def test_verdicts_on_seed001_vvol(tmp_path):
     assert first.claim.no_effect == 0.0 and first.claim.tolerance == an.LOSS_TOLERANCE_PP
     assert first.claim.value_key == "engines.first_loss.lvmthin-c64k" and first.claim.tolerance_basis
     assert first.claim.published_text == "No impact" and "LVM thin, 64 KiB" in first.claim.stand_in
-    assert first.verdict == "differs"          # 50 % [44, 56] against no impact ± 15
-    assert steady.verdict == "agrees"          # 10 % [10, 10] against no impact ± 15
+    assert first.verdict == "not judged"
+    assert steady.verdict == "not judged"
     wide = make_run(tmp_path / "wide", noise=0.3)
-    assert {o.claim.id: o.verdict for o in wide.outcomes}["engines.vvol_loss.first"] == "inconclusive"
+    assert {o.claim.id: o.verdict for o in wide.outcomes}["engines.vvol_loss.first"] == "not judged"
 
 
 def test_a_failed_fit_raises(tmp_path):
@@ -194,7 +194,7 @@ def test_a_failed_fit_raises(tmp_path):
 def test_smoke_run_provides_every_value_the_paper_asks_for(tmp_path):
     smoke = profiles.get("smoke")
     a = make_run(tmp_path, profile="smoke", names=tuple(v.name for v in planmod.variants(smoke)))
-    assert {o.verdict for o in a.outcomes} == {"inconclusive"}         # one cycle: no interval
+    assert {o.verdict for o in a.outcomes} == {"not judged"}
     assert math.isnan(a.value("engines.first_loss.lvmthin-c64k").low)
     results = a.results()
     used = values.keys_used([ROOT / "paper" / "sections" / "engines.tex"])
@@ -206,7 +206,7 @@ def test_smoke_run_provides_every_value_the_paper_asks_for(tmp_path):
     back = values.Results.from_json(results.to_json())
     assert back.values["engines.bytes_per_first_write_kib.cofw-p8k"].value == pytest.approx(20.0)
     assert back.values["engines.run.id"].text == a.record.run_id
-    assert [c["verdict"] for c in back.claims] == ["inconclusive", "inconclusive"]
+    assert [c["verdict"] for c in back.claims] == ["not judged", "not judged"]
     table = a.summary_table()
     assert list(table.variant)[:3] == ["qcow2-c4k", "qcow2-c64k", "qcow2-c2m"]     # family, then grain
     assert table.set_index("variant").at["cofw-p8k", "bytes_per_first_write_kib"] == pytest.approx(20.0)
