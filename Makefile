@@ -42,20 +42,17 @@ setup:
 	@bash tools/setup.sh
 
 # Each notebook is executed by papermill with the rig and profile injected and measure=True (it measures a new
-# run and publishes it under data/); the executed copies go to build/notebooks/.
+# run and publishes it under data/); the executed copies go to build/notebooks/. Before each: "[k/n] study — expect
+# N min; total so far M of ≈T min" (snaptax.expect: the newest measured run of the study, else its plan).
 notebooks: setup
-	@mkdir -p build/notebooks
-	@set -e; for nb in $(SELECTED); do \
-	  $(PY) -m snaptax notebook "$$nb" "build/notebooks/$$(basename $$nb)" --rig $(RIG) --profile $(PROFILE) \
-	    --measure $(if $(filter 1,$(ALLOW_DIRTY)),--allow-dirty); \
-	done
+	@$(PY) -m snaptax notebooks $(SELECTED) --output-dir build/notebooks --rig $(RIG) --profile $(PROFILE) \
+	  --measure $(if $(filter 1,$(ALLOW_DIRTY)),--allow-dirty)
 
 # The committed notebooks are executed against the committed data/ (the newest published run of each study):
-# their stored outputs are what `make nbval` checks.
+# their stored outputs are what `make nbval` checks. In place, with their own parameters (local, quick), and without
+# papermill's injected-parameters cell, so that editing the parameters cell in `make lab` does what it says.
 notebooks-commit: setup
-	@set -e; for nb in $(SELECTED); do \
-	  $(PY) -m snaptax notebook $$nb $$nb --rig $(RIG) --profile $(PROFILE); \
-	done
+	@$(PY) -m snaptax notebooks $(SELECTED) --in-place --rig $(RIG) --profile $(PROFILE)
 
 render: setup
 	@$(PY) -m snaptax render --rig $(RIG) --profile $(PROFILE)

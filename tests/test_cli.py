@@ -120,3 +120,33 @@ def test_compare_takes_the_committed_run_of_its_profile(data_dir, monkeypatch):
     assert [r.name for r in cli._committed_runs("local", "chain_length", "quick")] == \
         ["20260101T000000Z-quick", "20260102T000000Z-quick"]
     assert [r.name for r in cli._committed_runs("local", "chain_length", "smoke")] == ["20260103T000000Z-smoke"]
+
+
+def test_version():
+    import snaptax as package
+    out = snaptax("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"snaptax {package.__version__}"
+
+
+def test_help_lists_the_rigs_profiles_and_studies():
+    from snaptax import profiles, rig, studies
+    for command in ("run", "plan", "render", "claims", "notebook", "notebooks", "compare"):
+        out = " ".join(snaptax(command, "--help").stdout.split())     # argparse wraps at any space
+        assert "{" + ",".join(profiles.PROFILES) + "}" in out, command
+        assert all(name in out for name in rig.names()) and "path of a rig file" in out, command
+        if command in ("run", "plan"):
+            assert ", ".join(studies.ids()) in out, command
+
+
+def test_plan_prints_one_line_per_study_and_the_total(data_dir):
+    from snaptax import studies
+    out = snaptax("plan", "--profile", "quick", "--rig", "local")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    rows = [line for line in lines if line.split(" ", 1)[0] in studies.ids()]
+    assert [r.split()[0] for r in rows] == studies.ids()
+    assert all(" min " in r and "GiB" in r and "needed" in r for r in rows)
+    assert all("plan's prediction" in r or "predicts no time" in r for r in rows)   # data_dir: no runs
+    assert lines[-1].startswith("total at least")                                   # engines' time is not known
+    one = snaptax("plan", "chain_length", "--profile", "smoke").stdout
+    assert "fio runs" in one and sum(line.startswith("chain_length") for line in one.splitlines()) == 1

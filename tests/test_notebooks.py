@@ -68,8 +68,11 @@ def test_echo_new_lines_of_a_missing_file_consumes_nothing(tmp_path, capsys):
 
 @pytest.fixture
 def fake_papermill(monkeypatch):
-    """A papermill whose execute_notebook runs `behaviour(notebook, output, progress_path, **kwargs)`."""
-    module = types.SimpleNamespace(calls=[], behaviour=None)
+    """A papermill whose execute_notebook runs `behaviour(notebook, output, progress_path, **kwargs)` (its
+    inspect_notebook, which reads a parameters cell, is papermill's)."""
+    import papermill
+
+    module = types.SimpleNamespace(calls=[], behaviour=None, inspect_notebook=papermill.inspect_notebook)
 
     def execute_notebook(notebook, output, **kwargs):
         module.calls.append((notebook, output, kwargs))
@@ -161,3 +164,124 @@ def test_ctrl_c_interrupts_the_kernel_then_kills_it_and_reraises(tmp_path, monke
         notebooks.execute(notebook, tmp_path / "out.ipynb", {})
     assert sent == ([signal.SIGINT] if kernel_obeys_sigint else [signal.SIGINT, signal.SIGKILL])
     assert _progress_files(tmp_path) == [] and PROGRESS_FILE_ENV not in notebooks.os.environ
+
+
+def _write_notebook(path: Path, cells: list) -> Path:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": notebooks.KERNEL, "language": "python", "display_name": "snaptax"}
+    nb.cells = cells
+    path.write_text(nbformat.writes(nb), encoding="utf-8")
+    return path
+
+
+def _parameters_cell(source: str = 'rig: str = "local"  # a rig\nprofile: str = "quick"  # a profile\n'
+                     'measure: bool = False  # measure first'):
+    import nbformat
+
+    return nbformat.v4.new_code_cell(source, metadata={"tags": ["parameters"]})
+
+
+def _committed_form(tmp_path: Path) -> Path:
+    """A notebook as papermill leaves it: its parameters cell, the injected cell after it, a cell with an output."""
+    import nbformat
+
+    injected = nbformat.v4.new_code_cell('# Parameters\nmeasure = True\n', metadata={"tags": ["injected-parameters"]})
+    shown = nbformat.v4.new_code_cell("print(1)", metadata={"tags": []},
+                                      outputs=[nbformat.v4.new_output("stream", name="stdout", text="1\n")])
+    return _write_notebook(tmp_path / "01_x.ipynb", [_parameters_cell(), injected, shown])
+
+
+def test_strip_injected_removes_that_cell_only_and_keeps_the_outputs(tmp_path):
+    import nbformat
+
+    nb_path = _committed_form(tmp_path)
+    before = nbformat.read(nb_path, as_version=4)
+    assert notebooks.strip_injected(nb_path) == 1
+    after = nbformat.read(nb_path, as_version=4)
+    assert [c.id for c in after.cells] == [before.cells[0].id, before.cells[2].id]
+    assert after.cells[1].outputs == before.cells[2].outputs
+    assert not nb_path.read_text().endswith("\n")                       # as papermill writes a notebook
+    text = nb_path.read_text()
+    assert notebooks.strip_injected(nb_path) == 0 and nb_path.read_text() == text   # nothing to strip: untouched
+
+
+def test_defaults_are_the_parameters_cell_read_as_papermill_reads_it(tmp_path):
+    nb_path = _committed_form(tmp_path)
+    assert notebooks.defaults(nb_path) == {"rig": "local", "profile": "quick", "measure": False}
+
+
+def test_in_place_execution_takes_only_the_notebooks_own_parameters(tmp_path, fake_papermill):
+    nb_path = _committed_form(tmp_path)
+    notebooks.check_in_place(nb_path, {"rig": "local", "profile": "quick", "measure": False})
+    with pytest.raises(notebooks.ConfigError) as err:
+        notebooks.execute(nb_path, nb_path, {"rig": "local", "profile": "smoke"})
+    assert err.value.field == "profile" and "'smoke' is not its default 'quick'" in str(err.value)
+    with pytest.raises(notebooks.ConfigError, match="field 'run_dir': is not a parameter"):
+        notebooks.check_in_place(nb_path, {"run_dir": "/x"})
+    assert fake_papermill.calls == []                                   # refused before anything ran
+
+
+def test_in_place_execution_strips_the_injected_cell_a_copy_keeps_it(tmp_path, fake_papermill):
+    import shutil
+
+    import nbformat
+
+    source = _committed_form(tmp_path)
+    pristine = source.read_text()
+
+    def behaviour(nb, out, progress, **kw):        # papermill writes the executed notebook, injected cell included
+        out.write_text(pristine)
+    fake_papermill.behaviour = behaviour
+    copy = tmp_path / "build" / source.name
+    notebooks.execute(source, copy, {"measure": True})
+    assert len(nbformat.read(copy, as_version=4).cells) == 3             # an executed copy records what was injected
+    in_place = tmp_path / "in-place" / source.name
+    in_place.parent.mkdir()
+    shutil.copy(source, in_place)
+    notebooks.execute(in_place, in_place, {"rig": "local", "profile": "quick", "measure": False})
+    tags = [c.metadata.get("tags") for c in nbformat.read(in_place, as_version=4).cells]
+    assert tags == [["parameters"], []]
+
+
+def test_the_kernel_is_started_on_unix_sockets(tmp_path, fake_papermill, notebook):
+    fake_papermill.behaviour = lambda nb, out, progress, **kw: out.write_text("{}")
+    notebooks.execute(notebook, tmp_path / "out.ipynb", {})
+    (_, _, kwargs), = fake_papermill.calls
+    manager = kwargs["config"].KernelManager
+    assert manager.transport == "ipc" and len(manager.ip) + len("-65535") < 108     # a Unix socket's path limit
+    assert not Path(manager.ip).parent.exists()                                      # removed after
+
+
+def test_execute_all_says_which_of_how_many_and_the_running_total(tmp_path, monkeypatch, capsys):
+    import math
+
+    from snaptax import expect, studies
+    from snaptax.plan import DiskNeed
+
+    ran = []
+    now = [100.0]
+    took = iter([6 * 60, 2 * 60, 60])                  # what each notebook takes, in seconds
+
+    def execute(nb, out, parameters):
+        ran.append((nb, out, parameters))
+        now[0] += next(took)
+        return out
+    monkeypatch.setattr(notebooks, "execute", execute)
+    monkeypatch.setattr(notebooks.time, "monotonic", lambda: now[0])
+    minutes = {"chain_length": 13.4, "engines": math.nan, "tiering": 14.0}
+    monkeypatch.setattr(expect, "expect", lambda study, rig, profile: expect.Expectation(
+        study.id, profile.name, minutes[study.id], "test", DiskNeed(1), True))
+    chosen = [studies.get(s) for s in minutes]
+    pairs = [(tmp_path / s.notebook, tmp_path / "out" / s.notebook) for s in chosen]
+    assert notebooks.execute_all(pairs, "local", "quick", measure=True) == [out for _, out in pairs]
+    assert capsys.readouterr().out.splitlines() == [
+        "[1/3] chain_length — expect 13.4 min; total so far 0.0 of at least 27.4 min",
+        "[2/3] engines — expect ? min; total so far 6.0 of at least 20.0 min",
+        "[3/3] tiering — expect 14.0 min; total so far 8.0 of ≈22.0 min",
+    ]
+    assert [p for _, _, p in ran] == [{"rig": "local", "profile": "quick", "measure": True}] * 3
+    took = iter([0])
+    notebooks.execute_all(pairs[:1], "local", "quick", measure=False)
+    assert capsys.readouterr().out == "[1/1] chain_length — on the published run (rig local, profile quick)\n"

@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import paths, profiles
+from . import __version__, paths, profiles
 from .errors import DeviceRefused, SnaptaxError
 
 
@@ -127,10 +127,16 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from . import studies
+    from . import expect, studies
 
+    _check_rig_and_profile(args)
     profile = profiles.get(args.profile)
-    print(studies.get(args.study).describe_plan(profile))
+    chosen = [studies.get(args.study)] if args.study else list(studies.REGISTRY)
+    print(f"measuring at profile {profile.name} on rig {args.rig}:")
+    print("\n".join(expect.table([expect.expect(s, args.rig, profile) for s in chosen])))
+    if args.study:
+        print()
+        print(chosen[0].describe_plan(profile))
     return 0
 
 
@@ -144,6 +150,18 @@ def cmd_notebook(args: argparse.Namespace) -> int:
     print(f"papermill {args.notebook} (rig={args.rig}, profile={args.profile}, {what})", flush=True)
     notebooks.execute(Path(args.notebook), Path(args.output),
                       {"rig": args.rig, "profile": args.profile, "measure": bool(args.measure)})
+    return 0
+
+
+def cmd_notebooks(args: argparse.Namespace) -> int:
+    from . import notebooks
+
+    _check_rig_and_profile(args)
+    if args.measure:
+        _allow_dirty(args)
+    given = [Path(n) for n in args.notebooks]
+    pairs = [(n, n if args.in_place else Path(args.output_dir) / n.name) for n in given]
+    notebooks.execute_all(pairs, args.rig, args.profile, bool(args.measure))
     return 0
 
 
@@ -241,11 +259,14 @@ def cmd_build_plugin(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m snaptax", description="Measure the performance tax of snapshots.")
+    # `snaptax` is the console script of pyproject.toml; `python -m snaptax` works without installing
+    prog = "snaptax" if Path(sys.argv[0]).name == "snaptax" else "python -m snaptax"
+    p = argparse.ArgumentParser(prog=prog, description="Measure the performance tax of snapshots.")
+    p.add_argument("--version", action="version", version=f"snaptax {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     rig = sub.add_parser("rig", help="rig files").add_subparsers(dest="rig_command", required=True)
     chk = rig.add_parser("check", help="validate a rig file and say what it is and which engines it supports")
-    chk.add_argument("rig", help="rig name (rigs/NAME.yaml) or path")
+    chk.add_argument("rig")
     chk.set_defaults(func=cmd_rig_check)
     run = sub.add_parser("run", help="measure a study and publish the run under data/")
     run.add_argument("study")
@@ -255,8 +276,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-dirty", action="store_true", help="measure even though the code has uncommitted "
                      "changes (the run keeps their diff; the paper lists it)")
     run.set_defaults(func=cmd_run)
-    plan = sub.add_parser("plan", help="print a study's plan without measuring")
-    plan.add_argument("study")
+    plan = sub.add_parser("plan", help="what measuring takes, one line per study (expected minutes, disk, root); "
+                          "with a study, also what its plan measures")
+    plan.add_argument("study", nargs="?")
+    plan.add_argument("--rig", default="local", help="whose published runs give the expected minutes")
     plan.add_argument("--profile", default=profiles.DEFAULT)
     plan.set_defaults(func=cmd_plan)
     ren = sub.add_parser("render", help="figures, macros and tables for the paper from data/ alone")
@@ -275,6 +298,20 @@ def parser() -> argparse.ArgumentParser:
     nb.add_argument("--allow-dirty", action="store_true", help="with --measure: measure even though the code has "
                     "uncommitted changes (the run keeps their diff; the paper lists it)")
     nb.set_defaults(func=cmd_notebook)
+    nbs = sub.add_parser("notebooks", help="execute study notebooks in turn, saying before each which of how many it "
+                         "is and, measuring, what it and the whole run should take (make paper, make notebooks-commit)")
+    nbs.add_argument("notebooks", nargs="+", metavar="NOTEBOOK", help="notebooks/NN_<study>.ipynb")
+    where = nbs.add_mutually_exclusive_group(required=True)
+    where.add_argument("--output-dir", help="where the executed copies go")
+    where.add_argument("--in-place", action="store_true", help="execute the committed notebooks in place, with their "
+                       "own parameters, and remove papermill's injected-parameters cell")
+    nbs.add_argument("--rig", default="local")
+    nbs.add_argument("--profile", default=profiles.DEFAULT)
+    nbs.add_argument("--measure", action="store_true", help="measure a new run (needs root) instead of opening "
+                     "the newest published one")
+    nbs.add_argument("--allow-dirty", action="store_true", help="with --measure: measure even though the code has "
+                     "uncommitted changes (the runs keep their diff; the paper lists it)")
+    nbs.set_defaults(func=cmd_notebooks)
     cl = sub.add_parser("claims", help="the claims table (published, ours with 95 %% CI, verdict) from data/ alone")
     cl.add_argument("--rig", default="local")
     cl.add_argument("--profile", default=profiles.DEFAULT)
@@ -297,7 +334,29 @@ def parser() -> argparse.ArgumentParser:
                         "older than its source (make setup runs it; $CC picks the compiler)")
     bp.add_argument("--force", action="store_true", help="rebuild even when the plugin is current")
     bp.set_defaults(func=cmd_build_plugin)
+    _document_choices(p)
     return p
+
+
+def _document_choices(p: argparse.ArgumentParser) -> None:
+    """Every command's --rig, --profile and study argument says in --help what it may be. The values are checked
+    where they are used (one line naming the field), not by argparse, whose refusal is a usage message; and a rig
+    may also be a path."""
+    from . import rig as rigmod, studies
+
+    choices = {
+        "rig": (None, f"a rig in rigs/ ({', '.join(rigmod.names())}) or the path of a rig file"),
+        "profile": ("{" + ",".join(profiles.PROFILES) + "}", f"default {profiles.DEFAULT}"),
+        "study": ("STUDY", f"one of: {', '.join(studies.ids())}"),
+    }
+    for action in p._actions:       # argparse has no public walk over a parser's arguments
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                _document_choices(child)
+        elif action.dest in choices:
+            metavar, text = choices[action.dest]
+            action.metavar = metavar or action.metavar
+            action.help = f"{action.help}; {text}" if action.help else text
 
 
 def main(argv: list[str] | None = None) -> int:

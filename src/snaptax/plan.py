@@ -166,3 +166,24 @@ class StudyPlan:
             if v.variant == name:
                 return v
         raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class DiskNeed:
+    """The space a study's work directory takes while the study runs (its image files are sparse and removed when
+    the run ends; the published run keeps a few MiB): about `gib`, or at most `gib` when `bound`; None when not known
+    at that profile (full profiles the build machine has not run)."""
+
+    gib: float | None
+    bound: bool = False
+
+    def __str__(self) -> str:
+        if self.gib is None:
+            return "not known"
+        return f"{'<=' if self.bound else '~'}{self.gib:g} GiB"
+
+
+def disk_needs(quick: float, full: float | None) -> dict[str, DiskNeed]:
+    """A study's DISK table (by profile name) from its measured quick figure and its full figure (None: not known).
+    Smoke is bounded by quick: every study's smoke scale has smaller volumes, shorter chains and fewer points."""
+    return {"smoke": DiskNeed(quick, bound=True), "quick": DiskNeed(quick), "full": DiskNeed(full)}

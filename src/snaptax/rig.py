@@ -159,6 +159,11 @@ def parse_rig(raw: Any, source: str) -> Rig:
                source=source)
 
 
+def names() -> list[str]:
+    """The rigs a name can give (rigs/NAME.yaml); any other rig file is given by its path."""
+    return sorted(p.stem for p in paths.RIGS_DIR.glob("*.yaml"))
+
+
 def load(name_or_path: str | Path) -> Rig:
     """Load and validate a rig file given by name (rigs/NAME.yaml) or path."""
     path = paths.rig_file(name_or_path)
@@ -166,8 +171,7 @@ def load(name_or_path: str | Path) -> Rig:
     if path.is_dir():
         raise ConfigError(source, "(file)", "is a directory, not a rig file")
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in paths.RIGS_DIR.glob("*.yaml")))
-        raise ConfigError(source, "(file)", f"no such rig file (rigs: {known})")
+        raise ConfigError(source, "(file)", f"no such rig file (rigs: {', '.join(names())})")
     try:
         import yaml
     except ImportError as exc:  # pragma: no cover - the venv always has it

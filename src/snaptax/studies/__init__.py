@@ -24,6 +24,7 @@ from ..errors import ConfigError, SnaptaxError
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
+    from ..plan import DiskNeed
     from ..record import RunRecord
 
 
@@ -53,14 +54,21 @@ class Study:
         RunSession, so the same figure a run's manifest records as planned_seconds (0: the plan predicts none)."""
         return float(self.module("plan").planned_seconds(profile))
 
+    def disk(self, profile: profiles.Profile) -> DiskNeed:
+        """The space its work directory needs while it runs at a profile (the study's plan.DISK)."""
+        return profiles.study_scale(self.module("plan").DISK, profile, self.id, "disk need")
+
     def no_planned_time(self) -> str:
         """Why the plan predicts no time, in words, where it says (plan.NO_PLANNED_TIME); else a generic reason."""
         return getattr(self.module("plan"), "NO_PLANNED_TIME", "its plan predicts no time")
 
+    # Every study measures on loop devices (block devices on attached rigs); reading its runs needs no root.
+    measuring_needs_root = True
+
     def run(self, rig: str, profile: str, device: str | None = None) -> Path:
         """Measure (needs root); returns the published run directory."""
         prof = profiles.get(profile)
-        if os.geteuid() != 0:
+        if self.measuring_needs_root and os.geteuid() != 0:
             raise NeedsRoot("measuring needs root (loop devices and block devices); run `sudo make paper` or "
                             "explore the published runs without measuring (measure=False)")
         return self.module("measure").run(rig, prof.name, device=device)

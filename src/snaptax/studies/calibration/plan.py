@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ... import profiles
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...fio import FioJob, prefill_job
-from ...plan import Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
+from ...plan import Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan, disk_needs
 from ...spindle.measure import CAPACITY, qd_job, span_job
 from ...studyparams import StudyParameters
 
@@ -145,6 +145,12 @@ def parameters(profile: profiles.Profile, study: StudyPlan, device: str) -> Cali
 
 def _runs(n: int) -> str:
     return f"{n} fio run{'s' if n != 1 else ''}"
+
+
+# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
+# on the build machine): the reads-double qcow2 volume and the emulated drives' written blocks; full (4 GiB volume, more
+# spans) not measured.
+DISK = disk_needs(quick=2, full=None)
 
 
 def describe(profile: profiles.Profile) -> str:

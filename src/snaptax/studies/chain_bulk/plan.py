@@ -26,7 +26,7 @@ from ... import profiles
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, prefill_job
-from ...plan import Clone, Measure, Plan, Step, StudyPlan, TakeSnapshot, Target, VariantPlan
+from ...plan import Clone, Measure, Plan, Step, StudyPlan, TakeSnapshot, Target, VariantPlan, disk_needs
 from ...studyparams import StudyParameters
 
 STUDY = "chain_bulk"
@@ -138,6 +138,12 @@ def parameters(profile: profiles.Profile, device: str) -> ChainBulkParameters:
     return ChainBulkParameters(device=device, max_chain=s.max_chain, runtime_s=s.runtime_s,
                                ramp_time_s=s.ramp_time_s, block_bytes=BLOCK, repeats=profile.repeats,
                                disk_bytes=profile.disk_size)
+
+
+# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
+# on the build machine): a chain of full overlays, the flat control and a clone; full (4 GiB volumes, chains to 12) not
+# measured.
+DISK = disk_needs(quick=7, full=None)
 
 
 def describe(profile: profiles.Profile) -> str:

@@ -39,7 +39,7 @@ from ...engines.lvmthin import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, prefill_job, seed001_job, seed001_mirror_job
-from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan
+from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan, disk_needs
 from ...stats import repeats_for
 from ...studyparams import StudyParameters
 
@@ -193,6 +193,12 @@ def parameters(profile: profiles.Profile, device: str) -> ChainLengthParameters:
     return ChainLengthParameters(device=device, workloads=SWEEP_WORKLOADS,
                                  max_chain=variant_plan(profile).max_chain_length, pairs=s.pairs,
                                  runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s, pairs_basis=s.pairs_basis)
+
+
+# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
+# on the build machine): the two qcow2 chains and the LVM thin stack with their flat volumes (sparse); full ~25 GiB
+# (4 GiB volumes, chains to 12).
+DISK = disk_needs(quick=5, full=25)
 
 
 def describe(profile: profiles.Profile) -> str:

@@ -39,7 +39,7 @@ from ... import profiles
 from ...engines.cofw import CofwEngineConfig
 from ...errors import ConfigError
 from ...fio import FioJob, format_size
-from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
+from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan, disk_needs
 from ...studyparams import StudyParameters
 
 STUDY = "db_snapshots"
@@ -191,6 +191,12 @@ def parameters(s: DbSnapshotScale, source: str) -> DbSnapshotParameters:
                                 ssd_repeats=s.ssd_repeats, data_files=DATA_FILES, extent_bytes=EXTENT,
                                 page_bytes=PAGE, iodepth=IODEPTH, snapshot_counts=SNAPSHOT_COUNTS,
                                 engine=engine_config().name)
+
+
+# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
+# on the build machine): the 448 MiB table's data files and the snapshots' sparse files on both devices; full ~13 GiB
+# (2432 MiB table).
+DISK = disk_needs(quick=2.5, full=13)
 
 
 def describe(profile: profiles.Profile) -> str:

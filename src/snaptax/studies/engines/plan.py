@@ -36,7 +36,7 @@ from ...engines.lvmthin import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config
 from ...errors import ConfigError
 from ...fio import RW, FioJob
-from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
+from ...plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan, disk_needs
 from ...studyparams import StudyParameters
 
 STUDY = "engines"
@@ -271,6 +271,11 @@ class EnginesParameters(StudyParameters):
 def parameters(profile: profiles.Profile, device: str) -> EnginesParameters:
     return EnginesParameters(scale=scale(profile), device=device, io_size=IO_SIZE,
                              variants=tuple(vp.variant for vp in build_plan(profile).variants))
+
+
+# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
+# on the build machine): one fresh prefilled volume per grain; full (1 GiB volumes, every grain) not measured.
+DISK = disk_needs(quick=4, full=None)
 
 
 def describe(profile: profiles.Profile) -> str:

@@ -45,6 +45,7 @@ from ... import profiles
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, FioTarget, format_size
+from ...plan import disk_needs
 from ...studyparams import StudyParameters
 
 STUDY = "lifecycle"
@@ -290,6 +291,11 @@ def parameters(s: LifecycleScale, device: str, capacity: int = 16 << 30) -> Life
                                max_consolidate_s=s.max_consolidate_s, device=device, loads=LOADS, methods=METHODS,
                                thinktime_ms=THINKTIME_MS, iodepth=IODEPTH, random_percent=RANDOM_PERCENT, bs=BS,
                                device_scale=s.device_scale, qcow2=qcow2_config(s).name)
+
+
+# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
+# on the build machine): the seed's files scaled, a qcow2 delta; full measures the same volumes longer.
+DISK = disk_needs(quick=0.3, full=0.3)
 
 
 def describe(profile: profiles.Profile) -> str:

@@ -48,7 +48,7 @@ from ...engines.qcow2 import Qcow2Config
 from ...errors import ConfigError
 from ...fio import FioJob
 from ...models import memory_dump as model
-from ...plan import Measure, Plan, StudyPlan, VariantPlan
+from ...plan import Measure, Plan, StudyPlan, VariantPlan, disk_needs
 from ...studyparams import StudyParameters
 
 STUDY = "memory_dump"
@@ -321,6 +321,11 @@ def guest_parameters(profile: profiles.Profile) -> GuestParameters:
                            dirty_pages_s=GUEST_DIRTY_PAGES_S, baseline_s=GUEST_BASELINE_S, background=g.background,
                            precopy_points=tuple((p.block_pages, p.wait_ms) for p in g.precopy_points),
                            bandwidth_role=SSD, nominal_ssd=NOMINAL[SSD])
+
+
+# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
+# on the build machine): the walker's memory file and the 384 MiB guest's dumps; full ~8 GiB (the seed's 4 GiB VM).
+DISK = disk_needs(quick=0.5, full=8)
 
 
 def describe(profile: profiles.Profile) -> str:

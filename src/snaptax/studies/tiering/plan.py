@@ -53,7 +53,7 @@ from ...engines.lvmthin import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, format_size
-from ...plan import DeleteSnapshot, Measure, Plan, Step, TakeSnapshot
+from ...plan import DeleteSnapshot, Measure, Plan, Step, TakeSnapshot, disk_needs
 from ...studyparams import StudyParameters
 
 STUDY = "tiering"
@@ -293,6 +293,12 @@ def parameters(s: TieringScale, devices: dict[str, str], lvmthin: bool) -> Tieri
                              read_percent=READ_PERCENT, random_percent=RANDOM_PERCENT, iodepth=IODEPTH,
                              qcow2=qcow2_config(s).name, disk_scale=s.disk_bytes / SEED_DISK_BYTES,
                              guest_segment_s=s.guest_segment_s, span_model_ios=s.span_model_ios, lvmthin=lvmthin)
+
+
+# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
+# on the build machine): the 384 MiB disk on each emulated pool with a qcow2 delta; full measures the same volumes
+# longer.
+DISK = disk_needs(quick=1, full=1)
 
 
 def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:

@@ -1,0 +1,70 @@
+"""expect: what measuring a study will take, in one form for every study (minutes from the newest run of its profile,
+else from its plan, saying which; disk; root), and the plan command's table."""
+import json
+import math
+
+import pytest
+
+from snaptax import expect, profiles, studies
+from snaptax.plan import DiskNeed
+from snaptax.record import RunWriter
+from tests.synthetic import rig
+
+QUICK = profiles.get("quick")
+
+
+def publish(tmp, study: str, run_id: str, minutes: float):
+    """A published run of `study` that took `minutes` from its start to its publication."""
+    profile = run_id.rsplit("-", 1)[1]
+    w = RunWriter(rig(tmp), study, profiles.get(profile), {}, tmp / "staging" / run_id, run_id=run_id)
+    run = w.publish(tmp / "data" / "t" / study / run_id)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["started_utc"], manifest["finished_utc"] = "2026-01-01T00:00:00Z", f"2026-01-01T00:{minutes:02.0f}:00Z"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def test_minutes_from_the_newest_run_of_the_profile(tmp_path, data_dir):
+    publish(tmp_path, "tiering", "20260101T000000Z-quick", 20)
+    publish(tmp_path, "tiering", "20260102T000000Z-quick", 14)
+    publish(tmp_path, "tiering", "20260103T000000Z-smoke", 2)
+    e = expect.expect(studies.get("tiering"), "t", QUICK)
+    assert (e.minutes, e.basis) == (14.0, "measured: newest quick run 20260102T000000Z-quick")
+    assert e.disk == studies.get("tiering").disk(QUICK) and e.needs_root
+
+
+def test_without_a_run_the_plans_prediction_and_it_says_so(data_dir):
+    study = studies.get("tiering")
+    e = expect.expect(study, "t", QUICK)
+    assert e.minutes == pytest.approx(study.planned_seconds(QUICK) / 60)
+    assert e.basis == "plan's prediction: no quick run on rig t"
+
+
+def test_without_a_run_or_a_prediction_it_says_why(data_dir):
+    e = expect.expect(studies.get("engines"), "t", QUICK)
+    assert math.isnan(e.minutes) and e.minutes_text() == "? min"
+    assert e.basis == f"no quick run on rig t, and {studies.get('engines').no_planned_time()}"
+
+
+def test_the_table_has_one_line_per_study_in_one_form_and_the_total():
+    rows = [expect.Expectation("chain_length", "quick", 13.4, "measured: newest quick run r1", DiskNeed(5), True),
+            expect.Expectation("engines", "quick", math.nan, "no quick run", DiskNeed(None), True),
+            expect.Expectation("tiering", "quick", 9.3, "plan's prediction", DiskNeed(1, bound=True), False)]
+    lines = expect.table(rows)
+    assert lines == [
+        "study           expect  disk while running  root to measure  expected minutes from",
+        "chain_length  13.4 min  ~5 GiB              needed           measured: newest quick run r1",
+        "engines          ? min  not known           needed           no quick run",
+        "tiering        9.3 min  <=1 GiB             not needed       plan's prediction",
+        "total at least 22.7 min of measuring (engines not known)",
+    ]
+    assert expect.table(rows[:1]) == lines[:2]                                         # one study: no total
+
+
+@pytest.mark.parametrize("study", studies.REGISTRY, ids=lambda s: s.id)
+def test_every_study_states_its_disk_at_every_profile(study):
+    need = {p: study.disk(profiles.get(p)) for p in profiles.PROFILES}
+    assert need["quick"].gib and not need["quick"].bound
+    assert need["smoke"] == DiskNeed(need["quick"].gib, bound=True)
+    assert need["full"].gib is None or need["full"].gib >= need["quick"].gib
+    assert str(need["quick"]).endswith(" GiB")
