@@ -38,6 +38,7 @@ PACKAGE_OF = {
     "latexmk": "latexmk",
     "lvm": "lvm2",
     "losetup": "mount",
+    "chromium": "chromium",
 }
 
 
