@@ -14,6 +14,7 @@ PARAMETERS = {"rig": ("str", "local"), "profile": ("str", "quick"), "run_dir": (
               "measure": ("bool", False)}
 
 
+@pytest.mark.committed
 def test_every_study_has_its_committed_notebook():
     assert [p.name for p in NOTEBOOKS] == sorted(s.notebook for s in studies.REGISTRY)
 
