@@ -1,6 +1,7 @@
 """A JupyterLab server for browser tests: on 127.0.0.1 at a port the kernel picks, with a token, every Jupyter
-directory (configuration, runtime, settings, workspaces) in a temporary directory, and nothing it fetches from the
-internet (no news feed, no update check). Stopped with the kernels it started."""
+directory (configuration, data, runtime, settings, workspaces) in a temporary directory, and nothing it fetches from
+the internet (no news feed, no update check). Stopped with the kernels it started. It serves what it is given as its
+root: give it copies (JupyterLab writes a checkpoint of each notebook it opens, and saves what changes)."""
 from __future__ import annotations
 
 import contextlib
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from snaptax import procs
 
-CONFIG = {
+CONFIG: dict[str, dict] = {
     "ServerApp": {"ip": "127.0.0.1", "port": 0, "port_retries": 0, "open_browser": False},
     # no request from the server to jupyterlab.github.io or PyPI
     "LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"},
@@ -46,6 +47,7 @@ def jupyterlab(root: Path, scratch: Path, start_timeout_s: float = 60.0) -> Iter
         (settings / name).write_text(json.dumps(value))
     token = secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(runtime),
+           "JUPYTER_DATA_DIR": str(scratch / "data"),       # the notebooks' trust database; kernels are in sys.prefix
            "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTERLAB_WORKSPACES_DIR": str(scratch / "workspaces"),
            "IPYTHONDIR": str(scratch / "ipython")}
     argv = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}"]

@@ -285,3 +285,15 @@ def test_execute_all_says_which_of_how_many_and_the_running_total(tmp_path, monk
     took = iter([0])
     notebooks.execute_all(pairs[:1], "local", "quick", measure=False)
     assert capsys.readouterr().out == "[1/1] chain_length — on the published run (rig local, profile quick)\n"
+
+
+def test_execute_all_in_place_refuses_before_the_first_notebook(tmp_path, monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(notebooks, "execute", lambda nb, out, parameters: ran.append(nb) or out)
+    fine, other = _committed_form(tmp_path), tmp_path / "other" / "02_y.ipynb"
+    other.parent.mkdir()
+    _write_notebook(other, [_parameters_cell('rig: str = "local"  # a rig\nprofile: str = "smoke"  # a profile\n'
+                                             'measure: bool = False  # measure first')])
+    with pytest.raises(notebooks.ConfigError, match="'quick' is not its default 'smoke'"):
+        notebooks.execute_all([(fine, fine), (other, other)], "local", "quick", measure=False)
+    assert ran == [] and capsys.readouterr().out == ""

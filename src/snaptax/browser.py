@@ -35,8 +35,8 @@ LOCAL_SCHEMES = frozenset({"data", "blob", "about", "chrome", "devtools"})   # n
 FLAGS = (
     "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
-    "--disable-default-apps", "--disable-breakpad", "--metrics-recording-only", "--mute-audio",
-    "--password-store=basic", "--use-mock-keychain", "--window-size=1400,1000",
+    "--disable-default-apps", "--disable-breakpad", "--disable-crash-reporter", "--metrics-recording-only",
+    "--mute-audio", "--password-store=basic", "--use-mock-keychain", "--window-size=1400,1000",
     # nothing but this machine is reachable: loopback bypasses the proxy, every other host goes to a closed port
     "--proxy-server=http://127.0.0.1:9",
 )

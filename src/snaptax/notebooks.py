@@ -207,6 +207,10 @@ def execute_all(pairs: Sequence[tuple[Path, Path]], rig: str, profile: str, meas
     from . import profiles
     from .expect import Expectation, expect
 
+    parameters = {"rig": rig, "profile": profile, "measure": measure}
+    for nb, out in pairs:        # refused before the first notebook runs, not after some have
+        if out.resolve() == nb.resolve():
+            check_in_place(nb, parameters)
     chosen = [_study_of(nb) for nb, _ in pairs]
     ahead: list[Expectation | None] = [expect(s, rig, profiles.get(profile)) if s and measure else None
                                        for s in chosen]
@@ -222,5 +226,5 @@ def execute_all(pairs: Sequence[tuple[Path, Path]], rig: str, profile: str, meas
                   f"{so_far:.1f} of {approx}{so_far + math.fsum(rest):.1f} min", flush=True)
         else:
             print(f"[{k}/{len(pairs)}] {name} — on the published run (rig {rig}, profile {profile})", flush=True)
-        done.append(execute(nb, out, {"rig": rig, "profile": profile, "measure": measure}))
+        done.append(execute(nb, out, parameters))
     return done
