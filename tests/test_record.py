@@ -202,7 +202,7 @@ def test_failed_run_leaves_nothing(data_dir, work_dir):
 @pytest.mark.committed
 def test_committed_runs_load_and_hold_only_what_they_measured(monkeypatch):
     """Every committed run reads back whole, and holds only what its measurement wrote: nothing derived (its
-    analysis's values live outside the run, snaptax.derived and snaptax.printedvalues)."""
+    analysis's values live outside the run, snaptax.derived and snaptax.paper.printedvalues)."""
     from snaptax import studies
     from snaptax.paths import data_dir
 

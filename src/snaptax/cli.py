@@ -109,7 +109,7 @@ def _allow_dirty(args: argparse.Namespace) -> None:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from . import render
+    from .paper import render
 
     _check_rig_and_profile(args)
     paper = render.render_all(args.rig, args.profile, paper_dir=Path(args.paper_dir) if args.paper_dir else None)
@@ -225,7 +225,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_texlog(args: argparse.Namespace) -> int:
-    from . import texlog
+    from .paper import texlog
     texlog.check(Path(args.log), overfull=not args.allow_overfull)
     return 0
 

@@ -5,7 +5,7 @@ analysis makes of it â€” the Values and the claims' verdicts (values.Results) â€
 and cached under build/derived/ (git-ignored), keyed by the run's manifest and by a fingerprint of the code that
 analysed it, so that a second `make claims` or `make compare` reads the values back instead of analysing again,
 while a changed analysis is never served stale values. Nothing here is committed: the committed record of what the
-paper prints is snaptax.printedvalues.
+paper prints is snaptax.paper.printedvalues.
 """
 from __future__ import annotations
 

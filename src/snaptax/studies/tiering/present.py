@@ -8,8 +8,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ... import figures, macros
 from ...models import tiering as tm
+from ...paper import figures, macros
 from .analyse import LAYOUT_COLUMNS, SEED, TieringAnalysis
 from .plan import LVM_THIN, POOLS, TIERED, engine_of, lvmthin_variant, pool_of
 

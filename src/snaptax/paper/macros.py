@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from . import paths
-from .record import write_atomic
-from .values import format_number
+from .. import paths
+from ..record import write_atomic
+from ..values import format_number
 
 
 def fmt(value: float | int | str, digits: int = 0) -> str:

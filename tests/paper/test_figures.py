@@ -1,8 +1,8 @@
-"""snaptax.figures: the palette every chart uses."""
+"""snaptax.paper.figures: the palette every chart uses."""
 import altair as alt
 import pandas as pd
 
-from snaptax import figures
+from snaptax.paper import figures
 
 
 def test_every_chart_gets_the_colour_blind_safe_palette():

@@ -1,8 +1,8 @@
 """Paper assets from data/ alone: each study's newest run of the profile is analysed (the run itself is never
 written: its derived values are cached under build/, snaptax.derived); its values go to paper/generated/values.tex
-and, as printed, to the committed paper/printed/<rig>-<profile>.tsv (snaptax.printedvalues); its figures and tables
-to paper/figures and paper/generated; the claims of all studies to one table. A value the paper asks for that no run
-provides stops the build with one line naming it (before LaTeX runs).
+and, as printed, to the committed paper/printed/<rig>-<profile>.tsv (snaptax.paper.printedvalues); its figures and
+tables to paper/figures and paper/generated; the claims of all studies to one table. A value the paper asks for that
+no run provides stops the build with one line naming it (before LaTeX runs).
 """
 from __future__ import annotations
 
@@ -10,24 +10,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import (
-    article,
-    claims as claimsmod,
-    compare,
-    derived,
-    macros,
-    paths,
-    printedvalues,
-    profiles,
-    prose,
-    provenance,
-    rig as rigmod,
-    sources,
-    studies,
-)
-from .analysis import Analysis
-from .record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
-from .values import Results, Value, check_available, keys_used, render_tex
+from .. import claims as claimsmod, compare, derived, paths, profiles, provenance, rig as rigmod, studies
+from ..analysis import Analysis
+from ..record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
+from ..values import Results, Value, check_available, keys_used, render_tex
+from . import article, macros, printedvalues, prose, sources
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import SnaptaxError
+from ..errors import SnaptaxError
 
 # TeX wraps its log at 79 columns; the first line of each message is enough to recognise it.
 _UNDEFINED_RE = re.compile(r"^(LaTeX Warning: (Reference|Citation) .* undefined.*"

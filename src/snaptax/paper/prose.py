@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import SnaptaxError
-from .record import LATENESS_LIMIT
-from .studies.chain_length.plan import LOSS_TOLERANCE_PP
-from .values import Value
+from ..errors import SnaptaxError
+from ..record import LATENESS_LIMIT
+from ..studies.chain_length.plan import LOSS_TOLERANCE_PP
+from ..values import Value
 
 Relation = Literal["includes", "above", "below", "estimate_below", "estimate_above", "equals"]
 
@@ -66,8 +66,8 @@ FAILED: dict[Relation, str] = {"includes": "whose interval does not include", "a
 RATIOS = ("first_ratio", "steady_ratio")     # the engines study's write ratios the prose reads
 
 # The bands the prose reads from a claim's tolerance: (claim id, the claim's field the band is centred on:
-# 'no_effect' or 'published') -> (centre - tolerance, centre + tolerance). tests/test_prose.py checks each against the
-# claim in the committed run, so a changed tolerance cannot leave a sentence checked against the old band.
+# 'no_effect' or 'published') -> (centre - tolerance, centre + tolerance). tests/paper/test_prose.py checks each against
+# the claim in the committed run, so a changed tolerance cannot leave a sentence checked against the old band.
 BANDS: dict[tuple[str, str], tuple[float, float]] = {
     ("lifecycle.C000-5", "no_effect"): (95.0, 105.0),           # ±5 pp of no change in service time
     ("calibration.reads_double", "published"): (1.5, 2.5),      # seed 000's doubled reads, ±0.5

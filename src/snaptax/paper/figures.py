@@ -7,7 +7,7 @@ from pathlib import Path
 
 import altair as alt
 
-from . import paths
+from .. import paths
 
 alt.data_transformers.disable_max_rows()
 

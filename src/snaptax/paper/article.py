@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from . import claims as claimsmod, macros, seeds as seedsmod
-from .claims import Outcome
-from .record import Manifest
-from .values import Value
+from .. import claims as claimsmod, seeds as seedsmod
+from ..claims import Outcome
+from ..record import Manifest
+from ..values import Value
+from . import macros
 
 NOT_MEASURED = "not yet measured"
 NOT_TESTED = "not yet tested"

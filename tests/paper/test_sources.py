@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from snaptax import figures, macros, sources
+from snaptax.paper import figures, macros, sources
 
 
 def fake_present(tmp_path):
@@ -14,7 +14,7 @@ def fake_present(tmp_path):
     src = '''
 import altair as alt
 import pandas as pd
-from snaptax import figures, macros
+from snaptax.paper import figures, macros
 
 def _helper():
     return alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x:Q")

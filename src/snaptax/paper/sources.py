@@ -19,8 +19,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..errors import SnaptaxError
 from . import figures, macros
-from .errors import SnaptaxError
 
 
 class MissingSource(SnaptaxError):

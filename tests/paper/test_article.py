@@ -5,8 +5,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from snaptax import article, profiles, seeds
+from snaptax import profiles, seeds
 from snaptax.claims import Claim, Outcome
+from snaptax.paper import article
 from snaptax.record import Manifest
 from snaptax.values import Value
 

@@ -1,5 +1,6 @@
 """What render gathers from data/ for the paper, beyond each study's own analysis."""
-from snaptax import article, compare, profiles, render, studies
+from snaptax import compare, profiles, studies
+from snaptax.paper import article, render
 from snaptax.record import RunWriter
 from tests.synthetic import rig
 

@@ -1,6 +1,6 @@
-"""TeX helpers of snaptax.macros."""
-from snaptax import macros
-from snaptax.macros import breakable
+"""TeX helpers of snaptax.paper.macros."""
+from snaptax.paper import macros
+from snaptax.paper.macros import breakable
 
 
 def test_breakable_key():

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from snaptax import derived, prose, studies
+from snaptax import derived, studies
+from snaptax.paper import prose
 from snaptax.record import published_runs
 from snaptax.values import Value
 

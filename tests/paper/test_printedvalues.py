@@ -4,7 +4,8 @@ import shutil
 
 import pytest
 
-from snaptax import paths, printedvalues
+from snaptax import paths
+from snaptax.paper import printedvalues
 from snaptax.values import Value
 
 
@@ -36,7 +37,7 @@ def test_the_committed_data_print_what_the_committed_file_says(tmp_path, monkeyp
     """`make pdf` on the committed data, without LaTeX: every value the paper can print is what
     paper/printed/local-quick.tsv says (at printed precision), so an analysis change must come with a rendered and
     committed file, and rendering on a clean checkout, whatever the host's CPU, leaves the file untouched."""
-    from snaptax import render
+    from snaptax.paper import render
 
     monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)   # the checkout's data/, even inside make test
     paper = tmp_path / "paper"

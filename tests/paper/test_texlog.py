@@ -1,7 +1,7 @@
-"""snaptax.texlog on log excerpts as pdflatex writes them."""
+"""snaptax.paper.texlog on log excerpts as pdflatex writes them."""
 import pytest
 
-from snaptax import texlog
+from snaptax.paper import texlog
 
 CLEAN = """(./sections/claims.tex
 Package pdftex.def Info: figures//x.pdf  used on input line 38.

@@ -4,7 +4,8 @@ import unicodedata
 
 import pytest
 
-from snaptax import derived, paths, sources, studies
+from snaptax import derived, paths, studies
+from snaptax.paper import sources
 from snaptax.record import published_runs
 
 SECTIONS = ["intro", "related", "method", "seed001", "calibration", "engines", "memory_dump", "claims",
