@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import sys
 
-from snaptax import bench, procs, qsd
+from snaptax import bench
+from snaptax.host import procs, qsd
 
 
 def with_iothread() -> None:

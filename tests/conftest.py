@@ -40,7 +40,7 @@ def scratch_rig():
     """Factory of a one-device embedded rig in its own temporary work directory, removed afterwards."""
     import tempfile
 
-    from snaptax.rig import Device, Rig
+    from snaptax.host.rig import Device, Rig
     made: list[Path] = []
 
     def make(engine: str, capacity: int) -> Rig:

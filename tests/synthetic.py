@@ -5,9 +5,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from snaptax import fio, profiles
+from snaptax.host.rig import Device, Rig
 from snaptax.plan import Measure
 from snaptax.record import RunWriter
-from snaptax.rig import Device, Rig
 
 
 def fio_result(job: str, read_iops: float = 0.0, write_iops: float = 0.0, runtime_s: float = 1.0,

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from snaptax import devices, paths, profiles, rig as rigmod
+from snaptax import paths, profiles
 from snaptax.errors import DeviceRefused
+from snaptax.host import devices, rig as rigmod
 from tests.attached import LINK_PREFIX, leftovers, loop_rig
 from tests.conftest import _have, requires_qsd, requires_root
 
@@ -123,8 +124,8 @@ def test_device_mounted_or_swapped_under_another_name_is_refused_as_such(guard_r
 
 def test_the_study_path_refuses_before_writing(guard_rig):
     """open_device, which every engine calls, refuses the mounted device; the filesystem on it is untouched."""
-    from snaptax.backends import open_device
-    from snaptax.procs import ProcessGroup
+    from snaptax.host.backends import open_device
+    from snaptax.host.procs import ProcessGroup
     rig = guard_rig.rig()
     canary = guard_rig.mount("mounted") / "canary"
     canary.write_text("still here")

@@ -52,8 +52,8 @@ def test_malformed_rig_file_names_the_field(tmp_path):
 
 
 def test_missing_tool_names_the_package(monkeypatch):
-    from snaptax import procs
     from snaptax.errors import MissingTool
+    from snaptax.host import procs
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(MissingTool) as err:
         procs.require("qemu-storage-daemon")

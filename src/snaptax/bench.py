@@ -24,12 +24,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from . import fio, paths, procs, provenance, rig as rigmod
-from .backends import open_device
+from . import fio, paths, provenance
 from .errors import ConfigError
+from .host import procs, rig as rigmod
+from .host.backends import open_device
+from .host.procs import ProcessGroup
+from .host.qsd import RegionStore, StorageDaemon
 from .lock import measurement_lock
-from .procs import ProcessGroup
-from .qsd import RegionStore, StorageDaemon
 from .record import write_atomic
 
 BENCH_SIZE = 1 << 30

@@ -37,7 +37,7 @@ def _engine_support(rig) -> list[str]:
 
 
 def cmd_rig_check(args: argparse.Namespace) -> int:
-    from . import devices, rig as rigmod
+    from .host import devices, rig as rigmod
     rig = rigmod.load(args.rig)
     emulated = [d.name for d in rig.devices if d.emulated]
     print(f"rig {rig.name} ({rig.kind}{', enabled' if rig.enabled else ', DISABLED'}"
@@ -76,7 +76,7 @@ def _tool_drift(rig: str) -> str:
 
 def _check_rig_and_profile(args: argparse.Namespace) -> None:
     """Every command that takes --rig/--profile validates both before doing anything (one line, exit 2)."""
-    from . import rig as rigmod
+    from .host import rig as rigmod
 
     if getattr(args, "profile", None) is not None:
         profiles.get(args.profile)
@@ -297,7 +297,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .procs import install_sigterm_as_exit
+    from .host.procs import install_sigterm_as_exit
     install_sigterm_as_exit()
     args = parser().parse_args(argv)
     try:

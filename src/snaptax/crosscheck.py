@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import procs, profiles, rig as rigmod
+from . import profiles
 from .engines.qcow2 import Qcow2Config, metadata_configs
 from .errors import MeasurementError, MissingTool
+from .host import procs, rig as rigmod
 from .lock import measurement_lock
 from .stats import paired_ratio_interval
 

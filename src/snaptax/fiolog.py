@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import procs
 from .errors import MeasurementError
+from .host import procs
 
 SCRIPT_GZ = Path("/usr/share/doc/fio/fiologparser.py.gz")
 

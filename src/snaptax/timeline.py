@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from . import fio, fiolog, procs
+from . import fio, fiolog
 from .engines.qcow2 import Qcow2ChainEngine
 from .errors import EngineError, MeasurementError
+from .host import procs
+from .host.procs import Child
+from .host.qmp import block_job_ready
 from .plan import Measure
-from .procs import Child
-from .qmp import block_job_ready
 from .record import RunSession
 
 E = TypeVar("E", bound=Qcow2ChainEngine)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from .. import fio, paths
 from ..errors import ConfigError, EngineError
+from ..host.procs import ProcessGroup
 from ..lock import measurement_lock
-from ..procs import ProcessGroup
 from .launch import CofwEngineConfig, CofwServer
 
 
@@ -78,7 +78,7 @@ def _prefill(path: Path, size: int) -> None:
 
 
 def cofw_engine_over_raw(work_dir: Path | None = None, config: BenchConfig = BenchConfig()) -> BenchResult:
-    from ..qsd import StorageDaemon, protocol_for
+    from ..host.qsd import StorageDaemon, protocol_for
 
     base = Path(work_dir) if work_dir else paths.work_dir()
     base.mkdir(parents=True, exist_ok=True)

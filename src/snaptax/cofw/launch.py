@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, EngineError
+from ..host.procs import ProcessGroup, require
 from ..paths import COFW_PLUGIN
-from ..procs import ProcessGroup, require
 from .build import ensure_plugin
 from .control import ControlClient, try_ping
 from .spec import DURABILITY, CofwConfig

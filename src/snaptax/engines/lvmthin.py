@@ -62,10 +62,10 @@ from ..guest.vm import (
     pipe_writer,
     run_guest,
 )
+from ..host.procs import ProcessGroup, cpu_times, popen_owned, signals_deferred, stop_group
+from ..host.rig import Device, Rig
 from ..lock import measurement_lock
 from ..plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot, require_gate
-from ..procs import ProcessGroup, cpu_times, popen_owned, signals_deferred, stop_group
-from ..rig import Device, Rig
 from .base import SnapshotEngine
 
 VG = "snaptax"
@@ -497,8 +497,8 @@ class LvmThinEngine(SnapshotEngine):
 
     # ------------------------------------------------------------ lifecycle
     def __enter__(self) -> LvmThinEngine:
-        from ..backends import open_device
-        from ..qsd import RegionStore, StorageDaemon
+        from ..host.backends import open_device
+        from ..host.qsd import RegionStore, StorageDaemon
         try:
             tag = f"lvmthin-{self.config.name}"
             self.run_dir = paths.engine_run_dir(self.rig.rig_work_dir, tag)
@@ -600,7 +600,7 @@ class LvmThinEngine(SnapshotEngine):
         """The same script on the host: lvm reads our lvm.conf (filter: only the rig device) via LVM_SYSTEM_DIR."""
         import subprocess
 
-        from ..procs import run
+        from ..host.procs import run
         pv = self._backend.path
         if pv is None:
             raise EngineError("lvmthin native mode needs a block device (a file rig device's loop or a real disk)")

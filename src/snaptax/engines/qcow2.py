@@ -19,12 +19,13 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from .. import fio, paths, procs
-from ..backends import open_device
+from .. import fio, paths
 from ..errors import ConfigError, EngineError
-from ..procs import ProcessGroup
-from ..qsd import Region, RegionStore, StorageDaemon
-from ..rig import Device, Rig
+from ..host import procs
+from ..host.backends import open_device
+from ..host.procs import ProcessGroup
+from ..host.qsd import Region, RegionStore, StorageDaemon
+from ..host.rig import Device, Rig
 from .base import SnapshotEngine
 
 if TYPE_CHECKING:

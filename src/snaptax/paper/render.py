@@ -10,8 +10,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import claims as claimsmod, compare, derived, paths, profiles, provenance, rig as rigmod, studies
+from .. import claims as claimsmod, compare, derived, paths, profiles, provenance, studies
 from ..analysis import Analysis
+from ..host import rig as rigmod
 from ..record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
 from ..values import Results, Value, check_available, keys_used, render_tex
 from . import article, macros, printedvalues, prose, sources

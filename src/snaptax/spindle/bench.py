@@ -35,9 +35,9 @@ import tempfile
 from pathlib import Path
 
 from .. import paths
+from ..host.procs import ProcessGroup
 from ..lock import measurement_lock
 from ..models import seek
-from ..procs import ProcessGroup
 from . import measure as sm
 from .profiles import DriveProfile
 from .rigfiles import disk, load_profile

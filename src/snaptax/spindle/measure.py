@@ -27,7 +27,7 @@ from ..plan import Measure, Plan
 from .profiles import DeviceSpec, describe, to_json
 
 if TYPE_CHECKING:
-    from ..procs import ProcessGroup
+    from ..host.procs import ProcessGroup
     from ..record import RunWriter
     from .serve import Served
 
@@ -168,7 +168,7 @@ def harness_round_trip(work_dir: Path, *, runtime_s: float = 5.0, thinktime_us: 
     """QD1 random reads on the zero-latency device: fio + NBD + emulator cost per command. thinktime_us: each
     command submitted after that long idle (as a QD1 client of a spindle submits after waiting out a service
     time), so that the cost of waking idle CPUs is in the round trip."""
-    from ..procs import ProcessGroup
+    from ..host.procs import ProcessGroup
     from .profiles import DiskSpec, ZeroProfile
     from .serve import SpindleDevice, serve
 
@@ -221,7 +221,7 @@ class ServedSpindle:
         self._serving: Any = None
 
     def __enter__(self) -> ServedSpindle:
-        from ..procs import ProcessGroup
+        from ..host.procs import ProcessGroup
         from .serve import SpindleDevice, serve
 
         self._group = ProcessGroup().__enter__()

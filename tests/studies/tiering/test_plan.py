@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
-from snaptax import profiles, rig as rigmod
+from snaptax import profiles
 from snaptax.errors import ConfigError
+from snaptax.host import rig as rigmod
 from snaptax.record import RunWriter
 from snaptax.spindle.rigfiles import parse_device
 from snaptax.studies.tiering import measure, plan as planmod

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import profiles, rig as rigmod
+from ... import profiles
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
+from ...host import rig as rigmod
 from ...record import RunSession
 from ...spindle.measure import CAPACITY, ServedSpindle
 from ...spindle.profiles import DeviceSpec, DiskSpec, ZeroProfile

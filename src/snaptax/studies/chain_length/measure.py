@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import profiles, rig as rigmod
+from ... import profiles
 from ...engines.lvmthin import execute_variant
 from ...engines.qcow2 import execute_per_config
+from ...host import rig as rigmod
 from ...plan import StudyPlan
 from ...record import RunSession
 from . import plan as planmod

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import profiles, rig as rigmod
+from ... import profiles
 from ...engines.cofw import CofwEngine
 from ...errors import ConfigError
+from ...host import rig as rigmod
 from ...record import RunSession
 from . import plan as planmod
 

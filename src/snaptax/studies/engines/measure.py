@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import profiles, rig as rigmod
+from ... import profiles
 from ...engines.base import SnapshotEngine
 from ...engines.cofw import CofwEngine
 from ...engines.lvmthin import LvmThinEngine
 from ...engines.qcow2 import Qcow2ChainEngine
+from ...host import rig as rigmod
+from ...host.rig import Device, Rig
 from ...record import RunSession
-from ...rig import Device, Rig
 from . import plan as planmod
 
 

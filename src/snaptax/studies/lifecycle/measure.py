@@ -16,13 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ... import fio, profiles, rig as rigmod
+from ... import fio, profiles
 from ...engines.qcow2 import Qcow2ChainEngine, Qcow2Config
 from ...errors import ConfigError
-from ...qmp import block_job_ready
-from ...qsd import Region
+from ...host import rig as rigmod
+from ...host.qmp import block_job_ready
+from ...host.qsd import Region
+from ...host.rig import Device, Rig
 from ...record import RunSession
-from ...rig import Device, Rig
 from ...timeline import HostSampler, Load, Timeline, attempt, delete_active, job_text, stunned, wait_event
 from . import plan as planmod
 

@@ -9,12 +9,13 @@ import json
 from pathlib import Path
 from typing import cast
 
-from ... import profiles, rig as rigmod
+from ... import profiles
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...guest import build_image
 from ...guest.memsnap import UNLIMITED_BANDWIDTH, Dirtier, DumpRequest, Method, run_memsnap
-from ...procs import ProcessGroup
+from ...host import rig as rigmod
+from ...host.procs import ProcessGroup
 from ...record import RunSession
 from . import plan as planmod
 

@@ -20,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import profiles, rig as rigmod
+from ... import profiles
 from ...engines.lvmthin import LvmThinEngine, execute_variant
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
+from ...host import rig as rigmod
 from ...record import RunSession
 from ...spindle.predict import Region, closed_loop, closed_loop_mix
 from ...spindle.profiles import DeviceSpec, TierSpec, to_json as spec_to_json

@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from snaptax.errors import EngineError
-from snaptax.qmp import QMPClient, QMPError, block_job_ready
+from snaptax.host.qmp import QMPClient, QMPError, block_job_ready
 
 
 def fake_monitor(path, script):

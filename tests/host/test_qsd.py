@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from snaptax import qsd
 from snaptax.errors import EngineError
+from snaptax.host import qsd
 
 
 @pytest.mark.parametrize(("kind", "driver"), [("file", "file"), ("block", "host_device")])

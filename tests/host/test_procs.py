@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from snaptax import procs
 from snaptax.errors import MeasurementError
+from snaptax.host import procs
 
 
 def _alive(pid: int) -> bool:

@@ -3,7 +3,7 @@
 A rig names devices. Each device is one of
   * `file`    — a sparse image file in the rig's work directory (the embedded default; the host's own disk),
   * `block`   — a real block device, named by /dev/disk/by-id, used only if the rig is enabled and
-                allows destruction (see snaptax.devices for the safety checks),
+                allows destruction (see snaptax.host.devices for the safety checks),
   * `spindle` — an emulated mechanical disk or array served over NBD (snaptax.spindle).
 Every problem is reported as ConfigError naming the file and the field.
 """
@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from . import paths
-from .errors import ConfigError
-from .fio import parse_size
+from .. import paths
+from ..errors import ConfigError
+from ..fio import parse_size
 
 MEDIA = ("ssd", "hdd", "nvme", "tiered")
 DEVICE_TYPES = ("file", "block", "spindle")
 ENGINES = ("qcow2", "lvmthin", "cofw")
 # Where a block device's name must live: udev's stable ids, which survive reboots and re-cabling (a /dev/sdX name
-# does not). The one place this is decided; rig parsing and snaptax.devices both ask is_stable_id. There is no
+# does not). The one place this is decided; rig parsing and snaptax.host.devices both ask is_stable_id. There is no
 # setting, environment variable or rig-file field that widens it. The attached-rig tests (tests/attached.py),
 # on machines without udev, put their own links to loop devices in a private temporary directory and add that
 # directory here for the duration of the test only, in their own process.
@@ -120,7 +120,7 @@ def _parse_device(source: str, name: str, raw: Any) -> Device:
             raise ConfigError(source, f"{where}.spindle", "an emulated spindle needs its model")
         if medium not in ("hdd", "tiered"):
             raise ConfigError(source, f"{where}.medium", f"an emulated spindle is 'hdd' or 'tiered', not {medium!r}")
-        from .spindle.rigfiles import parse_device as parse_spindle  # validates every field, naming it
+        from ..spindle.rigfiles import parse_device as parse_spindle  # validates every field, naming it
         parse_spindle(spindle, source, f"{where}.spindle")
     elif spindle:
         raise ConfigError(source, f"{where}.spindle", "only spindle devices take a spindle model")
@@ -171,7 +171,7 @@ def load(name_or_path: str | Path) -> Rig:
     try:
         import yaml
     except ImportError as exc:  # pragma: no cover - the venv always has it
-        from .errors import MissingTool
+        from ..errors import MissingTool
         raise MissingTool("python3-yaml", "pyyaml (run 'make setup')") from exc
     try:
         raw = yaml.safe_load(path.read_text())

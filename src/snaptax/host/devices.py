@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import DeviceRefused
+from ..errors import DeviceRefused
 from .rig import Device, Rig, is_stable_id
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import EngineError
+from ..errors import EngineError
 
 
 class QMPError(EngineError):

@@ -3,7 +3,7 @@
   file    → a sparse image file in the rig's work directory, attached as a direct-I/O loop device so that
             /sys/block/loopN/stat counts exactly the I/O the "disk" received (host level, as perfmon does);
             file and loop device are removed when the group closes
-  block   → the real device, after snaptax.devices.check_destroyable has proved it safe
+  block   → the real device, after snaptax.host.devices.check_destroyable has proved it safe
   spindle → an emulated mechanical disk or array served by nbdkit (snaptax.spindle)
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ def open_device(rig: Rig, device: Device, group: ProcessGroup, tag: str = "") ->
         node = devices.check_destroyable(rig, device)
         return DeviceBackend(device, "block", node, None, None, _disk_counters(node.name))
     if device.type == "spindle":
-        from .spindle.serve import serve_device  # the emulator is only needed on rigs that have spindles
+        from ..spindle.serve import serve_device  # the emulator is only needed on rigs that have spindles
         served = serve_device(rig, device, group, tag=tag)
         return DeviceBackend(device, "nbd", None, served.socket, served.export, served.counters, served.levels)
     raise ValueError(f"unknown device type {device.type!r}")

@@ -2,8 +2,8 @@ import textwrap
 
 import pytest
 
-from snaptax import rig as rigmod
 from snaptax.errors import ConfigError
+from snaptax.host import rig as rigmod
 
 
 def write(tmp_path, text):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import EngineError
+from ..errors import EngineError
 from .procs import ProcessGroup, unix_socket_accepts
 from .qmp import QMPClient
 

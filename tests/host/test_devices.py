@@ -1,7 +1,7 @@
 import pytest
 
-from snaptax import devices, rig as rigmod
 from snaptax.errors import DeviceRefused
+from snaptax.host import devices, rig as rigmod
 
 
 def attached(enabled=True, allow=True, path="/dev/disk/by-id/does-not-exist-snaptax"):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import EngineError, MeasurementError, MissingTool
+from ..errors import EngineError, MeasurementError, MissingTool
 
 _PR_SET_PDEATHSIG = 1
 
