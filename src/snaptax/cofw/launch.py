@@ -2,8 +2,8 @@
 over the control socket (control.py).
 
 Lower level than the engine (snaptax.engines.cofw, which adds a rig device and the SnapshotEngine interface):
-used by the engine, the integrity tests, the QEMU validation (validate.py) and the bench (bench.py). Nothing here
-imports from snaptax.engines: the engine imports this module, never the reverse.
+used by the engine, the integrity tests, the QEMU validation (validate.py) and the bench (snaptax.bench.cofw).
+Nothing here imports from snaptax.engines: the engine imports this module, never the reverse.
 """
 from __future__ import annotations
 

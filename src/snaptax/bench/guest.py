@@ -13,9 +13,9 @@ from pathlib import Path
 
 from .. import paths
 from ..errors import MeasurementError
+from ..guest.image import build_image
+from ..guest.vm import GuestConfig, run_guest
 from ..lock import measurement_lock
-from .image import build_image
-from .vm import GuestConfig, run_guest
 
 
 def boot_times(boots: int = 3, work_dir: Path | None = None, config: GuestConfig = GuestConfig()) -> list[float]:
@@ -52,5 +52,5 @@ def bench(boots: int = 5) -> dict[str, float]:
             "tcg_guest_initrd_mib": build_image().provenance["initrd_bytes"] / (1 << 20)}
 
 
-if __name__ == "__main__":  # python -m snaptax.guest.bench
+if __name__ == "__main__":  # python -m snaptax.bench.guest
     print(json.dumps(bench(), indent=1))

@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import fio, paths
+from ..cofw.launch import CofwEngineConfig, CofwServer
 from ..errors import ConfigError, EngineError
 from ..host.procs import ProcessGroup
 from ..lock import measurement_lock
-from .launch import CofwEngineConfig, CofwServer
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def bench() -> dict[str, float]:
     }
 
 
-if __name__ == "__main__":   # python -m snaptax.cofw.bench [size_MiB runtime_s rounds]
+if __name__ == "__main__":   # python -m snaptax.bench.cofw [size_MiB runtime_s rounds]
     import json
     import sys
     args = [int(a) for a in sys.argv[1:]]

@@ -3,7 +3,8 @@ import math
 
 import numpy as np
 
-from snaptax.models import bench, seek
+from snaptax.bench import models as bench
+from snaptax.models import seek
 from snaptax.spindle.rigfiles import load_profile
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from snaptax.cofw.bench import BenchConfig, cofw_engine_over_raw
+from snaptax.bench.cofw import BenchConfig, cofw_engine_over_raw
 from snaptax.errors import ConfigError
 
 

@@ -38,10 +38,10 @@ from .. import paths
 from ..host.procs import ProcessGroup
 from ..lock import measurement_lock
 from ..models import seek
-from . import measure as sm
-from .profiles import DriveProfile
-from .rigfiles import disk, load_profile
-from .serve import SpindleDevice, fresh_counters, serve
+from ..spindle import measure as sm
+from ..spindle.profiles import DriveProfile
+from ..spindle.rigfiles import disk, load_profile
+from ..spindle.serve import SpindleDevice, fresh_counters, serve
 
 PROFILE = "sas10k"
 CAPACITY = 1 << 30
@@ -176,8 +176,8 @@ def placement_cost(commands: int = 2000, capacity: int = 16 << 30) -> dict[str, 
     import random
     import time
 
-    from .arrays import Simulator
-    from .rigfiles import named_devices, parse_device
+    from ..spindle.arrays import Simulator
+    from ..spindle.rigfiles import named_devices, parse_device
 
     out: dict[str, float] = {}
     for name in sorted(named_devices()):

@@ -1,9 +1,10 @@
-"""snaptax.crosscheck: qemu-img bench on the chain study's configurations, end to end on a small image."""
+"""snaptax.bench.crosscheck: qemu-img bench on the chain study's configurations, end to end on a small image."""
 import shutil
 
 import pytest
 
-from snaptax import bench, crosscheck
+from snaptax import bench
+from snaptax.bench import crosscheck
 from snaptax.engines.qcow2 import metadata_configs
 
 requires_qemu_img = pytest.mark.skipif(not shutil.which("qemu-img"), reason="needs qemu-img (make setup)")

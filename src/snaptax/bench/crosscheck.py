@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import profiles
-from .engines.qcow2 import Qcow2Config, metadata_configs
-from .errors import MeasurementError, MissingTool
-from .host import procs, rig as rigmod
-from .lock import measurement_lock
-from .stats import paired_ratio_interval
+from .. import profiles
+from ..engines.qcow2 import Qcow2Config, metadata_configs
+from ..errors import MeasurementError, MissingTool
+from ..host import procs, rig as rigmod
+from ..lock import measurement_lock
+from ..stats import paired_ratio_interval
 
 DISK = profiles.get("quick").disk_size   # so the L2 cache covers the same fraction as in the chain study
 COUNT = 8192              # requests per bench run (the on-disk overlay runs ~1k IOPS: ~16 s per mix)

@@ -2,8 +2,8 @@
 figures against the profile it should recover. (The benchmarks themselves run in `make bench`.)"""
 import pytest
 
+from snaptax.bench import spindle as bench
 from snaptax.models.seek import SeekFit
-from snaptax.spindle import bench
 from snaptax.spindle.profiles import DriveProfile
 from snaptax.spindle.rigfiles import load_profile
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..lock import measurement_lock
+from ..models import seek
 from ..spindle.profiles import DriveProfile
-from . import seek
 
 GiB = 1 << 30
 REQUESTS, POINTS = 16_000, 16

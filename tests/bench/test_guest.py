@@ -6,8 +6,8 @@ import types
 
 import pytest
 
+from snaptax.bench import guest as gbench
 from snaptax.errors import MeasurementError
-from snaptax.guest import bench as gbench
 
 
 @pytest.fixture
