@@ -1,6 +1,10 @@
-"""TeX helpers of snaptax.paper.macros."""
+"""TeX helpers of snaptax.paper.macros, and the \\val lookup: a value the paper asks for and the data lack fails in
+one line."""
+import pytest
+
 from snaptax.paper import macros
-from snaptax.paper.macros import breakable
+from snaptax.paper.macros import MissingValue, breakable, check_available, keys_used, render_tex
+from snaptax.values import Value
 
 
 def test_breakable_key():
@@ -26,3 +30,18 @@ def test_fmt_is_format_number_for_tex():
     assert macros.fmt("a_b & c") == "a\\_b \\& c"
     for x, d in [(987654.3, 0), (0.125, 2), (-0.5, 0), (1e6, 3)]:
         assert macros.fmt(x, d) == format_number(x, d).replace("\u2009", "\\,")
+
+
+def test_tex_defines_every_value_and_escapes_text():
+    tex = render_tex([Value("s.t", text="50%_x")])
+    assert "\\csname snaptax@v@s.t\\endcsname{50\\%\\_x}" in tex
+
+
+def test_missing_value_names_the_key_and_the_file(tmp_path):
+    paper = tmp_path / "p.tex"
+    paper.write_text("Loss \\valci{s.loss}\\,\\% and \\val{s.there}. % \\val{s.commented}\n")
+    used = keys_used([paper])
+    assert set(used) == {"s.loss", "s.there"}
+    check_available(used, ["s.loss", "s.there"])
+    with pytest.raises(MissingValue, match="p.tex: asks for value 's.loss'"):
+        check_available(used, ["s.there"])

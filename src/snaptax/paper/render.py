@@ -14,7 +14,7 @@ from .. import claims as claimsmod, compare, derived, paths, profiles, provenanc
 from ..analysis import Analysis
 from ..host import rig as rigmod
 from ..record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
-from ..values import Results, Value, check_available, keys_used, render_tex
+from ..values import Results, Value
 from . import article, macros, printedvalues, prose, sources
 
 
@@ -380,7 +380,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
                      ("glance", article.glance_tex), ("artifact", article.artifact_tex)):
         made[stem] = sources.Source(stem, f"{fn.__module__}.{fn.__name__}")
     tex_files = sorted(paper_dir.glob("*.tex")) + sorted((paper_dir / "sections").glob("*.tex"))
-    check_available(keys_used(tex_files), (v.key for v in values))
+    macros.check_available(macros.keys_used(tex_files), (v.key for v in values))
     sources.check_sources(tex_files, made)
     macros.write_table("glance", article.glance_tex(glance), generated_dir)
     macros.write_table("artifact", article.artifact_tex(times), generated_dir)
@@ -392,7 +392,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     macros.write_table("reruns", repro_tex(comparisons, compared), generated_dir)
     used = [r.analysis.record.manifest for r in rendered] + list(compared.values())
     write_atomic(generated_dir / "frontnote.tex", dirty_runs_tex(used) + prose.outdated_tex(outdated))
-    write_atomic(generated_dir / "values.tex", render_tex(values))
+    write_atomic(generated_dir / "values.tex", macros.render_tex(values))
     printed_file = printedvalues.path_for(paper_dir, rig, profile)
     drift = provenance.tool_drift([m.provenance.get("tools", {}) for m in used], provenance.tool_versions())
     return RenderedPaper(rendered, printed_file, printedvalues.update(printed_file, values), outdated, drift)
