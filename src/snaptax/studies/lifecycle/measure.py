@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from ... import fio, profiles
-from ...engines.qcow2 import Qcow2ChainEngine, Qcow2Config
+from ...engines.qcow2 import Qcow2ChainEngine, Qcow2Config, delete_active
 from ...errors import ConfigError
 from ...host import rig as rigmod
 from ...host.qmp import block_job_ready
 from ...host.qsd import Region
 from ...host.rig import Device, Rig
 from ...record import RunSession
-from ...timeline import HostSampler, Load, Timeline, attempt, delete_active, job_text, stunned, wait_event
+from ...timeline import HostSampler, Load, Timeline, attempt, job_text, stunned, wait_event
 from . import plan as planmod
 
 HOST_KEYS = ("host.reads", "host.writes", "host.member0.reads", "host.member0.writes", "host.member1.reads",

@@ -22,14 +22,14 @@ from pathlib import Path
 
 from ... import profiles
 from ...engines.lvmthin import LvmThinEngine, execute_variant
-from ...engines.qcow2 import Qcow2ChainEngine
+from ...engines.qcow2 import Qcow2ChainEngine, delete_active
 from ...errors import ConfigError
 from ...host import rig as rigmod
 from ...record import RunSession
 from ...spindle.predict import Region, closed_loop, closed_loop_mix
 from ...spindle.profiles import DeviceSpec, TierSpec, to_json as spec_to_json
 from ...spindle.rigfiles import parse_device
-from ...timeline import HostSampler, Timeline, attempt, delete_active, job_text
+from ...timeline import HostSampler, Timeline, attempt, job_text
 from . import plan as planmod
 
 HOST_KEYS = ("host.reads", "host.writes", "host.ssd_reads", "host.ssd_writes", "host.hdd_reads", "host.hdd_writes",
