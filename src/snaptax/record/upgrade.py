@@ -15,8 +15,9 @@ Format 2 (runs of 2026-11-22 to 2026-11-28) → 3:
   parameters it no longer records are dropped (STUDY_PARAMETERS_RETIRED).
 - tiering: the pools' device specs, recorded in the variants since 2026-11-26, are read for older runs from the rig
   files the way they were then (rigfiles.parse_device); the span model's seeds, recorded since 2026-11-26, are the
-  plan's (unchanged since the span model was introduced). A run made before the learning gate (no learn_done /
-  relearn_done events) is refused: its learning verdict was a rule applied by the analysis, not a recorded fact.
+  plan's as they were then (TIERING_SPAN_MODEL_SEEDS_BEFORE_RECORDED, unchanged since the span model was
+  introduced). A run made before the learning gate (no learn_done / relearn_done events) is refused: its learning
+  verdict was a rule applied by the analysis, not a recorded fact.
 """
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ STUDY_PARAMETERS_RETIRED: dict[str, tuple[str, ...]] = {
     "tiering": ("guest_learn_s",),
 }
 RETIRED_PROFILE_FIELDS = ("max_chain",)
+# the tiering plan's span-model seeds (plan.SPAN_MODEL_SEEDS) as they were from the span model's introduction
+# (commit 0b716df4c, 2026-11-26) until its runs recorded them: a fact about those runs, so written here rather than
+# read from today's plan, which may change (and which this module, below every study, does not import)
+TIERING_SPAN_MODEL_SEEDS_BEFORE_RECORDED = (1, 2, 3, 4, 5)
 
 
 def upgrade(d: dict[str, Any], run_dir: Path) -> dict[str, Any]:
@@ -87,7 +92,6 @@ def _from_2(d: dict[str, Any], where: Path) -> dict[str, Any]:
 def _tiering_from_2(d: dict[str, Any], where: Path) -> None:
     from ..spindle.profiles import to_json
     from ..spindle.rigfiles import parse_device
-    from ..studies.tiering.plan import SPAN_MODEL_SEEDS
 
     recorded = {dev.get("name"): dev for dev in d.get("devices", [])}
     pools = d.get("parameters", {}).get("devices", {})
@@ -101,7 +105,7 @@ def _tiering_from_2(d: dict[str, Any], where: Path) -> None:
                                                  f"devices.{name}.spindle"))
         curve = study.get("span_model")
         if curve and not curve.get("seeds"):
-            curve["seeds"] = list(SPAN_MODEL_SEEDS)
+            curve["seeds"] = list(TIERING_SPAN_MODEL_SEEDS_BEFORE_RECORDED)
     events = {e.get("event") for e in d.get("events", [])}
     learned = {"learn_done", "relearn_done"} & events
     if d.get("parameters", {}).get("lvmthin") and not learned:
