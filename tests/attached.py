@@ -227,7 +227,7 @@ class LoopRig:
         """A device-mapper linear device on top of the device, so that /sys/block/loopN/holders lists it. Only
         device-mapper (or MD RAID, bcache) fills `holders` (the kernel's bd_link_disk_holder); loop devices,
         partitions and filesystems never do. None when this kernel has no device-mapper."""
-        from snaptax.engines.lvmthin import host_has_device_mapper
+        from snaptax.engines.lvmthin.engine import host_has_device_mapper
         if not (host_has_device_mapper() and shutil.which("dmsetup")):
             return None
         dm = f"{LINK_PREFIX}{self.root.name}-{name}"

@@ -100,7 +100,7 @@ def test_a_chain_longer_than_the_device_can_hold_is_refused(scratch_rig):
     chain the engine refuses in one line naming the device's capacity, before anything starts."""
     import dataclasses
 
-    from snaptax.engines.lvmthin import LvmThinEngine
+    from snaptax.engines.lvmthin.engine import LvmThinEngine
     rig = scratch_rig("lvmthin", 2 << 30)
     smoke = profiles.get("smoke")                       # 256 MiB volume, chain of 2: fits in 2 GiB
     LvmThinEngine(rig, rig.device(), planmod.lvmthin_config(smoke), smoke.disk_size)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import profiles
-from ...engines.lvmthin import execute_variant
+from ...engines.lvmthin.engine import execute_variant
 from ...engines.qcow2 import execute_per_config
 from ...host import rig as rigmod
 from ...plan import StudyPlan

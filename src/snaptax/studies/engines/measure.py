@@ -6,7 +6,7 @@ from pathlib import Path
 from ... import profiles
 from ...engines.base import SnapshotEngine
 from ...engines.cofw import CofwEngine
-from ...engines.lvmthin import LvmThinEngine
+from ...engines.lvmthin.engine import LvmThinEngine
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...host import rig as rigmod
 from ...host.rig import Device, Rig

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import profiles
-from ...engines.lvmthin import LvmThinEngine, execute_variant
+from ...engines.lvmthin.engine import LvmThinEngine, execute_variant
 from ...engines.qcow2 import Qcow2ChainEngine, delete_active
 from ...errors import ConfigError
 from ...host import rig as rigmod

@@ -9,7 +9,7 @@ import pytest
 
 from snaptax import counters, profiles
 from snaptax.engines.base import SnapshotEngine
-from snaptax.engines.lvmthin import (
+from snaptax.engines.lvmthin.engine import (
     LvmThinConfig,
     LvmThinEngine,
     chunks_broken,
@@ -277,7 +277,7 @@ class _FakeSession:
 
 
 def test_a_stalled_guest_is_run_once_more_on_a_fresh_engine(monkeypatch, rig):
-    from snaptax.engines import lvmthin
+    from snaptax.engines.lvmthin import engine as lvmthin
     from snaptax.guest.vm import GuestStalled
     made = []
 
@@ -328,7 +328,7 @@ def test_a_gate_name_that_is_not_a_shell_name_is_refused():
 def test_the_host_answers_only_questions_of_gated_steps_of_the_plan():
     """A tag the console garbled (no step, a step that is not a gated Measure, another gate's name) gets no answer
     (None) and never reaches the Gate; a gated step's question is asked with its repeat."""
-    from snaptax.engines.lvmthin import gate_decider
+    from snaptax.engines.lvmthin.engine import gate_decider
     plan = Plan((Measure(scatter_job(8 * MiB), "first"), TakeSnapshot(),
                  Measure(scatter_job(8 * MiB), "loop", 5, gate="loop")))
     asked: list[tuple[str, int]] = []
@@ -398,7 +398,7 @@ def test_the_host_ends_a_gated_loop_while_the_guest_runs(rig, tmp_path, monkeypa
 def _three_gated_steps(tmp_path):
     """The script head's real `gate` function around three runs of gate `learn` (steps 001-003), natively."""
     from snaptax import paths
-    from snaptax.engines import lvmthin
+    from snaptax.engines.lvmthin import engine as lvmthin
 
     in_dir, out_dir = tmp_path / "in", tmp_path / "out"
     in_dir.mkdir()
@@ -414,7 +414,7 @@ def _three_gated_steps(tmp_path):
 def test_the_native_script_asks_the_host_through_a_pipe(tmp_path):
     """Native mode (a host with device-mapper) runs the same script head, its gate questions answered over a pipe:
     the script's own `gate` function with the host's run_script, no LVM needed for the questions themselves."""
-    from snaptax.engines import lvmthin
+    from snaptax.engines.lvmthin import engine as lvmthin
 
     in_dir, out_dir, env = _three_gated_steps(tmp_path)
     asked: list[tuple[str, str]] = []
@@ -440,7 +440,7 @@ def test_the_native_script_asks_the_host_through_a_pipe(tmp_path):
 def test_a_native_run_keeps_the_hosts_stamps_of_its_step_lines(rig, tmp_path, monkeypatch):
     """run_plan natively: the host's stamps of the script's step lines (run_script) become host_step_times and
     host_steps.txt, as a guest run's do (no device-mapper needed: the script run itself is stood in for)."""
-    from snaptax.engines.lvmthin import ScriptRun
+    from snaptax.engines.lvmthin.engine import ScriptRun
     engine = LvmThinEngine(rig, rig.device(), LvmThinConfig(name="t-stamps"), disk_size=8 * MiB)
     engine.native = True
     engine._host_counters = lambda: {}
@@ -456,7 +456,7 @@ def test_a_native_run_keeps_the_hosts_stamps_of_its_step_lines(rig, tmp_path, mo
 def test_a_garbled_answer_neither_runs_nor_closes_a_gate(tmp_path, monkeypatch):
     """Before each answer the script gets lines a serial line could garble it into: an empty, a misspelt or a
     lengthened answer, an answer under a garbled tag. It ignores them and acts on the answer that follows."""
-    from snaptax.engines import lvmthin
+    from snaptax.engines.lvmthin import engine as lvmthin
 
     in_dir, out_dir, env = _three_gated_steps(tmp_path)
     real = lvmthin.pipe_writer
@@ -481,7 +481,7 @@ def test_a_garbled_answer_neither_runs_nor_closes_a_gate(tmp_path, monkeypatch):
 
 
 def test_a_native_script_past_its_time_is_stopped(tmp_path):
-    from snaptax.engines import lvmthin
+    from snaptax.engines.lvmthin import engine as lvmthin
     from tests.processes import processes_mentioning
     (tmp_path / "run.sh").write_text("sleep 37.25 &\nsleep 37.5\n")     # and a child the script started
     t0 = time.monotonic()
@@ -494,7 +494,7 @@ def test_a_native_script_past_its_time_is_stopped(tmp_path):
 def test_a_ctrl_c_just_after_a_native_script_starts_stops_it(tmp_path, monkeypatch):
     """A KeyboardInterrupt between the script's start and its wait loop (here from setting up the gate's pipe)
     stops the script and its child: nothing runs on orphaned."""
-    from snaptax.engines import lvmthin
+    from snaptax.engines.lvmthin import engine as lvmthin
     from tests.processes import processes_mentioning
     (tmp_path / "run.sh").write_text("sleep 38.25 &\nsleep 38.5\n")
 

@@ -45,10 +45,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import fio, paths
-from ..errors import ConfigError, EngineError, MeasurementError
-from ..fio import FioRun, FioTarget
-from ..guest.vm import (
+from ... import fio, paths
+from ...errors import ConfigError, EngineError, MeasurementError
+from ...fio import FioRun, FioTarget
+from ...guest.vm import (
     GATE_ASK,
     GATE_GO,
     GATE_NAME,
@@ -62,11 +62,11 @@ from ..guest.vm import (
     pipe_writer,
     run_guest,
 )
-from ..host.procs import ProcessGroup, cpu_times, popen_owned, signals_deferred, stop_group
-from ..host.rig import Device, Rig
-from ..lock import measurement_lock
-from ..plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot, require_gate
-from .base import SnapshotEngine
+from ...host.procs import ProcessGroup, cpu_times, popen_owned, signals_deferred, stop_group
+from ...host.rig import Device, Rig
+from ...lock import measurement_lock
+from ...plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot, require_gate
+from ..base import SnapshotEngine
 
 VG = "snaptax"
 POOL = "pool"
@@ -497,8 +497,8 @@ class LvmThinEngine(SnapshotEngine):
 
     # ------------------------------------------------------------ lifecycle
     def __enter__(self) -> LvmThinEngine:
-        from ..host.backends import open_device
-        from ..host.qsd import RegionStore, StorageDaemon
+        from ...host.backends import open_device
+        from ...host.qsd import RegionStore, StorageDaemon
         try:
             tag = f"lvmthin-{self.config.name}"
             self.run_dir = paths.engine_run_dir(self.rig.rig_work_dir, tag)
@@ -510,7 +510,7 @@ class LvmThinEngine(SnapshotEngine):
             if not self.native:
                 # Built (or found in the machine-wide cache) before any measurement starts; shared by all rigs,
                 # since the image does not depend on the rig.
-                from ..guest.image import build_image
+                from ...guest.image import build_image
                 self.image = build_image()
                 # The PV is a region of the rig device, exported over NBD to the guest's virtio disk "pv0".
                 self.daemon = StorageDaemon(self.group, self.run_dir / "qsd").start()
@@ -600,7 +600,7 @@ class LvmThinEngine(SnapshotEngine):
         """The same script on the host: lvm reads our lvm.conf (filter: only the rig device) via LVM_SYSTEM_DIR."""
         import subprocess
 
-        from ..host.procs import run
+        from ...host.procs import run
         pv = self._backend.path
         if pv is None:
             raise EngineError("lvmthin native mode needs a block device (a file rig device's loop or a real disk)")
@@ -699,7 +699,7 @@ def _on_clock(directory: Path, result: dict, t_end_s: float) -> dict[str, Any]:
     and started fio's runtime before (the step line before fio is printed ~1 s before fio's job starts under TCG,
     so the end is the better anchor); fio's per-second IOPS (all directions, fiologparser) as timeline.Load
     records them."""
-    from ..timeline import vm_series
+    from ...timeline import vm_series
     runtime = max((float(j.get("job_runtime", j.get("read", {}).get("runtime", 0))) for j in result.get("jobs", [])),
                   default=0.0) / 1e3
     return {"t_start_s": round(t_end_s - runtime, 3), "t_end_s": round(t_end_s, 3),
