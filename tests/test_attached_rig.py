@@ -273,7 +273,8 @@ with loop_rig(("ssd", "held", "swap"), capacity=(64 << 20) if mode == "guards" e
         measure.run(str(lr.rig_file), "smoke", device="ssd")
     else:  # lvmthin: the same plan in the TCG guest, on the device served to it by qemu-storage-daemon
         from snaptax import profiles
-        from snaptax.engines.lvmthin.engine import LvmThinConfig, LvmThinEngine
+        from snaptax.engines.lvmthin.config import LvmThinConfig
+        from snaptax.engines.lvmthin.engine import LvmThinEngine
         from snaptax.record import RunSession
         from snaptax.studies.chain_length import plan as planmod
         profile = profiles.get("smoke")

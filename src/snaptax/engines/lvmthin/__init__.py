@@ -34,5 +34,10 @@ Counters (per Measure, before/after; names in snaptax.counters.CATALOGUE):
             snapshots hold — times the chunk size: the space the snapshots take.
 The chunk size is a constant, in describe().
 
-The engine is engine.py.
+Modules:
+  config.py    LvmThinConfig (one thin-pool configuration) and the names of the volume group and its volumes
+  script.py    the plan compiled into one sh script (compile_plan), its gate questions answered (gate_decider),
+               the script run natively (run_script)
+  counters.py  the script's counter lines read into snaptax.counters' names (parse_counters, chunks_broken)
+  engine.py    LvmThinEngine (natively or in the TCG guest), execute_variant (a stalled guest run once more)
 """

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ... import profiles
-from ...engines.lvmthin.engine import LvmThinConfig
+from ...engines.lvmthin.config import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, prefill_job, seed001_job, seed001_mirror_job

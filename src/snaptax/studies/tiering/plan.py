@@ -49,7 +49,7 @@ import zlib
 from dataclasses import dataclass
 
 from ... import profiles
-from ...engines.lvmthin.engine import LvmThinConfig
+from ...engines.lvmthin.config import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, format_size
