@@ -43,3 +43,17 @@ def write_run(tmp: Path, study: str, profile: str, parameters: dict,
             w.record_measurement(index, step, chain_length=chain, fio_run=fio.FioRun(d, result, 1.0),
                                  counters_before=before, counters_after=after, extra=extra)
     return w.publish(tmp / "data" / "t" / study / w.run_id)
+
+
+def fio_log(per_second, jobs=4, short_jobs=0):
+    """An IOPS log as fio 3.33 writes one for `jobs` jobs with per_job_logs=0: each job's lines in turn, one line per
+    second and direction (time ms, IOPS, direction, block size, offset), the samples a ms or so off each whole
+    second; `per_second` the run's total IOPS in each second, split evenly over jobs and directions. The first
+    `short_jobs` jobs stop before their last sample (a job of fio that ends just before its next second)."""
+    lines = []
+    for j in range(jobs):
+        for k in range(len(per_second) - (1 if j < short_jobs else 0)):
+            t = 1000 * (k + 1) + j % 3 - 1
+            v = round(per_second[k] / (2 * jobs))
+            lines += [f"{t}, {v}, 0, 4096, 0", f"{t}, {v}, 1, 4096, 0"]
+    return "\n".join(lines) + "\n"
