@@ -235,10 +235,11 @@ def _check_run(record, rig_file: Path, device: str, loop: Path) -> None:
 def test_chain_length_smoke_on_the_block_device(study_rig, data_dir):
     """The chain_length smoke plan as the study runs it: qcow2 on the block device, then LVM thin in a TCG guest
     to which qemu-storage-daemon serves the same block device as its physical volume."""
+    from snaptax import studies
     from snaptax.record import RunRecord
-    from snaptax.studies.chain_length import measure, plan as planmod
+    from snaptax.studies.chain_length import plan as planmod
     t0 = time.monotonic()
-    published = measure.run(str(study_rig.rig_file), "smoke", device="ssd")
+    published = studies.get("chain_length").run(str(study_rig.rig_file), "smoke", device="ssd")
     record = RunRecord.load(published)
     assert published.parent == data_dir / "loop-test" / "chain_length"
     _check_run(record, study_rig.rig_file, "ssd", study_rig.loops["ssd"])
@@ -269,8 +270,8 @@ with loop_rig(("ssd", "held", "swap"), capacity=(64 << 20) if mode == "guards" e
         print("ready", flush=True)
         time.sleep(600)
     elif mode == "study":
-        from snaptax.studies.chain_length import measure
-        measure.run(str(lr.rig_file), "smoke", device="ssd")
+        from snaptax import studies
+        studies.get("chain_length").run(str(lr.rig_file), "smoke", device="ssd")
     else:  # lvmthin: the same plan in the TCG guest, on the device served to it by qemu-storage-daemon
         from snaptax import profiles
         from snaptax.engines.lvmthin.config import LvmThinConfig

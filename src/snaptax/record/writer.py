@@ -287,8 +287,6 @@ class RunSession(RunWriter):
             if self.staging.parent.exists():
                 for stale in self.staging.parent.iterdir():
                     shutil.rmtree(stale, ignore_errors=True)
-            from ..host.backends import detach_stale_loops  # under the lock: no other run can own them
-            detach_stale_loops(self.rig.work_dir)
             self.staging.mkdir(parents=True)
         except BaseException:
             self._lock.__exit__(None, None, None)
