@@ -336,15 +336,15 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
             settling: dict[Key, Interval] | None = None) -> list[Value]:
     k = STUDY
     params = record.parameters(ChainLengthParameters)
-    out = [Value(f"{k}.max_chain", float(params.max_chain), "snapshots")]
+    out = [Value(f"{k}.max_chain", float(params.scale.max_chain), "snapshots")]
     shapes = {(m.iodepth, m.numjobs) for m in record.measurements if m.job in WORKLOADS}   # as the run recorded
     iodepth, numjobs = shapes.pop() if len(shapes) == 1 else (math.nan, math.nan)          # nan: mixed shapes
     out += [Value(f"{k}.iodepth", float(iodepth), "requests"), Value(f"{k}.numjobs", float(numjobs), "jobs"),
             Value(f"{k}.outstanding", float(iodepth * numjobs), "requests")]
-    out += [Value(f"{k}.runtime_s", float(params.runtime_s), "s"),
-            Value(f"{k}.ramp_time_s", float(params.ramp_time_s), "s"),
-            Value(f"{k}.pairs_planned", float(params.pairs), "pairs"),
-            Value(f"{k}.pairs_basis", text=str(params.pairs_basis))]
+    out += [Value(f"{k}.runtime_s", float(params.scale.runtime_s), "s"),
+            Value(f"{k}.ramp_time_s", float(params.scale.ramp_time_s), "s"),
+            Value(f"{k}.pairs_planned", float(params.scale.pairs), "pairs"),
+            Value(f"{k}.pairs_basis", text=str(params.scale.pairs_basis))]
     for name, described in record.manifest.variants.items():   # the engine's describe(): its qcow2 config
         if described.get("engine", "qcow2") == "qcow2":
             out.append(Value(f"{k}.l2_cache_kib.{name}", described["config"]["l2_cache_size"] / 1024, "KiB"))

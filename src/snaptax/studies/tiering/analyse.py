@@ -166,18 +166,19 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
             fit: tm.TierFit | None, what_if: pd.DataFrame, speed: pd.DataFrame,
             model_us: dict[str, dict[str, float]]) -> list[Value]:
     k, params = STUDY, record.parameters(TieringParameters)
-    out = [Value(f"{k}.disk_mib", float(params.disk_bytes) / (1 << 20), "MiB"),
+    s = params.scale
+    out = [Value(f"{k}.disk_mib", float(s.disk_bytes) / (1 << 20), "MiB"),
            Value(f"{k}.iodepth", float(params.iodepth), ""),
-           Value(f"{k}.phase_s", float(params.phase_s), "s"), Value(f"{k}.with_s", float(params.with_s), "s"),
-           Value(f"{k}.settle_s", float(params.settle_s), "s"),
-           Value(f"{k}.delete_window_s", float(params.delete_window_s), "s"),
+           Value(f"{k}.phase_s", float(s.phase_s), "s"), Value(f"{k}.with_s", float(s.with_s), "s"),
+           Value(f"{k}.settle_s", float(s.settle_s), "s"),
+           Value(f"{k}.delete_window_s", float(s.delete_window_s), "s"),
            Value(f"{k}.batch_s", float(BATCH_S), "s"),
            Value(f"{k}.bs_kib", float(params.bs) / 1024, "KiB"),
            Value(f"{k}.write_share", 1 - read_fraction(record), "", digits=1),      # w of the copy-load model
-           Value(f"{k}.learn_segment_s", float(params.learn_segment_s), "s", digits=0),
-           Value(f"{k}.guest_segment_s", float(params.guest_segment_s), "s", digits=0),
-           Value(f"{k}.learned_fraction_pct", 100 * float(params.learned_fraction), "%", digits=0),
-           Value(f"{k}.untiered_factor", float(params.untiered_factor), "", digits=0),
+           Value(f"{k}.learn_segment_s", float(s.learn_segment_s), "s", digits=0),
+           Value(f"{k}.guest_segment_s", float(s.guest_segment_s), "s", digits=0),
+           Value(f"{k}.learned_fraction_pct", 100 * float(s.learned_fraction), "%", digits=0),
+           Value(f"{k}.untiered_factor", float(s.untiered_factor), "", digits=0),
            Value(f"{k}.cycles_inside_steady", float(phases[phases.phase.isin(("initial", "with", "after"))
                                                            & phases.pool.isin(POOLS)].cycles_inside.sum())
                  if not phases.empty else math.nan, "")]
@@ -297,8 +298,8 @@ def analyse(record: RunRecord) -> TieringAnalysis:
                   "chunk_size": variant_chunk_size(record, v)}
               for v, meta in record.manifest.variants.items() if engine_of(v) == LVM_THIN}
     values += lvmthin_values(meas, phases, events, speed,
-                              float(params.learned_fraction), read_fraction(record), layout,
-                              params.span_model_ios)
+                              float(params.scale.learned_fraction), read_fraction(record), layout,
+                              params.scale.span_model_ios)
     chunks = {variant_chunk_size(record, v) for v in layout}
     values.append(Value(f"{STUDY}.{LVM_THIN}.chunk_kib", chunks.pop() / 1024 if len(chunks) == 1 else math.nan, "KiB"))
     by_key = {v.key: v for v in values}
