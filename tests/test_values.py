@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from snaptax.values import Results, ResultsFormatError, Value
+from snaptax.values import DerivedValues, DerivedValuesFormatError, Value
 
 
 def test_keys_are_dotted_and_start_with_a_study():
@@ -28,12 +28,12 @@ def test_a_value_that_rounds_to_zero_prints_without_a_sign():
 
 
 def test_results_round_trip_and_version_check():
-    r = Results("s", "run", "local", "quick")
+    r = DerivedValues("s", "run", "local", "quick")
     r.add([Value("s.x", 1.5, "%", 1.0, 2.0, 3, 1), Value("s.t", text="a_b")])
-    back = Results.from_json(json.loads(json.dumps(r.to_json())))
+    back = DerivedValues.from_json(json.loads(json.dumps(r.to_json())))
     assert back.values["s.x"] == r.values["s.x"] and back.values["s.t"].text == "a_b"
-    with pytest.raises(ResultsFormatError, match="version 99"):
-        Results.from_json({"format": "snaptax-results", "format_version": 99}, "cache.json")
+    with pytest.raises(DerivedValuesFormatError, match="version 99"):
+        DerivedValues.from_json({"format": "snaptax-derived-values", "format_version": 99}, "cache.json")
 
 
 @pytest.mark.parametrize("low, high, side", [(0.5, 0.8, "lies below 1"), (0.5, 1.4, "includes 1"),

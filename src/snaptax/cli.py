@@ -156,7 +156,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     rows: list[tuple[object, ...]] = []
     for study in studies.REGISTRY:
         run = study.newest_run(args.rig, args.profile)
-        outcomes = [claims.from_json(row) for row in derived.results(run).claims]
+        outcomes = [claims.from_json(row) for row in derived.values_of(run).claims]
         frame = outcomes_frame(outcomes).assign(run=run.name)
         rows += list(frame[list(header)].itertuples(index=False, name=None))
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]

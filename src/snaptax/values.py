@@ -19,12 +19,12 @@ from .errors import SnaptaxError
 from .inference import SCALES, Estimate, inverse
 from .stats import Interval
 
-RESULTS_FORMAT = "snaptax-results"
-RESULTS_VERSION = 1
+DERIVED_FORMAT = "snaptax-derived-values"
+DERIVED_VERSION = 1
 _KEY_RE = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_+-]+)+$")
 
 
-class ResultsFormatError(SnaptaxError):
+class DerivedValuesFormatError(SnaptaxError):
     """Derived values (snaptax.derived's cache) of an unknown format or version."""
 
 
@@ -139,7 +139,7 @@ def format_number(x: float, digits: int = 0) -> str:
 
 
 @dataclass
-class Results:
+class DerivedValues:
     """The derived values of one run, and the verdicts on the claims it tests (snaptax.derived caches them as JSON;
     they are never written into the run)."""
 
@@ -157,15 +157,15 @@ class Results:
             self.values[v.key] = v
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": RESULTS_FORMAT, "format_version": RESULTS_VERSION, "study": self.study,
+        return {"format": DERIVED_FORMAT, "format_version": DERIVED_VERSION, "study": self.study,
                 "run_id": self.run_id, "rig": self.rig, "profile": self.profile,
                 "values": {k: v.to_json() for k, v in sorted(self.values.items())}, "claims": self.claims}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any], where: Path | str = "results") -> Results:
-        if d.get("format") != RESULTS_FORMAT or d.get("format_version") != RESULTS_VERSION:
-            raise ResultsFormatError(f"{where}: results format {d.get('format')!r} version "
-                                     f"{d.get('format_version')!r} is not {RESULTS_FORMAT} {RESULTS_VERSION}")
+    def from_json(cls, d: dict[str, Any], where: Path | str = "derived values") -> DerivedValues:
+        if d.get("format") != DERIVED_FORMAT or d.get("format_version") != DERIVED_VERSION:
+            raise DerivedValuesFormatError(f"{where}: derived values format {d.get('format')!r} version "
+                                           f"{d.get('format_version')!r} is not {DERIVED_FORMAT} {DERIVED_VERSION}")
         r = cls(d["study"], d["run_id"], d["rig"], d["profile"])
         r.values = {k: Value.from_json(v) for k, v in d["values"].items()}
         r.claims = list(d.get("claims", []))

@@ -56,7 +56,7 @@ def test_every_character_of_the_committed_claims_typesets(monkeypatch):
     runs = [r for s in studies.REGISTRY for r in published_runs("local", s.id)]
     assert runs
     for run in runs:
-        for claim in derived.results(run).claims:
+        for claim in derived.values_of(run).claims:
             for field in ("statement", "where", "unit", "tolerance_basis", "stand_in", "published_text"):
                 for ch in str(claim.get(field, "")):
                     if ord(ch) > 0xFF and ch not in declared:

@@ -40,7 +40,7 @@ def test_every_fact_holds_for_the_newest_quick_runs(monkeypatch):
     values = {}
     for study in studies.REGISTRY:
         runs = published_runs("local", study.id, "quick")
-        values.update(derived.results(runs[-1]).values)
+        values.update(derived.values_of(runs[-1]).values)
     assert prose.broken(prose.FACTS, values) == []
 
 
@@ -51,7 +51,7 @@ def test_the_bands_the_prose_reads_are_their_claims_tolerance(monkeypatch):
     monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)
     claims = {}
     for study in studies.REGISTRY:
-        claims.update({c["id"]: c for c in derived.results(published_runs("local", study.id, "quick")[-1]).claims})
+        claims.update({c["id"]: c for c in derived.values_of(published_runs("local", study.id, "quick")[-1]).claims})
     for (claim_id, around), band in prose.BANDS.items():
         c = claims[claim_id]
         assert band == (c[around] - c["tolerance"], c[around] + c["tolerance"]), claim_id

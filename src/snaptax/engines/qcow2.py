@@ -25,7 +25,7 @@ from ..host import procs
 from ..host.backends import open_device
 from ..host.procs import ProcessGroup
 from ..host.qmp import block_job_ready
-from ..host.qsd import Region, RegionStore, StorageDaemon
+from ..host.qsd import DeviceRegion, RegionStore, StorageDaemon
 from ..host.rig import Device, Rig
 from ..timeline import Load, Timeline, stunned, wait_event
 from .base import SnapshotEngine
@@ -119,7 +119,7 @@ def metadata_configs(disk_size: int) -> tuple[Qcow2Config, Qcow2Config]:
 @dataclass
 class _Layer:
     name: str          # qcow2 node name (the base layer is the raw region node)
-    region: Region
+    region: DeviceRegion
 
 
 class Qcow2ChainEngine(SnapshotEngine):
@@ -140,7 +140,7 @@ class Qcow2ChainEngine(SnapshotEngine):
         self._views: set[str] = set()
         self.daemon: StorageDaemon | None = None
         self.store: RegionStore | None = None
-        self._flat: Region | None = None
+        self._flat: DeviceRegion | None = None
 
     # ------------------------------------------------------------ lifecycle
     def __enter__(self) -> Qcow2ChainEngine:

@@ -80,7 +80,10 @@ class StorageDaemon:
 
 
 @dataclass(frozen=True)
-class Region:
+class DeviceRegion:
+    """A part of a rig device carved out for one image (RegionStore): its place on the device and its block nodes.
+    Not spindle.predict.Region, which is a workload's address range and the share of commands that land in it."""
+
     index: int
     offset: int
     size: int
@@ -100,10 +103,10 @@ class RegionStore:
     daemon: StorageDaemon
     protocol: dict[str, Any]
     capacity: int
-    regions: dict[str, Region] = field(default_factory=dict)
+    regions: dict[str, DeviceRegion] = field(default_factory=dict)
     _ids: itertools.count = field(default_factory=itertools.count)
 
-    def allocate(self, size: int, tag: str) -> Region:
+    def allocate(self, size: int, tag: str) -> DeviceRegion:
         size = -(-size // REGION_ALIGN) * REGION_ALIGN
         offset = 0
         for r in sorted(self.regions.values(), key=lambda r: r.offset):
@@ -118,11 +121,11 @@ class RegionStore:
         self.daemon.execute("blockdev-add", **{"node-name": proto, **self.protocol})
         self.daemon.execute("blockdev-add", driver="raw", **{"node-name": node}, file=proto,
                             offset=offset, size=size)
-        region = Region(index, offset, size, proto, node)
+        region = DeviceRegion(index, offset, size, proto, node)
         self.regions[node] = region
         return region
 
-    def free(self, region: Region) -> None:
+    def free(self, region: DeviceRegion) -> None:
         self.daemon.execute("blockdev-del", **{"node-name": region.node})
         self.daemon.execute("blockdev-del", **{"node-name": region.protocol_node})
         del self.regions[region.node]

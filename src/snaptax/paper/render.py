@@ -14,7 +14,7 @@ from .. import claims as claimsmod, compare, derived, paths, profiles, provenanc
 from ..analysis import Analysis
 from ..host import rig as rigmod
 from ..record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
-from ..values import Results, Value
+from ..values import DerivedValues, Value
 from . import article, macros, printedvalues, prose, sources
 
 
@@ -23,7 +23,7 @@ class Rendered:
     study: str
     run: Path
     analysis: Analysis
-    results: Results       # analysis.results(), made once: the run's derived values
+    derived: DerivedValues       # analysis.derived_values(), made once
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,13 @@ def analyse_newest(rig: str, profile: str) -> list[Rendered]:
     for study in studies.REGISTRY:
         run = study.newest_run(rig, profile)
         analysis = derived.analyse(run)
-        out.append(Rendered(study.id, run, analysis, analysis.results()))
+        out.append(Rendered(study.id, run, analysis, analysis.derived_values()))
     return out
 
 
 def run_value(r: Rendered, name: str) -> float:
     """A rendered study's run value <study>.run.<name> (analysis.run_values)."""
-    return r.results.values[f"{r.study}.run.{name}"].value
+    return r.derived.values[f"{r.study}.run.{name}"].value
 
 
 def run_column(rendered: list[Rendered], name: str) -> list[float]:
@@ -254,7 +254,7 @@ def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) \
         runs = published_runs(rig, r.study, profile)
         if len(runs) >= 2 and runs[-1] == r.run:
             previous = RunRecord.load(runs[-2])
-            out.append(compare.compare_results(derived.results(runs[-2]), r.results))
+            out.append(compare.compare_derived(derived.values_of(runs[-2]), r.derived))
             for m in (previous.manifest, r.analysis.record.manifest):
                 manifests[m.run_id] = m
     return out, manifests
@@ -356,7 +356,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     # smoke's numbers mean nothing: the prose is checked on the paper's own runs; a sentence they no longer support
     # is named on the first page and to the caller, and the paper is still built
     outdated = [] if profile == "smoke" else prose.broken(prose.FACTS, {v.key: v for r in rendered
-                                                                        for v in r.results.values.values()})
+                                                                        for v in r.derived.values.values()})
     values: list[Value] = []
     made: dict[str, sources.Source] = {}
     for r in rendered:
@@ -364,7 +364,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
         with sources.tracing(study.module("present"), f"notebooks/{study.notebook}") as traced:
             study.module("present").write(r.analysis, figure_dir, generated_dir)
         made.update(traced)
-        values += list(r.results.values.values())
+        values += list(r.derived.values.values())
     values += paper_values(rig, profile, rendered)
     comparisons, compared = rerun_comparisons(rig, profile, rendered)
     values += repro_values(comparisons, compared)

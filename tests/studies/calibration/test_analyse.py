@@ -161,11 +161,11 @@ def test_one_repeat_is_inconclusive_and_has_no_interval(tmp_path):
 
 
 def test_keys_are_the_study_s_and_results_round_trip(quick, tmp_path):
-    from snaptax.values import Results
+    from snaptax.values import DerivedValues
 
     keys = [v.key for v in quick.values]
     assert len(keys) == len(set(keys)) and all(k.startswith("calibration.") for k in keys)
-    loaded = Results.from_json(quick.results().to_json())
+    loaded = DerivedValues.from_json(quick.derived_values().to_json())
     assert loaded.values["calibration.run.id"].text == quick.record.run_id
     depths = planmod.scale(profiles.get("quick")).depths
     assert loaded.values["calibration.depths"].text == ", ".join(map(str, depths))

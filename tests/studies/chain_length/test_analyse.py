@@ -153,10 +153,10 @@ def test_pairs_cancel_drift_shared_by_neighbours(tmp_path):
 
 
 def test_results_round_trip(tmp_path):
-    from snaptax.values import Results
+    from snaptax.values import DerivedValues
 
     a = make_run(tmp_path)
-    back = Results.from_json(a.results().to_json())
+    back = DerivedValues.from_json(a.derived_values().to_json())
     assert back.values["chain_length.loss.on-disk-metadata.randrw"].value == pytest.approx(60, abs=0.1)
     assert back.values["chain_length.run.id"].text == a.record.run_id
     assert {c["verdict"] for c in back.claims} <= {"agrees", "differs", "same direction", "inconclusive"}

@@ -120,7 +120,7 @@ def test_values_and_claims(tmp_path):
     assert a.value("memory_dump.seed.after_s0_ms").value < 0    # the seed's two timings defeat `after`
     assert a.value("memory_dump.seed.iteration_ms.default").value == pytest.approx(20.38, abs=0.01)
     assert a.value("memory_dump.memory_mib").value == 256
-    r = a.results()                                  # serialisable (no NaN in JSON), no key given twice
+    r = a.derived_values()                                  # serialisable (no NaN in JSON), no key given twice
     text = macros.render_tex(r.values.values())
     assert "memory_dump.fit.raid1_10k.after.bw_mib_s" in text
     import json

@@ -20,7 +20,7 @@ from ...engines.qcow2 import Qcow2ChainEngine, Qcow2Config, delete_active
 from ...errors import ConfigError
 from ...host import rig as rigmod
 from ...host.qmp import block_job_ready
-from ...host.qsd import Region
+from ...host.qsd import DeviceRegion
 from ...host.rig import Device, Rig
 from ...profiles import Profile
 from ...record import RunSession
@@ -97,7 +97,7 @@ class LifecycleEngine(Qcow2ChainEngine):
         q.execute("blockdev-del", **{"node-name": top.name})
         self.store.free(top.region)
         self.store.free(base.region)
-        alias = Region(base.region.index, base.region.offset, base.region.size, proto, node)
+        alias = DeviceRegion(base.region.index, base.region.offset, base.region.size, proto, node)
         self.store.regions[node] = alias
         self.layers[:] = [type(base)(node, alias)]
         return {"ready_s": ready, "done_s": done, "switch_stun_s": stunned}
