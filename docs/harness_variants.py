@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import sys
 
-from snaptax import bench, procs, qsd
+from snaptax.bench import harness
+from snaptax.host import procs, qsd
 
 
 def with_iothread() -> None:
@@ -48,7 +49,7 @@ if __name__ == "__main__":
         with_iothread()
     elif variant != "default":
         raise SystemExit(f"harness_variants: variant must be 'default' or 'iothread', got {variant!r}")
-    out = bench.harness(rounds=rounds)
+    out = harness.harness(rounds=rounds)
     for key in sorted(out):
         if key.endswith("_over_direct") or key.startswith("harness_qsd_cpu_us"):
             print(f"{variant:10s} {key:45s} {out[key]:.3f}")

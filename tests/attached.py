@@ -4,12 +4,12 @@ Each "attached disk" is a sparse file in a private temporary directory under /va
 opened with O_DIRECT), attached as a direct-I/O loop device. The rig file, written into the same directory, is
 enabled and allows destruction, and names each device by a link the test creates to its loop device.
 
-Stable ids. The rig schema and the guards (snaptax.rig.is_stable_id) accept only names under /dev/disk/by-id,
+Stable ids. The rig schema and the guards (snaptax.host.rig.is_stable_id) accept only names under /dev/disk/by-id,
 because /dev/sdX and /dev/loopN names change across boots. These machines have no udev and no /dev/disk at all,
 and a link the test put into /dev/disk/by-id would be shared, machine-wide state: another checkout's test run
 could see or remove it, and a killed run would leave it in /dev. So the links live in the test's own directory
 (`<tmp>/by-id/snaptax-test-<device>`), and while the rig exists `stable_ids_under` adds exactly that directory
-to snaptax.rig.STABLE_ID_PREFIXES — in this process only, restored afterwards. The production guard is not
+to snaptax.host.rig.STABLE_ID_PREFIXES — in this process only, restored afterwards. The production guard is not
 weakened: no rig-file field, environment variable or setting widens it, and everything after that one prefix
 test (link resolution, block-device check, holders, mounts, swap, exclusive open) runs unchanged on the loop
 devices. A child process that needs the rig (the interrupt test) enters the same context itself.
@@ -37,8 +37,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from snaptax import rig as rigmod
-from snaptax.procs import signals_deferred
+from snaptax.host import rig as rigmod
+from snaptax.host.procs import signals_deferred
 
 GiB = 1 << 30
 LINK_PREFIX = "snaptax-test-"
@@ -227,7 +227,7 @@ class LoopRig:
         """A device-mapper linear device on top of the device, so that /sys/block/loopN/holders lists it. Only
         device-mapper (or MD RAID, bcache) fills `holders` (the kernel's bd_link_disk_holder); loop devices,
         partitions and filesystems never do. None when this kernel has no device-mapper."""
-        from snaptax.engines.lvmthin import host_has_device_mapper
+        from snaptax.engines.lvmthin.engine import host_has_device_mapper
         if not (host_has_device_mapper() and shutil.which("dmsetup")):
             return None
         dm = f"{LINK_PREFIX}{self.root.name}-{name}"

@@ -40,7 +40,7 @@ def scratch_rig():
     """Factory of a one-device embedded rig in its own temporary work directory, removed afterwards."""
     import tempfile
 
-    from snaptax.rig import Device, Rig
+    from snaptax.host.rig import Device, Rig
     made: list[Path] = []
 
     def make(engine: str, capacity: int) -> Rig:
@@ -59,8 +59,7 @@ def smoke_run(data_dir, work_dir):
     its notebook stage, before pytest, and names that data directory in SNAPTAX_SMOKE_DATA; a test that checks a
     smoke run end to end reads that run instead of measuring the same plan a second time (minutes per study).
     Without it (pytest alone, `make unit`), the run is measured here into the test's private data directory."""
-    from importlib import import_module
-
+    from snaptax import studies
     from snaptax.record import RunRecord
 
     def get(study: str) -> RunRecord:
@@ -68,7 +67,7 @@ def smoke_run(data_dir, work_dir):
         runs = sorted((Path(shared) / "local" / study).glob("*-smoke")) if shared else []
         if runs:
             return RunRecord.load(runs[-1])
-        return RunRecord.load(import_module(f"snaptax.studies.{study}.measure").run("local", "smoke"))
+        return RunRecord.load(studies.get(study).run("local", "smoke"))
     return get
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from snaptax import procs
+from snaptax.host import procs
 
 CONFIG: dict[str, dict] = {
     "ServerApp": {"ip": "127.0.0.1", "port": 0, "port_retries": 0, "open_browser": False},

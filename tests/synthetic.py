@@ -5,9 +5,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from snaptax import fio, profiles
+from snaptax.host.rig import Device, Rig
 from snaptax.plan import Measure
 from snaptax.record import RunWriter
-from snaptax.rig import Device, Rig
 
 
 def fio_result(job: str, read_iops: float = 0.0, write_iops: float = 0.0, runtime_s: float = 1.0,
@@ -55,3 +55,17 @@ def judged(key: str, value: float, low: float, high: float, n: int = 3, unit: st
     from snaptax.values import Value
     se = (high - low) / 2 / float(sps.t.ppf(0.975, n - 1)) if n > 1 else math.nan
     return Value(key, value, unit, low, high, n, digits, None, "t", se, n - 1, "linear", True)
+
+
+def fio_log(per_second, jobs=4, short_jobs=0):
+    """An IOPS log as fio 3.33 writes one for `jobs` jobs with per_job_logs=0: each job's lines in turn, one line per
+    second and direction (time ms, IOPS, direction, block size, offset), the samples a ms or so off each whole
+    second; `per_second` the run's total IOPS in each second, split evenly over jobs and directions. The first
+    `short_jobs` jobs stop before their last sample (a job of fio that ends just before its next second)."""
+    lines = []
+    for j in range(jobs):
+        for k in range(len(per_second) - (1 if j < short_jobs else 0)):
+            t = 1000 * (k + 1) + j % 3 - 1
+            v = round(per_second[k] / (2 * jobs))
+            lines += [f"{t}, {v}, 0, 4096, 0", f"{t}, {v}, 1, 4096, 0"]
+    return "\n".join(lines) + "\n"

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from snaptax import devices, paths, profiles, rig as rigmod
+from snaptax import paths, profiles
 from snaptax.errors import DeviceRefused
+from snaptax.host import devices, rig as rigmod
 from tests.attached import LINK_PREFIX, leftovers, loop_rig
 from tests.conftest import _have, requires_qsd, requires_root
 
@@ -123,8 +124,8 @@ def test_device_mounted_or_swapped_under_another_name_is_refused_as_such(guard_r
 
 def test_the_study_path_refuses_before_writing(guard_rig):
     """open_device, which every engine calls, refuses the mounted device; the filesystem on it is untouched."""
-    from snaptax.backends import open_device
-    from snaptax.procs import ProcessGroup
+    from snaptax.host.backends import open_device
+    from snaptax.host.procs import ProcessGroup
     rig = guard_rig.rig()
     canary = guard_rig.mount("mounted") / "canary"
     canary.write_text("still here")
@@ -234,10 +235,11 @@ def _check_run(record, rig_file: Path, device: str, loop: Path) -> None:
 def test_chain_length_smoke_on_the_block_device(study_rig, data_dir):
     """The chain_length smoke plan as the study runs it: qcow2 on the block device, then LVM thin in a TCG guest
     to which qemu-storage-daemon serves the same block device as its physical volume."""
+    from snaptax import studies
     from snaptax.record import RunRecord
-    from snaptax.studies.chain_length import measure, plan as planmod
+    from snaptax.studies.chain_length import plan as planmod
     t0 = time.monotonic()
-    published = measure.run(str(study_rig.rig_file), "smoke", device="ssd")
+    published = studies.get("chain_length").run(str(study_rig.rig_file), "smoke", device="ssd")
     record = RunRecord.load(published)
     assert published.parent == data_dir / "loop-test" / "chain_length"
     _check_run(record, study_rig.rig_file, "ssd", study_rig.loops["ssd"])
@@ -268,11 +270,12 @@ with loop_rig(("ssd", "held", "swap"), capacity=(64 << 20) if mode == "guards" e
         print("ready", flush=True)
         time.sleep(600)
     elif mode == "study":
-        from snaptax.studies.chain_length import measure
-        measure.run(str(lr.rig_file), "smoke", device="ssd")
+        from snaptax import studies
+        studies.get("chain_length").run(str(lr.rig_file), "smoke", device="ssd")
     else:  # lvmthin: the same plan in the TCG guest, on the device served to it by qemu-storage-daemon
         from snaptax import profiles
-        from snaptax.engines.lvmthin import LvmThinConfig, LvmThinEngine
+        from snaptax.engines.lvmthin.config import LvmThinConfig
+        from snaptax.engines.lvmthin.engine import LvmThinEngine
         from snaptax.record import RunSession
         from snaptax.studies.chain_length import plan as planmod
         profile = profiles.get("smoke")

@@ -8,7 +8,8 @@ import time
 import nbformat
 import pytest
 
-from snaptax import browser, figures, paths
+from snaptax import browser, paths
+from snaptax.paper import figures
 from tests.jupyterlab import jupyterlab, processes_naming
 
 NOTEBOOKS = sorted((paths.REPO_ROOT / "notebooks").glob("*.ipynb"))

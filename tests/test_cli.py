@@ -52,8 +52,8 @@ def test_malformed_rig_file_names_the_field(tmp_path):
 
 
 def test_missing_tool_names_the_package(monkeypatch):
-    from snaptax import procs
     from snaptax.errors import MissingTool
+    from snaptax.host import procs
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(MissingTool) as err:
         procs.require("qemu-storage-daemon")
@@ -129,7 +129,8 @@ def test_version():
 
 
 def test_help_lists_the_rigs_profiles_and_studies():
-    from snaptax import profiles, rig, studies
+    from snaptax import profiles, studies
+    from snaptax.host import rig
     for command in ("run", "plan", "render", "claims", "notebook", "notebooks", "compare"):
         out = " ".join(snaptax(command, "--help").stdout.split())     # argparse wraps at any space
         assert "{" + ",".join(profiles.PROFILES) + "}" in out, command

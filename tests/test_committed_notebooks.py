@@ -7,7 +7,8 @@ import nbformat
 import papermill
 import pytest
 
-from snaptax import notebooks, paths, profiles, rig as rigmod, studies
+from snaptax import notebooks, paths, profiles, studies
+from snaptax.host import rig as rigmod
 
 NOTEBOOKS = sorted((paths.REPO_ROOT / "notebooks").glob("*.ipynb"))
 PARAMETERS = {"rig": ("str", "local"), "profile": ("str", "quick"), "run_dir": ("Optional[str]", None),
@@ -60,7 +61,8 @@ def test_no_cell_after_the_parameters_sets_one_again(path):
 
 
 # Loaded by the kernel at start (IPython startup file): the study's measuring module is replaced by one that records
-# what it was asked and stops the notebook there, so that nothing is measured; Study.run and everything above it
+# what it was asked and stops the notebook there, so that nothing is measured; Study.run (up to measure.setup) and
+# everything above it
 # (the notebook's cells, Study.open) run as they are.
 FAKE_MEASURE = '''
 import json, os, types
@@ -73,11 +75,11 @@ def _fake(self, part):
     if part != "measure":
         return _module(self, part)
 
-    def run(rig, profile, device=None):
+    def setup(rig, profile, device=None):
         with open(os.environ["SNAPTAX_TEST_ASKED"], "w") as f:
-            json.dump({"study": self.id, "rig": rig, "profile": profile}, f)
+            json.dump({"study": self.id, "rig": rig.name, "profile": profile.name}, f)
         raise RuntimeError(f"fake measurement of {self.id} asked: nothing measured")
-    return types.SimpleNamespace(run=run)
+    return types.SimpleNamespace(setup=setup)
 
 
 studies.Study.module = _fake

@@ -7,21 +7,21 @@ import pytest
 
 from snaptax import compare, paths
 from snaptax.claims import Claim, Outcome
-from snaptax.values import Results, Value
+from snaptax.values import DerivedValues, Value
 from tests.synthetic import judged
 
 CLAIM = Claim("s.loss", "key", "Table 1", "loss", 65.0, "%", 0.0, 15.0, "test", "s.loss", "x", label="C001-1")
 
 
-def results(run_id: str, loss: Value) -> Results:
-    r = Results("s", run_id, "local", "quick")
+def results(run_id: str, loss: Value) -> DerivedValues:
+    r = DerivedValues("s", run_id, "local", "quick")
     r.add([loss, Value("s.run.id", text=run_id), Value("s.label", text="x")])
     r.claims = [Outcome(CLAIM, loss).to_json()]
     return r
 
 
 def test_consistent_runs_reproduce():
-    c = compare.compare_results(results("a", judged("s.loss", 60, 55, 65, 4)),
+    c = compare.compare_derived(results("a", judged("s.loss", 60, 55, 65, 4)),
                                 results("b", judged("s.loss", 62, 57, 67, 4)))
     (v,) = [v for v in c.values if v.key == "s.loss"]
     assert v.consistent and v.distance == 2 / math.hypot(5, 5)
@@ -30,7 +30,7 @@ def test_consistent_runs_reproduce():
 
 
 def test_inconsistent_values_are_reported_even_if_the_verdict_holds():
-    c = compare.compare_results(results("a", judged("s.loss", 55, 53, 57, 4)),
+    c = compare.compare_derived(results("a", judged("s.loss", 55, 53, 57, 4)),
                                 results("b", judged("s.loss", 70, 68, 72, 4)))
     assert c.reproduced                                   # both 'agrees'
     assert [v.key for v in c.inconsistent] == ["s.loss"]
@@ -38,7 +38,7 @@ def test_inconsistent_values_are_reported_even_if_the_verdict_holds():
 
 
 def test_a_verdict_flip_is_not_reproduced():
-    c = compare.compare_results(results("a", judged("s.loss", 60, 55, 65, 4)),
+    c = compare.compare_derived(results("a", judged("s.loss", 60, 55, 65, 4)),
                                 results("b", judged("s.loss", 20, 15, 25, 4)))
     assert not c.reproduced
     assert "DIFFERENT" in "\n".join(compare.report(c))
@@ -46,12 +46,12 @@ def test_a_verdict_flip_is_not_reproduced():
 
 def test_a_repeated_inconclusive_verdict_is_the_same_but_not_a_decided_one():
     wide = (judged("s.loss", 60, 20, 100, 4), judged("s.loss", 61, 21, 101, 4))   # wider than the band
-    both_undecided = compare.compare_results(results("a", wide[0]), results("b", wide[1]))
+    both_undecided = compare.compare_derived(results("a", wide[0]), results("b", wide[1]))
     assert both_undecided.verdicts_reproduced == 1
     assert both_undecided.decisive == [] and both_undecided.decisive_reproduced == 0
-    one_decided = compare.compare_results(results("a", wide[0]), results("b", judged("s.loss", 62, 57, 67, 4)))
+    one_decided = compare.compare_derived(results("a", wide[0]), results("b", judged("s.loss", 62, 57, 67, 4)))
     assert len(one_decided.decisive) == 1 and one_decided.decisive_reproduced == 0
-    both_decided = compare.compare_results(results("a", judged("s.loss", 60, 55, 65, 4)),
+    both_decided = compare.compare_derived(results("a", judged("s.loss", 60, 55, 65, 4)),
                                            results("b", judged("s.loss", 62, 57, 67, 4)))
     assert len(both_decided.decisive) == 1 and both_decided.decisive_reproduced == 1
 
@@ -85,7 +85,7 @@ def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path, monkeypatch):
 def test_cli_refuses_runs_of_different_studies_in_one_line(tmp_path, monkeypatch):
     a, b = tmp_path / "a", tmp_path / "b"
     _derived(a, results("a", judged("s.loss", 60, 55, 65, 4)), monkeypatch, tmp_path)
-    other = Results("t", "b", "local", "quick")
+    other = DerivedValues("t", "b", "local", "quick")
     other.add([judged("t.loss", 60, 55, 65, 4)])
     _derived(b, other, monkeypatch, tmp_path)
     out = subprocess.run([sys.executable, "-m", "snaptax", "compare", str(a), str(b)], capture_output=True,
@@ -110,7 +110,7 @@ def test_compare_on_the_committed_runs(monkeypatch):
         assert len(runs) >= 2, f"{study.id}: the committed data should hold a quick run and its rerun"
         c = compare.compare_runs(runs[-2], runs[-1])
         # every claim is compared; a study without claims (derived results only) still compares its values
-        assert len(c.verdicts) == len(derived.results(runs[-1]).claims)
+        assert len(c.verdicts) == len(derived.values_of(runs[-1]).claims)
         assert c.verdicts or any(v.comparable for v in c.values), study.id
         out = subprocess.run([sys.executable, "-m", "snaptax", "compare", str(runs[-2]), str(runs[-1])],
                              capture_output=True, text=True, cwd=paths.REPO_ROOT, timeout=120, env=env)

@@ -15,14 +15,14 @@ def test_results_of_a_run_leave_the_run_untouched_and_come_back_from_the_cache(t
     monkeypatch.setenv("SNAPTAX_DERIVED_DIR", str(tmp_path / "derived"))
     run = build_run(tmp_path / "data")
     before = _tree(run)
-    first = derived.results(run)
+    first = derived.values_of(run)
     assert _tree(run) == before                               # nothing written into the raw run
     cached = derived.cache_path(run)
     assert cached.is_file() and cached.is_relative_to(tmp_path / "derived")
-    assert derived.results(run).to_json() == first.to_json()
+    assert derived.values_of(run).to_json() == first.to_json()
     # a cached file of another version is analysed again, not served
-    cached.write_text(json.dumps({"format": "snaptax-results", "format_version": 0}))
-    assert derived.results(run).to_json() == first.to_json()
+    cached.write_text(json.dumps({"format": "snaptax-derived-values", "format_version": 0}))
+    assert derived.values_of(run).to_json() == first.to_json()
 
 
 def test_the_cache_key_follows_the_manifest_and_the_code(tmp_path, monkeypatch):

@@ -109,7 +109,8 @@ def test_a_child_of_the_holder_does_not_deadlock(lock_path):
 
 
 def test_a_run_starts_when_it_holds_the_lock_and_records_its_wait(lock_path, data_dir, work_dir):
-    from snaptax import profiles, rig as rigmod
+    from snaptax import profiles
+    from snaptax.host import rig as rigmod
     from snaptax.record import RunRecord, RunSession
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(lock_path), str(TIMEOUT_S)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)

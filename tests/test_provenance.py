@@ -79,7 +79,7 @@ def _git(answers):
     return run
 
 
-@pytest.mark.parametrize(("status", "dirty"), [("", False), (" M src/snaptax/bench.py\n", True)])
+@pytest.mark.parametrize(("status", "dirty"), [("", False), (" M src/snaptax/bench/harness.py\n", True)])
 def test_git_state_commit_and_dirty(monkeypatch, status, dirty):
     monkeypatch.setattr(provenance.subprocess, "run", _git({"rev-parse": _completed("0123abc\n"),
                                                             "status": _completed(status)}))

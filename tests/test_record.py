@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from snaptax import fio, profiles, rig as rigmod
+from snaptax import fio, profiles
 from snaptax.counters import UnknownCounter
+from snaptax.host import rig as rigmod
 from snaptax.plan import Measure
 from snaptax.record import RECORD_VERSION, RecordError, RunRecord, RunSession, published_runs
 from tests.synthetic import fio_result, write_run
@@ -156,7 +157,7 @@ def test_emulator_lateness_flags_a_measurement(tmp_path):
 
 
 def test_a_flagged_run_names_the_hypervisor_steal_its_counters_recorded(tmp_path):
-    from snaptax.procs import CpuTimes
+    from snaptax.host.procs import CpuTimes
     from snaptax.record import machine_counters
 
     step = Measure(JOB, "qd")
@@ -180,7 +181,7 @@ def test_a_fio_run_records_the_machine_cpu_times_around_it(data_dir, work_dir):
         with s.in_variant("v1", {"engine": "x"}):
             step = Measure(JOB, "create")
             d = s.measurement_dir(0, step)
-            from snaptax.procs import CpuTimes
+            from snaptax.host.procs import CpuTimes
             run = fio.FioRun(d, fake_run(d).result, 1.0, CpuTimes(1.0, 2.0, 0.5), CpuTimes(2.0, 4.0, 0.75))
             s.record_measurement(0, step, chain_length=0, fio_run=run, counters_before={}, counters_after={})
     m = RunRecord.load(s.published).measurements[0]
@@ -202,7 +203,7 @@ def test_failed_run_leaves_nothing(data_dir, work_dir):
 @pytest.mark.committed
 def test_committed_runs_load_and_hold_only_what_they_measured(monkeypatch):
     """Every committed run reads back whole, and holds only what its measurement wrote: nothing derived (its
-    analysis's values live outside the run, snaptax.derived and snaptax.printedvalues)."""
+    analysis's values live outside the run, snaptax.derived and snaptax.paper.printedvalues)."""
     from snaptax import studies
     from snaptax.paths import data_dir
 

@@ -4,9 +4,10 @@ import os
 
 import pytest
 
-from snaptax import profiles, rig as rigmod, timeline
+from snaptax import profiles, timeline
 from snaptax.errors import MeasurementError
-from snaptax.procs import threads as _threads
+from snaptax.host import rig as rigmod
+from snaptax.host.procs import threads as _threads
 from snaptax.record import RunSession
 
 

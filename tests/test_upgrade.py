@@ -1,5 +1,6 @@
 """Older run formats are upgraded on load, in one place (record.upgrade): the format-2 manifests of the committed
-runs become format 3 with what they ran with; a run too old to upgrade is refused in one line."""
+runs become format 3 with what they ran with, and format 3 becomes 4 (each study's scale nested in its parameters);
+a run too old to upgrade is refused in one line."""
 import copy
 import json
 import math
@@ -29,11 +30,11 @@ def _v2(tmp_path, study="unit", **fields):
     return run, man
 
 
-def test_a_format_2_run_reads_as_format_3_with_what_it_ran_with(tmp_path):
+def test_a_format_2_run_reads_as_the_current_format_with_what_it_ran_with(tmp_path):
     run, man = _v2(tmp_path, emulated=True)
     before = copy.deepcopy(man)
     m = RunRecord.load(run).manifest
-    assert m.format_version == RECORD_VERSION == 3
+    assert m.format_version == RECORD_VERSION == 4
     assert m.lock_wait_s == 0.0 and m.planned_seconds == 0.0 and m.planned_points == 0
     assert m.emulator_version == 1                      # every format-2 run predates the flush fix
     assert json.loads((run / "manifest.json").read_text()) == before     # the raw run is not rewritten
@@ -47,7 +48,8 @@ def test_a_study_s_parameters_get_what_its_older_runs_ran_with_and_retired_ones_
     run, man = _v2(tmp_path / "t", study="tiering", parameters={"guest_learn_s": 3.0, "lvmthin": False},
                    events=[])
     params = upgrade(man, run)["parameters"]
-    assert "guest_learn_s" not in params and params["span_model_ios"] == 6000 and math.isnan(params["guest_segment_s"])
+    scale = params["scale"]
+    assert "guest_learn_s" not in params and scale["span_model_ios"] == 6000 and math.isnan(scale["guest_segment_s"])
 
 
 def test_a_tiering_run_from_before_the_learning_gate_is_refused_naming_the_last_reader(tmp_path):
@@ -60,6 +62,53 @@ def test_a_current_run_records_every_field_and_an_unknown_format_is_refused(tmp_
     run = write_run(tmp_path, "unit", "smoke", {}, [("v", 0, Measure(JOB, "create"), 0)],
                     lambda *a: (fio_result("randrw", 1, 1), {}, {}, {}))
     man = json.loads((run / "manifest.json").read_text())
-    assert man["format_version"] == 3 and man["emulator_version"] is None and "lock_wait_s" in man
+    assert man["format_version"] == 4 and man["emulator_version"] is None and "lock_wait_s" in man
     with pytest.raises(RecordError, match="not a snaptax run record"):
         upgrade({**man, "format": "other"}, run)
+
+
+def _v3(tmp_path, study, parameters, profile="quick"):
+    """A run written today, its manifest turned back into format 3 with the study's parameters as format 3 had
+    them (the scale's fields among the others)."""
+    run = write_run(tmp_path, study, profile, parameters, [("v", 0, Measure(JOB, "create"), 0)],
+                    lambda *a: (fio_result("randrw", 1, 1), {}, {}, {}))
+    man = json.loads((run / "manifest.json").read_text())
+    man["format_version"] = 3
+    return run, man
+
+
+def test_format_3_nests_each_study_s_scale_and_rebuilds_what_it_did_not_record(tmp_path):
+    from snaptax import profiles
+    from snaptax.studies.calibration import plan as calibration
+    from snaptax.studies.chain_bulk import plan as chain_bulk
+    from snaptax.studies.memory_dump import plan as memory_dump
+
+    made = iter(range(100))
+
+    def upgraded(study, flat, profile="quick"):
+        run, man = _v3(tmp_path / f"{study}-{profile}-{next(made)}", study, flat, profile)
+        return upgrade(man, run)["parameters"]
+
+    quick = profiles.get("quick")
+    bulk = upgraded("chain_bulk", {"device": "ssd", "max_chain": 4, "runtime_s": 3, "ramp_time_s": 1,
+                                   "block_bytes": 1, "repeats": 2, "disk_bytes": 1})
+    assert bulk["scale"] == {"max_chain": 4, "runtime_s": 3, "ramp_time_s": 1, "warmup": True}
+    assert chain_bulk.ChainBulkParameters.from_json(bulk, "test").scale == chain_bulk.scale(quick)
+    assert upgraded("chain_bulk", {"max_chain": 3}, "smoke")["scale"]["warmup"] is False
+    cal = upgraded("calibration", {"depths": [1, 4, 16, 32], "spans": [0.003, 0.01, 0.03, 0.1, 0.3, 1.0],
+                                   "reads_double_iodepth": 4, "span_runtime_s": 10.0})
+    assert cal["scale"]["span_runtime_factor"] == 2.0 and cal["span_runtime_s"] == 10.0
+    assert cal["scale"]["span_runtime_factor"] == calibration.scale(quick).span_runtime_factor
+    meta = upgraded("metadata_cache", {"pairs": 4, "runtime_s": 4, "coverage": {"cover-1-1": 1.0, "cover-1-8": 0.13,
+                                                                                 "cover-15-16": 0.94}})
+    assert meta["scale"] == {"pairs": 4, "runtime_s": 4, "coverages": ["1/8", "15/16", "1"]}
+    assert "pairs" not in meta and meta["coverage"]["cover-1-8"] == 0.13
+    guest = {"memory_mib": 384, "fill_mib": 200, "repeats": 3, "dirty_pages_s": 1, "baseline_s": 1.0,
+             "background": True, "precopy_points": [[2048, 2.0], [256, 25]], "bandwidth_role": "ssd",
+             "nominal_ssd": [0.0005, 1.0]}
+    dump = upgraded("memory_dump", {"memory_bytes": 1, "repeats": 2, "tuned_repeats": 8, "block_pages": [64],
+                                    "waits_ms": [0], "guest": guest})
+    assert dump["guest"]["scale"] == {"memory_mib": 384, "repeats": 3, "background": True, "precopy_points": [
+        {"block_pages": 2048, "wait_ms": 2.0}, {"block_pages": 256, "wait_ms": 25}]}
+    assert memory_dump.GuestParameters.from_json(dump["guest"], "test").scale == memory_dump.guest_scale(quick)
+    assert upgraded("memory_dump", {"guest": None}) == {"guest": None}      # nothing of a scale: left as it was

@@ -1,10 +1,10 @@
-"""Values, results.json and the \\val lookup: a value the paper asks for and the data lack fails in one line."""
+"""Values: keys, printing, intervals, and derived values' round trip (the \\val lookup: tests/paper/test_macros.py)."""
 import json
 import math
 
 import pytest
 
-from snaptax.values import MissingValue, Results, ResultsFormatError, Value, check_available, keys_used, render_tex
+from snaptax.values import DerivedValues, DerivedValuesFormatError, Value
 
 
 def test_keys_are_dotted_and_start_with_a_study():
@@ -28,27 +28,12 @@ def test_a_value_that_rounds_to_zero_prints_without_a_sign():
 
 
 def test_results_round_trip_and_version_check():
-    r = Results("s", "run", "local", "quick")
+    r = DerivedValues("s", "run", "local", "quick")
     r.add([Value("s.x", 1.5, "%", 1.0, 2.0, 3, 1), Value("s.t", text="a_b")])
-    back = Results.from_json(json.loads(json.dumps(r.to_json())))
+    back = DerivedValues.from_json(json.loads(json.dumps(r.to_json())))
     assert back.values["s.x"] == r.values["s.x"] and back.values["s.t"].text == "a_b"
-    with pytest.raises(ResultsFormatError, match="version 99"):
-        Results.from_json({"format": "snaptax-results", "format_version": 99}, "cache.json")
-
-
-def test_tex_defines_every_value_and_escapes_text():
-    tex = render_tex([Value("s.t", text="50%_x")])
-    assert "\\csname snaptax@v@s.t\\endcsname{50\\%\\_x}" in tex
-
-
-def test_missing_value_names_the_key_and_the_file(tmp_path):
-    paper = tmp_path / "p.tex"
-    paper.write_text("Loss \\valci{s.loss}\\,\\% and \\val{s.there}. % \\val{s.commented}\n")
-    used = keys_used([paper])
-    assert set(used) == {"s.loss", "s.there"}
-    check_available(used, ["s.loss", "s.there"])
-    with pytest.raises(MissingValue, match="p.tex: asks for value 's.loss'"):
-        check_available(used, ["s.there"])
+    with pytest.raises(DerivedValuesFormatError, match="version 99"):
+        DerivedValues.from_json({"format": "snaptax-derived-values", "format_version": 99}, "cache.json")
 
 
 @pytest.mark.parametrize("low, high, side", [(0.5, 0.8, "lies below 1"), (0.5, 1.4, "includes 1"),

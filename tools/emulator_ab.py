@@ -30,7 +30,7 @@ ONE = r'''
 import json, sys
 from pathlib import Path
 from snaptax import fio
-from snaptax.procs import ProcessGroup
+from snaptax.host.procs import ProcessGroup
 from snaptax.spindle.rigfiles import disk, named_devices, parse_device, profile_names
 from snaptax.spindle.serve import SpindleDevice, fresh_counters, serve
 name, cap, rw, bs, qd, extra, runtime, wd = json.loads(sys.argv[1])

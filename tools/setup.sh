@@ -27,7 +27,9 @@ fi
 PY="${PYTHON:-python3}"
 stamp=.venv/.snaptax-setup
 want="$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
-if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+# also when the package itself is not importable (an editable install removed by hand or by another checkout)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
+   || ! .venv/bin/python -c "import snaptax" 2>/dev/null; then
   echo "setup: building .venv from requirements.txt"
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .claims import Outcome
 from .record import RunRecord
-from .values import Results, Value
+from .values import DerivedValues, Value
 
 
 @dataclass
@@ -32,9 +32,9 @@ class Analysis:
                 return v
         raise KeyError(key)
 
-    def results(self) -> Results:
+    def derived_values(self) -> DerivedValues:
         m = self.record.manifest
-        r = Results(m.study, m.run_id, m.rig, m.profile.name)
+        r = DerivedValues(m.study, m.run_id, m.rig, m.profile.name)
         r.add(run_values(self.record))
         r.add(self.values)
         r.claims = [o.to_json() for o in self.outcomes]

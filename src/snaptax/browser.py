@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import procs
 from .errors import SnaptaxError
+from .host import procs
 
 LOCAL_SCHEMES = frozenset({"data", "blob", "about", "chrome", "devtools"})   # never leave the browser
 FLAGS = (

@@ -246,7 +246,7 @@ def outcome(claim: Claim, values: dict[str, Value]) -> Outcome:
 
 
 def from_json(row: dict[str, Any]) -> Outcome:
-    """An Outcome from a `claims` row of a run's derived values (values.Results.claims)."""
+    """An Outcome from a `claims` row of a run's derived values (values.DerivedValues.claims)."""
     fields = {k: row[k] for k in ("id", "cite", "where", "statement", "published", "unit", "no_effect",
                                    "tolerance", "tolerance_basis", "value_key", "stand_in", "published_text")}
     fields["label"] = row.get("label", "")     # rows written before claims carried labels have none

@@ -37,7 +37,7 @@ def _engine_support(rig) -> list[str]:
 
 
 def cmd_rig_check(args: argparse.Namespace) -> int:
-    from . import devices, rig as rigmod
+    from .host import devices, rig as rigmod
     rig = rigmod.load(args.rig)
     emulated = [d.name for d in rig.devices if d.emulated]
     print(f"rig {rig.name} ({rig.kind}{', enabled' if rig.enabled else ', DISABLED'}"
@@ -76,7 +76,7 @@ def _tool_drift(rig: str) -> str:
 
 def _check_rig_and_profile(args: argparse.Namespace) -> None:
     """Every command that takes --rig/--profile validates both before doing anything (one line, exit 2)."""
-    from . import rig as rigmod
+    from .host import rig as rigmod
 
     if getattr(args, "profile", None) is not None:
         profiles.get(args.profile)
@@ -109,7 +109,7 @@ def _allow_dirty(args: argparse.Namespace) -> None:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from . import render
+    from .paper import render
 
     _check_rig_and_profile(args)
     paper = render.render_all(args.rig, args.profile, paper_dir=Path(args.paper_dir) if args.paper_dir else None)
@@ -175,7 +175,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     outcomes, names = [], []
     for study in studies.REGISTRY:
         run = study.newest_run(args.rig, args.profile)
-        found = [claims.from_json(row) for row in derived.results(run).claims]
+        found = [claims.from_json(row) for row in derived.values_of(run).claims]
         outcomes += found
         names += [run.name] * len(found)
     # the verdicts the paper prints: adjusted within each seed's family (Holm)
@@ -247,7 +247,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_texlog(args: argparse.Namespace) -> int:
-    from . import texlog
+    from .paper import texlog
     texlog.check(Path(args.log), overfull=not args.allow_overfull)
     return 0
 
@@ -342,7 +342,8 @@ def _document_choices(p: argparse.ArgumentParser) -> None:
     """Every command's --rig, --profile and study argument says in --help what it may be. The values are checked
     where they are used (one line naming the field), not by argparse, whose refusal is a usage message; and a rig
     may also be a path."""
-    from . import rig as rigmod, studies
+    from . import studies
+    from .host import rig as rigmod
 
     choices = {
         "rig": (None, f"a rig in rigs/ ({', '.join(rigmod.names())}) or the path of a rig file"),
@@ -360,7 +361,7 @@ def _document_choices(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .procs import install_sigterm_as_exit
+    from .host.procs import install_sigterm_as_exit
     install_sigterm_as_exit()
     args = parser().parse_args(argv)
     try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import AnalysisError
-from .values import Results, Value
+from .values import DerivedValues, Value
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class RunComparison:
         return all(v.same for v in self.verdicts)
 
 
-def compare_results(a: Results, b: Results) -> RunComparison:
+def compare_derived(a: DerivedValues, b: DerivedValues) -> RunComparison:
     if a.study != b.study:
         raise AnalysisError(f"runs of different studies: {a.study} and {b.study}")
     values = tuple(ValueComparison(k, a.values[k], b.values[k]) for k in sorted(set(a.values) & set(b.values))
@@ -111,7 +111,7 @@ def compare_results(a: Results, b: Results) -> RunComparison:
 def compare_runs(run_a: Path, run_b: Path) -> RunComparison:
     from . import derived
 
-    return compare_results(derived.results(run_a), derived.results(run_b))
+    return compare_derived(derived.values_of(run_a), derived.values_of(run_b))
 
 
 def report(c: RunComparison, all_values: bool = False) -> list[str]:

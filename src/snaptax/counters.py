@@ -63,7 +63,7 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     CounterSpec(r"emulator\.flushes_released", "counter", "requests", "flushes the emulator released (in released)"),
     CounterSpec(r"emulator\.flush_late_s_sum", "counter", "s",
                 "summed lateness of the flushes' releases (in release_late_s_sum)"),
-    # machine: this machine's CPUs over the fio run (/proc/stat; snaptax.procs.cpu_times)
+    # machine: this machine's CPUs over the fio run (/proc/stat; snaptax.host.procs.cpu_times)
     CounterSpec(r"machine\.cpu_(busy|idle|steal)_s", "counter", "s",
                 "this machine's CPU time busy (user, nice, system, irq, softirq) / idle (idle, iowait) / taken by "
                 "the hypervisor (steal), summed over its CPUs: the emulated spindles keep time only with the CPU"),
@@ -93,7 +93,7 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     CounterSpec(r"guest\.io_ms", "counter", "ms", "time the guest's LV had I/O in flight"),
     CounterSpec(r"guest\.cpu_(busy|idle)_s", "counter", "s",
                 "the guest's CPU time busy (user, nice, system, irq, softirq) / idle (idle, iowait), summed over "
-                "its CPUs; steal is in neither (snaptax.procs.cpu_times)"),
+                "its CPUs; steal is in neither (snaptax.host.procs.cpu_times)"),
 )
 # snapdev: a second rig device an engine keeps its snapshots on (the cofw engine's snapshot_device), counted as
 # the host counts the source device.

@@ -1,11 +1,11 @@
 """Derived values of published runs, kept apart from the raw runs.
 
 A published run (data/<rig>/<study>/<run>/) is raw: nothing writes into it after it is published. What its study's
-analysis makes of it — the Values and the claims' verdicts (values.Results) — is derived: computed when it is read,
-and cached under build/derived/ (git-ignored), keyed by the run's manifest and by a fingerprint of the code that
+analysis makes of it — the Values and the claims' verdicts (values.DerivedValues) — is derived: computed when it is
+read, and cached under build/derived/ (git-ignored), keyed by the run's manifest and by a fingerprint of the code that
 analysed it, so that a second `make claims` or `make compare` reads the values back instead of analysing again,
 while a changed analysis is never served stale values. Nothing here is committed: the committed record of what the
-paper prints is snaptax.printedvalues.
+paper prints is snaptax.paper.printedvalues.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import paths
 from .record import MANIFEST, RunRecord, write_atomic
-from .values import Results, ResultsFormatError
+from .values import DerivedValues, DerivedValuesFormatError
 
 if TYPE_CHECKING:
     from .analysis import Analysis
@@ -39,13 +39,13 @@ def cache_path(run: Path) -> Path:
     return paths.derived_dir() / run.parent.name / f"{run.name}-{h.hexdigest()[:20]}.json"
 
 
-def store(run: Path, results: Results) -> None:
+def store(run: Path, derived: DerivedValues) -> None:
     """Keep a run's derived values in the cache (and drop those of other code for the same run)."""
     path = cache_path(run)
     for stale in path.parent.glob(f"{Path(run).name}-*.json"):
         if stale != path:
             stale.unlink(missing_ok=True)
-    write_atomic(path, json.dumps(results.to_json(), indent=1, sort_keys=True, allow_nan=False) + "\n")
+    write_atomic(path, json.dumps(derived.to_json(), indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
 def analyse(run: Path) -> Analysis:
@@ -55,16 +55,16 @@ def analyse(run: Path) -> Analysis:
 
     record = RunRecord.load(run)
     analysis = studies.get(record.manifest.study).analyse(record)
-    store(run, analysis.results())
+    store(run, analysis.derived_values())
     return analysis
 
 
-def results(run: Path) -> Results:
+def values_of(run: Path) -> DerivedValues:
     """A published run's derived values: from the cache when the same code made them, else analysed now."""
     try:
-        return Results.from_json(json.loads(cache_path(run).read_text()), cache_path(run))
-    except (FileNotFoundError, ValueError, ResultsFormatError):
-        return analyse(run).results()
+        return DerivedValues.from_json(json.loads(cache_path(run).read_text()), cache_path(run))
+    except (FileNotFoundError, ValueError, DerivedValuesFormatError):
+        return analyse(run).derived_values()
 
 
-__all__ = ["code_fingerprint", "cache_path", "store", "analyse", "results"]
+__all__ = ["code_fingerprint", "cache_path", "store", "analyse", "values_of"]

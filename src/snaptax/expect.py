@@ -38,7 +38,7 @@ class Expectation:
 
 
 def expect(study: Study, rig: str, profile: profiles.Profile) -> Expectation:
-    from .article import measured_minutes
+    from .paper.article import measured_minutes
     from .record import RunRecord, published_runs
 
     runs = published_runs(rig, study.id, profile.name)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from .errors import ConfigError, MeasurementError
 
 if TYPE_CHECKING:
-    from .procs import CpuTimes
+    from .host.procs import CpuTimes
 
 RW = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"]
 _RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
@@ -275,7 +275,7 @@ def run(job: FioJob, target: FioTarget, directory: Path, *, timeout_margin_s: fl
     `directory`. Holds the machine-wide measurement lock. Raises MeasurementError if fio reports errors."""
     import time
 
-    from . import procs
+    from .host import procs
     from .lock import measurement_lock
 
     directory.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,8 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 
-from . import paths, procs
+from . import paths
+from .host import procs
 
 _state = threading.local()
 

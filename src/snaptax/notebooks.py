@@ -5,7 +5,7 @@ measuring after `make paper` was interrupted. Here papermill runs in a worker th
 on Ctrl-C (or SIGTERM) the main thread interrupts the kernel the way Jupyter does (SIGINT to the kernel process),
 so KeyboardInterrupt rises inside the running cell and the study's `with` blocks stop daemons, detach loop
 devices and discard the partial run. A kernel that does not finish within the grace period is killed; its
-children die with it (PR_SET_PDEATHSIG, see snaptax.procs).
+children die with it (PR_SET_PDEATHSIG, see snaptax.host.procs).
 
 A notebook executed in place (`make notebooks-commit`) is a committed notebook: papermill's injected-parameters cell
 is removed after execution, so that a reader who edits the parameters cell in `make lab` and runs all gets what the
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, SnaptaxError
-from .procs import stat_fields
+from .host.procs import stat_fields
 from .progress import PROGRESS_FILE_ENV
 
 if TYPE_CHECKING:

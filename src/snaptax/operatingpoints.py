@@ -86,7 +86,7 @@ def infer(rig: str, profile: str) -> dict[str, OperatingPoint]:
         runs = published_runs(rig, study, profile) if study in studies.ids() else []
         if not runs:
             continue
-        v = derived.results(runs[-1]).values.get(s.value_key)
+        v = derived.values_of(runs[-1]).values.get(s.value_key)
         if v is None or not math.isfinite(v.value):
             continue
         out[s.id] = OperatingPoint(s.id, v.value, v.low, v.high, f"{study}/{runs[-1].name}", s.calibrating)

@@ -29,7 +29,7 @@ def generated_dir(paper_dir: Path) -> Path:
 
 
 def printed_values_file(paper_dir: Path, rig: str, profile: str) -> Path:
-    """What the paper prints from a rig's runs of a profile, committed (snaptax.printedvalues)."""
+    """What the paper prints from a rig's runs of a profile, committed (snaptax.paper.printedvalues)."""
     return paper_dir / "printed" / f"{rig}-{profile}.tsv"
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 from .errors import ConfigError
-from .fio import FioJob
+from .fio import FioJob, FioRun
 
 # What a Measure or Clone works on: the live volume (through the chain), or a flat volume of the same size on the
 # same device that is never snapshotted, the control that drift on the device is compared against.
@@ -187,3 +188,15 @@ def disk_needs(quick: float, full: float | None) -> dict[str, DiskNeed]:
     """A study's DISK table (by profile name) from its measured quick figure and its full figure (None: not known).
     Smoke is bounded by quick: every study's smoke scale has smaller volumes, shorter chains and fewer points."""
     return {"smoke": DiskNeed(quick, bound=True), "quick": DiskNeed(quick), "full": DiskNeed(full)}
+
+
+class Recorder(Protocol):
+    """Where the measurements of an executed plan go: a run being written (record.RunWriter and its RunSession).
+    Typed here, by what executing a plan needs of it, so that what executes plans below the run record (the
+    emulated spindles' ServedSpindle) does not import it."""
+
+    def measurement_dir(self, index: int, step: Measure) -> Path: ...
+
+    def record_measurement(self, index: int, step: Measure, *, chain_length: int, fio_run: FioRun,
+                           counters_before: dict[str, float], counters_after: dict[str, float],
+                           extra: dict[str, Any] | None = None) -> None: ...

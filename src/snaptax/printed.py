@@ -10,7 +10,7 @@ boundary prints either way) or by REL_TOL of its size (a number printed with mor
 analysis can hold steady, e.g. a table cell of 1625160.56). A real change of the analysis moves a printed number
 by more than that; a change of a float's last bits cannot.
 
-Used by the check of the paper's printed values (snaptax.printedvalues) and by nbval's checked cells
+Used by the check of the paper's printed values (snaptax.paper.printedvalues) and by nbval's checked cells
 (notebooks/conftest.py).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The five seed documents the paper reproduces, as data: what each measured, which studies reproduce it (those
 registered now and those planned), which claims carry its headline, and which models in `snaptax.models` explain it.
 
-The results-at-a-glance table (`snaptax.article`) is generated from this list, the studies' claim outcomes and the
+The results-at-a-glance table (`snaptax.paper.article`) is generated from this list, the studies' claim outcomes and the
 models that exist, so that a row fills itself when its study lands. A seed's published headline comes from its
 claims (`claims.Claim`, with its place in the source); only a seed that no claim tests yet carries its headline
 here, as a cited reference value with its place, never as our number.

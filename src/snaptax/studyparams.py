@@ -3,7 +3,8 @@
 
 Each study with parameters defines one frozen dataclass deriving from StudyParameters in its plan.py.
   to_json()             the JSON the manifest stores: the fields by name, tuples as lists, nested dataclasses as
-                        objects; a field holding None is left out (None only stands for "this run did not record it")
+                        objects (a study's Scale is one, under `scale`), fractions as strings ('7/8'); a field
+                        holding None is left out (None only stands for "this run did not record it")
   from_json(d, source)  every field checked against its annotation; a missing, mistyped or unknown key raises
                         ConfigError naming `source` and the field, in one line
 A key that older runs lack, or recorded and today's plan no longer writes, is dealt with where old runs are read:
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
+from fractions import Fraction
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from .errors import ConfigError
@@ -48,6 +50,8 @@ def _to_json(v: Any) -> Any:
         return [_to_json(x) for x in v]
     if isinstance(v, dict):
         return {k: _to_json(x) for k, x in v.items()}
+    if isinstance(v, Fraction):
+        return str(v)
     return v
 
 
@@ -95,6 +99,13 @@ def _from_json(tp: Any, v: Any, source: str, field: str) -> Any:
         ok, what = isinstance(v, (int, float)) and not isinstance(v, bool), "a number"
     elif tp is str:
         ok, what = isinstance(v, str), "a string"
+    elif tp is Fraction:
+        if isinstance(v, str):
+            try:
+                return Fraction(v)
+            except (ValueError, ZeroDivisionError):
+                pass
+        raise ConfigError(source, field, f"expected a fraction as a string ('7/8'), got {_shown(v)}")
     elif origin is tuple:
         if not isinstance(v, (list, tuple)):
             raise ConfigError(source, field, f"expected a list, got {_shown(v)}")

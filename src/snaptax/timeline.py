@@ -1,7 +1,8 @@
 """A measurement on one clock: fio in the background while the engine changes under it, the device's counters
 sampled every second, and the deletion of a snapshot by QEMU's active commit under that load.
 
-Shared by the studies whose phases are a timeline (lifecycle, tiering). fio runs as a background process of the
+Shared by the studies whose phases are a timeline (lifecycle, tiering); an engine's own deletion under load
+(engines.qcow2.delete_active) runs on it. fio runs as a background process of the
 engine's ProcessGroup (so a deletion can be driven over QMP while the load runs, and Ctrl-C stops fio before the
 daemons it talks to); the device's counters are sampled every second by a thread that only reads the emulator's
 counter file (QMP stays in the main thread). Each phase's fio run is recorded through the session like any
@@ -20,17 +21,40 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from . import fio, fiolog, procs
-from .engines.qcow2 import Qcow2ChainEngine
+from . import fio, fiolog
 from .errors import EngineError, MeasurementError
+from .host import procs
+from .host.procs import Child, ProcessGroup
 from .plan import Measure
-from .procs import Child
-from .qmp import block_job_ready
 from .record import RunSession
 
-E = TypeVar("E", bound=Qcow2ChainEngine)
+
+class TimelineEngine(Protocol):
+    """What a timeline drives: an engine (snaptax.engines) serving the volume fio runs against, whose processes are
+    its own group's. Typed here, not imported: the engines use the timeline (an engine's deletion under load, a
+    guest's steps on the host's clock), never the other way round."""
+
+    group: ProcessGroup
+
+    @property
+    def chain_length(self) -> int: ...
+
+    def fio_target(self) -> fio.FioTarget: ...
+
+    def counters(self) -> dict[str, float]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def diagnose(self) -> dict[str, Any]: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: Any) -> Any: ...
+
+
+E = TypeVar("E", bound=TimelineEngine)
 STUN_SETTLE_S = 0.1     # after stopping the guest: requests already sent to the device complete
 
 
@@ -221,45 +245,6 @@ def stunned(load: Load, op: Callable[[], object]) -> float:
             load.resume_guest()
     return time.monotonic() - t0
 
-
-
-def delete_active(tl: Timeline[Any], load: Load) -> dict[str, Any]:
-    """QEMU's active commit: block-commit of the active layer; it pivots (job-complete) once READY."""
-    e = tl.engine
-    assert e.daemon and e.daemon.qmp
-    q = e.daemon.qmp
-    job = f"activecommit{e._serial}"
-    e._serial += 1
-    top, base = e.layers[-1], e.layers[-2]
-    t0 = tl.now()
-    tl.event("delete_start", method="active", delta_bytes=e.layer_bytes(1))
-    q.execute("block-commit", **{"job-id": job, "device": top.name, "base-node": base.name, "auto-dismiss": False})
-    load_end: float | None = None
-
-    def tick() -> None:
-        nonlocal load_end
-        if load_end is None and not load.running():
-            load_end = tl.now()
-            tl.event("load_stopped", method="active")
-        for j in q.execute("query-block-jobs"):
-            if j.get("device") == job:
-                tl.event("job_progress", offset=j.get("offset"), len=j.get("len"))
-
-    wait_event(q, block_job_ready(job), e.commit_timeout_s, tick)
-    ready = tl.now()
-    switch = stunned(load, lambda: q.execute("job-complete", id=job))
-    q.wait_job(job, "concluded", timeout=e.commit_timeout_s)
-    e.layers.remove(top)
-    q.execute("blockdev-del", **{"node-name": top.name})
-    assert e.store
-    e.store.free(top.region)
-    done = tl.now()
-    converged = load_end is None or ready < load_end
-    tl.event("delete_done", method="active", converged=converged, seconds=done - t0)
-    return {"method": "active", "t_delete_start": t0, "t_ready": ready, "t_done": done, "converged": converged,
-            "switch_stun_s": switch,
-            "t_load_stopped": load_end, "seconds": done - t0,
-            "after_load_s": (done - load_end) if load_end is not None else 0.0}
 
 
 # per timeline: qemu-storage-daemon 7.2 sometimes hangs at a graph change under load (studies.lifecycle.plan.HANG_NOTE)

@@ -13,7 +13,7 @@ import pytest
 from snaptax import fio
 from snaptax.cofw.launch import CofwEngineConfig, CofwServer
 from snaptax.cofw.validate import fetch, replay, validate_against_qemu, write_sequence
-from snaptax.procs import ProcessGroup
+from snaptax.host.procs import ProcessGroup
 
 pytestmark = pytest.mark.integration
 MiB = 1 << 20

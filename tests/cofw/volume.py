@@ -17,7 +17,7 @@ from pathlib import Path
 from snaptax.cofw.launch import CofwEngineConfig, CofwServer
 from snaptax.cofw.spec import allocated_ranges
 from snaptax.errors import EngineError
-from snaptax.procs import ProcessGroup
+from snaptax.host.procs import ProcessGroup
 
 _IHAVEOPT = 0x49484156454F5054
 _OPT_GO, _REP_ACK, _REP_INFO, _INFO_EXPORT = 7, 1, 3, 0

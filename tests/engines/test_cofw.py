@@ -8,7 +8,7 @@ from snaptax.cofw.validate import fetch
 from snaptax.engines.base import SnapshotEngine
 from snaptax.engines.cofw import CofwEngine, CofwEngineConfig
 from snaptax.errors import ConfigError, EngineError
-from snaptax.rig import Device
+from snaptax.host.rig import Device
 
 MiB = 1 << 20
 

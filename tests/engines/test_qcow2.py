@@ -3,9 +3,10 @@ import subprocess
 
 import pytest
 
-from snaptax import fio, rig as rigmod
+from snaptax import fio
 from snaptax.engines.qcow2 import Qcow2ChainEngine, Qcow2Config
 from snaptax.errors import ConfigError, MeasurementError
+from snaptax.host import rig as rigmod
 from tests.conftest import requires_qsd, requires_root
 
 pytestmark = [pytest.mark.integration, requires_qsd, requires_root]

@@ -153,7 +153,7 @@ def test_a_script_that_never_hears_its_answer_stalls_despite_the_echoes(monkeypa
 
 
 def test_an_error_from_the_gate_stops_qemu_in_the_callers_group(monkeypatch, tmp_path):
-    from snaptax.procs import ProcessGroup
+    from snaptax.host.procs import ProcessGroup
     from tests.processes import processes_mentioning
     run = _fake_guest(monkeypatch, tmp_path, 'echo SNAPTAX-READY; echo "snaptax-step 001-ask loop"; sleep 44.2571')
 

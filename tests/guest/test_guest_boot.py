@@ -10,7 +10,7 @@ from snaptax.guest.image import build_image
 from snaptax.guest.kernel import KERNEL_PACKAGE_RE
 from snaptax.guest.nbd import RawFileExport, serve_raw_file
 from snaptax.guest.vm import GuestConfig, GuestDisk, GuestError, GuestStalled, run_guest
-from snaptax.procs import ProcessGroup
+from snaptax.host.procs import ProcessGroup
 from tests.processes import processes_mentioning
 
 pytestmark = pytest.mark.guest

@@ -98,10 +98,11 @@ def test_ctrl_c_during_a_dump_leaves_nothing(image, scratch):
 @pytest.mark.integration
 @pytest.mark.skipif(os.geteuid() != 0, reason="the study's devices need root (loop devices)")
 def test_ctrl_c_in_the_studys_guest_phase_leaves_nothing_and_publishes_nothing(data_dir, work_dir):
-    """The study's guest phase inside its RunSession, as measure.run reaches it after the host-side plan (left out
+    """The study's guest phase inside its RunSession, as its measure reaches it after the host-side plan (left out
     here: ~60 s of fio; the CLI's own Ctrl-C path, exit 130, is tests/test_interrupt.py's)."""
     code = textwrap.dedent("""
-        from snaptax import profiles, rig as rigmod
+        from snaptax import profiles
+        from snaptax.host import rig as rigmod
         from snaptax.record import RunSession
         from snaptax.studies.memory_dump import measure, plan as planmod
         profile, rig = profiles.get("smoke"), rigmod.load("local")

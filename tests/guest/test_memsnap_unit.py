@@ -14,7 +14,7 @@ from snaptax.guest.memsnap import (
     progress_rate,
 )
 from snaptax.guest.vm import GuestError
-from snaptax.qmp import QMPError
+from snaptax.host.qmp import QMPError
 
 MiB = 1 << 20
 

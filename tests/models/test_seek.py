@@ -120,7 +120,7 @@ def test_the_blocked_likelihood_is_the_whole_array_expression_bit_for_bit(p10k, 
     """negative_log_likelihood skips Φ where it is saturated and works in blocks; it must give exactly what the
     formula gives on whole arrays, at σ where nearly nothing, part and nearly everything is saturated, with
     intervals wholly below, around and above μ, and with one, many and more turnaround points than a block holds."""
-    from snaptax.models.bench import whole_array_nll
+    from snaptax.bench.models import whole_array_nll
 
     rng = np.random.default_rng(11)
     lo = rng.uniform(0, 20e-3, n)

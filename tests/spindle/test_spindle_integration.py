@@ -8,8 +8,8 @@ import pytest
 
 from snaptax import fio
 from snaptax.errors import ConfigError
+from snaptax.host.procs import ProcessGroup
 from snaptax.lock import measurement_lock
-from snaptax.procs import ProcessGroup
 from snaptax.spindle.profiles import DiskSpec, ZeroProfile
 from snaptax.spindle.rigfiles import parse_device
 from snaptax.spindle.serve import SpindleDevice, serve

@@ -439,7 +439,7 @@ def test_simulator_is_deterministic(p10k):
 
 
 def test_placement_cost_bench_names_every_device():
-    from snaptax.spindle.bench import placement_cost
+    from snaptax.bench.spindle import placement_cost
     from snaptax.spindle.rigfiles import named_devices
     out = placement_cost(commands=20)
     assert set(out) == {f"emulator_place_us_{n}" for n in named_devices()}

@@ -1,8 +1,9 @@
 """The spindle on the rig path: rig validation of `spindle:` mappings, flat host counters, completion times."""
 import pytest
 
-from snaptax import counters, rig as rigmod
+from snaptax import counters
 from snaptax.errors import ConfigError
+from snaptax.host import rig as rigmod
 from snaptax.spindle.arrays import Simulator
 from snaptax.spindle.rigfiles import disk, parse_device
 from snaptax.spindle.serve import flat_counters

@@ -5,8 +5,9 @@ import random
 
 import pytest
 
-from snaptax import counters, rig as rigmod
+from snaptax import counters
 from snaptax.errors import ConfigError
+from snaptax.host import rig as rigmod
 from snaptax.spindle.arrays import Simulator, Tier
 from snaptax.spindle.profiles import DiskSpec, TierSpec, spec_from_json, to_json
 from snaptax.spindle.rigfiles import load_profile, parse_device

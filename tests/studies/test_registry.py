@@ -1,23 +1,34 @@
 """The registry's uniform view of a study: what its plan predicts without measuring, and which run it opens."""
-import inspect
 import json
 import math
-import re
 
 import pytest
 
 from snaptax import profiles, studies
+from snaptax.host import rig as rigmod
 
 
 @pytest.mark.parametrize("study", studies.REGISTRY, ids=lambda s: s.id)
 def test_planned_seconds_is_what_measure_records(study):
     """The artifact table scales the full plan's prediction by the quick runs' measured / planned ratio, so the
-    prediction must be the very figure measure gives RunSession (and the manifest records)."""
-    source = inspect.getsource(study.module("measure").run)
-    assert re.search(r"planned_seconds=planmod\.planned_seconds\(\w+[^)]*\)", source), study.id
+    prediction must be the very figure the study's measure gives RunSession (its Setup; the manifest records it)."""
+    rig = rigmod.load("local")
     for name in profiles.PROFILES:
-        planned = study.planned_seconds(profiles.get(name))
+        profile = profiles.get(name)
+        planned = study.planned_seconds(profile)
+        assert study.measure_module().setup(rig, profile).planned_seconds == planned, (study.id, name)
         assert math.isfinite(planned) and planned >= 0, (study.id, name)
+
+
+def test_every_registered_study_is_checked_against_the_contract():
+    """studies.checked types every registered study's four modules by the contract (mypy checks them there)."""
+    from snaptax.studies import checked
+
+    assert list(checked.MODULES) == studies.ids()
+    for study in studies.REGISTRY:
+        m = checked.MODULES[study.id]
+        assert (m.plan, m.measure, m.analyse, m.present) == tuple(study.module(part) for part in
+                                                                  ("plan", "measure", "analyse", "present"))
 
 
 def test_only_the_engine_comparison_predicts_no_time_and_says_why():

@@ -7,7 +7,7 @@ spec            what Python and the plugin agree on: configuration checks, file 
 control         the line-JSON control protocol: the client (and a Python server, used only by tests)
 launch          CofwServer: one nbdkit running the plugin, and its configuration (CofwEngineConfig)
 validate        the engine against QEMU's copy-before-write
-bench           cofw_engine_over_raw(), cofw_first_write_over_raw: the engine against qemu-storage-daemon's raw export
+Its bench against qemu-storage-daemon's raw export is snaptax.bench.cofw.
 """
 from .spec import COUNTERS, CofwConfig
 

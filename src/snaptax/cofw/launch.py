@@ -2,8 +2,8 @@
 over the control socket (control.py).
 
 Lower level than the engine (snaptax.engines.cofw, which adds a rig device and the SnapshotEngine interface):
-used by the engine, the integrity tests, the QEMU validation (validate.py) and the bench (bench.py). Nothing here
-imports from snaptax.engines: the engine imports this module, never the reverse.
+used by the engine, the integrity tests, the QEMU validation (validate.py) and the bench (snaptax.bench.cofw).
+Nothing here imports from snaptax.engines: the engine imports this module, never the reverse.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, EngineError
+from ..host.procs import ProcessGroup, require
 from ..paths import COFW_PLUGIN
-from ..procs import ProcessGroup, require
 from .build import ensure_plugin
 from .control import ControlClient, try_ping
 from .spec import DURABILITY, CofwConfig

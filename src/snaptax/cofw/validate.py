@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..procs import ProcessGroup, run
+from ..host.procs import ProcessGroup, run
 from .launch import CofwEngineConfig, CofwServer
 from .spec import allocated_ranges
 
@@ -79,7 +79,7 @@ def allocated(path: Path) -> int:
 def validate_against_qemu(work_dir: Path, *, size: int = 32 << 20, writes: int = 300,
                           seed: int = 4) -> ValidationResult:
     """Run the same write sequence through QEMU copy-before-write and the engine (64 KiB pages) and compare."""
-    from ..qsd import StorageDaemon
+    from ..host.qsd import StorageDaemon
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 An engine owns a live volume on one rig device and a chain of snapshots of it. It is a context manager:
 __enter__ starts whatever serves the volume (daemon, guest), __exit__ stops it and removes every file it made,
-also on error and Ctrl-C (through snaptax.procs.ProcessGroup).
+also on error and Ctrl-C (through snaptax.host.procs.ProcessGroup).
 """
 from __future__ import annotations
 

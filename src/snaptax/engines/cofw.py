@@ -18,7 +18,7 @@ from .. import fio, paths
 from ..cofw.launch import CofwEngineConfig, CofwServer
 from ..cofw.spec import COUNTERS, SNAPSHOT_SUFFIX
 from ..errors import ConfigError, EngineError
-from ..procs import ProcessGroup
+from ..host.procs import ProcessGroup
 from .base import SnapshotEngine
 
 # The plugin's counters (snaptax.cofw.spec.COUNTERS) recorded per measurement, as engine.<name>. Its constants
@@ -58,7 +58,7 @@ class CofwEngine(SnapshotEngine):
         self.server: CofwServer | None = None
 
     def __enter__(self) -> CofwEngine:
-        from ..backends import open_device
+        from ..host.backends import open_device
         try:
             tag = f"cofw-{self.config.name}"
             backend = open_device(self.rig, self.device, self.group, tag=tag)

@@ -17,14 +17,17 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import fio, paths, procs
-from ..backends import open_device
+from .. import fio, paths
 from ..errors import ConfigError, EngineError
-from ..procs import ProcessGroup
-from ..qsd import Region, RegionStore, StorageDaemon
-from ..rig import Device, Rig
+from ..host import procs
+from ..host.backends import open_device
+from ..host.procs import ProcessGroup
+from ..host.qmp import block_job_ready
+from ..host.qsd import DeviceRegion, RegionStore, StorageDaemon
+from ..host.rig import Device, Rig
+from ..timeline import Load, Timeline, stunned, wait_event
 from .base import SnapshotEngine
 
 if TYPE_CHECKING:
@@ -116,7 +119,7 @@ def metadata_configs(disk_size: int) -> tuple[Qcow2Config, Qcow2Config]:
 @dataclass
 class _Layer:
     name: str          # qcow2 node name (the base layer is the raw region node)
-    region: Region
+    region: DeviceRegion
 
 
 class Qcow2ChainEngine(SnapshotEngine):
@@ -137,7 +140,7 @@ class Qcow2ChainEngine(SnapshotEngine):
         self._views: set[str] = set()
         self.daemon: StorageDaemon | None = None
         self.store: RegionStore | None = None
-        self._flat: Region | None = None
+        self._flat: DeviceRegion | None = None
 
     # ------------------------------------------------------------ lifecycle
     def __enter__(self) -> Qcow2ChainEngine:
@@ -348,3 +351,45 @@ def execute_per_config(rig: Rig, device: Device, configs: Mapping[str, Qcow2Conf
             with session.in_variant(vp.variant, engine.describe()):
                 engine.execute(vp.plan, session)
 
+
+Q = TypeVar("Q", bound=Qcow2ChainEngine)     # the chain engine or a study's own kind of it (lifecycle)
+
+
+def delete_active(tl: Timeline[Q], load: Load) -> dict[str, Any]:
+    """Delete the newest snapshot under the timeline's load by QEMU's active commit: block-commit of the active
+    layer; it pivots (job-complete, with the guest stunned: timeline.stunned) once READY."""
+    e = tl.engine
+    assert e.daemon and e.daemon.qmp
+    q = e.daemon.qmp
+    job = f"activecommit{e._serial}"
+    e._serial += 1
+    top, base = e.layers[-1], e.layers[-2]
+    t0 = tl.now()
+    tl.event("delete_start", method="active", delta_bytes=e.layer_bytes(1))
+    q.execute("block-commit", **{"job-id": job, "device": top.name, "base-node": base.name, "auto-dismiss": False})
+    load_end: float | None = None
+
+    def tick() -> None:
+        nonlocal load_end
+        if load_end is None and not load.running():
+            load_end = tl.now()
+            tl.event("load_stopped", method="active")
+        for j in q.execute("query-block-jobs"):
+            if j.get("device") == job:
+                tl.event("job_progress", offset=j.get("offset"), len=j.get("len"))
+
+    wait_event(q, block_job_ready(job), e.commit_timeout_s, tick)
+    ready = tl.now()
+    switch = stunned(load, lambda: q.execute("job-complete", id=job))
+    q.wait_job(job, "concluded", timeout=e.commit_timeout_s)
+    e.layers.remove(top)
+    q.execute("blockdev-del", **{"node-name": top.name})
+    assert e.store
+    e.store.free(top.region)
+    done = tl.now()
+    converged = load_end is None or ready < load_end
+    tl.event("delete_done", method="active", converged=converged, seconds=done - t0)
+    return {"method": "active", "t_delete_start": t0, "t_ready": ready, "t_done": done, "converged": converged,
+            "switch_stun_s": switch,
+            "t_load_stopped": load_end, "seconds": done - t0,
+            "after_load_s": (done - load_end) if load_end is not None else 0.0}

@@ -5,7 +5,7 @@
   run_guest()     boot it under TCG with NBD exports as virtio disks, run one sh script, return its $OUT as files
                   carried on a second virtio disk (never scraped from the console)           (vm.py)
   serve_raw_file() a sparse raw file served by qemu-storage-daemon, for a quick NBD disk     (nbd.py)
-  tcg_guest_boot_s() median boot-to-ready seconds                                            (bench.py)
+Its boot time is a `make bench` group (snaptax.bench.guest).
 """
 from .image import GuestImage, build_image
 from .nbd import RawFileExport, serve_raw_file

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .. import paths
 from ..errors import EngineError
-from ..procs import run
+from ..host.procs import run
 from .kernel import GUEST_MODULES, KernelDeb, extract_kernel, fetch_kernel, tool, uncompressed_kernel
 
 # Bumped when the layout of the image changes in a way the hashed inputs do not show.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EngineError, MissingTool
-from ..procs import run
+from ..host.procs import run
 
 # Debian 12's kernel series; dm-thin/dm-snapshot behaviour is what that release ships.
 KERNEL_PACKAGE_RE = re.compile(r"^linux-image-6\.1\.0-(\d+)-amd64$")

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import EngineError
-from ..procs import ProcessGroup, unix_socket_accepts
-from ..qmp import QMPClient, QMPError
+from ..host.procs import ProcessGroup, unix_socket_accepts
+from ..host.qmp import QMPClient, QMPError
 from .image import GuestImage
 from .vm import READY_MARK, ConsoleLines, GuestConfig, GuestError, _console_tail, _write_input, qemu_argv
 

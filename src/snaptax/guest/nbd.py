@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EngineError
-from ..procs import ProcessGroup
-from ..qsd import FILE_AIO
+from ..host.procs import ProcessGroup
+from ..host.qsd import FILE_AIO
 from .kernel import tool
 from .vm import NbdUri
 

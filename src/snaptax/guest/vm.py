@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EngineError
-from ..procs import Child, ProcessGroup, signals_deferred
+from ..host.procs import Child, ProcessGroup, signals_deferred
 from .image import GuestImage
 from .kernel import tool
 

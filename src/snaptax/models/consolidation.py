@@ -85,7 +85,7 @@ def iterations_needed(d0: float, u: float, c: float, threshold: float, t0: float
 
 
 @dataclass(frozen=True)
-class Trace:
+class Deletion:
     """An iterative deletion, simulated or measured: delta committed per iteration (bytes), each iteration's
     time (s), the helper left over, whether it converged, the stun time and the total (s)."""
 
@@ -102,11 +102,11 @@ class Trace:
 
 
 def iterate(d0: float, u: float, c: float, threshold: float, *, t0: float = 0.0, c_idle: float | None = None,
-            max_iterations: int = 10, max_stun_s: float = 0.0, working_set: float = math.inf) -> Trace:
+            max_iterations: int = 10, max_stun_s: float = 0.0, working_set: float = math.inf) -> Deletion:
     """Simulate the deletion: iterate D_{k+1} = f(D_k) while D_k > θ, at most `max_iterations` times. The final
     commit (stun) happens if the remainder D is ≤ θ, or if the stun predicted from the last iteration's observed
     commit rate, D · t_k / D_k (s), is ≤ max_stun_s (VMware's snapshot.maxConsolidateTime; the rule the measured
-    deletion applies, snaptax.studies.lifecycle.measure); otherwise the trace is "did not converge" with stun_s =
+    deletion applies, snaptax.studies.lifecycle.measure); otherwise the deletion is "did not converge" with stun_s =
     nan and the total counts the iterations only. The stun itself takes t0 + D/c_idle (s)."""
     c_idle = c if c_idle is None else c_idle
     committed: list[float] = []
@@ -121,7 +121,7 @@ def iterate(d0: float, u: float, c: float, threshold: float, *, t0: float = 0.0,
     # the decision uses the rate the last iteration showed (bytes it committed over its time, fixed cost included)
     predicted = d * seconds[-1] / committed[-1] if committed and committed[-1] > 0 else stun
     ok = d <= threshold or predicted <= max_stun_s
-    return Trace(tuple(committed), tuple(seconds), d, ok, stun if ok else math.nan,
+    return Deletion(tuple(committed), tuple(seconds), d, ok, stun if ok else math.nan,
                  sum(seconds) + (stun if ok else 0.0))
 
 
@@ -174,10 +174,10 @@ class ConsolidationFit:
         lo_ab, hi_ab = max(self.a.low + self.b.low, 1e-9), max(self.a.high + self.b.high, 1e-9)
         return lo_c / hi_ab, hi_c / lo_ab
 
-    def simulate(self, d0: float, rate: float, threshold: float, **kw) -> Trace:
+    def simulate(self, d0: float, rate: float, threshold: float, **kw) -> Deletion:
         c = float(self.c(rate))
         if c <= 0:
-            return Trace((), (), d0, False, math.nan, math.nan)
+            return Deletion((), (), d0, False, math.nan, math.nan)
         return iterate(d0, float(self.u(rate)), c, threshold, t0=self.t0.value, c_idle=self.c0.value, **kw)
 
 
@@ -245,5 +245,5 @@ def synthetic_iterations(d0: float, rates: ArrayLike, *, t0: float, c0: float, b
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-__all__ = ["CONFIDENCE", "next_delta", "commit_time_s", "fixed_point", "converges", "iterations_needed", "Trace",
+__all__ = ["CONFIDENCE", "next_delta", "commit_time_s", "fixed_point", "converges", "iterations_needed", "Deletion",
            "iterate", "Estimate", "ConsolidationFit", "fit_commit", "fit_dirty", "fit", "synthetic_iterations"]

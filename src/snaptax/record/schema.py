@@ -39,7 +39,7 @@ MEASUREMENT = "measurement.json"
 MEASUREMENTS = "measurements"   # measurements/<variant slug>/ in a run
 ENGINE_LOGS = "engine-logs"     # engine-logs/<variant slug>/<engine>/ in a run: an engine's own logs
 RECORD_FORMAT = "snaptax-run"
-RECORD_VERSION = 3      # 3: every field written (no defaults on reading), emulator_version
+RECORD_VERSION = 4      # 3: every field written (no defaults on reading), emulator_version; 4: studies' scales nested
 # The spindle emulator's versions, as a run's manifest records them (emulator_version): what a reader of a run must
 # know about the emulator that timed it. Each entry says what changed.
 EMULATOR_VERSIONS = {

@@ -16,13 +16,22 @@ Format 2 (runs of 2026-11-22 to 2026-11-28) → 3:
   parameters it no longer records are dropped (STUDY_PARAMETERS_RETIRED).
 - tiering: the pools' device specs, recorded in the variants since 2026-11-26, are read for older runs from the rig
   files the way they were then (rigfiles.parse_device); the span model's seeds, recorded since 2026-11-26, are the
-  plan's (unchanged since the span model was introduced). A run made before the learning gate (no learn_done /
-  relearn_done events) is refused: its learning verdict was a rule applied by the analysis, not a recorded fact.
+  plan's as they were then (TIERING_SPAN_MODEL_SEEDS_BEFORE_RECORDED, unchanged since the span model was
+  introduced). A run made before the learning gate (no learn_done / relearn_done events) is refused: its learning
+  verdict was a rule applied by the analysis, not a recorded fact.
+
+Format 3 → 4:
+- a study's parameters hold its scale (the plan's <Study>Scale) as the object `scale`, where format 3 had the scale's
+  fields among the others (SCALE_FIELDS); engines' already did. The scale's fields format 3 did not record are
+  rebuilt from what it did: chain_bulk's warmup (off at smoke only, since the study began), calibration's
+  span_runtime_factor (its span_runtime_s over the profile's runtime), metadata_cache's coverages (its variants,
+  named cover-<p>-<q> after them), and the memory_dump guest phase's walker points as records, not pairs.
 """
 from __future__ import annotations
 
 import copy
 import math
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +56,25 @@ STUDY_PARAMETERS_RETIRED: dict[str, tuple[str, ...]] = {
     "tiering": ("guest_learn_s",),
 }
 RETIRED_PROFILE_FIELDS = ("max_chain",)
+# study -> the fields of its scale that format 3 kept among its parameters (format 4: under `scale`)
+SCALE_FIELDS: dict[str, tuple[str, ...]] = {
+    "calibration": ("depths", "spans", "reads_double_iodepth"),
+    "chain_bulk": ("max_chain", "runtime_s", "ramp_time_s"),
+    "chain_length": ("pairs", "max_chain", "runtime_s", "ramp_time_s", "pairs_basis"),
+    "db_snapshots": ("table_bytes", "repeats", "ssd_repeats"),
+    "lifecycle": ("file_bytes", "disk_bytes", "steady_s", "delete_window_s", "light_steady_s", "grid_rates",
+                  "grid_window_s", "max_iterations"),
+    "memory_dump": ("memory_bytes", "repeats", "tuned_repeats", "block_pages", "waits_ms"),
+    "metadata_cache": ("pairs", "runtime_s"),
+    "tiering": ("disk_bytes", "phase_s", "settle_s", "with_s", "delete_window_s", "learn_segment_s", "learn_limit_s",
+                "relearn_limit_s", "learned_fraction", "untiered_factor", "guest_segment_s", "span_model_ios"),
+}
+# the memory_dump guest phase's scale fields among its guest parameters in format 3
+GUEST_SCALE_FIELDS = ("memory_mib", "repeats", "precopy_points", "background")
+# the tiering plan's span-model seeds (plan.SPAN_MODEL_SEEDS) as they were from the span model's introduction
+# (commit 0b716df4c, 2026-11-26) until its runs recorded them: a fact about those runs, so written here rather than
+# read from today's plan, which may change (and which this module, below every study, does not import)
+TIERING_SPAN_MODEL_SEEDS_BEFORE_RECORDED = (1, 2, 3, 4, 5)
 
 
 def upgrade(d: dict[str, Any], run_dir: Path) -> dict[str, Any]:
@@ -60,6 +88,9 @@ def upgrade(d: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     if version == 2:
         d = _from_2(d, where)
         version = 3
+    if version == 3:
+        d = _from_3(d)
+        version = 4
     if version != RECORD_VERSION:
         raise RecordError(f"{where}: run record version {d.get('format_version')!r} is not one this snaptax reads "
                           f"(2 to {RECORD_VERSION})")
@@ -89,7 +120,6 @@ def _from_2(d: dict[str, Any], where: Path) -> dict[str, Any]:
 def _tiering_from_2(d: dict[str, Any], where: Path) -> None:
     from ..spindle.profiles import to_json
     from ..spindle.rigfiles import parse_device
-    from ..studies.tiering.plan import SPAN_MODEL_SEEDS
 
     recorded = {dev.get("name"): dev for dev in d.get("devices", [])}
     pools = d.get("parameters", {}).get("devices", {})
@@ -103,7 +133,7 @@ def _tiering_from_2(d: dict[str, Any], where: Path) -> None:
                                                  f"devices.{name}.spindle"))
         curve = study.get("span_model")
         if curve and not curve.get("seeds"):
-            curve["seeds"] = list(SPAN_MODEL_SEEDS)
+            curve["seeds"] = list(TIERING_SPAN_MODEL_SEEDS_BEFORE_RECORDED)
     events = {e.get("event") for e in d.get("events", [])}
     learned = {"learn_done", "relearn_done"} & events
     if d.get("parameters", {}).get("lvmthin") and not learned:
@@ -111,4 +141,40 @@ def _tiering_from_2(d: dict[str, Any], where: Path) -> None:
                           f"verdict; this snaptax cannot analyse it (snaptax at commit {LAST_READER} could)")
 
 
-__all__ = ["upgrade", "LAST_READER", "STUDY_PARAMETERS_ADDED", "STUDY_PARAMETERS_RETIRED"]
+def _from_3(d: dict[str, Any]) -> dict[str, Any]:
+    study = d.get("study", "")
+    params = d.get("parameters")
+    if isinstance(params, dict):
+        _nest_scale(params, SCALE_FIELDS.get(study, ()))
+        scale = params.get("scale")
+        if isinstance(scale, dict):
+            if study == "chain_bulk":
+                scale.setdefault("warmup", d["profile"]["name"] != "smoke")
+            elif study == "calibration" and "span_runtime_s" in params:
+                scale.setdefault("span_runtime_factor", params["span_runtime_s"] / d["profile"]["runtime_s"])
+            elif study == "metadata_cache":
+                scale.setdefault("coverages", sorted((_coverage(v) for v in params.get("coverage", {})),
+                                                     key=Fraction))
+        guest = params.get("guest") if study == "memory_dump" else None
+        if isinstance(guest, dict):
+            if "precopy_points" in guest:
+                guest["precopy_points"] = [{"block_pages": b, "wait_ms": w} for b, w in guest["precopy_points"]]
+            _nest_scale(guest, GUEST_SCALE_FIELDS)
+    d["format_version"] = 4
+    return d
+
+
+def _nest_scale(params: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """Move the scale's `fields` of a format-3 record into its `scale` object (nothing to move: left as it is)."""
+    moved = {name: params.pop(name) for name in fields if name in params}
+    if moved:
+        params["scale"] = moved
+
+
+def _coverage(variant: str) -> str:
+    """A metadata_cache variant's coverage as the scale writes it ('7/8'), from its name ('cover-7-8')."""
+    _, p, q = variant.split("-")
+    return str(Fraction(int(p), int(q)))
+
+
+__all__ = ["upgrade", "LAST_READER", "STUDY_PARAMETERS_ADDED", "STUDY_PARAMETERS_RETIRED", "SCALE_FIELDS"]

@@ -13,12 +13,13 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import counters as countermod, devices, paths, progress, provenance, registration
+from .. import counters as countermod, paths, progress, provenance, registration
 from ..errors import SnaptaxError
+from ..host import devices
+from ..host.rig import Rig
 from ..lock import measurement_lock
 from ..plan import Measure
 from ..profiles import Profile
-from ..rig import Rig
 from ..spindle import EMULATOR_VERSION
 from .schema import (
     COUNTERS,
@@ -36,7 +37,7 @@ from .schema import (
 
 if TYPE_CHECKING:
     from .. import fio
-    from ..procs import CpuTimes
+    from ..host.procs import CpuTimes
 
 
 class UncommittedCode(SnaptaxError):
@@ -287,8 +288,6 @@ class RunSession(RunWriter):
             if self.staging.parent.exists():
                 for stale in self.staging.parent.iterdir():
                     shutil.rmtree(stale, ignore_errors=True)
-            from ..backends import detach_stale_loops  # under the lock: no other run can own them
-            detach_stale_loops(self.rig.work_dir)
             self.staging.mkdir(parents=True)
         except BaseException:
             self._lock.__exit__(None, None, None)

@@ -9,8 +9,8 @@ Layout
   serve.py     serve(): start nbdkit with the plugin inside a ProcessGroup, yield the NBD URI
   measure.py   fio jobs for calibrating a spindle, ServedSpindle (executes a Plan of Measure steps on a served
                device), and what the per-request seek fit reads back
-  bench.py     benchmarks of the emulator's accuracy and overhead (`python -m snaptax bench --only spindle`)
   rigfiles.py  drive profiles and device specs from YAML (rigs/spindles/, the rig's `spindle:` mapping)
+Its benchmarks (accuracy and overhead: `python -m snaptax bench --only spindle`) are snaptax.bench.spindle.
 
 This __init__ deliberately imports nothing: the nbdkit plugin imports model/arrays under a bare
 stdlib interpreter, and serve/rigfiles pull in the rest of the package.

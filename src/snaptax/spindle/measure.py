@@ -23,12 +23,11 @@ import numpy as np
 
 from .. import fio
 from ..errors import ConfigError
-from ..plan import Measure, Plan
+from ..plan import Measure, Plan, Recorder
 from .profiles import DeviceSpec, describe, to_json
 
 if TYPE_CHECKING:
-    from ..procs import ProcessGroup
-    from ..record import RunWriter
+    from ..host.procs import ProcessGroup
     from .serve import Served
 
 BS = 4096
@@ -168,7 +167,7 @@ def harness_round_trip(work_dir: Path, *, runtime_s: float = 5.0, thinktime_us: 
     """QD1 random reads on the zero-latency device: fio + NBD + emulator cost per command. thinktime_us: each
     command submitted after that long idle (as a QD1 client of a spindle submits after waiting out a service
     time), so that the cost of waking idle CPUs is in the round trip."""
-    from ..procs import ProcessGroup
+    from ..host.procs import ProcessGroup
     from .profiles import DiskSpec, ZeroProfile
     from .serve import SpindleDevice, serve
 
@@ -180,7 +179,7 @@ def harness_round_trip(work_dir: Path, *, runtime_s: float = 5.0, thinktime_us: 
 
 # ------------------------------------------------------------------ the Plan executor
 
-def record_served(session: RunWriter, index: int, step: Measure, served: Served) -> None:
+def record_served(session: Recorder, index: int, step: Measure, served: Served) -> None:
     """One fio run against a served spindle, recorded into `session` with the host and emulator counters
     (catalogue names, snaptax.spindle.serve.flat_counters) before and after, and in Measurement.extra["spindle"]
     the client's turnaround (s; for the per-request seek fit): its median `phase_s` and its distribution
@@ -221,7 +220,7 @@ class ServedSpindle:
         self._serving: Any = None
 
     def __enter__(self) -> ServedSpindle:
-        from ..procs import ProcessGroup
+        from ..host.procs import ProcessGroup
         from .serve import SpindleDevice, serve
 
         self._group = ProcessGroup().__enter__()
@@ -247,7 +246,7 @@ class ServedSpindle:
         read back by the analysis with snaptax.spindle.profiles.spec_from_json)."""
         return {"device": describe(self.spec), "capacity": self.capacity, "spec": to_json(self.spec)}
 
-    def execute(self, plan: Plan, session: RunWriter) -> None:
+    def execute(self, plan: Plan, session: Recorder) -> None:
         """Run every Measure of `plan` in order against the served device, recording each into `session`
         (measurement index = the step's index in the plan)."""
         check_measure_only(plan)

@@ -1,6 +1,6 @@
 """serve(): an emulated spindle (drive or array) on an NBD unix socket, inside a ProcessGroup.
 
-    from snaptax.procs import ProcessGroup
+    from snaptax.host.procs import ProcessGroup
     from snaptax.spindle.serve import SpindleDevice, serve
     from snaptax.spindle.rigfiles import disk
 
@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import paths, procs
+from .. import paths
 from ..errors import ConfigError, EngineError
+from ..host import procs
 from .profiles import DeviceSpec, describe, to_json, validate_spec
 
 PLUGIN = Path(__file__).with_name("plugin.py")
@@ -112,14 +113,14 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
         raise EngineError(f"nbdkit[{device.name}] exited {child.proc.returncode}: {child.log_tail()}")
 
 
-# ------------------------------------------------------------------ rig devices (snaptax.backends)
+# ------------------------------------------------------------------ rig devices (snaptax.host.backends)
 
 RIG_COUNTERS_INTERVAL_S = 0.2
 
 
 @dataclass(frozen=True)
 class RigSpindle:
-    """An emulated rig device as snaptax.backends wants it: an NBD socket (default export) and a zero-argument
+    """An emulated rig device as snaptax.host.backends wants it: an NBD socket (default export) and a zero-argument
     callable returning cumulative host-level and emulator counters (catalogue names, see flat_counters)."""
 
     served: Served

@@ -1,12 +1,14 @@
 """The registry of studies, and what every study is: four small modules with one direction.
 
-    studies/<id>/__init__.py   STUDY: the Study entry below (nothing else)
-    studies/<id>/plan.py       build_plan(profile) -> StudyPlan; describe(profile) -> str;       pure
-                               planned_seconds(profile) -> float (what measure gives RunSession)
-    studies/<id>/measure.py    run(rig, profile, device=None) -> Path (the published run)       needs root
+    studies/<id>/__init__.py   a docstring (what the study reproduces); nothing else
+    studies/<id>/plan.py       describe(profile) -> str; planned_seconds(profile) -> float;   pure
+                               build_plan(profile) -> StudyPlan where its runs are one
+    studies/<id>/measure.py    setup(rig, profile, device=None) -> Setup: what differs in     needs root
+                               measuring it (Study.run is the one skeleton)
     studies/<id>/analyse.py    analyse(record: RunRecord) -> an Analysis (tables, fits, values)   pure
-    studies/<id>/present.py    charts(analysis) and write(analysis, figure_dir, generated_dir)    pure
+    studies/<id>/present.py    write(analysis, figure_dir, generated_dir): figures, TeX tables    pure
 
+The four modules' contract is studies/contract.py, checked by mypy for every registered study (studies/checked.py).
 One spelling per study everywhere: the id is the CLI's study argument, the package, the notebook
 (notebooks/NN_<id>.ipynb), the directory data/<rig>/<id>/, and the first part of its paper value keys.
 """
@@ -17,10 +19,11 @@ from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .. import profiles
 from ..errors import ConfigError, SnaptaxError
+from .contract import AnalyseModule, MeasureModule, PlanModule
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -44,15 +47,28 @@ class Study:
     reproduces: str       # which seed(s), in words
 
     def module(self, part: str) -> ModuleType:
+        """One of the study's modules, imported when asked for (a study's analysis needs no engine, its plan no
+        altair)."""
         return import_module(f"{__name__}.{self.id}.{part}")
 
+    # The module as the contract types it: checked.MODULES is where mypy checks that each study's module is one.
+    def plan_module(self) -> PlanModule:
+        return cast(PlanModule, self.module("plan"))
+
+    def measure_module(self) -> MeasureModule:
+        return cast(MeasureModule, self.module("measure"))
+
+    def analyse_module(self) -> AnalyseModule[Analysis]:
+        return cast("AnalyseModule[Analysis]", self.module("analyse"))
+
     def describe_plan(self, profile: profiles.Profile) -> str:
-        return self.module("plan").describe(profile)
+        return self.plan_module().describe(profile)
 
     def planned_seconds(self, profile: profiles.Profile) -> float:
-        """The run time the study's plan predicts at a profile (s), without measuring: what its measure passes to
-        RunSession, so the same figure a run's manifest records as planned_seconds (0: the plan predicts none)."""
-        return float(self.module("plan").planned_seconds(profile))
+        """The run time the study's plan predicts at a profile (s), without measuring: what its measure's Setup
+        gives RunSession, so the same figure a run's manifest records as planned_seconds (0: the plan predicts
+        none)."""
+        return float(self.plan_module().planned_seconds(profile))
 
     def disk(self, profile: profiles.Profile) -> DiskNeed:
         """The space its work directory needs while it runs at a profile (the study's plan.DISK)."""
@@ -66,15 +82,31 @@ class Study:
     measuring_needs_root = True
 
     def run(self, rig: str, profile: str, device: str | None = None) -> Path:
-        """Measure (needs root); returns the published run directory."""
+        """Measure the study on a rig (a name in rigs/ or a rig file) at a profile; `device` names the rig device
+        where the study lets one be chosen (its measure.setup says). Needs root. The one skeleton of every study's
+        measuring: the study's measure.setup says what differs (contract.Setup), this runs it inside one
+        RunSession and returns the published run directory under data/."""
+        from ..host import rig as rigmod
+        from ..host.backends import detach_stale_loops
+        from ..record import RunSession
+
         prof = profiles.get(profile)
         if self.measuring_needs_root and os.geteuid() != 0:
             raise NeedsRoot("measuring needs root (loop devices and block devices); run `sudo make paper` or "
                             "explore the published runs without measuring (measure=False)")
-        return self.module("measure").run(rig, prof.name, device=device)
+        r = rigmod.load(rig)
+        setup = self.measure_module().setup(r, prof, device)
+        with RunSession(r, self.id, prof, setup.parameters.to_json(), devices_used=setup.devices_used,
+                        planned_points=setup.planned_points, planned_seconds=setup.planned_seconds) as session:
+            # loop devices a killed run left behind, detached while the session holds the measurement lock: no
+            # other run can own them now
+            detach_stale_loops(r.work_dir)
+            setup.measure(session)
+        assert session.published is not None
+        return session.published
 
     def analyse(self, record: RunRecord) -> Analysis:
-        return self.module("analyse").analyse(record)
+        return self.analyse_module().analyse(record)
 
     def newest_run(self, rig: str, profile: str) -> Path:
         from ..record import published_runs

@@ -82,7 +82,7 @@ def quick(tmp_path_factory):
 def test_harness_and_qd_against_the_model(quick):
     assert quick.harness_s == pytest.approx(HARNESS_US * 1e-6)
     assert quick.value("calibration.harness_us").value == pytest.approx(HARNESS_US)
-    assert len(quick.qd) == len(planmod.QD_RWS) * len(planmod.points_for(profiles.get("quick")).depths)
+    assert len(quick.qd) == len(planmod.QD_RWS) * len(planmod.scale(profiles.get("quick")).depths)
     known = geometric_mean_interval(QD_FACTORS)   # IOPS over the repeats: geometric mean, log-t interval
     for _, r in quick.qd.iterrows():
         assert r.n == 2
@@ -122,7 +122,7 @@ def test_seek_fit_recovers_the_configured_figures(quick):
 
 def test_span_table_subtracts_the_harness(quick):
     t = quick.span
-    assert list(t.span) == list(planmod.points_for(profiles.get("quick")).spans)
+    assert list(t.span) == list(planmod.scale(profiles.get("quick")).spans)
     # the synthetic latencies are the model's service times plus the harness: what is left is the model
     assert np.allclose(t.measured_ms, t.model_datasheet_ms, rtol=0.08)
     assert t.measured_ms.is_monotonic_increasing
@@ -162,13 +162,13 @@ def test_one_repeat_is_inconclusive_and_has_no_interval(tmp_path):
 
 
 def test_keys_are_the_study_s_and_results_round_trip(quick, tmp_path):
-    from snaptax.values import Results
+    from snaptax.values import DerivedValues
 
     keys = [v.key for v in quick.values]
     assert len(keys) == len(set(keys)) and all(k.startswith("calibration.") for k in keys)
-    loaded = Results.from_json(quick.results().to_json())
+    loaded = DerivedValues.from_json(quick.derived_values().to_json())
     assert loaded.values["calibration.run.id"].text == quick.record.run_id
-    depths = planmod.points_for(profiles.get("quick")).depths
+    depths = planmod.scale(profiles.get("quick")).depths
     assert loaded.values["calibration.depths"].text == ", ".join(map(str, depths))
     assert loaded.claims[0]["id"] == an.CLAIM_ID and loaded.claims[0]["verdict"] == "not judged"
 

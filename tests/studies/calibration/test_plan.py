@@ -21,7 +21,7 @@ def test_drive_profiles_are_the_mechanical_ones():
 @pytest.mark.parametrize("name", list(profiles.PROFILES))
 def test_variants_and_points(name):
     p = profiles.get(name)
-    pts = planmod.points_for(p)
+    pts = planmod.scale(p)
     study = planmod.build_plan(p)
     assert [v.variant for v in study.variants] == ["zero", "nlsas7k2", "sas10k", "sas15k", "reads-double"]
     assert planmod.drive_variants(study) == planmod.drive_profiles()
@@ -51,7 +51,7 @@ def test_reads_double_snapshots_then_rewrites():
     cfg = planmod.reads_double_config(p)
     assert cfg.name == "on-disk-metadata" and cfg.l2_cache_size < cfg.l2_bytes_for(p.disk_size)
     read = [m for _, m, _ in plan.measurements() if m.phase == "none"][0].job
-    assert (read.rw, read.iodepth, read.size) == ("randread", planmod.points_for(p).reads_double_iodepth,
+    assert (read.rw, read.iodepth, read.size) == ("randread", planmod.scale(p).reads_double_iodepth,
                                                   p.disk_size)
 
 
@@ -83,9 +83,13 @@ def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
     params = planmod.parameters(p, planmod.build_plan(p), "raid1_10k")
     assert_round_trip(params)
     assert_missing_is_named(params, "capacity")
+    assert_missing_is_named(params, "scale.span_runtime_factor")     # inside the recorded CalibrationScale
 
 
 @pytest.mark.committed
 def test_every_committed_run_s_parameters_load(monkeypatch):
-    for params in committed_parameters(monkeypatch, "calibration", planmod.CalibrationParameters).values():
+    """Format-3 runs recorded no span_runtime_factor: record.upgrade reads it from their span runs' length."""
+    for run, params in committed_parameters(monkeypatch, "calibration", planmod.CalibrationParameters).items():
         assert params.capacity > 0 and params.drive_profiles
+        runtime_s = profiles.get(run.split("-")[1]).runtime_s
+        assert params.scale.span_runtime_factor * runtime_s == params.span_runtime_s, run

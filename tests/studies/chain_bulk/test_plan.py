@@ -58,10 +58,10 @@ def test_describe_comes_from_the_plan():
 def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
     params = planmod.parameters(profiles.get("quick"), "ssd")
     assert_round_trip(params)
-    assert_missing_is_named(params, "max_chain")
+    assert_missing_is_named(params, "scale.max_chain")     # inside the recorded BulkScale
 
 
 @pytest.mark.committed
 def test_every_committed_run_s_parameters_load(monkeypatch):
     for params in committed_parameters(monkeypatch, "chain_bulk", planmod.ChainBulkParameters).values():
-        assert params.max_chain >= 1
+        assert params.scale.max_chain >= 1

@@ -8,7 +8,7 @@ import pytest
 from snaptax import fiolog, profiles
 from snaptax.record import RunRecord
 from snaptax.studies.chain_length import analyse as an, plan as planmod
-from tests.synthetic import fio_result, write_run
+from tests.synthetic import fio_log, fio_result, write_run
 
 LOSS = {"on-disk-metadata": 0.6, "in-memory-metadata": 0.3, planmod.LVM_THIN: 0.02}   # loss with one snapshot
 BASE = {"on-disk-metadata": 1000.0, "in-memory-metadata": 2000.0, planmod.LVM_THIN: 500.0}
@@ -153,10 +153,10 @@ def test_pairs_cancel_drift_shared_by_neighbours(tmp_path):
 
 
 def test_results_round_trip(tmp_path):
-    from snaptax.values import Results
+    from snaptax.values import DerivedValues
 
     a = make_run(tmp_path)
-    back = Results.from_json(a.results().to_json())
+    back = DerivedValues.from_json(a.derived_values().to_json())
     assert back.values["chain_length.loss.on-disk-metadata.randrw"].value == pytest.approx(60, abs=0.1)
     assert back.values["chain_length.run.id"].text == a.record.run_id
     assert {c["verdict"] for c in back.claims} <= {"agrees", "differs", "inconclusive", "not judged", "calibration"}
@@ -168,20 +168,6 @@ needs_fiologparser = pytest.mark.skipif(not fiolog.SCRIPT_GZ.exists(), reason="n
 # Loss with one snapshot in seconds 1, 2, 3: LVM thin's a transient of the fresh snapshot, the others' constant.
 LOSS_BY_SECOND = {"on-disk-metadata": (0.6, 0.6, 0.6), "in-memory-metadata": (0.3, 0.3, 0.3),
                   planmod.LVM_THIN: (0.5, 0.2, 0.0)}
-
-
-def fio_log(per_second, jobs=4, short_jobs=0):
-    """An IOPS log as fio 3.33 writes one for `jobs` jobs with per_job_logs=0: each job's lines in turn, one line per
-    second and direction (time ms, IOPS, direction, block size, offset), the samples a ms or so off each whole
-    second; `per_second` the run's total IOPS in each second, split evenly over jobs and directions. The first
-    `short_jobs` jobs stop before their last sample (a job of fio that ends just before its next second)."""
-    lines = []
-    for j in range(jobs):
-        for k in range(len(per_second) - (1 if j < short_jobs else 0)):
-            t = 1000 * (k + 1) + j % 3 - 1
-            v = round(per_second[k] / (2 * jobs))
-            lines += [f"{t}, {v}, 0, 4096, 0", f"{t}, {v}, 1, 4096, 0"]
-    return "\n".join(lines) + "\n"
 
 
 def write_logs(run, short=None):
@@ -196,38 +182,7 @@ def write_logs(run, short=None):
         spread = 1 + 0.01 * (1 if m.repeat % 2 else -1)
         ratio = [(1 - loss) * spread if m.chain_length else 1.0 for loss in LOSS_BY_SECOND[m.variant]]
         short_jobs = (short or {}).get((m.variant, m.repeat), 0) if m.chain_length else 0
-        (m.directory / an.IOPS_LOG).write_text(fio_log([8000 * drift * r for r in ratio], short_jobs=short_jobs))
-
-
-@needs_fiologparser
-def test_every_job_counts_in_every_second(tmp_path):
-    """fiologparser reads a log as one series: in fio's log of 4 jobs, jobs 2-4 lose their first second (their first
-    sample 'starts' at the job before's last); with the jobs told apart, each second holds all four."""
-    log = tmp_path / an.IOPS_LOG
-    log.write_text(fio_log([8000, 8000, 8000]))
-    assert fiolog.per_second(log)[0][1] == pytest.approx(2000, rel=0.01)     # one job of four in the first second
-    assert an.run_seconds(log) == pytest.approx([8000, 8000, 8000], rel=0.01)
-    assert {p.name for p in tmp_path.iterdir()} == {an.IOPS_LOG, an.IOPS_LOG + ".parsed"}   # only fiolog's own
-    # a job whose log stops before its third sample leaves the run two whole seconds (the third is partial)
-    log.write_text(fio_log([8000, 8000, 8000], short_jobs=1))
-    assert an.run_seconds(log) == pytest.approx([8000, 8000], rel=0.01)
-    assert len(an.run_seconds(tmp_path / "absent.log")) == 0
-
-
-def test_label_jobs_starts_a_job_where_a_direction_s_time_stops_increasing(tmp_path):
-    log = tmp_path / "x.log"
-    log.write_text("1000, 5, 0, 0, 0\n1000, 6, 1, 0, 0\n2001, 7, 0, 0, 0\n\n999, 8, 0, 0, 0\n999, 9, 1, 0, 0\n"
-                   "999, 1, 0, 0, 0\n")
-    (tmp_path / "out").mkdir()
-    assert an.label_jobs(log, tmp_path / "out").read_text().splitlines() == [
-        "1000, 5, j1d0, 0, 0", "1000, 6, j1d1, 0, 0", "2001, 7, j1d0, 0, 0", "999, 8, j2d0, 0, 0",
-        "999, 9, j2d1, 0, 0", "999, 1, j3d0, 0, 0"]
-
-
-def test_full_seconds_leave_out_a_partial_last_window():
-    assert an.full_seconds([(1.0, 10.0), (2.0, 20.0), (2.999, 30.0), (3.001, 40.0)]) == [10.0, 20.0, 30.0]
-    assert an.full_seconds([(1.0, 10.0), (2.0, 20.0), (2.005, 30.0)]) == [10.0, 20.0]
-    assert an.full_seconds([]) == []
+        (m.directory / fiolog.IOPS_LOG).write_text(fio_log([8000 * drift * r for r in ratio], short_jobs=short_jobs))
 
 
 def test_loss_by_second_and_settling_from_arrays():

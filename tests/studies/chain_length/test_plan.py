@@ -100,7 +100,7 @@ def test_a_chain_longer_than_the_device_can_hold_is_refused(scratch_rig):
     chain the engine refuses in one line naming the device's capacity, before anything starts."""
     import dataclasses
 
-    from snaptax.engines.lvmthin import LvmThinEngine
+    from snaptax.engines.lvmthin.engine import LvmThinEngine
     rig = scratch_rig("lvmthin", 2 << 30)
     smoke = profiles.get("smoke")                       # 256 MiB volume, chain of 2: fits in 2 GiB
     LvmThinEngine(rig, rig.device(), planmod.lvmthin_config(smoke), smoke.disk_size)
@@ -112,12 +112,12 @@ def test_a_chain_longer_than_the_device_can_hold_is_refused(scratch_rig):
 
 def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
     params = planmod.parameters(profiles.get("quick"), "ssd")
-    assert params.max_chain == planmod.build_plan(profiles.get("quick")).variants[0].plan.max_chain_length
+    assert params.scale.max_chain == planmod.build_plan(profiles.get("quick")).variants[0].plan.max_chain_length
     assert_round_trip(params)
-    assert_missing_is_named(params, "runtime_s")
+    assert_missing_is_named(params, "scale.runtime_s")     # inside the recorded ChainScale
 
 
 @pytest.mark.committed
 def test_every_committed_run_s_parameters_load(monkeypatch):
     for params in committed_parameters(monkeypatch, "chain_length", planmod.ChainLengthParameters).values():
-        assert params.runtime_s > 0 and params.pairs >= 2
+        assert params.scale.runtime_s > 0 and params.scale.pairs >= 2

@@ -1,5 +1,5 @@
 """The chain-length study's figures and TeX tables, from a synthetic analysis (written into tmp_path only)."""
-from snaptax import render
+from snaptax.paper import render
 from snaptax.studies.chain_length import present
 from tests.studies.chain_length.test_analyse import LOSS, make_run
 

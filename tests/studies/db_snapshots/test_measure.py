@@ -2,8 +2,8 @@
 snapshots on the emulated RAID5 and on an SSD-class file, fio), and the rig's devices it needs."""
 import pytest
 
-from snaptax import rig as rigmod
 from snaptax.errors import ConfigError
+from snaptax.host import rig as rigmod
 from snaptax.studies.db_snapshots import analyse as an, measure, plan as planmod
 
 from ...conftest import requires_root, requires_spindles

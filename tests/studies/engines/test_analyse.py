@@ -10,6 +10,7 @@ from scipy import stats as sps
 from snaptax import profiles, values
 from snaptax.errors import AnalysisError
 from snaptax.models import cow
+from snaptax.paper import macros
 from snaptax.record import RunRecord
 from snaptax.studies.engines import analyse as an, plan as planmod
 from tests.synthetic import fio_result, write_run
@@ -196,14 +197,14 @@ def test_smoke_run_provides_every_value_the_paper_asks_for(tmp_path):
     a = make_run(tmp_path, profile="smoke", names=tuple(v.name for v in planmod.variants(smoke)))
     assert {o.verdict for o in a.outcomes} == {"not judged"}
     assert math.isnan(a.value("engines.first_loss.lvmthin-c64k").low)
-    results = a.results()
-    used = values.keys_used([ROOT / "paper" / "sections" / "engines.tex"])
+    results = a.derived_values()
+    used = macros.keys_used([ROOT / "paper" / "sections" / "engines.tex"])
     # the section's numbers come from this analysis; its verdicts through the claims (claim.<id>.*, by render)
     ours = {k: f for k, f in used.items() if k.startswith("engines.")}
     assert ours and set(used) - set(ours) <= {f"claim.{o.claim.id}.{part}" for o in a.outcomes
                                               for part in ("published", "where", "verdict")}
-    values.check_available(ours, results.values)
-    back = values.Results.from_json(results.to_json())
+    macros.check_available(ours, results.values)
+    back = values.DerivedValues.from_json(results.to_json())
     assert back.values["engines.bytes_per_first_write_kib.cofw-p8k"].value == pytest.approx(20.0)
     assert back.values["engines.run.id"].text == a.record.run_id
     assert [c["verdict"] for c in back.claims] == ["not judged", "not judged"]

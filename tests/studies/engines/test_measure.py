@@ -1,9 +1,13 @@
-"""The engine comparison's measuring loop, wired to fakes (no root, no daemons): one session, one fresh engine per
-variant in plan order, the plan's counts for the progress line, the study's description of every variant."""
+"""The engine comparison's measuring loop through the one measure skeleton (Study.run), wired to fakes (no root, no
+daemons): one session, the stale loop devices detached inside it, one fresh engine per variant in plan order, the
+plan's counts for the progress line, the study's description of every variant."""
 import contextlib
 from pathlib import Path
 
-from snaptax import profiles
+import snaptax.host.backends
+import snaptax.host.rig
+import snaptax.record
+from snaptax import profiles, studies
 from snaptax.studies.engines import measure, plan as planmod
 from tests.synthetic import rig as synthetic_rig
 
@@ -49,12 +53,17 @@ class FakeEngine:
 
 
 def test_one_session_one_engine_per_variant(tmp_path, monkeypatch):
-    monkeypatch.setattr(measure.rigmod, "load", lambda name: synthetic_rig(tmp_path))
-    monkeypatch.setattr(measure, "RunSession", FakeSession)
+    detached = []
+    monkeypatch.setattr(studies.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(snaptax.host.rig, "load", lambda name: synthetic_rig(tmp_path))
+    monkeypatch.setattr(snaptax.record, "RunSession", FakeSession)
+    monkeypatch.setattr(snaptax.host.backends, "detach_stale_loops",
+                        lambda work_dir: detached.append(len(FakeSession.made)))
     monkeypatch.setattr(measure, "engine_for", lambda v, rig, dev, size: FakeEngine(v))
     FakeSession.made.clear()
-    assert measure.run("t", "smoke") == Path("/nonexistent/published")
+    assert studies.get("engines").run("t", "smoke") == Path("/nonexistent/published")
     (session,) = FakeSession.made
+    assert detached == [1]                                           # once, inside the session
     rig, study, profile, parameters, kw = session.args
     p = profiles.get("smoke")
     plan = planmod.build_plan(p)

@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from snaptax import fio, paths, profiles, rig as rigmod
+from snaptax import fio, paths, profiles
 from snaptax.errors import EngineError, MeasurementError
+from snaptax.host import rig as rigmod
 from snaptax.record import RunWriter
 from snaptax.studies.lifecycle import analyse as an, measure, plan as planmod
 from snaptax.timeline import ATTEMPTS, Timeline, job_text

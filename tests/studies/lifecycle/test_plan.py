@@ -61,4 +61,4 @@ def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
 @pytest.mark.committed
 def test_every_committed_run_s_parameters_load(monkeypatch):
     for params in committed_parameters(monkeypatch, "lifecycle", planmod.LifecycleParameters).values():
-        assert params.device_capacity > params.disk_bytes
+        assert params.device_capacity > params.scale.disk_bytes

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from snaptax import profiles, values
+from snaptax import profiles
 from snaptax.models import memory_dump as md
+from snaptax.paper import macros
 from snaptax.record import RunRecord
 from snaptax.studies.memory_dump import analyse as an, plan as planmod
 from tests.synthetic import fio_result, write_run
@@ -119,8 +120,8 @@ def test_values_and_claims(tmp_path):
     assert a.value("memory_dump.seed.after_s0_ms").value < 0    # the seed's two timings defeat `after`
     assert a.value("memory_dump.seed.iteration_ms.default").value == pytest.approx(20.38, abs=0.01)
     assert a.value("memory_dump.memory_mib").value == 256
-    r = a.results()                                  # serialisable (no NaN in JSON), no key given twice
-    text = values.render_tex(r.values.values())
+    r = a.derived_values()                                  # serialisable (no NaN in JSON), no key given twice
+    text = macros.render_tex(r.values.values())
     assert "memory_dump.fit.raid1_10k.after.bw_mib_s" in text
     import json
     json.dumps(r.to_json(), allow_nan=False)
@@ -278,4 +279,4 @@ def test_guest_values_for_the_paper(tmp_path):
                 "to_fit", "passes", "rate_mib_s", "s_per_gib", "file_per_ram"):
         assert f"{k}.{key}.precopy-p2048-w2" in v, key
     assert f"{k}.bandwidth_mib_s.background" not in v      # unthrottled: no limit to quote
-    values.render_tex(a.values)                               # every key is a valid TeX macro name
+    macros.render_tex(a.values)                               # every key is a valid TeX macro name

@@ -1,9 +1,10 @@
 """The memory-dump study measured end to end at the smoke profile (integration: qemu-storage-daemon, nbdkit, fio)."""
 import pytest
 
-from snaptax import profiles, rig as rigmod
+from snaptax import profiles
 from snaptax.errors import ConfigError
-from snaptax.rig import Device, Rig
+from snaptax.host import rig as rigmod
+from snaptax.host.rig import Device, Rig
 from snaptax.studies.memory_dump import analyse as an, measure, plan as planmod
 
 from ...conftest import requires_root, requires_spindles

@@ -99,7 +99,7 @@ def test_guest_dumps_interleave_background_and_precopy_at_implied_rates():
     assert pre.bandwidth_bytes_s == pytest.approx(b / (s0 + b / bw + 0.002))
     # the seed's default point implies ~9.5 MiB/s, the tuned one ~274 MiB/s on the nominal SSD
     assert planmod.implied_bandwidth(planmod.DEFAULT) / MiB == pytest.approx(9.5, abs=0.1)
-    assert planmod.guest_parameters(p).precopy_points == tuple((q.block_pages, q.wait_ms) for q in g.precopy_points)
+    assert planmod.guest_parameters(p).scale == g
 
 
 def test_guest_budgets():
@@ -135,8 +135,8 @@ def test_an_impossible_grid_point_is_refused_with_one_line(pages, wait):
 def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
     params = planmod.parameters(profiles.get("quick"), {"ssd": "ssd", "raid1_10k": "raid1_10k"})
     assert_round_trip(params)
-    assert_missing_is_named(params, "tuned_repeats")
-    assert_missing_is_named(params, "guest.precopy_points")
+    assert_missing_is_named(params, "scale.tuned_repeats")     # inside the recorded MemoryDumpScale
+    assert_missing_is_named(params, "guest.scale.precopy_points")
 
 
 @pytest.mark.committed

@@ -80,9 +80,14 @@ def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
     params = planmod.parameters(profiles.get("quick"), "ssd")
     assert_round_trip(params)
     assert_missing_is_named(params, "coverage")
+    assert_missing_is_named(params, "scale.coverages")     # inside the recorded MetadataCacheScale, as '7/8'
+    assert params.to_json()["scale"]["coverages"][-2:] == ["15/16", "1"]
 
 
 @pytest.mark.committed
 def test_every_committed_run_s_parameters_load(monkeypatch):
+    """Format-3 runs recorded no coverages: record.upgrade reads them from the variants' names."""
     for params in committed_parameters(monkeypatch, "metadata_cache", planmod.MetadataCacheParameters).values():
         assert len(params.coverage) >= 3
+        assert [planmod.variant_name(c) for c in params.scale.coverages] == sorted(
+            params.coverage, key=lambda name: Fraction(*map(int, name.split("-")[1:])))

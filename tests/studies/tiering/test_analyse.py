@@ -14,7 +14,7 @@ from snaptax.fio import parse_size
 from snaptax.models import tiering as tm
 from snaptax.spindle.profiles import to_json
 from snaptax.spindle.rigfiles import SPINDLES_DIR, parse_device
-from snaptax.studies.tiering import analyse as an, plan as planmod
+from snaptax.studies.tiering import analyse as an, lvmthin, misplacement, plan as planmod, tables
 from snaptax.values import Value
 
 
@@ -26,14 +26,14 @@ def _seconds(pool, phase, values, t0=0.0):
 def test_phase_samples_are_batch_means_without_the_first_second():
     s = _seconds("sas_pool", "initial", [999.0] + [10.0] * 3 + [20.0] * 3)
     meas = pd.DataFrame({"pool": ["sas_pool"], "phase": ["initial"], "deletion": [None]})
-    np.testing.assert_allclose(an.phase_samples(s, meas, "sas_pool", "initial"), [10.0, 20.0])
+    np.testing.assert_allclose(tables.phase_samples(s, meas, "sas_pool", "initial"), [10.0, 20.0])
 
 
 def test_consolidation_is_the_seconds_between_the_commits_start_and_end():
     s = _seconds("sas_pool", "delete", [1.0] * 3 + [50.0] * 6 + [1.0] * 3, t0=100.0)
     meas = pd.DataFrame({"pool": ["sas_pool"], "phase": ["delete"],
                          "deletion": [{"t_delete_start": 103.0, "t_done": 109.0}]})
-    np.testing.assert_allclose(an.phase_samples(s, meas, "sas_pool", "delete"), [50.0, 50.0])
+    np.testing.assert_allclose(tables.phase_samples(s, meas, "sas_pool", "delete"), [50.0, 50.0])
 
 
 def _phases(p_with):
@@ -45,18 +45,18 @@ def _phases(p_with):
 def test_at_tier_speed_uses_the_tiers_own_ssd_time_and_the_fitted_hdd_time():
     p = np.linspace(0, 1, 50)
     fit = tm.fit(p, tm.iops(p, 400.0, 800.0) * (1 + 0.01 * np.sin(np.arange(50))))
-    out = an.at_tier_speed(_phases(0.5), fit, {"tier_pool": {"ssd_us_per_io": 20.0}})
+    out = misplacement.at_tier_speed(_phases(0.5), fit, {"tier_pool": {"ssd_us_per_io": 20.0}})
     row = out[out.phase == "with"].iloc[0]
     assert row.ratio_pct == pytest.approx(100 * 20.0 / (0.5 * 20.0 + 0.5 * fit.tau_hdd_us))
     assert row.ratio_low < row.ratio_pct < row.ratio_high
     # a real pool has no emulated model: the fitted τ_ssd is its own
-    real = an.at_tier_speed(_phases(0.5), fit, {})
+    real = misplacement.at_tier_speed(_phases(0.5), fit, {})
     assert real[real.phase == "with"].ratio_pct.iloc[0] == pytest.approx(
         100 * fit.tau_ssd_us / (0.5 * fit.tau_ssd_us + 0.5 * fit.tau_hdd_us))
 
 
 def test_no_fit_no_ratios_at_tier_speed():
-    assert an.at_tier_speed(_phases(0.5), None, {}).empty
+    assert misplacement.at_tier_speed(_phases(0.5), None, {}).empty
 
 
 def test_tier_over_sas_combines_both_intervals():
@@ -76,7 +76,7 @@ def test_at_tier_speed_is_per_variant_on_the_tiered_pool():
     fit = tm.fit(p, tm.iops(p, 400.0, 800.0) * (1 + 0.01 * np.sin(np.arange(50))))
     thin = _phases(0.25).assign(pool="tier_pool.lvmthin")
     sas = _phases(0.0).assign(pool="sas_pool.lvmthin")
-    out = an.at_tier_speed(pd.concat([_phases(0.5), thin, sas]), fit, {"tier_pool": {"ssd_us_per_io": 20.0}})
+    out = misplacement.at_tier_speed(pd.concat([_phases(0.5), thin, sas]), fit, {"tier_pool": {"ssd_us_per_io": 20.0}})
     assert set(out.pool) == {"tier_pool", "tier_pool.lvmthin"}
     # each variant against its own initial phase: a smaller share keeps less
     assert out[out.pool == "tier_pool.lvmthin"].ratio_pct.iloc[0] < out[out.pool == "tier_pool"].ratio_pct.iloc[0]
@@ -89,18 +89,18 @@ def _series(rows):
 def test_a_guest_runs_counters_are_cut_from_the_host_series_around_it():
     h = _series([(0.0, 0, 0), (1.0, 100, 10), (2.0, 300, 110), (3.0, 500, 210), (4.0, 600, 220)])
     # the run from 1.4 s to 2.9 s lies between the samples at 1 s and 3 s (a bracket of 2 s)
-    assert an.series_delta(h, 1.4, 2.9) == {"t_s": 2.0, "host.reads": 400.0, "host.ssd_reads": 200.0}
-    assert an.series_delta(h, 1.0, 3.0) == {"t_s": 2.0, "host.reads": 400.0, "host.ssd_reads": 200.0}
+    assert tables.series_delta(h, 1.4, 2.9) == {"t_s": 2.0, "host.reads": 400.0, "host.ssd_reads": 200.0}
+    assert tables.series_delta(h, 1.0, 3.0) == {"t_s": 2.0, "host.reads": 400.0, "host.ssd_reads": 200.0}
     # not covered by the series: nothing (not a partial count)
-    assert an.series_delta(h, 3.5, 9.0) == {} and an.series_delta(h, -1.0, 2.0) == {}
-    assert an.series_delta(h, math.nan, 2.0) == {}
+    assert tables.series_delta(h, 3.5, 9.0) == {} and tables.series_delta(h, -1.0, 2.0) == {}
+    assert tables.series_delta(h, math.nan, 2.0) == {}
 
 
 def test_lateness_from_counter_increases_is_late_per_release_over_busy_per_request():
     c = {"emulator.released": 100.0, "emulator.release_late_s_sum": 0.5, "host.member_reads": 150.0,
          "host.member_writes": 50.0, "host.member0.busy_s": 1.0, "host.member1.busy_s": 1.0}
-    assert an.lateness_pct(c) == pytest.approx(100 * (0.5 / 100) / (2.0 / 200))
-    assert math.isnan(an.lateness_pct({"emulator.released": 0.0}))
+    assert tables.lateness_pct(c) == pytest.approx(100 * (0.5 / 100) / (2.0 / 200))
+    assert math.isnan(tables.lateness_pct({"emulator.released": 0.0}))
 
 
 def _lvmthin_meas(shares, cycles):
@@ -117,7 +117,7 @@ def test_learning_is_the_host_s_recorded_verdict_its_last_attempt_s(events, lear
     done = pd.DataFrame([{"pool": "tier_pool.lvmthin", "event": "learn_done", "t_s": 1.0 + i, "learned": x,
                           "seconds": 1.0} for i, x in enumerate(events)], columns=["pool", "event", "t_s", "learned",
                                                                                 "seconds"])
-    values = {v.key: v for v in an._lvmthin_values(_lvmthin_meas([0.1, 0.5, 0.95], [0, 1, 0]), pd.DataFrame(
+    values = {v.key: v for v in lvmthin.lvmthin_values(_lvmthin_meas([0.1, 0.5, 0.95], [0, 1, 0]), pd.DataFrame(
         columns=["pool", "phase"]), done, pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, {}, 6000)}
     assert values["tiering.tier_pool.lvmthin.learned"].text == learned
     assert values["tiering.tier_pool.lvmthin.relearned"].text == "n/a"
@@ -133,16 +133,16 @@ CURVE = {"fraction": [0.0, 0.5, 1.0], "ratio_pct": [100.0, 96.0, 100.0], "ratio_
 
 
 def test_the_span_models_seeds_are_counted_from_the_run():
-    assert an.span_model_seeds({**CURVE, "seeds": [3, 4]}) == 2
-    assert an.span_model_seeds({}) == 0                                   # no span model: no seeds
+    assert lvmthin.span_model_seeds({**CURVE, "seeds": [3, 4]}) == 2
+    assert lvmthin.span_model_seeds({}) == 0                                   # no span model: no seeds
 
 
 def test_the_span_model_is_read_between_its_modelled_fractions():
-    assert an.span_model_ratio(CURVE, 0.25) == pytest.approx((98.0, 97.0, 99.0))
-    assert an.span_model_ratio(CURVE, 0.5) == pytest.approx((96.0, 94.0, 98.0))
-    assert all(math.isnan(x) for x in an.span_model_ratio(CURVE, 1.5))
-    assert all(math.isnan(x) for x in an.span_model_ratio({}, 0.5))
-    assert all(math.isnan(x) for x in an.span_model_ratio(CURVE, math.nan))
+    assert lvmthin.span_model_ratio(CURVE, 0.25) == pytest.approx((98.0, 97.0, 99.0))
+    assert lvmthin.span_model_ratio(CURVE, 0.5) == pytest.approx((96.0, 94.0, 98.0))
+    assert all(math.isnan(x) for x in lvmthin.span_model_ratio(CURVE, 1.5))
+    assert all(math.isnan(x) for x in lvmthin.span_model_ratio({}, 0.5))
+    assert all(math.isnan(x) for x in lvmthin.span_model_ratio(CURVE, math.nan))
 
 
 def _sas_lvmthin(after_ratios):
@@ -167,10 +167,10 @@ def _sas_lvmthin(after_ratios):
 @pytest.mark.parametrize("after,verdict", [(0.97, "holds"), (0.75, "refuted")])
 def test_the_span_explanation_holds_only_where_the_model_meets_the_measured_ratio(after, verdict):
     meas, seconds = _sas_lvmthin(after)
-    phases = an.phases_table(seconds, meas)
-    assert an.remapped_fraction(meas, "sas_pool.lvmthin", 65536) == pytest.approx(1 / 3)
+    phases = tables.phases_table(seconds, meas)
+    assert lvmthin.remapped_fraction(meas, "sas_pool.lvmthin", 65536) == pytest.approx(1 / 3)
     layout = {"sas_pool.lvmthin": {"span_model": CURVE, "chunk_size": 65536}}
-    values = {v.key: v for v in an._lvmthin_values(
+    values = {v.key: v for v in lvmthin.lvmthin_values(
         meas, phases, pd.DataFrame(columns=["pool", "event", "t_s", "learned", "seconds"]),
         pd.DataFrame(columns=["pool", "phase"]), 0.9, 0.8, layout, 6000)}
     assert values["tiering.sas_pool.lvmthin.remapped_pct"].value == pytest.approx(100 / 3)
@@ -186,16 +186,16 @@ def test_the_arrays_time_per_command_and_queue_follow_littles_law():
     c = {"host.reads": 800.0, "host.writes": 200.0, "host.latency_s_sum": 9.0, "t_s": 1.0,
          "host.member_reads": 1500.0, "host.member_writes": 500.0, "host.member0.busy_s": 1.0,
          "host.member1.busy_s": 3.0}
-    assert an.device_time(c) == pytest.approx({"device_ms_per_io": 9.0, "device_queue": 9.0})
-    assert an.member_ms_per_io(c) == pytest.approx(2.0)
-    assert all(math.isnan(x) for x in an.device_time({"host.reads": 5.0}).values())
-    assert math.isnan(an.member_ms_per_io({}))
+    assert tables.device_time(c) == pytest.approx({"device_ms_per_io": 9.0, "device_queue": 9.0})
+    assert tables.member_ms_per_io(c) == pytest.approx(2.0)
+    assert all(math.isnan(x) for x in tables.device_time({"host.reads": 5.0}).values())
+    assert math.isnan(tables.member_ms_per_io({}))
     # member 1 three times as busy as member 0; no cache hits sampled: no hit share
-    assert an.member_balance(c)["member_busy_spread"] == pytest.approx(3.0)
-    assert an.member_balance({**c, "t_s": 4.0})["member_busy_pct"] == pytest.approx(50.0)   # mean 2 s of 4 s
-    assert math.isnan(an.member_balance(c)["member_hit_pct"])
+    assert tables.member_balance(c)["member_busy_spread"] == pytest.approx(3.0)
+    assert tables.member_balance({**c, "t_s": 4.0})["member_busy_pct"] == pytest.approx(50.0)   # mean 2 s of 4 s
+    assert math.isnan(tables.member_balance(c)["member_hit_pct"])
     hits = {**c, "host.member0.cache_hits": 100.0, "host.member1.cache_hits": 300.0}
-    assert an.member_balance(hits)["member_hit_pct"] == pytest.approx(20.0)
+    assert tables.member_balance(hits)["member_hit_pct"] == pytest.approx(20.0)
 
 
 def _shares(q_after, t_after):
@@ -208,23 +208,23 @@ def _shares(q_after, t_after):
 @pytest.mark.parametrize("q_after,t_after,verdict", [(1.0, 0.4, "holds"), (1.0, 0.95, "refuted"),
                                                      (0.5, 0.4, "refuted")])
 def test_the_prediction_that_lvremove_leaves_the_data_misplaced_can_fail(q_after, t_after, verdict):
-    assert an._stays(_shares(q_after, t_after)) == verdict
-    assert an._stays(_shares(q_after, t_after).iloc[:3]) == "n/a"
+    assert lvmthin._stays(_shares(q_after, t_after)) == verdict
+    assert lvmthin._stays(_shares(q_after, t_after).iloc[:3]) == "n/a"
 
 
 def test_what_if_curves_follow_the_model():
     p = np.linspace(0, 1, 50)
     fit = tm.fit(p, tm.iops(p, 400.0, 800.0) * (1 + 0.01 * np.sin(np.arange(50))))
-    c = an.what_if_curves(fit, 20.0)
+    c = misplacement.what_if_curves(fit, 20.0)
     loss = c[c.curve == "loss_hours"]
     assert (np.diff(loss.y) > 0).all()                       # a longer cycle, a longer loss
-    assert np.interp(86400.0, loss.x, loss.y) == pytest.approx(12.0 + an.SEED_DISK_BYTES / an.SEED_MIGRATION_B_S
-                                                               / 3600, rel=0.02)
+    seed_copy_h = misplacement.SEED_DISK_BYTES / misplacement.SEED_MIGRATION_B_S / 3600
+    assert np.interp(86400.0, loss.x, loss.y) == pytest.approx(12.0 + seed_copy_h, rel=0.02)
     r = c[c.curve == "ratio_pct"]
     assert r.y.iloc[-1] == pytest.approx(100.0) and r.y.iloc[0] == pytest.approx(100 * 20.0 / fit.tau_hdd_us)
     assert ((r.low <= r.y + 1e-9) & (r.y <= r.high + 1e-9)).all()
     # without a fit only the cycle curve
-    assert set(an.what_if_curves(None, 20.0).curve) == {"loss_hours"}
+    assert set(misplacement.what_if_curves(None, 20.0).curve) == {"loss_hours"}
 
 
 def test_a_write_that_copies_a_chunk_shows_as_a_chunk_read_the_volume_did_not_ask_for():
@@ -234,10 +234,10 @@ def test_a_write_that_copies_a_chunk_shows_as_a_chunk_read_the_volume_did_not_as
                  ("guest.writes", writes))}
     chunk = 65536.0
     # 100 writes, 25 of which broke a chunk's sharing: 25 × 128 sectors read beyond the volume's own reads
-    assert an.copied_write_pct(g(10_000 + 25 * 128, 10_000, 100), chunk) == pytest.approx(25.0)
-    assert an.copied_write_pct(g(10_000, 10_000, 100), chunk) == 0.0
-    assert math.isnan(an.copied_write_pct(g(10_000, 10_000, 0), chunk))       # no writes: no share
-    assert math.isnan(an.copied_write_pct({}, chunk))
+    assert tables.copied_write_pct(g(10_000 + 25 * 128, 10_000, 100), chunk) == pytest.approx(25.0)
+    assert tables.copied_write_pct(g(10_000, 10_000, 100), chunk) == 0.0
+    assert math.isnan(tables.copied_write_pct(g(10_000, 10_000, 0), chunk))       # no writes: no share
+    assert math.isnan(tables.copied_write_pct({}, chunk))
 
 
 def test_the_copy_model_fitted_under_the_snapshot_predicts_the_phase_after_lvremove():
@@ -256,7 +256,7 @@ def test_the_copy_model_fitted_under_the_snapshot_predicts_the_phase_after_lvrem
     expected_after = 100 * s_after / (1 + k * 0.2 * 0.25)
     for after, verdict in ((expected_after, "holds"), (expected_after - 10, "refuted")):
         after_ratio = Value.where_defined("x.after.ratio", after, after - 1, after + 1, 5, "%", 1, "")
-        values = {v.key: v for v in an.copy_model_values(meas(25.0), "sas_pool.lvmthin", 65536.0, CURVE,
+        values = {v.key: v for v in lvmthin.copy_model_values(meas(25.0), "sas_pool.lvmthin", 65536.0, CURVE,
                                                           with_ratio, after_ratio, "x", 0.8)}
         assert values["x.copy_cost"].value == pytest.approx(k)
         assert values["x.after.remapped_end_pct"].value == pytest.approx(75.0)

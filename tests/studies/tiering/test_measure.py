@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from snaptax import profiles, rig as rigmod
+from snaptax import profiles
+from snaptax.host import rig as rigmod
 from snaptax.studies.tiering import analyse as an, measure, plan as planmod
 
 from ...conftest import requires_root, requires_spindles

@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
-from snaptax import profiles, rig as rigmod
+from snaptax import profiles
 from snaptax.errors import ConfigError
+from snaptax.host import rig as rigmod
 from snaptax.record import RunWriter
 from snaptax.spindle.rigfiles import parse_device
 from snaptax.studies.tiering import measure, plan as planmod
@@ -252,7 +253,7 @@ def test_the_gates_decisions_are_logged_only_for_the_attempt_that_ran_through(tm
 def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
     params = planmod.parameters(planmod.scale(profiles.get("quick")), {p: p for p in planmod.POOLS}, lvmthin=True)
     assert_round_trip(params)
-    assert_missing_is_named(params, "learned_fraction")
+    assert_missing_is_named(params, "scale.learned_fraction")     # inside the recorded TieringScale
 
 
 @pytest.mark.committed
@@ -261,5 +262,5 @@ def test_every_committed_run_s_parameters_load_with_what_older_runs_ran_with(mon
     committed runs, the oldest of format 2, all load."""
     runs = committed_parameters(monkeypatch, "tiering", planmod.TieringParameters)
     newest = runs[max(runs)]
-    assert all(r.span_model_ios > 0 for r in runs.values())
-    assert newest.span_model_ios == planmod.scale(profiles.get("quick")).span_model_ios
+    assert all(r.scale.span_model_ios > 0 for r in runs.values())
+    assert newest.scale.span_model_ios == planmod.scale(profiles.get("quick")).span_model_ios

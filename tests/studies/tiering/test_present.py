@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from snaptax.models import tiering as tm
-from snaptax.studies.tiering import analyse as an, present
+from snaptax.studies.tiering import analyse as an, misplacement, present, tables
 from tests.studies.tiering.test_analyse import _sas_lvmthin, _seconds
 
 TAU_SSD, TAU_HDD, TAU_SSD_TIER = 100.0, 1000.0, 20.0
@@ -27,13 +27,13 @@ def synthetic():
     meas = pd.concat([pd.DataFrame(meas), thin_meas], ignore_index=True)
     events = pd.DataFrame({"pool": ["sas_pool", "tier_pool"], "event": "snapshot", "t_s": 20.0, "learned": None,
                            "seconds": float("nan")})
-    phases = an.phases_table(seconds, meas)
-    fit = an.fit_model(seconds)
+    phases = tables.phases_table(seconds, meas)
+    fit = misplacement.fit_model(seconds)
     model_us = {"tier_pool": {"ssd_us_per_io": TAU_SSD_TIER}}
     return an.TieringAnalysis(None, meas=meas, seconds=seconds, phases=phases, events=events, fit=fit,
-                              what_if=an.what_if_table(fit, phases, TAU_SSD_TIER, 0.8), model_us=model_us,
-                              at_tier_speed=an.at_tier_speed(phases, fit, model_us),
-                              what_if_curves=an.what_if_curves(fit, TAU_SSD_TIER))
+                              what_if=misplacement.what_if_table(fit, phases, TAU_SSD_TIER, 0.8), model_us=model_us,
+                              at_tier_speed=misplacement.at_tier_speed(phases, fit, model_us),
+                              what_if_curves=misplacement.what_if_curves(fit, TAU_SSD_TIER))
 
 
 def _row(tex: str, start: str) -> list[str]:

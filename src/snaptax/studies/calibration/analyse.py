@@ -238,8 +238,8 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
            Value(f"{k}.drive_profile_names", text=", ".join(a.drives)),
            Value(f"{k}.capacity_mib", params.capacity / 2**20, "MiB"),
            Value(f"{k}.span_runtime_s", float(params.span_runtime_s), "s"),
-           Value(f"{k}.depths", text=", ".join(str(d) for d in params.depths)),
-           Value(f"{k}.span_min_pct", 100 * min(params.spans), "%", digits=1),
+           Value(f"{k}.depths", text=", ".join(str(d) for d in params.scale.depths)),
+           Value(f"{k}.span_min_pct", 100 * min(params.scale.spans), "%", digits=1),
            Value(f"{k}.harness_us", a.harness_s * 1e6, "µs", n=len(_measurements(record, ZERO, "harness"))),
            # the turnaround's equally likely points each span measurement recorded (spindle.measure.PHASE_POINTS)
            Value(f"{k}.phase_points", float(max((len((m.extra.get("spindle") or {}).get("phase_quantiles_s") or [])
@@ -275,7 +275,7 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
     disk_size = int(rd.get("disk_size", record.manifest.profile.disk_size))
     out += [Value(f"{k}.reads_double.device", text=str(params.device)),
             Value(f"{k}.reads_double.config", text=str(params.reads_double_config)),
-            Value(f"{k}.reads_double.iodepth", float(params.reads_double_iodepth), ""),
+            Value(f"{k}.reads_double.iodepth", float(params.scale.reads_double_iodepth), ""),
             Value(f"{k}.reads_double.disk_mib", disk_size / 2**20, "MiB")]
     if cfg.get("l2_cache_size"):
         tables = -(-disk_size // int(cfg["cluster_size"])) * (16 if cfg.get("extended_l2") else 8)

@@ -1,15 +1,15 @@
 """Measure the calibration on a rig (needs root for the reads-double variant: qcow2 on a rig device)."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from ... import profiles, rig as rigmod
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
+from ...host import rig as rigmod
+from ...profiles import Profile
 from ...record import RunSession
 from ...spindle.measure import CAPACITY, ServedSpindle
 from ...spindle.profiles import DeviceSpec, DiskSpec, ZeroProfile
 from ...spindle.rigfiles import disk
+from ..contract import Setup
 from . import plan as planmod
 
 STUDY = planmod.STUDY
@@ -34,17 +34,14 @@ def spindle_spec(variant: str) -> DeviceSpec:
     return DiskSpec(ZeroProfile()) if variant == planmod.ZERO else disk(variant)
 
 
-def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
-    """Measure the study on a rig; returns the published run directory under data/. `device` names the rig
-    device for the reads-double variant (default: the rig's emulated raid1_10k)."""
-    profile = profiles.get(profile_name)
-    rig = rigmod.load(rig_name)
+def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup:
+    """Every variant; `device` names the rig device for the reads-double variant (default: the rig's emulated
+    raid1_10k)."""
     dev = reads_double_device(rig, device)
     study = planmod.build_plan(profile)
     work_dir = rig.rig_work_dir / STUDY
-    with RunSession(rig, STUDY, profile, planmod.parameters(profile, study, dev.name).to_json(),
-                    devices_used=(dev.name,),
-                    planned_points=study.points(), planned_seconds=planmod.planned_seconds(profile)) as session:
+
+    def measure(session: RunSession) -> None:
         for vp in study.variants:
             if vp.variant == planmod.READS_DOUBLE:
                 with Qcow2ChainEngine(rig, dev, planmod.reads_double_config(profile), profile.disk_size) as engine:
@@ -54,5 +51,5 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                 with ServedSpindle(spindle_spec(vp.variant), CAPACITY, work_dir, vp.variant) as served:
                     with session.in_variant(vp.variant, served.describe()):
                         served.execute(vp.plan, session)
-    assert session.published is not None
-    return session.published
+    return Setup(planmod.parameters(profile, study, dev.name), (dev.name,), study.points(),
+                 planmod.planned_seconds(profile), measure)

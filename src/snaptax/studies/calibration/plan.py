@@ -32,7 +32,7 @@ READS_DOUBLE_DEVICE = "raid1_10k"   # the rig device seed 000's experiment runs 
 
 
 @dataclass(frozen=True)
-class Points:
+class CalibrationScale:
     """How many points each drive profile measures (scaled with the run profile; times from Profile.runtime_s)."""
 
     depths: tuple[int, ...]
@@ -41,18 +41,18 @@ class Points:
     reads_double_iodepth: int = 4
 
 
-POINTS = {
+SCALES = {
     # smoke: span runs as long as the other points (2 s, some 300 requests each): enough for the fit to run
-    "smoke": Points(depths=(1, 4, 32), spans=(0.01, 0.1, 1.0), span_runtime_factor=1),
+    "smoke": CalibrationScale(depths=(1, 4, 32), spans=(0.01, 0.1, 1.0), span_runtime_factor=1),
     # quick keeps within the 10-minute budget of a quick study: four depths, 10 s span runs
-    "quick": Points(depths=(1, 4, 16, 32), spans=(0.003, 0.01, 0.03, 0.1, 0.3, 1.0), span_runtime_factor=2),
-    "full": Points(depths=(1, 2, 4, 8, 16, 32), spans=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
+    "quick": CalibrationScale(depths=(1, 4, 16, 32), spans=(0.003, 0.01, 0.03, 0.1, 0.3, 1.0), span_runtime_factor=2),
+    "full": CalibrationScale(depths=(1, 2, 4, 8, 16, 32), spans=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
                    span_runtime_factor=2),
 }
 
 
-def points_for(profile: profiles.Profile) -> Points:
-    return POINTS.get(profile.name, POINTS["quick"])
+def scale(profile: profiles.Profile) -> CalibrationScale:
+    return SCALES.get(profile.name, SCALES["quick"])
 
 
 def drive_profiles() -> list[str]:
@@ -64,7 +64,7 @@ def drive_profiles() -> list[str]:
 
 
 def span_runtime_s(profile: profiles.Profile) -> float:
-    return profile.runtime_s * points_for(profile).span_runtime_factor
+    return profile.runtime_s * scale(profile).span_runtime_factor
 
 
 def zero_plan(profile: profiles.Profile) -> Plan:
@@ -74,7 +74,7 @@ def zero_plan(profile: profiles.Profile) -> Plan:
 
 def drive_plan(profile: profiles.Profile) -> Plan:
     """One drive profile: IOPS versus queue depth (each point `repeats` times), then QD1 reads versus span."""
-    pts = points_for(profile)
+    pts = scale(profile)
     steps: list[Measure] = [Measure(qd_job(rw, qd, profile.runtime_s), "qd", r)
                             for rw in QD_RWS for qd in pts.depths for r in range(profile.repeats)]
     steps += [Measure(span_job(span, span_runtime_s(profile)), "span") for span in pts.spans]
@@ -88,7 +88,7 @@ def reads_double_config(profile: profiles.Profile) -> Qcow2Config:
 
 
 def reads_double_read_job(profile: profiles.Profile) -> FioJob:
-    return FioJob("randread", "randread", bs=4096, iodepth=points_for(profile).reads_double_iodepth,
+    return FioJob("randread", "randread", bs=4096, iodepth=scale(profile).reads_double_iodepth,
                   size=profile.disk_size, runtime_s=profile.runtime_s, log_avg_msec=None)
 
 
@@ -122,25 +122,23 @@ def drive_variants(study: StudyPlan) -> list[str]:
 
 @dataclass(frozen=True)
 class CalibrationParameters(StudyParameters):
-    """The study's parameters as the run's manifest records them (read back only by analyse). device: the rig
-    device of the reads-double variant; capacity: the bytes every spindle variant is served with."""
+    """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
+    (checked again by CalibrationScale when read); device: the rig device of the reads-double variant; capacity:
+    the bytes every spindle variant is served with; span_runtime_s: each span run (the scale's factor times the
+    profile's runtime)."""
 
+    scale: CalibrationScale
     device: str
     drive_profiles: tuple[str, ...]
     capacity: int
-    depths: tuple[int, ...]
-    spans: tuple[float, ...]
     span_runtime_s: float
     reads_double_config: str
-    reads_double_iodepth: int
 
 
 def parameters(profile: profiles.Profile, study: StudyPlan, device: str) -> CalibrationParameters:
-    pts = points_for(profile)
-    return CalibrationParameters(device=device, drive_profiles=tuple(drive_variants(study)), capacity=CAPACITY,
-                                 depths=pts.depths, spans=pts.spans, span_runtime_s=span_runtime_s(profile),
-                                 reads_double_config=reads_double_config(profile).name,
-                                 reads_double_iodepth=pts.reads_double_iodepth)
+    return CalibrationParameters(scale=scale(profile), device=device, drive_profiles=tuple(drive_variants(study)),
+                                 capacity=CAPACITY, span_runtime_s=span_runtime_s(profile),
+                                 reads_double_config=reads_double_config(profile).name)
 
 
 def _runs(n: int) -> str:

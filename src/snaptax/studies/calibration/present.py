@@ -5,7 +5,7 @@ from pathlib import Path
 
 import altair as alt
 
-from ... import figures, macros
+from ...paper import figures, macros
 from .analyse import FIGURE_WORDS, CalibrationAnalysis
 
 

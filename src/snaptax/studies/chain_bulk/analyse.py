@@ -161,8 +161,9 @@ def fit_all(pr: pd.DataFrame) -> dict[tuple[str, str], chain_model.ChainFit]:
 def _values(record: RunRecord, pts: pd.DataFrame, pr: pd.DataFrame, nz: Noise, summary: pd.DataFrame,
             fits: dict[tuple[str, str], chain_model.ChainFit]) -> list[Value]:
     k, params = STUDY, record.parameters(ChainBulkParameters)
-    top = params.max_chain
-    out = [Value(f"{k}.max_chain", float(top), "snapshots"), Value(f"{k}.runtime_s", float(params.runtime_s), "s"),
+    s = params.scale
+    top = s.max_chain
+    out = [Value(f"{k}.max_chain", float(top), "snapshots"), Value(f"{k}.runtime_s", float(s.runtime_s), "s"),
            Value(f"{k}.repeats", float(params.repeats), "runs"),
            Value(f"{k}.full_runtime_s", float(SCALES["full"].runtime_s), "s"),     # the full profile's, for comparison
            Value(f"{k}.disk_mib", float(params.disk_bytes) / (1 << 20), "MiB")]

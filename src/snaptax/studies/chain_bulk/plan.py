@@ -122,21 +122,18 @@ def planned_seconds(profile: profiles.Profile) -> float:
 
 @dataclass(frozen=True)
 class ChainBulkParameters(StudyParameters):
-    """The study's parameters as the run's manifest records them (read back only by analyse)."""
+    """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
+    (checked again by BulkScale when read), the rig device, the I/O size, the profile's repeats and disk."""
 
+    scale: BulkScale
     device: str
-    max_chain: int
-    runtime_s: float
-    ramp_time_s: float
     block_bytes: int
     repeats: int
     disk_bytes: int
 
 
 def parameters(profile: profiles.Profile, device: str) -> ChainBulkParameters:
-    s = scale(profile)
-    return ChainBulkParameters(device=device, max_chain=s.max_chain, runtime_s=s.runtime_s,
-                               ramp_time_s=s.ramp_time_s, block_bytes=BLOCK, repeats=profile.repeats,
+    return ChainBulkParameters(scale=scale(profile), device=device, block_bytes=BLOCK, repeats=profile.repeats,
                                disk_bytes=profile.disk_size)
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import altair as alt
 
-from ... import figures, macros
+from ...paper import figures, macros
 from .analyse import BulkAnalysis
 
 SERIES_TITLES = {"read": "512 KiB sequential read", "write": "512 KiB sequential write", "clone": "full clone"}

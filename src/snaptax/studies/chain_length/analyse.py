@@ -5,9 +5,7 @@ values out (fio's per-second logs are read through fiologparser on copies in a t
 from __future__ import annotations
 
 import math
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -64,12 +62,6 @@ RECOVERY_BASIS = ("a judgment: the seed reports recovery in words ('similar to w
                   "numbers; ±10 pp is the smallest step its bar chart would make visible")
 
 Key = tuple[str, str]   # (variant, job)
-IOPS_LOG = "fio_iops.log"   # a run's per-second IOPS log (fio.FioJob.job_file: log_avg_msec=1000, per_job_logs=0)
-# A window of fiologparser's at least this long is a second of the run. The last window ends at the earliest last
-# sample of any job's series, and is shorter when that job's log stopped short of a whole second: fio's samples land
-# within a few ms of each whole second (2999, 3001 ms), and a job that stops before its next sample logs no part of
-# its last second (a TCG guest's job logged at 1004 and 2005 ms of a 3-s run: a 5-ms third window).
-FULL_WINDOW_S = 0.9
 
 
 @dataclass
@@ -189,66 +181,16 @@ def pair_log_sd(meas: pd.DataFrame, variant: str, job: str) -> float:
     return float(logs.std(ddof=1)) if len(logs) > 1 else float("nan")
 
 
-def label_jobs(log: Path, directory: Path) -> Path:
-    """A copy of fio's IOPS log of a run of several jobs (per_job_logs=0), written into `directory`, whose direction
-    column (the third) names the job as well, 'j<i>d<direction>'. fio writes the jobs' lines one job after another,
-    each job's in time order with one line per direction and window, so a job ends where a direction's time no
-    longer increases. fiologparser reads a file as one series whose samples run from one line's time to the next's:
-    in the log as fio wrote it, each later job's first window would run backwards in time, from the job before's
-    last sample, and count for nothing (in a 3-s run of 4 jobs the first second would hold one job's I/Os).
-    fiolog.per_second splits a log into one series per value of that column and fiologparser sums the series, so
-    the copy gives one series per job and direction, each in time order, summed."""
-    out, job = [], 0
-    last: dict[str, float] = {}
-    for line in log.read_text().splitlines():
-        parts = [part.strip() for part in line.split(",")]
-        if len(parts) < 4 or not line.strip():
-            continue
-        t, ddir = float(parts[0]), parts[2]
-        if not job or t <= last.get(ddir, -math.inf):
-            job, last = job + 1, {}
-        last[ddir] = t
-        out.append(", ".join([*parts[:2], f"j{job}d{ddir}", *parts[3:]]))
-    path = directory / log.name
-    path.write_text("\n".join(out) + "\n" if out else "")
-    return path
-
-
-def full_seconds(rows: list[tuple[float, float]]) -> list[float]:
-    """The I/Os of each whole second, from fiologparser's sums (fiolog.per_second: (end_s, value) per window
-    ((i − 1) s, end_s], i = 1, 2, …; a value is the I/Os per second in the window, summed over the series; the last
-    window ends at the earliest last sample of any series): the values of the windows before the first one shorter
-    than FULL_WINDOW_S, a second that some series covers only in part (a job whose log ends before the run's last
-    whole second), which is left out."""
-    out = []
-    for i, (end_s, value) in enumerate(rows):
-        if end_s - i < FULL_WINDOW_S:
-            break
-        out.append(value)
-    return out
-
-
-def run_seconds(log: Path) -> np.ndarray:
-    """Total IOPS (reads + writes, all jobs) in each second k = 1..K of one fio run, from its IOPS log: the log
-    with its jobs told apart (label_jobs) through fiolog.per_second, in a temporary directory so that the run's
-    directory gains no parser output, cut to whole seconds (full_seconds). K: the whole seconds every job's log
-    has. Empty without a log."""
-    if not log.exists():
-        return np.empty(0)
-    with tempfile.TemporaryDirectory(prefix="snaptax-chain-") as tmp:
-        return np.array(full_seconds(fiolog.per_second(label_jobs(log, Path(tmp)))), dtype=float)
-
-
 def pair_seconds(record: RunRecord, meas: pd.DataFrame) -> dict[Key, tuple[np.ndarray, np.ndarray]]:
-    """Per configuration and job of the pairs: IOPS per second (run_seconds) of the one-snapshot runs and of the
-    no-snapshot runs, two arrays of pairs × K matched by repeat, K the most seconds any run has, nan where a run
+    """Per configuration and job of the pairs: IOPS per second (fiolog.run_seconds) of the one-snapshot runs and of
+    the no-snapshot runs, two arrays of pairs × K matched by repeat, K the most seconds any run has, nan where a run
     has fewer (none without a second in any run)."""
     paths = record.results().drop_duplicates(["variant", "index"]).set_index(["variant", "index"])["path"]
     pairs = meas[meas.phase == "pair"]
     out = {}
     for (variant, job), g in pairs.groupby(["variant", "job"]):
-        runs = {(int(r.repeat), int(r.chain_length)): run_seconds(record.path / paths[(variant, r.index)] / IOPS_LOG)
-                for r in g.itertuples()}
+        runs = {(int(r.repeat), int(r.chain_length)):
+                fiolog.run_seconds(record.path / paths[(variant, r.index)] / fiolog.IOPS_LOG) for r in g.itertuples()}
         repeats = sorted(r for r, n in runs if n == 0 and (r, 1) in runs)
         k = max((len(runs[(r, n)]) for r in repeats for n in (0, 1)), default=0)
         if k:
@@ -394,15 +336,15 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
             settling: dict[Key, Interval] | None = None) -> list[Value]:
     k = STUDY
     params = record.parameters(ChainLengthParameters)
-    out = [Value(f"{k}.max_chain", float(params.max_chain), "snapshots")]
+    out = [Value(f"{k}.max_chain", float(params.scale.max_chain), "snapshots")]
     shapes = {(m.iodepth, m.numjobs) for m in record.measurements if m.job in WORKLOADS}   # as the run recorded
     iodepth, numjobs = shapes.pop() if len(shapes) == 1 else (math.nan, math.nan)          # nan: mixed shapes
     out += [Value(f"{k}.iodepth", float(iodepth), "requests"), Value(f"{k}.numjobs", float(numjobs), "jobs"),
             Value(f"{k}.outstanding", float(iodepth * numjobs), "requests")]
-    out += [Value(f"{k}.runtime_s", float(params.runtime_s), "s"),
-            Value(f"{k}.ramp_time_s", float(params.ramp_time_s), "s"),
-            Value(f"{k}.pairs_planned", float(params.pairs), "pairs"),
-            Value(f"{k}.pairs_basis", text=str(params.pairs_basis))]
+    out += [Value(f"{k}.runtime_s", float(params.scale.runtime_s), "s"),
+            Value(f"{k}.ramp_time_s", float(params.scale.ramp_time_s), "s"),
+            Value(f"{k}.pairs_planned", float(params.scale.pairs), "pairs"),
+            Value(f"{k}.pairs_basis", text=str(params.scale.pairs_basis))]
     for name, described in record.manifest.variants.items():   # the engine's describe(): its qcow2 config
         if described.get("engine", "qcow2") == "qcow2":
             out.append(Value(f"{k}.l2_cache_kib.{name}", described["config"]["l2_cache_size"] / 1024, "KiB"))

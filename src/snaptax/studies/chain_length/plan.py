@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ... import profiles
-from ...engines.lvmthin import LvmThinConfig
+from ...engines.lvmthin.config import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, prefill_job, seed001_job, seed001_mirror_job
@@ -176,23 +176,17 @@ def planned_seconds(profile: profiles.Profile, lvmthin: bool = True) -> float:
 
 @dataclass(frozen=True)
 class ChainLengthParameters(StudyParameters):
-    """The study's parameters as the run's manifest records them (read back only by analyse). workloads: the
-    jobs measured (SWEEP_WORKLOADS); max_chain: the longest chain the plan built; the rest: its ChainScale."""
+    """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
+    (checked again by ChainScale when read; its max_chain is the longest chain the plan builds), the rig device,
+    the jobs measured (SWEEP_WORKLOADS)."""
 
+    scale: ChainScale
     device: str
     workloads: tuple[str, ...]
-    max_chain: int
-    pairs: int
-    runtime_s: float
-    ramp_time_s: float
-    pairs_basis: str
 
 
 def parameters(profile: profiles.Profile, device: str) -> ChainLengthParameters:
-    s = scale(profile)
-    return ChainLengthParameters(device=device, workloads=SWEEP_WORKLOADS,
-                                 max_chain=variant_plan(profile).max_chain_length, pairs=s.pairs,
-                                 runtime_s=s.runtime_s, ramp_time_s=s.ramp_time_s, pairs_basis=s.pairs_basis)
+    return ChainLengthParameters(scale=scale(profile), device=device, workloads=SWEEP_WORKLOADS)
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import altair as alt
 
-from ... import figures, macros
 from ...models.chain import ChainFit
+from ...paper import figures, macros
 from .analyse import ENGINE_WORDS, JOB_WORDS, PUBLISHED_LOSS, STAND_IN, ChainAnalysis
 from .plan import LVM_THIN, MIRROR
 

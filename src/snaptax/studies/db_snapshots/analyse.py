@@ -227,10 +227,10 @@ def claims(emulator_version: int | None = None) -> list[Claim]:
 
 def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model: pd.DataFrame) -> list[Value]:
     k, p = STUDY, record.parameters(DbSnapshotParameters)
-    out = [Value(f"{k}.table_mib", float(p.table_bytes) / (1 << 20), "MiB"),
+    out = [Value(f"{k}.table_mib", float(p.scale.table_bytes) / (1 << 20), "MiB"),
            Value(f"{k}.pages", float(p.pages), "pages"),
-           Value(f"{k}.repeats", float(p.repeats), ""),
-           Value(f"{k}.ssd_repeats", float(p.ssd_repeats), ""),
+           Value(f"{k}.repeats", float(p.scale.repeats), ""),
+           Value(f"{k}.ssd_repeats", float(p.scale.ssd_repeats), ""),
            Value(f"{k}.iodepth", float(p.iodepth), ""),
            Value(f"{k}.data_files", float(p.data_files), ""),
            Value(f"{k}.seed_baseline_s", SEED_BASELINE_S, "s", digits=1)]

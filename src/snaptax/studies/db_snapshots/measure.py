@@ -2,12 +2,12 @@
 copy-on-first-write volume on the rig's default device with its snapshots on that device, in one RunSession."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from ... import profiles, rig as rigmod
 from ...engines.cofw import CofwEngine
 from ...errors import ConfigError
+from ...host import rig as rigmod
+from ...profiles import Profile
 from ...record import RunSession
+from ..contract import Setup
 from . import plan as planmod
 
 
@@ -26,27 +26,23 @@ def snapshot_devices(rig: rigmod.Rig, source: rigmod.Device) -> dict[str, rigmod
     return out
 
 
-def run(rig_name: str = "local", profile_name: str | profiles.Profile = profiles.DEFAULT,
-        device: str | None = None) -> Path:
-    """Measure both snapshot devices; `device` names the source device (default: the rig's first)."""
-    profile = profile_name if isinstance(profile_name, profiles.Profile) else profiles.get(profile_name)
-    rig = rigmod.load(rig_name)
+def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup:
+    """Both snapshot devices; `device` names the source device (default: the rig's first)."""
     source = rig.device(device)
     snapdevs = snapshot_devices(rig, source)
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)
     cfg = planmod.engine_config()
-    with RunSession(rig, planmod.STUDY, profile, planmod.parameters(s, source.name).to_json(),
-                    devices_used=(source.name, *snapdevs), planned_points=study.points(),
-                    planned_seconds=planmod.planned_seconds(profile)) as session:
+
+    def measure(session: RunSession) -> None:
         for vp in study.variants:
             snapdev = snapdevs[vp.variant]
             with CofwEngine(rig, source, cfg, s.table_bytes, snapshot_device=snapdev) as engine:
                 with session.in_variant(vp.variant, {**engine.describe(), "snapshot_device_emulated":
                                                      snapdev.emulated, "source_emulated": source.emulated}):
                     engine.execute(vp.plan, session)
-    assert session.published is not None
-    return session.published
+    return Setup(planmod.parameters(s, source.name), (source.name, *snapdevs), study.points(),
+                 planmod.planned_seconds(profile), measure)
 
 
-__all__ = ["snapshot_devices", "run"]
+__all__ = ["snapshot_devices", "setup"]

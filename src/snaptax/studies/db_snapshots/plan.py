@@ -167,16 +167,15 @@ def planned_seconds(profile: profiles.Profile) -> float:
 
 @dataclass(frozen=True)
 class DbSnapshotParameters(StudyParameters):
-    """The study's parameters as the run's manifest records them (read back only by analyse). source_device: the
+    """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
+    (checked again by DbSnapshotScale when read) and the sizes it gives (file_bytes, pages); source_device: the
     rig device holding the table; engine: the copy-on-first-write configuration's name."""
 
+    scale: DbSnapshotScale
     source_device: str
     snapshot_devices: tuple[str, ...]
-    table_bytes: int
     file_bytes: int
     pages: int
-    repeats: int
-    ssd_repeats: int
     data_files: int
     extent_bytes: int
     page_bytes: int
@@ -186,9 +185,8 @@ class DbSnapshotParameters(StudyParameters):
 
 
 def parameters(s: DbSnapshotScale, source: str) -> DbSnapshotParameters:
-    return DbSnapshotParameters(source_device=source, snapshot_devices=SNAPSHOT_DEVICES, table_bytes=s.table_bytes,
-                                file_bytes=s.file_bytes, pages=s.pages, repeats=s.repeats,
-                                ssd_repeats=s.ssd_repeats, data_files=DATA_FILES, extent_bytes=EXTENT,
+    return DbSnapshotParameters(scale=s, source_device=source, snapshot_devices=SNAPSHOT_DEVICES,
+                                file_bytes=s.file_bytes, pages=s.pages, data_files=DATA_FILES, extent_bytes=EXTENT,
                                 page_bytes=PAGE, iodepth=IODEPTH, snapshot_counts=SNAPSHOT_COUNTS,
                                 engine=engine_config().name)
 

@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ... import figures, macros
+from ...paper import figures, macros
 from .analyse import TIME_KEYS, DbSnapshotAnalysis, _per_page
 from .plan import SNAPSHOT_DEVICES
 

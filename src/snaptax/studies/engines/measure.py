@@ -1,15 +1,14 @@
 """Measure the engine comparison on one rig device (needs root: loop devices; LVM thin boots a TCG guest)."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from ... import profiles, rig as rigmod
 from ...engines.base import SnapshotEngine
 from ...engines.cofw import CofwEngine
-from ...engines.lvmthin import LvmThinEngine
+from ...engines.lvmthin.engine import LvmThinEngine
 from ...engines.qcow2 import Qcow2ChainEngine
+from ...host.rig import Device, Rig
+from ...profiles import Profile
 from ...record import RunSession
-from ...rig import Device, Rig
+from ..contract import Setup
 from . import plan as planmod
 
 
@@ -22,21 +21,18 @@ def engine_for(v: planmod.Variant, rig: Rig, dev: Device, disk_size: int) -> Sna
     return LvmThinEngine(rig, dev, v.config, disk_size)  # type: ignore[arg-type]
 
 
-def run(rig: str = "local", profile: str | profiles.Profile = profiles.DEFAULT, device: str | None = None) -> Path:
-    """Measure every engine/grain variant on one rig device; returns the published run directory under data/."""
-    prof = profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
-    r = rigmod.load(rig)
-    dev = r.device(device)
-    s = planmod.scale(prof)
-    study = planmod.build_plan(prof)
-    by_name = {v.name: v for v in planmod.variants(prof)}
-    with RunSession(r, planmod.STUDY, prof, planmod.parameters(prof, dev.name).to_json(), devices_used=(dev.name,),
-                    planned_points=study.points(),
-                    planned_seconds=planmod.planned_seconds(prof)) as session:
+def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
+    """Every engine/grain variant on one rig device (`device`, default: the rig's first)."""
+    dev = rig.device(device)
+    s = planmod.scale(profile)
+    study = planmod.build_plan(profile)
+    by_name = {v.name: v for v in planmod.variants(profile)}
+
+    def measure(session: RunSession) -> None:
         for vp in study.variants:
             v = by_name[vp.variant]
-            with engine_for(v, r, dev, s.disk_size) as engine:
+            with engine_for(v, rig, dev, s.disk_size) as engine:
                 with session.in_variant(v.name, {**engine.describe(), "study": v.describe()}):
                     engine.execute(vp.plan, session)
-    assert session.published is not None
-    return session.published
+    return Setup(planmod.parameters(profile, dev.name), (dev.name,), study.points(), planmod.planned_seconds(profile),
+                 measure)

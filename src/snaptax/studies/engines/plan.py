@@ -32,7 +32,7 @@ from typing import Any
 
 from ... import profiles
 from ...engines.cofw import CofwEngineConfig
-from ...engines.lvmthin import LvmThinConfig
+from ...engines.lvmthin.config import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config
 from ...errors import ConfigError
 from ...fio import RW, FioJob

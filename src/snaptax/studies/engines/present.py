@@ -6,7 +6,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from ... import figures, macros
+from ...paper import figures, macros
 from .analyse import EnginesAnalysis
 from .plan import FAMILIES
 

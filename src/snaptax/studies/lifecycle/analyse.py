@@ -186,7 +186,7 @@ def seek_prediction(record: RunRecord) -> dict[str, float]:
     prof = disk(DRIVE).profile
     if not isinstance(prof, DriveProfile):
         raise TypeError(f"{DRIVE} is not a mechanical drive profile")
-    files, vol = 2 * p.file_bytes, p.disk_bytes
+    files, vol = 2 * p.scale.file_bytes, p.scale.disk_bytes
     with_span = (vol + files + 16 * MiB) / cap
     without = files / cap
     s_with = seekmod.mean_service_s(with_span, prof.seek_read, prof, cap)
@@ -198,21 +198,22 @@ def seek_prediction(record: RunRecord) -> dict[str, float]:
 def analyse(record: RunRecord) -> LifecycleAnalysis:
     m = record.manifest
     p = record.parameters(LifecycleParameters)
+    sc = p.scale
     meas = measurements_table(record)
     a = LifecycleAnalysis(record, meas=meas, timeline=timeline_table(record), events=events_table(record))
     a.deletions, a.iterations = deletion_tables(record)
     vals: list[Value] = []
     k = STUDY
-    vals += [Value(f"{k}.file_mib", p.file_bytes / MiB, "MiB"), Value(f"{k}.disk_mib", p.disk_bytes / MiB, "MiB"),
-             Value(f"{k}.delete_window_s", float(p.delete_window_s), "s"),
-             Value(f"{k}.steady_s", float(p.steady_s), "s"),
+    vals += [Value(f"{k}.file_mib", sc.file_bytes / MiB, "MiB"), Value(f"{k}.disk_mib", sc.disk_bytes / MiB, "MiB"),
+             Value(f"{k}.delete_window_s", float(sc.delete_window_s), "s"),
+             Value(f"{k}.steady_s", float(sc.steady_s), "s"),
              # the model grid: iterative deletions beside a writer limited to each rate (plan.grid_workload)
-             Value(f"{k}.grid_rates", text=", ".join(str(r) for r in p.grid_rates)),
-             Value(f"{k}.grid_points", float(len(p.grid_rates)), "deletions"),
-             Value(f"{k}.grid_window_s", float(p.grid_window_s), "s"),
-             Value(f"{k}.light_steady_s", float(p.light_steady_s), "s"),
+             Value(f"{k}.grid_rates", text=", ".join(str(r) for r in sc.grid_rates)),
+             Value(f"{k}.grid_points", float(len(sc.grid_rates)), "deletions"),
+             Value(f"{k}.grid_window_s", float(sc.grid_window_s), "s"),
+             Value(f"{k}.light_steady_s", float(sc.light_steady_s), "s"),
              Value(f"{k}.threshold_kib", p.helper_threshold_bytes / 1024, "KiB"),
-             Value(f"{k}.max_iterations", float(p.max_iterations), ""),
+             Value(f"{k}.max_iterations", float(sc.max_iterations), ""),
              Value(f"{k}.max_consolidate_s", float(p.max_consolidate_s), "s", digits=2),
              # what max_consolidate_s is made of (plan.LifecycleScale), and the stun's settling time (timeline)
              Value(f"{k}.seed_max_consolidate_s", SEED_MAX_CONSOLIDATE_S, "s"),
@@ -336,7 +337,7 @@ def predictions_table(deletions: pd.DataFrame, f: cm.ConsolidationFit, p: Lifecy
     for _, r in it.iterrows():
         d0 = float(r.delta0_mib) * MiB
         tr = f.simulate(d0, float(r.writer_iops), float(p.helper_threshold_bytes),
-                        max_iterations=int(p.max_iterations), max_stun_s=float(p.max_consolidate_s))
+                        max_iterations=int(p.scale.max_iterations), max_stun_s=float(p.max_consolidate_s))
         rows.append({"variant": r.variant, "writer_iops": r.writer_iops, "converged": bool(r.converged),
                      "predicted_converged": tr.converged, "iterations": int(r.iterations),
                      "predicted_iterations": tr.iterations,

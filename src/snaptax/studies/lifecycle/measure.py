@@ -13,17 +13,19 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from ... import fio, profiles, rig as rigmod
-from ...engines.qcow2 import Qcow2ChainEngine, Qcow2Config
+from ... import fio
+from ...engines.qcow2 import Qcow2ChainEngine, Qcow2Config, delete_active
 from ...errors import ConfigError
-from ...qmp import block_job_ready
-from ...qsd import Region
+from ...host import rig as rigmod
+from ...host.qmp import block_job_ready
+from ...host.qsd import DeviceRegion
+from ...host.rig import Device, Rig
+from ...profiles import Profile
 from ...record import RunSession
-from ...rig import Device, Rig
-from ...timeline import HostSampler, Load, Timeline, attempt, delete_active, job_text, stunned, wait_event
+from ...timeline import HostSampler, Load, Timeline, attempt, job_text, stunned, wait_event
+from ..contract import Setup
 from . import plan as planmod
 
 HOST_KEYS = ("host.reads", "host.writes", "host.member0.reads", "host.member0.writes", "host.member1.reads",
@@ -95,7 +97,7 @@ class LifecycleEngine(Qcow2ChainEngine):
         q.execute("blockdev-del", **{"node-name": top.name})
         self.store.free(top.region)
         self.store.free(base.region)
-        alias = Region(base.region.index, base.region.offset, base.region.size, proto, node)
+        alias = DeviceRegion(base.region.index, base.region.offset, base.region.size, proto, node)
         self.store.regions[node] = alias
         self.layers[:] = [type(base)(node, alias)]
         return {"ready_s": ready, "done_s": done, "switch_stun_s": stunned}
@@ -235,17 +237,13 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
     sampler.write(session.variant_dir() / "host_series.csv")
 
 
-def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
-    """Measure every timeline and the model grid on the rig's raid1_10k (or `device`); returns the published run."""
-    profile = profiles.get(profile_name)
-    rig = rigmod.load(rig_name)
+def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
+    """Every timeline and the model grid on the rig's raid1_10k (or `device`)."""
     dev = spindle_device(rig, device)
     s = planmod.scale(profile)
     cfg = planmod.qcow2_config(s)
-    params = planmod.parameters(s, dev.name, dev.capacity).to_json()
-    with RunSession(rig, planmod.STUDY, profile, params, devices_used=(dev.name,),
-                    planned_points=planmod.planned_points(s),
-                    planned_seconds=planmod.planned_seconds(profile)) as session:
+
+    def measure(session: RunSession) -> None:
         for load_name, method in planmod.variants():
             name = planmod.variant_name(load_name, method)
             attempt(session, name, functools.partial(timeline, s=s, load_name=load_name, method=method),
@@ -254,9 +252,9 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
         attempt(session, planmod.GRID, functools.partial(grid, s=s),
                 lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes),
                 {"method": "iterative", "rates": list(s.grid_rates), "device": dev.name})
-    assert session.published is not None
-    return session.published
+    return Setup(planmod.parameters(s, dev.name, dev.capacity), (dev.name,), planmod.planned_points(s),
+                 planmod.planned_seconds(profile), measure)
 
 
 __all__ = ["LifecycleEngine", "HostSampler", "Timeline", "delete_active", "delete_iterative", "delete_mirror",
-           "spindle_device", "timeline", "grid", "run"]
+           "spindle_device", "timeline", "grid", "setup"]

@@ -256,19 +256,13 @@ def planned_seconds(profile: profiles.Profile) -> float:
 
 @dataclass(frozen=True)
 class LifecycleParameters(StudyParameters):
-    """The study's parameters as the run's manifest records them (read back by analyse and present).
-    device_capacity: the rig device's LBA space (bytes; the seek-span prediction's denominator); the times, sizes
-    and consolidation limits: the run's LifecycleScale; thinktime_ms: per load."""
+    """The study's parameters as the run's manifest records them (read back by analyse and present): the scale it
+    ran at (checked again by LifecycleScale when read) and the consolidation limits it gives
+    (helper_threshold_bytes, max_consolidate_s, device_scale); device_capacity: the rig device's LBA space (bytes;
+    the seek-span prediction's denominator); thinktime_ms: per load."""
 
+    scale: LifecycleScale
     device_capacity: int
-    file_bytes: int
-    disk_bytes: int
-    steady_s: float
-    light_steady_s: float
-    delete_window_s: float
-    grid_rates: tuple[int, ...]
-    grid_window_s: float
-    max_iterations: int
     helper_threshold_bytes: int
     max_consolidate_s: float
     device: str
@@ -283,11 +277,7 @@ class LifecycleParameters(StudyParameters):
 
 
 def parameters(s: LifecycleScale, device: str, capacity: int = 16 << 30) -> LifecycleParameters:
-    return LifecycleParameters(device_capacity=capacity, file_bytes=s.file_bytes, disk_bytes=s.disk_bytes,
-                               steady_s=s.steady_s, light_steady_s=s.light_steady_s,
-                               delete_window_s=s.delete_window_s, grid_rates=s.grid_rates,
-                               grid_window_s=s.grid_window_s, max_iterations=s.max_iterations,
-                               helper_threshold_bytes=s.helper_threshold_bytes,
+    return LifecycleParameters(scale=s, device_capacity=capacity, helper_threshold_bytes=s.helper_threshold_bytes,
                                max_consolidate_s=s.max_consolidate_s, device=device, loads=LOADS, methods=METHODS,
                                thinktime_ms=THINKTIME_MS, iodepth=IODEPTH, random_percent=RANDOM_PERCENT, bs=BS,
                                device_scale=s.device_scale, qcow2=qcow2_config(s).name)

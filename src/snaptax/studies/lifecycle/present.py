@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ... import figures, macros
+from ...paper import figures, macros
 from .analyse import LifecycleAnalysis
 from .plan import LifecycleParameters
 
@@ -60,7 +60,7 @@ def model_frame(a: LifecycleAnalysis) -> pd.DataFrame:
     top = max(float(np.nanmax(a.deletions.writer_iops)) * 1.2, a.fit.critical_rate * 1.3)
     rows = []
     for r in np.linspace(0, top, 80):
-        tr = a.fit.simulate(d0, float(r), float(p.helper_threshold_bytes), max_iterations=int(p.max_iterations),
+        tr = a.fit.simulate(d0, float(r), float(p.helper_threshold_bytes), max_iterations=int(p.scale.max_iterations),
                             max_stun_s=float(p.max_consolidate_s))
         rows.append({"writer_iops": r, "seconds": tr.total_s if tr.converged else math.nan,
                      "iterations": tr.iterations, "converged": tr.converged})

@@ -80,7 +80,7 @@ def measurements(record: RunRecord) -> pd.DataFrame:
     dump_s (fio's runtime), iterations n, estimate_s (n·w), iteration_ms (T/n), s_per_gib, busy (1 − n·w/T, the
     fraction of the dump the device spent writing)."""
     params = record.parameters(MemoryDumpParameters)
-    memory, devices = params.memory_bytes, params.devices
+    memory, devices = params.scale.memory_bytes, params.devices
     res = record.results()
     res = res[(res.phase == PHASE) & (res.direction == "write")]
     rows = []
@@ -369,13 +369,13 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
             fits: dict[str, dict[str, md.DumpFit]], preds: pd.DataFrame) -> list[Value]:
     k = STUDY
     params = record.parameters(MemoryDumpParameters)
-    memory = params.memory_bytes
+    memory = params.scale.memory_bytes
     scale = SEED_MEMORY / memory
-    out = [Value(f"{k}.memory_mib", memory / MiB, "MiB"), Value(f"{k}.repeats", float(params.repeats), ""),
-           Value(f"{k}.tuned_repeats", float(params.tuned_repeats), ""),
-           Value(f"{k}.block_pages", text=", ".join(map(str, params.block_pages))),
-           Value(f"{k}.waits_ms", text=", ".join(f"{w:g}" for w in params.waits_ms)),
-           Value(f"{k}.points", float(len(params.block_pages) * len(params.waits_ms)), "points"),
+    out = [Value(f"{k}.memory_mib", memory / MiB, "MiB"), Value(f"{k}.repeats", float(params.scale.repeats), ""),
+           Value(f"{k}.tuned_repeats", float(params.scale.tuned_repeats), ""),
+           Value(f"{k}.block_pages", text=", ".join(map(str, params.scale.block_pages))),
+           Value(f"{k}.waits_ms", text=", ".join(f"{w:g}" for w in params.scale.waits_ms)),
+           Value(f"{k}.points", float(len(params.scale.block_pages) * len(params.scale.waits_ms)), "points"),
            Value(f"{k}.seed_memory_gib", SEED_MEMORY / GiB, "GiB"),
            Value(f"{k}.seed_estimate_s", SEED_ESTIMATE_S, "s", digits=1),
            Value(f"{k}.scale_to_seed", scale, "×", digits=0)]

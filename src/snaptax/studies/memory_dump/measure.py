@@ -9,13 +9,16 @@ import json
 from pathlib import Path
 from typing import cast
 
-from ... import profiles, rig as rigmod
+from ... import profiles
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...guest import build_image
 from ...guest.memsnap import UNLIMITED_BANDWIDTH, Dirtier, DumpRequest, Method, run_memsnap
-from ...procs import ProcessGroup
+from ...host import rig as rigmod
+from ...host.procs import ProcessGroup
+from ...profiles import Profile
 from ...record import RunSession
+from ..contract import Setup
 from . import plan as planmod
 
 
@@ -37,17 +40,14 @@ def role_devices(rig: rigmod.Rig, device: str | None = None) -> dict[str, rigmod
     return {planmod.SSD: ssd[0], planmod.SPINDLE: spindle}
 
 
-def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
-    """Measure the grid on both device roles; returns the published run directory under data/. `device` names the
-    rig device for the spindle role (default: the rig's emulated raid1_10k)."""
-    profile = profiles.get(profile_name)
-    rig = rigmod.load(rig_name)
+def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup:
+    """The grid on both device roles, then the guest's dumps; `device` names the rig device for the spindle role
+    (default: the rig's emulated raid1_10k)."""
     devs = role_devices(rig, device)
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)
-    params = planmod.parameters(profile, {role: d.name for role, d in devs.items()}).to_json()
-    with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devs.values()),
-                    planned_points=study.points(), planned_seconds=planmod.planned_seconds(profile)) as session:
+
+    def measure(session: RunSession) -> None:
         for vp in study.variants:
             dev = devs[vp.variant]
             with Qcow2ChainEngine(rig, dev, planmod.MEMORY_FILE, s.memory_bytes) as engine:
@@ -56,8 +56,8 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                         "description": dev.description}}):
                     engine.execute(vp.plan, session)
         guest_phase(rig, profile, session)
-    assert session.published is not None
-    return session.published
+    return Setup(planmod.parameters(profile, {role: d.name for role, d in devs.items()}),
+                 tuple(d.name for d in devs.values()), study.points(), planmod.planned_seconds(profile), measure)
 
 
 def guest_phase(rig: rigmod.Rig, profile: profiles.Profile, session: RunSession) -> Path:

@@ -273,30 +273,25 @@ def wait_seconds(profile: profiles.Profile) -> float:
 
 @dataclass(frozen=True)
 class GuestParameters(StudyParameters):
-    """The guest phase's parameters (GuestDumpScale and its constants) as the manifest records them.
-    precopy_points: (block pages, wait ms) each; nominal_ssd: the bandwidth role's (service time s, bytes/s)."""
+    """The guest phase's parameters as the manifest records them: the guest scale it ran at (checked again by
+    GuestDumpScale when read), the memory it filled, the study's constants; nominal_ssd: the bandwidth role's
+    (service time s, bytes/s)."""
 
-    memory_mib: int
+    scale: GuestDumpScale
     fill_mib: int
-    repeats: int
     dirty_pages_s: int
     baseline_s: float
-    background: bool
-    precopy_points: tuple[tuple[int, float], ...]
     bandwidth_role: str
     nominal_ssd: tuple[float, float]
 
 
 @dataclass(frozen=True)
 class MemoryDumpParameters(StudyParameters):
-    """The study's parameters as the run's manifest records them (read back only by analyse). devices: role →
-    the rig device measured in that role; default, tuned: the walker points (block pages, wait ms)."""
+    """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
+    (checked again by MemoryDumpScale when read); devices: role → the rig device measured in that role; default,
+    tuned: the walker points (block pages, wait ms); guest: the guest phase's (None: a run without one)."""
 
-    memory_bytes: int
-    repeats: int
-    tuned_repeats: int
-    block_pages: tuple[int, ...]
-    waits_ms: tuple[float, ...]
+    scale: MemoryDumpScale
     page_bytes: int
     devices: dict[str, str]
     spindle_role: str
@@ -307,9 +302,7 @@ class MemoryDumpParameters(StudyParameters):
 
 
 def parameters(profile: profiles.Profile, devices: dict[str, str]) -> MemoryDumpParameters:
-    s = scale(profile)
-    return MemoryDumpParameters(memory_bytes=s.memory_bytes, repeats=s.repeats, tuned_repeats=s.tuned_repeats,
-                                block_pages=s.block_pages, waits_ms=s.waits_ms, page_bytes=PAGE, devices=devices,
+    return MemoryDumpParameters(scale=scale(profile), page_bytes=PAGE, devices=devices,
                                 spindle_role=SPINDLE, default=(DEFAULT.block_pages, DEFAULT.wait_ms),
                                 tuned=(TUNED.block_pages, TUNED.wait_ms), seed_memory_bytes=SEED_MEMORY,
                                 guest=guest_parameters(profile))
@@ -317,10 +310,8 @@ def parameters(profile: profiles.Profile, devices: dict[str, str]) -> MemoryDump
 
 def guest_parameters(profile: profiles.Profile) -> GuestParameters:
     g = guest_scale(profile)
-    return GuestParameters(memory_mib=g.memory_mib, fill_mib=g.fill_mib, repeats=g.repeats,
-                           dirty_pages_s=GUEST_DIRTY_PAGES_S, baseline_s=GUEST_BASELINE_S, background=g.background,
-                           precopy_points=tuple((p.block_pages, p.wait_ms) for p in g.precopy_points),
-                           bandwidth_role=SSD, nominal_ssd=NOMINAL[SSD])
+    return GuestParameters(scale=g, fill_mib=g.fill_mib, dirty_pages_s=GUEST_DIRTY_PAGES_S,
+                           baseline_s=GUEST_BASELINE_S, bandwidth_role=SSD, nominal_ssd=NOMINAL[SSD])
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick

@@ -7,8 +7,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ... import figures, macros
 from ...models import memory_dump as md
+from ...paper import figures, macros
 from .analyse import CURVE_PAGES, SEED_DEFAULT_S, SEED_TUNED_S, MemoryDumpAnalysis
 
 GiB = 1 << 30

@@ -107,7 +107,7 @@ def _values(record: RunRecord, summary: pd.DataFrame, pairs: pd.DataFrame, misse
             cost: mc.CostFit, implied: pd.DataFrame) -> list[Value]:
     k = STUDY
     p = record.parameters(MetadataCacheParameters)
-    out = [Value(f"{k}.pairs", float(p.pairs), "pairs"), Value(f"{k}.runtime_s", float(p.runtime_s), "s"),
+    out = [Value(f"{k}.pairs", float(p.scale.pairs), "pairs"), Value(f"{k}.runtime_s", float(p.scale.runtime_s), "s"),
            Value(f"{k}.coverages", float(len(summary)), "coverages"),
            Value(f"{k}.l2_total_kib", p.l2_total_bytes / 1024, "KiB"),
            Value(f"{k}.slice_kib", p.slice_bytes / 1024, "KiB"),

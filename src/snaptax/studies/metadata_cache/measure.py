@@ -2,24 +2,21 @@
 coverage on the rig's SSD-class device (or `device`), its plan of neighbouring pairs inside one RunSession."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from ... import profiles, rig as rigmod
 from ...engines.qcow2 import execute_per_config
+from ...host.rig import Rig
+from ...profiles import Profile
 from ...record import RunSession
+from ..contract import Setup
 from . import plan as planmod
 
 
-def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
-    """Measure every coverage; returns the published run directory under data/."""
-    profile = profiles.get(profile_name)
-    rig = rigmod.load(rig_name)
+def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
+    """Every coverage on `device` (default: the rig's first)."""
     dev = rig.device(device)
     study = planmod.build_plan(profile)
     configs = {c.name: c for c in planmod.configs(profile)}
-    with RunSession(rig, planmod.STUDY, profile, planmod.parameters(profile, dev.name).to_json(),
-                    devices_used=(dev.name,),
-                    planned_points=study.points(), planned_seconds=planmod.planned_seconds(profile)) as session:
+
+    def measure(session: RunSession) -> None:
         execute_per_config(rig, dev, configs, study, profile.disk_size, session)
-    assert session.published is not None
-    return session.published
+    return Setup(planmod.parameters(profile, dev.name), (dev.name,), study.points(), planmod.planned_seconds(profile),
+                 measure)

@@ -122,13 +122,13 @@ def planned_seconds(profile: profiles.Profile) -> float:
 
 @dataclass(frozen=True)
 class MetadataCacheParameters(StudyParameters):
-    """The study's parameters as the run's manifest records them (read back only by analyse). coverage: per
-    variant, the fraction of the L2 tables its cache holds."""
+    """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
+    (checked again by MetadataCacheScale when read), the rig device, the job; coverage: per variant, the fraction
+    of the L2 tables its cache holds."""
 
+    scale: MetadataCacheScale
     device: str
     job: str
-    pairs: int
-    runtime_s: float
     l2_total_bytes: int
     slice_bytes: int
     cluster_bytes: int
@@ -136,8 +136,7 @@ class MetadataCacheParameters(StudyParameters):
 
 
 def parameters(profile: profiles.Profile, device: str) -> MetadataCacheParameters:
-    s = scale(profile)
-    return MetadataCacheParameters(device=device, job=JOB, pairs=s.pairs, runtime_s=s.runtime_s,
+    return MetadataCacheParameters(scale=scale(profile), device=device, job=JOB,
                                    l2_total_bytes=l2_total(profile.disk_size), slice_bytes=L2_SLICE,
                                    cluster_bytes=CLUSTER,
                                    coverage={c.name: cached_fraction(c, profile.disk_size) for c in configs(profile)})

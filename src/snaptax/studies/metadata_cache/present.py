@@ -7,8 +7,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ... import figures, macros
 from ...models import metadata_cache as mc
+from ...paper import figures, macros
 from .analyse import MetadataCacheAnalysis
 
 

@@ -18,17 +18,18 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-from ... import profiles, rig as rigmod
-from ...engines.lvmthin import LvmThinEngine, execute_variant
-from ...engines.qcow2 import Qcow2ChainEngine
+from ...engines.lvmthin.engine import LvmThinEngine, execute_variant
+from ...engines.qcow2 import Qcow2ChainEngine, delete_active
 from ...errors import ConfigError
+from ...host import rig as rigmod
+from ...profiles import Profile
 from ...record import RunSession
 from ...spindle.predict import Region, closed_loop, closed_loop_mix
 from ...spindle.profiles import DeviceSpec, TierSpec, to_json as spec_to_json
 from ...spindle.rigfiles import parse_device
-from ...timeline import HostSampler, Timeline, attempt, delete_active, job_text
+from ...timeline import HostSampler, Timeline, attempt, job_text
+from ..contract import Setup
 from . import plan as planmod
 
 HOST_KEYS = ("host.reads", "host.writes", "host.ssd_reads", "host.ssd_writes", "host.hdd_reads", "host.hdd_writes",
@@ -252,18 +253,14 @@ def lvmthin_timeline(engine: LvmThinEngine, session: RunSession, plan, s: planmo
         session.log_event(kind, **data)
 
 
-def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: str | None = None) -> Path:
-    """Measure both pools (`device` is not used: the study needs one device per pool, named by the rig)."""
-    profile = profiles.get(profile_name)
-    rig = rigmod.load(rig_name)
+def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup:
+    """Both pools (`device` is not used: the study needs one device per pool, named by the rig)."""
     devices = pool_devices(rig)
     s = planmod.scale(profile)
     cfg = planmod.qcow2_config(s)
     lvmthin = planmod.LVM_THIN in rig.engines
-    params = planmod.parameters(s, {p: d.name for p, d in devices.items()}, lvmthin).to_json()
-    with RunSession(rig, planmod.STUDY, profile, params, devices_used=tuple(d.name for d in devices.values()),
-                    planned_points=planmod.planned_points(s, lvmthin),
-                    planned_seconds=planmod.planned_seconds(profile, lvmthin)) as session:
+
+    def measure(session: RunSession) -> None:
         specs = {pool: pool_spec(rig, dev) for pool, dev in devices.items()}
         study = {pool: {"pool": pool, "device": dev.name, "emulated": dev.emulated,
                         "spec": spec_to_json(spec) if (spec := specs[pool]) is not None else None,
@@ -280,11 +277,12 @@ def run(rig_name: str = "local", profile_name: str = profiles.DEFAULT, device: s
                 execute_variant(rig, dev, planmod.lvmthin_config(), s.disk_bytes, planmod.lvmthin_variant(pool),
                                 plan, session, {"study": {**study[pool], "span_model": span[pool]}},
                                 functools.partial(lvmthin_timeline, session=session, plan=plan, s=s))
-    assert session.published is not None
-    return session.published
+    return Setup(planmod.parameters(s, {p: d.name for p, d in devices.items()}, lvmthin),
+                 tuple(d.name for d in devices.values()), planmod.planned_points(s, lvmthin),
+                 planmod.planned_seconds(profile, lvmthin), measure)
 
 
 __all__ = ["HOST_KEYS", "LATENESS_KEYS", "sampled_keys", "pool_devices",
            "pool_spec", "emulated_time_per_io", "span_model", "ssd_share", "LearningVerdict", "learning_verdict",
            "wait_until_learned", "timeline",
-           "LearningGate", "lvmthin_timeline", "host_series_path", "run"]
+           "LearningGate", "lvmthin_timeline", "host_series_path", "setup"]

@@ -49,7 +49,7 @@ import zlib
 from dataclasses import dataclass
 
 from ... import profiles
-from ...engines.lvmthin import LvmThinConfig
+from ...engines.lvmthin.config import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, format_size
@@ -102,7 +102,8 @@ class TieringScale:
         if self.disk_bytes <= 0 or self.disk_bytes % MiB:
             raise ConfigError(src, "disk_bytes", f"must be a positive whole number of MiB, got {self.disk_bytes}")
         for name in ("phase_s", "settle_s", "with_s", "delete_window_s", "learn_segment_s", "guest_segment_s"):
-            if not getattr(self, name) >= 2:
+            # nan guest segments: a run made before the LVM thin variants, which had none (record.upgrade)
+            if not getattr(self, name) >= 2 and not (name == "guest_segment_s" and math.isnan(self.guest_segment_s)):
                 raise ConfigError(src, name, "runs need at least 2 s")
         for name in ("learn_limit_s", "relearn_limit_s"):
             if not getattr(self, name) >= 0:
@@ -259,40 +260,25 @@ def planned_points(s: TieringScale, lvmthin: bool = True) -> int:
 
 @dataclass(frozen=True)
 class TieringParameters(StudyParameters):
-    """The study's parameters as the run's manifest records them (read back only by analyse). devices: pool →
-    the rig device serving it; the times, sizes and learning rule: the run's TieringScale; lvmthin: whether the
-    run measured the LVM thin variants (the rig has the engine)."""
+    """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
+    (the times, sizes and learning rule; checked again by TieringScale when read); devices: pool → the rig device
+    serving it; lvmthin: whether the run measured the LVM thin variants (the rig has the engine)."""
 
+    scale: TieringScale
     devices: dict[str, str]
-    disk_bytes: int
-    phase_s: float
-    settle_s: float
-    with_s: float
-    delete_window_s: float
-    learn_segment_s: float
-    learn_limit_s: float
-    relearn_limit_s: float
-    learned_fraction: float
-    untiered_factor: float
     bs: int
     read_percent: int
     random_percent: int
     iodepth: int
     qcow2: str
     disk_scale: float
-    guest_segment_s: float
-    span_model_ios: int
     lvmthin: bool
 
 
 def parameters(s: TieringScale, devices: dict[str, str], lvmthin: bool) -> TieringParameters:
-    return TieringParameters(devices=devices, disk_bytes=s.disk_bytes, phase_s=s.phase_s, settle_s=s.settle_s,
-                             with_s=s.with_s, delete_window_s=s.delete_window_s, learn_segment_s=s.learn_segment_s,
-                             learn_limit_s=s.learn_limit_s, relearn_limit_s=s.relearn_limit_s,
-                             learned_fraction=s.learned_fraction, untiered_factor=s.untiered_factor, bs=BS,
-                             read_percent=READ_PERCENT, random_percent=RANDOM_PERCENT, iodepth=IODEPTH,
-                             qcow2=qcow2_config(s).name, disk_scale=s.disk_bytes / SEED_DISK_BYTES,
-                             guest_segment_s=s.guest_segment_s, span_model_ios=s.span_model_ios, lvmthin=lvmthin)
+    return TieringParameters(scale=s, devices=devices, bs=BS, read_percent=READ_PERCENT, random_percent=RANDOM_PERCENT,
+                             iodepth=IODEPTH, qcow2=qcow2_config(s).name, disk_scale=s.disk_bytes / SEED_DISK_BYTES,
+                             lvmthin=lvmthin)
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick

@@ -8,10 +8,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ... import figures, macros
 from ...models import tiering as tm
-from .analyse import LAYOUT_COLUMNS, SEED, TieringAnalysis
+from ...paper import figures, macros
+from .analyse import TieringAnalysis
 from .plan import LVM_THIN, POOLS, TIERED, engine_of, lvmthin_variant, pool_of
+from .tables import LAYOUT_COLUMNS, SEED
 
 PHASE_ORDER = ["fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned"]
 PHASE_TITLES = {"initial": "initial", "with": "with snapshot", "delete": "during consolidation",
@@ -60,7 +61,7 @@ def timeline_chart(a: TieringAnalysis, variants: tuple[str, ...] = POOLS) -> alt
 def ratio_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
     """IOPS of each phase as a % of the initial phase, ours (point, 95 % interval) and the seed's (tick, beside the
     qcow2 points), per pool and engine (colour); for the tiered pool also the misplacement model's ratio at the SSD
-    tier's own speed (analyse.at_tier_speed), a model value, told from the measured ones by its shape (legend:
+    tier's own speed (misplacement.at_tier_speed), a model value, told from the measured ones by its shape (legend:
     MEASURED, MODEL)."""
     p = a.phases[a.phases.phase.isin(list(PHASE_TITLES)[1:])].copy().assign(kind=MEASURED)
     variants = [v for v in SERIES if v in set(p.pool)]
@@ -153,7 +154,7 @@ def phases_tex(a: TieringAnalysis) -> str:
 
 
 def what_if_chart(a: TieringAnalysis) -> alt.HConcatChart:
-    """The what-ifs as curves (analyse.what_if_curves): how long the loss lasts against the tiering cycle (log-log;
+    """The what-ifs as curves (misplacement.what_if_curves): how long the loss lasts against the tiering cycle (log-log;
     the seed's era's 24 h, 1 h and 5 min marked), and the rate with a snapshot against the SSD-served share with it
     at the SSD tier's speed (band: τ_hdd's 95 % interval), with the shares measured with the snapshot (qcow2, LVM
     thin), the flash write cache's share and the seed's ratio (rule) marked."""

@@ -1,0 +1,216 @@
+"""Benchmarks of the emulated spindle (issue 3). Each function returns a flat dict name → value.
+
+  emulator_accuracy_qd1 / _qd32  achieved fio IOPS ÷ model-predicted IOPS, sas10k, random 4 KiB reads over
+                                 the whole (1 GiB, scaled) drive: the median of ROUNDS rounds, with _min/_max.
+                                 Goal: within ±5 % in every round.
+  emulator_accuracy_qd1_explained  what QD1 accuracy the harness's own costs leave: the model's mean service time
+                                 ÷ (it + the zero-latency round trip + the QD1 release lateness), all measured
+                                 here. At QD1 each command waits for both in series; at QD32 they overlap other
+                                 commands' service, so QD32 loses nothing.
+  emulator_accuracy_qd1_explained_idle  the same with the round trip measured after an idle gap of one service
+                                 time (emulator_round_trip_idle_us: fio's thinktime): a QD1 client of a spindle
+                                 submits each command after its CPUs sat idle for the whole service time, and
+                                 waking them (in a VM: the hypervisor rescheduling the virtual CPU) costs time the
+                                 back-to-back round trip does not contain.
+  emulator_overhead              per-command cost with the zero-latency profile (fio + NBD + emulator round
+                                 trip, QD1 mean completion latency) ÷ the sas10k model's mean QD1 service time.
+                                 Goal: < 5 %.
+  seek_fit_max_rel_error         largest relative error of the read-seek figures (track-to-track, average, full
+                                 stroke) recovered by the calibration's per-request fit (models.seek) from a
+                                 QD1 span sweep measured through fio (per-request offset/latency logs), against the
+                                 profile's configured figures; the median over ROUNDS independent sweeps, each fitted
+                                 alone. seek_fit_max_rel_error_max: the worst round's. Goal: < 5 % in every round.
+  emulator_place_us_<device>     CPU time (µs) the simulator spends placing one random 4 KiB command (advance +
+                                 submit, half reads, half writes) for each named device of rigs/spindles/
+                                 devices.yaml, offline: the emulator does this under its lock at every arrival,
+                                 so it must stay well below a command's service time. Goal: < 100 µs.
+
+The model prediction is the event simulator in simulated time (no harness), for the same workload; the
+achieved figure includes every real cost. Every measurement holds the machine-wide measurement lock.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from .. import paths
+from ..host.procs import ProcessGroup
+from ..lock import measurement_lock
+from ..models import seek
+from ..spindle import measure as sm
+from ..spindle.profiles import DriveProfile
+from ..spindle.rigfiles import disk, load_profile
+from ..spindle.serve import SpindleDevice, fresh_counters, serve
+
+PROFILE = "sas10k"
+CAPACITY = 1 << 30
+ROUNDS = 3      # each round a fresh emulator and a full measurement: the spread over rounds is reported
+
+
+def _workdir(work_dir: Path | None) -> Path:
+    base = work_dir or paths.work_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="bench-spindle-", dir=base))
+
+
+def _accuracy_round(wd: Path, runtime_s: float) -> dict[str, float]:
+    """One round of emulator_accuracy: a fresh emulator, QD1 then QD32."""
+    out: dict[str, float] = {}
+    with ProcessGroup() as group, serve(group, SpindleDevice(disk(PROFILE), CAPACITY, wd, PROFILE)) as s:
+        for qd in (1, 32):
+            before = fresh_counters(s.counters)
+            pt = sm.measure(s.uri, CAPACITY, rw="randread", iodepth=qd, span=1.0, runtime_s=runtime_s,
+                             directory=wd / f"fio-qd{qd}", profile=PROFILE)
+            after = fresh_counters(s.counters)
+            e0, e1 = before.get("emulator", {}), after.get("emulator", {})
+            n = e1.get("released", 0) - e0.get("released", 0)
+            if n:
+                late = (e1.get("release_late_s_sum", 0) - e0.get("release_late_s_sum", 0)) / n
+                out[f"emulator_release_late_us_qd{qd}"] = late * 1e6
+            predicted = sm.predicted_iops(PROFILE, rw="randread", iodepth=qd, capacity=CAPACITY, ios=20000)
+            out[f"emulator_accuracy_qd{qd}"] = pt.iops / predicted
+            out[f"emulator_iops_qd{qd}_achieved"] = pt.iops
+            out[f"emulator_iops_qd{qd}_predicted"] = predicted
+    return out
+
+
+def over_rounds(rounds: list[dict[str, float]], spread: tuple[str, ...] = ()) -> dict[str, float]:
+    """Per key the median over rounds (keys missing from a round are left out of its median); for the keys in
+    `spread` also key_min and key_max."""
+    import statistics
+
+    out: dict[str, float] = {}
+    for key in sorted({k for r in rounds for k in r}):
+        xs = [r[key] for r in rounds if key in r]
+        out[key] = statistics.median(xs)
+        if key in spread:
+            out[f"{key}_min"], out[f"{key}_max"] = min(xs), max(xs)
+    return out
+
+
+def emulator_accuracy(work_dir: Path | None = None, *, runtime_s: float = 20.0,
+                      rounds: int = ROUNDS) -> dict[str, float]:
+    wd = _workdir(work_dir)
+    try:
+        with measurement_lock():
+            per_round = [_accuracy_round(wd / f"round{r}", runtime_s) for r in range(rounds)]
+        out = over_rounds(per_round, spread=("emulator_accuracy_qd1", "emulator_accuracy_qd32"))
+        out["emulator_accuracy_rounds"] = rounds
+        return {k: round(v, 4 if "accuracy" in k else 2) for k, v in out.items()}
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def emulator_overhead(work_dir: Path | None = None, *, runtime_s: float = 10.0) -> dict[str, float]:
+    wd = _workdir(work_dir)
+    try:
+        service = 1.0 / sm.predicted_iops(PROFILE, rw="randread", iodepth=1, capacity=CAPACITY, ios=20000)
+        with measurement_lock():
+            zero = sm.harness_round_trip(wd, runtime_s=runtime_s)
+            idle = sm.harness_round_trip(wd, runtime_s=runtime_s, thinktime_us=round(service * 1e6))
+        return {"emulator_overhead": round(zero.clat_mean_s / service, 4),
+                "emulator_round_trip_us": round(zero.clat_mean_s * 1e6, 2),
+                "emulator_round_trip_idle_us": round(idle.clat_mean_s * 1e6, 2),
+                "sas10k_mean_service_ms": round(service * 1e3, 4)}
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+SPANS = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+# The short spans' seeks are what pins the track-to-track figure (0.3 ms, the size of the harness's own jitter):
+# they run twice as long. Six quiet rounds of 2026-11-26 fitted alone: worst track-to-track error 4.8 %; the same
+# rounds refitted with a second round's short-span traces added (three pairs): worst 3.0 % (the other two figures
+# stay within 1 % either way).
+SPAN_RUNTIME_FACTOR = {0.003: 2.0, 0.01: 2.0}
+
+
+def _seek_traces(wd: Path, runtime_s: float) -> list[seek.Trace]:
+    """One round of seek_fit's measurement: a fresh emulator, the QD1 span sweep."""
+    from .. import fio
+
+    traces = []
+    with ProcessGroup() as group, serve(group, SpindleDevice(disk(PROFILE), CAPACITY, wd, PROFILE)) as s:
+        for span in SPANS:
+            before = fresh_counters(s.counters)
+            run = fio.run(sm.span_job(span, runtime_s * SPAN_RUNTIME_FACTOR.get(span, 1.0), CAPACITY),
+                          fio.FioTarget("nbd", uri=s.uri),
+                          wd / f"span{span:g}")
+            after = fresh_counters(s.counters)
+            off, lat = sm.read_clat_log(sm.clat_log(run.directory))
+            traces.append(seek.Trace(off, lat, sm.phase_from_counters(before, after), 0.0, span,
+                                     sm.phase_quantiles_from_counters(before, after)))
+    return traces
+
+
+def seek_fit_figures(fit: seek.SeekFit, truth: DriveProfile) -> dict[str, float]:
+    """One fit's bench figures: the fitted values, 95 % half-widths, relative errors against the profile's
+    configured read-seek figures, the largest of them, the fitted jitter and the requests used."""
+    errs = fit.rel_errors(truth.seek_read)
+    out = {"seek_fit_max_rel_error": max(errs.values()), "seek_fit_requests": float(fit.points),
+           "seek_fit_jitter_us": fit.residual_rms_s * 1e6}
+    out.update({f"seek_fit_rel_error_{k.removesuffix('_ms')}": v for k, v in errs.items()})
+    out.update({f"seek_fit_{k}": getattr(fit, k) for k in seek.FIGURES})
+    out.update({f"seek_fit_ci95_{k.removesuffix('_ms')}": ci for k, ci in zip(seek.FIGURES, fit.ci95_ms, strict=True)})
+    return out
+
+
+def seek_fit(work_dir: Path | None = None, *, runtime_s: float = 10.0, rounds: int = ROUNDS) -> dict[str, float]:
+    """ROUNDS independent sweeps, each fitted alone (the measurements hold the lock; the fits run after)."""
+    wd = _workdir(work_dir)
+    try:
+        with measurement_lock():
+            sweeps = [_seek_traces(wd / f"round{r}", runtime_s) for r in range(rounds)]
+        p = load_profile(PROFILE)
+        assert isinstance(p, DriveProfile)
+        out = over_rounds([seek_fit_figures(seek.fit_seek_requests(t, p, CAPACITY), p) for t in sweeps],
+                          spread=("seek_fit_max_rel_error",))
+        out["seek_fit_rounds"] = rounds
+        return {k: round(v, 4) for k, v in out.items()}
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def placement_cost(commands: int = 2000, capacity: int = 16 << 30) -> dict[str, float]:
+    """emulator_place_us_<device>: mean CPU time of Simulator.advance + submit per command, per named device."""
+    import random
+    import time
+
+    from ..spindle.arrays import Simulator
+    from ..spindle.rigfiles import named_devices, parse_device
+
+    out: dict[str, float] = {}
+    for name in sorted(named_devices()):
+        sim = Simulator(parse_device({"device": name}, "bench"), capacity, name)
+        rnd = random.Random(1)
+        t, cpu = 0.0, 0.0
+        for i in range(commands):
+            t += 0.01    # commands 10 ms apart: each finds the array idle or nearly so, as a QD1 client would
+            c0 = time.thread_time()
+            sim.advance(t)
+            sim.submit(i, "read" if i % 2 else "write", rnd.randrange(capacity // 4096) * 4096, 4096, t)
+            cpu += time.thread_time() - c0
+        out[f"emulator_place_us_{name}"] = round(cpu / commands * 1e6, 1)
+    return out
+
+
+def explained_accuracy(service_ms: float, round_trip_us: float, late_us: float) -> float:
+    """QD1 accuracy the harness leaves when its costs add to each command in series (dimensionless):
+    s / (s + r + l), s the model's mean service time, r the zero-latency round trip, l the mean release lateness."""
+    s = service_ms * 1e3
+    return s / (s + round_trip_us + late_us)
+
+
+def run(work_dir: Path | None = None) -> dict[str, float]:
+    """All spindle benchmarks (about 7 minutes: three rounds of accuracy and of the seek sweep)."""
+    out: dict[str, float] = {}
+    out.update(placement_cost())
+    out.update(emulator_accuracy(work_dir))
+    out.update(emulator_overhead(work_dir))
+    out.update(seek_fit(work_dir))
+    out["emulator_accuracy_qd1_explained"] = round(explained_accuracy(
+        out["sas10k_mean_service_ms"], out["emulator_round_trip_us"], out.get("emulator_release_late_us_qd1", 0.0)), 4)
+    out["emulator_accuracy_qd1_explained_idle"] = round(explained_accuracy(
+        out["sas10k_mean_service_ms"], out["emulator_round_trip_idle_us"],
+        out.get("emulator_release_late_us_qd1", 0.0)), 4)
+    return out

@@ -1,0 +1,282 @@
+"""What the paper's prose says about its values, checked against the data at every render.
+
+A number reaches the paper only as a generated value; a sentence that reads it ("both intervals include 1", "the
+deletion did not converge") is typed. A rerun can change the number and leave the sentence wrong. Each such
+sentence is a Fact here. `snaptax render` checks them all; one that no longer holds does not stop the build (a
+user's rerun must end in a paper): render names the value and the sentence in the terminal and on the paper's first
+page (outdated_tex), so the PDF says which of its sentences its data no longer support. Smoke runs are too short for
+their numbers to mean anything, so a smoke build (make test) does not check them; tests check the facts against the
+committed quick runs. A sentence whose wording can follow its value is better generated (as Value.side_of does).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import SnaptaxError
+from ..record import LATENESS_LIMIT
+from ..studies.chain_length.plan import LOSS_TOLERANCE_PP
+from ..values import Value
+
+Relation = Literal["includes", "above", "below", "estimate_below", "estimate_above", "equals"]
+
+
+class ProseOutdated(SnaptaxError):
+    """A sentence of the paper no longer says what the data say."""
+
+
+@dataclass(frozen=True)
+class Fact:
+    """`key`'s value stands in `relation` to `than` (a number, or another value's key: its estimate):
+    includes: the 95 % interval holds it; above/below: the whole interval lies above/below it;
+    estimate_below/estimate_above: the estimate is below/above it (for a value without an interval: a model's
+    prediction from fixed inputs, a count, a maximum); equals: the estimate equals it. `where`: the sentence's
+    place."""
+
+    key: str
+    relation: Relation
+    than: float | str
+    where: str
+
+    def reference(self, values: Mapping[str, Value]) -> float:
+        return values[self.than].value if isinstance(self.than, str) else float(self.than)
+
+    def holds(self, values: Mapping[str, Value]) -> bool:
+        v, x = values[self.key], self.reference(values)
+        if self.relation == "includes":
+            return v.includes(x)
+        if self.relation == "above":
+            return v.has_interval and v.low > x
+        if self.relation == "below":
+            return v.has_interval and v.high < x
+        if self.relation == "estimate_below":
+            return math.isfinite(v.value) and v.value < x
+        if self.relation == "estimate_above":
+            return math.isfinite(v.value) and v.value > x
+        return v.value == x
+
+
+# what a fact that does not hold says of its value, per relation
+FAILED: dict[Relation, str] = {"includes": "whose interval does not include", "above": "not wholly above",
+                               "below": "not wholly below", "estimate_below": "not below",
+                               "estimate_above": "not above", "equals": "not"}
+
+RATIOS = ("first_ratio", "steady_ratio")     # the engines study's write ratios the prose reads
+
+# The bands the prose reads from a claim's tolerance: (claim id, the claim's field the band is centred on:
+# 'no_effect' or 'published') -> (centre - tolerance, centre + tolerance). tests/paper/test_prose.py checks each against
+# the claim in the committed run, so a changed tolerance cannot leave a sentence checked against the old band.
+BANDS: dict[tuple[str, str], tuple[float, float]] = {
+    ("lifecycle.C000-5", "no_effect"): (95.0, 105.0),           # ±5 pp of no change in service time
+    ("calibration.reads_double", "published"): (1.5, 2.5),      # seed 000's doubled reads, ±0.5
+    ("db_snapshots.C004-2a", "no_effect"): (85.0, 115.0),       # what the second snapshot adds, % of the first's
+}
+SEEK_BAND = BANDS[("lifecycle.C000-5", "no_effect")]
+READS_DOUBLE_BAND = BANDS[("calibration.reads_double", "published")]
+SECOND_SNAPSHOT_BAND = BANDS[("db_snapshots.C004-2a", "no_effect")]
+LATENESS_LIMIT_PCT = 100 * LATENESS_LIMIT     # a measurement later than this is flagged (paper.lateness_limit_pct)
+WITHIN: tuple[Relation, Relation] = ("above", "below")                      # the interval, against a band's ends
+ESTIMATE_WITHIN: tuple[Relation, Relation] = ("estimate_above", "estimate_below")   # the estimate, likewise
+
+FACTS: tuple[Fact, ...] = (
+    Fact("chain_length.ramp_time_s", "equals", 0.0,
+         "seed001.tex, set-up: fio runs with no ramp, so that the device's counters and fio count the same I/Os"),
+    Fact("engines.first_ratio.cofw-p8k", "below", 1.0,
+         "abstract, intro, engines.tex, discussion.tex and conclusion.tex: the copy-on-first-write engine ran slower "
+         "while copying pages (interval below 1)"),
+    Fact("engines.steady_ratio.cofw-p8k", "includes", 1.0,
+         "abstract, intro, engines.tex, discussion.tex and conclusion.tex: once the pages were copied its interval "
+         "includes 1"),
+    Fact("engines.steady_ratio.cofw-p8k", "above", 0.9,
+         "intro, engines.tex, discussion.tex and conclusion.tex: ... and lies within 10 % of it (above 0.9)"),
+    Fact("engines.steady_ratio.cofw-p8k", "below", 1.1,
+         "intro, engines.tex, discussion.tex and conclusion.tex: ... and lies within 10 % of it (below 1.1)"),
+    Fact("engines.extra_us_per_first_write.cofw-p8k", "above", 0.0,
+         "discussion.tex: the time added per copied page does exclude zero"),
+    *(Fact(f"engines.{ratio}.{grain}", "includes", 1.0, "engines.tex: the four qcow2 intervals include no slowdown")
+      for ratio in RATIOS for grain in ("qcow2-c64k", "qcow2-c64k-ext")),
+    Fact("db_snapshots.raid5_15k_6.fit.overlap", "estimate_below", 0.1,
+         "db_snapshots.tex: the two snapshots' copies on the RAID5 hardly overlap"),
+    Fact("chain_length.guest.thin_over_raw.readwrite", "below", 100.0,
+         "seed001.tex, the LVM thin row: with the sequential job the thin volume is slower than the flat one even "
+         "without a snapshot"),
+    Fact("chain_length.chain_end_loss.in-memory-metadata.randrw", "includes", 0.0,
+         "claims.tex, seed claims not judged: the vSAN stand-in's chain-end loss, an interval that includes no loss"),
+    Fact("chain_length.loss.on-disk-metadata.randrw", "above", "metadata_cache.implied.vmfs.published_pct",
+         "metadata_cache.tex: one eighth of the tables loses more than VMFS's published loss"),
+    Fact("chain_length.loss.in-memory-metadata.randrw", "below", "metadata_cache.implied.vsan.published_pct",
+         "metadata_cache.tex: the whole of them loses less than vSAN's published loss"),
+    Fact("metadata_cache.implied.vsan.coverage", "above", 0.9,
+         "metadata_cache.tex: a redo log has to keep nearly all of its metadata in memory to lose only vSAN's loss"),
+    Fact("metadata_cache.fit.alpha", "below", 1.0,
+         "metadata_cache.tex: the first misses cost the most (the cost's exponent below 1)"),
+    Fact("memory_dump.vs_estimate.raid1_10k.p64-w25", "above", 1.0,
+         "memory_dump.tex, the grid, and conclusion.tex: our walker waits as asked and then pays the device on top, "
+         "never less than the waits (checked on the mirror: on the SSD-class device the device's share is within a "
+         "rerun's noise, though never below the waits by construction)"),
+    *(Fact(f"chain_length.delete_over_create.{config}.mirror", "above", 100.0,
+           "seed001.tex and intro.tex: deleting did not mirror creating (IOPS while deleting above those while "
+           "creating)") for config in ("on-disk-metadata", "in-memory-metadata")),
+    Fact("chain_length.loss.on-disk-metadata.readwrite", "below", LOSS_TOLERANCE_PP,
+         "seed001.tex: the sequential job escapes the random job's cost (its loss within the claims' tolerance of "
+         "none)"),
+    Fact("chain_length.host_writes_per_vm_write.in-memory-metadata.mirror.delete", "includes",
+         "chain_length.host_writes_per_vm_write.in-memory-metadata.mirror.create",
+         "seed001.tex: with the metadata in memory, deleting and creating cost the same device writes per guest "
+         "write (so there the extra time is not extra writes)"),
+    Fact("engines.steady_ratio.lvmthin-c64k", "includes", 1.0,
+         "engines.tex: LVM thin is at base-disk speed once the sharing is broken"),
+    Fact("engines.first_ratio.lvmthin-c64k", "below", 1.0,
+         "engines.tex: ... but the breaking itself is not free at small queue depth"),
+    Fact("lifecycle.saturated.vm_total_with_over_before", "above", 100.0,
+         "lifecycle.tex: without the block-map reads the snapshot took no IOPS from our saturated VM"),
+    Fact("lifecycle.saturated.read_during_iterative_over_before", "below",
+         "lifecycle.saturated.vm_with_over_before",
+         "lifecycle.tex: our reader's share fell from that with the snapshot to that during the deletion"),
+    Fact("tiering.sas_pool.with.ratio", "below", 100.0,
+         "tiering.tex, results: on sas_pool the snapshot costs a loss"),
+    Fact("tiering.tier_pool.with.ssd_share", "estimate_below", "tiering.tier_pool.initial.ssd_share",
+         "tiering.tex, results: with the snapshot the SSD-served share fell"),
+    Fact("tiering.tier_pool.delete.ssd_share", "estimate_below", "tiering.tier_pool.with.ssd_share",
+         "tiering.tex, results: ... and fell further during consolidation"),
+    *(Fact(f"tiering.{pool}.lvmthin.after.ratio", "below", 100.0,
+           "tiering.tex, discussion.tex and conclusion.tex: LVM thin's loss outlasts its snapshot's deletion")
+      for pool in ("sas_pool", "tier_pool")),
+    Fact("memory_dump.guest.slowdown.background", "below", 1.0,
+         "memory_dump.tex, real dumps: where the slowdown comes from in QEMU's terms (the background snapshot's "
+         "guest was slowed)"),
+    Fact("lifecycle.light.converged_pct", "includes", "lifecycle.saturated.converged_pct",
+         "discussion.tex: the light-load interval of converged deletions includes the saturated estimate"),
+    Fact("lifecycle.saturated.iterative.converged", "equals", 0.0,
+         "intro.tex and discussion.tex: the saturated iterative deletion did not converge"),
+    Fact("lifecycle.saturated.iterative.writer_iops", "estimate_below", "lifecycle.model.critical_rate",
+         "intro.tex and discussion.tex: ... although its guest wrote below the estimate of r*"),
+    *(Fact("lifecycle.seek.predicted_service_without_over_with", relation, bound,
+           "lifecycle.tex, seek span: the model predicts a change within the claim's tolerance of no change (C000-5's "
+           "band; a prediction from the datasheet figures, without an interval)")
+      for relation, bound in zip(ESTIMATE_WITHIN, SEEK_BAND, strict=True)),
+    Fact("chain_length.loss.on-disk-metadata.randrw", "above",
+         "metadata_cache.implied.vmfs.published_pct",
+         "conclusion.tex: the first mechanism produces seed 001's loss where the metadata does not fit in memory "
+         "(the on-disk stand-in's random-job loss, larger than VMFS's)"),
+    Fact("chain_length.loss.in-memory-metadata.randrw", "below", "metadata_cache.implied.vsan.published_pct",
+         "conclusion.tex: ... with the metadata in memory our stand-in lost less than vSAN's published loss"),
+    *(Fact("calibration.reads_double.host_reads_per_vm_read.snapshot", relation, bound,
+           "conclusion.tex: ... and, on an emulated 10K RAID1, seed 000's doubled reads (within the claim's "
+           "tolerance of 2)") for relation, bound in zip(WITHIN, READS_DOUBLE_BAND, strict=True)),
+    Fact("memory_dump.fit.raid1_10k.oversleep.delta_aic", "equals", 0.0,
+         "memory_dump.tex, the grid: the oversleep model's lower AIC on the mirror (it is the mirror's best by AIC), "
+         "read as a term for rotational misses, not as the timer's behaviour"),
+    Fact("tiering.tier_pool.after.ssd_share", "equals", "tiering.tier_pool.initial.ssd_share",
+         "tiering.tex, results: after the consolidation the SSD-served share was back at the initial phase's"),
+    Fact("tiering.tier_pool.after.ssd_share", "equals", 100.0,
+         "tiering.tex, results: ... at once (every I/O of the phase went to SSD extents, so from its start)"),
+    *(Fact("db_snapshots.raid5_15k_6.second_over_first", relation, bound,
+           "db_snapshots.tex, against the seed: on the RAID5 the second snapshot added about as much as the first "
+           "(the whole interval within C004-2a's band around 100 %)")
+      for relation, bound in zip(WITHIN, SECOND_SNAPSHOT_BAND, strict=True)),
+    Fact("tiering.sas_pool.worst_lateness_pct", "estimate_above", LATENESS_LIMIT_PCT,
+         "threats.tex and tiering.tex: the emulator fell behind the tiering run's disk-bound load too (sas_pool, "
+         "which has only that, over the lateness limit)"),
+    Fact("tiering.sas_pool.worst_lateness_pct", "estimate_below", "tiering.tier_pool.worst_lateness_pct",
+         "threats.tex and tiering.tex: ... if by less than in the SSD-served phases"),
+    *(Fact(f"tiering.{pool}.lvmthin.worst_lateness_pct", "estimate_above", LATENESS_LIMIT_PCT,
+           "tiering.tex, LVM thin: both runs' worst lateness is over the limit") for pool in ("sas_pool", "tier_pool")),
+    Fact("tiering.sas_pool.lvmthin.worst_lateness_pct", "estimate_below",
+         "tiering.tier_pool.lvmthin.worst_lateness_pct",
+         "tiering.tex, LVM thin: on sas_pool the emulator fell behind the disk-bound load too, by less"),
+    # QEMU's NBD server serves at most 16 requests per connection (MAX_NBD_REQUESTS in nbd/server.c)
+    Fact("chain_length.iodepth", "estimate_above", 16.0,
+         "seed001.tex, metadata_cache.tex and threats.tex: fio's depth per job is more than the 16 requests the "
+         "daemon serves per NBD connection, so the effective queue depth is numjobs x 16, not numjobs x iodepth"),
+    Fact("metadata_cache.loss.cover-1-1", "includes", "chain_length.loss.in-memory-metadata.randrw",
+         "seed001.tex, three estimates of the in-memory-metadata loss: the metadata-cache sweep's full-coverage "
+         "interval includes the chain study's estimate"),
+    Fact("metadata_cache.pairs", "estimate_below", "chain_length.pairs_planned",
+         "seed001.tex, three estimates: the sweep's full-coverage point rests on fewer pairs than the chain study's "
+         "(whose estimate the claim uses, as the one with the most pairs)"),
+    Fact("metadata_cache.control_reads_per_io", "estimate_below", 1e-4,
+         "metadata_cache.tex: without a snapshot the metadata reads are below 10^-4 per I/O"),
+    Fact("lifecycle.model.outcomes_total", "equals", 7.0,
+         "lifecycle.tex and discussion.tex: the consolidation model does no better than always naming the more "
+         "common outcome (which gets at least 4 of these 7 right) ..."),
+    Fact("lifecycle.model.outcomes_predicted", "estimate_below", 4.5,
+         "lifecycle.tex and discussion.tex: ... since it predicted at most 4 of the 7"),
+    *(Fact(f"tiering.predict.{name}", "includes", 100.0,
+           "tiering.tex, the misplacement model: both predictions hold (their intervals include 100 %), so the simple "
+           "mix accounts for the tiered pool's seconds") for name in ("hdd_fit_over_model", "sas_with_over_hdd")),
+    Fact("memory_dump.fit.raid1_10k.oversleep.delta_ms", "below", 0.0,
+         "memory_dump.tex, the grid, and intro.tex: on the mirror the fitted oversleep is negative, a fudge term for "
+         "rotational misses rather than the timer"),
+    Fact("memory_dump.fit.ssd.oversleep.delta_ms", "includes", 0.0,
+         "memory_dump.tex, the grid: on the SSD-class device the same walker's oversleep interval includes zero (so "
+         "the negative one on the mirror is not the timer's doing)"),
+    Fact("memory_dump.seed.iteration_ms.default", "estimate_below", 25.0,
+         "conclusion.tex: seed 003's walker took less time per iteration with its defaults than its 25-ms wait"),
+    Fact("chain_length.host_writes_per_vm_write.on-disk-metadata.mirror.create", "above",
+         "chain_length.host_writes_per_vm_write.on-disk-metadata.mirror.delete",
+         "intro.tex: the on-disk-metadata redo log wrote more to the device per guest write while creating than while "
+         "deleting"),
+    Fact("tiering.run.flagged", "equals", "tiering.run.emulated_measurements",
+         "tiering.tex, set-up: every emulated measurement of the tiering run was flagged, so every claim row of the "
+         "section rests on flagged measurements"),
+    Fact("memory_dump.seed.implied_delta_ms.raid1_10k", "estimate_below", 0.0,
+         "memory_dump.tex, the seed's timings: the oversleep the seed's default time needs on our mirror is negative"),
+    # The loss with one snapshot in each second of the pairs' runs (chain_length.loss_by_second.*, .last: the run's
+    # last second; loss_settling: the last second's one/none ratio as % of the first's, 100 % = no change).
+    *(Fact(f"chain_length.loss_by_second.on-disk-metadata.randrw.{second}", "above", 90.0,
+           "threats.tex, per-second losses: with the metadata on disk the random job's loss held in every second "
+           "(each second's interval above 90 %)") for second in ("s1", "s2", "last")),
+    Fact("chain_length.loss_settling.on-disk-metadata.randrw", "includes", 100.0,
+         "threats.tex, per-second losses: ... its change from the first second to the last includes none"),
+    Fact("chain_length.loss_settling.in-memory-metadata.randrw", "includes", 100.0,
+         "threats.tex, per-second losses: with the metadata in memory the loss shows no trend either (its change "
+         "from the first second to the last includes none)"),
+    Fact("chain_length.loss_settling.lvm-thin.randrw", "above", 100.0,
+         "threats.tex, per-second losses: LVM thin's loss shrank from the first second to the last (the last "
+         "second's ratio above the first's)"),
+    Fact("chain_length.chunks_broken_per_write.lvm-thin.randrw", "above", 5 / 6,
+         "threats.tex, per-second losses: ... although most writes broke a shared chunk, too many for the sharing to "
+         "have run out by the last second (above 5/6 over a 3-s run: with at least a third of the writes in the last "
+         "second, its share is at least 3 x 5/6 - 2 = 1/2)"),
+)
+
+
+def broken(facts: Iterable[Fact], values: Mapping[str, Value]) -> list[str]:
+    """One description per fact that does not hold (or whose value is missing)."""
+    out = []
+    for f in facts:
+        missing = [k for k in (f.key, f.than) if isinstance(k, str) and k not in values]
+        if missing:
+            out.append(f"{', '.join(missing)}: no such value ({f.where})")
+        elif not f.holds(values):
+            v = values[f.key]
+            shown = f"{v.value:g} [{v.low:g}, {v.high:g}]" if v.has_interval else f"{v.value:g}"
+            out.append(f"{f.key} = {shown}, {FAILED[f.relation]} {f.reference(values):g}: rewrite {f.where}")
+    return out
+
+
+def check(values: Iterable[Value], facts: Iterable[Fact] = FACTS) -> None:
+    """Raise ProseOutdated (one line) when a fact no longer holds (for tests and tools that must stop)."""
+    problems = broken(facts, {v.key: v for v in values})
+    if problems:
+        raise ProseOutdated("the paper's prose no longer matches the data: " + "; ".join(problems))
+
+
+def outdated_tex(problems: list[str]) -> str:
+    """The first page's warning: the sentences whose facts no longer hold, each with its value ('' when none)."""
+    from .macros import tex_escape
+
+    if not problems:
+        return ""
+    items = "\n".join(rf"\item {tex_escape(p)}" for p in problems)
+    plural = "s" if len(problems) > 1 else ""
+    return (r"\noindent\fbox{\parbox{\dimexpr\linewidth-2\fboxsep-2\fboxrule}{\small\textbf{Warning: the data no "
+            rf"longer support {len(problems)} sentence{plural} of this paper}} (each names its value and the sentence "
+            r"to rewrite):\begin{itemize}\setlength\itemsep{0pt}" + "\n" + items + "\n"
+            + r"\end{itemize}}}\par\medskip" + "\n")
+
+
+__all__ = ["Relation", "ProseOutdated", "Fact", "BANDS", "FACTS", "broken", "check", "outdated_tex"]

@@ -1,0 +1,86 @@
+"""The study contract, checked in code: what each of a study's four modules offers the rest of the house.
+
+A study's modules have one direction (CONTRIBUTING.md): plan → measure, plan → analyse → present. What Study, the
+CLI and the paper call in each is a Protocol here, and studies/checked.py holds every registered study's four
+modules typed as these, so that mypy checks each study against them (and tests/studies/test_registry.py that it
+holds exactly the studies of REGISTRY). A module satisfies a Protocol by its module-level functions.
+
+Measuring has one skeleton for every study, Study.run: the profile, root, the rig, the session (the measurement lock,
+staging, publication in one rename), the loop devices a killed run left behind, and the published run it returns.
+A study's measure.setup gives only what differs between studies, as a Setup.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+from ..analysis import Analysis
+from ..profiles import Profile
+from ..studyparams import StudyParameters
+
+if TYPE_CHECKING:
+    from ..host.rig import Rig
+    from ..record import RunRecord, RunSession
+
+A = TypeVar("A", bound=Analysis)
+A_co = TypeVar("A_co", bound=Analysis, covariant=True)
+A_contra = TypeVar("A_contra", bound=Analysis, contravariant=True)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a study measures on a rig at a profile, as its measure.setup gives it to Study.run.
+
+    parameters: the study's parameters record (manifest.parameters, read back only by its analysis);
+    devices_used: the rig devices the run measures; planned_points, planned_seconds: the plan's fio runs and the run
+    time it predicts (the progress line, the ETA and the artifact table's extrapolation: plan.planned_seconds);
+    measure: everything measured, run inside the session once it holds the lock.
+    """
+
+    parameters: StudyParameters
+    devices_used: tuple[str, ...]
+    planned_points: int
+    planned_seconds: float
+    measure: Callable[[RunSession], None]
+
+
+class PlanModule(Protocol):
+    """plan.py: what a run measures, as data (pure; no root). A study whose runs are one StudyPlan also has
+    build_plan(profile); the two whose phases are timelines (lifecycle, tiering) build theirs in measure."""
+
+    def describe(self, profile: Profile) -> str: ...
+
+    def planned_seconds(self, profile: Profile) -> float: ...
+
+
+class MeasureModule(Protocol):
+    """measure.py: what differs in measuring this study (needs root when Study.run runs it)."""
+
+    def setup(self, rig: Rig, profile: Profile, device: str | None = None) -> Setup: ...
+
+
+class AnalyseModule(Protocol[A_co]):
+    """analyse.py: a published run in, the study's Analysis out (pure)."""
+
+    def analyse(self, record: RunRecord) -> A_co: ...
+
+
+class PresentModule(Protocol[A_contra]):
+    """present.py: the study's figures and TeX tables from its Analysis (pure)."""
+
+    def write(self, a: A_contra, figure_dir: Path | None = None, generated_dir: Path | None = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class Modules(Generic[A]):
+    """One study's four modules, typed: mypy infers A from analyse and checks that present takes what it gives."""
+
+    plan: PlanModule
+    measure: MeasureModule
+    analyse: AnalyseModule[A]
+    present: PresentModule[A]
+
+
+__all__ = ["Setup", "PlanModule", "MeasureModule", "AnalyseModule", "PresentModule", "Modules"]

@@ -1,0 +1,31 @@
+"""The spindle benchmarks' arithmetic: figures over rounds, the QD1 accuracy the harness leaves, one seek fit's
+figures against the profile it should recover. (The benchmarks themselves run in `make bench`.)"""
+import pytest
+
+from snaptax.bench import spindle as bench
+from snaptax.models.seek import SeekFit
+from snaptax.spindle.profiles import DriveProfile
+from snaptax.spindle.rigfiles import load_profile
+
+
+def test_over_rounds_gives_medians_and_the_spread_asked_for():
+    rounds = [{"a": 1.0, "b": 10.0}, {"a": 3.0, "b": 30.0}, {"a": 2.0}]
+    out = bench.over_rounds(rounds, spread=("a",))
+    assert out == {"a": 2.0, "a_min": 1.0, "a_max": 3.0, "b": 20.0}   # b: the median of the rounds that have it
+
+
+def test_the_harness_round_trip_explains_qd1_accuracy():
+    # 7 ms of service, 150 µs round trip and 50 µs late: 7000 / 7200
+    assert bench.explained_accuracy(7.0, 150.0, 50.0) == pytest.approx(7000 / 7200)
+    assert bench.explained_accuracy(7.0, 0.0, 0.0) == 1.0
+
+
+def test_a_fit_is_judged_against_the_profiles_read_seek_figures():
+    p = load_profile(bench.PROFILE)
+    assert isinstance(p, DriveProfile)
+    t = p.seek_read
+    fit = SeekFit(t.track_to_track_ms * 1.1, t.average_ms, t.full_stroke_ms * 0.98, (0.01, 0.02, 0.03), 40e-6, 5000)
+    out = bench.seek_fit_figures(fit, p)
+    assert out["seek_fit_max_rel_error"] == pytest.approx(0.1)
+    assert out["seek_fit_rel_error_full_stroke"] == pytest.approx(0.02)
+    assert out["seek_fit_jitter_us"] == pytest.approx(40) and out["seek_fit_requests"] == 5000

@@ -1,0 +1,50 @@
+"""The committed file of what the paper prints: read back as written, rewritten only when a value prints
+differently beyond one unit of a last digit, and current for the committed data."""
+import shutil
+
+import pytest
+
+from snaptax import paths
+from snaptax.paper import printedvalues
+from snaptax.values import Value
+
+
+def test_round_trip_with_tabs_newlines_and_backslashes(tmp_path):
+    table = {"s.a": "1.5 [1.0, 2.0]", "s.t": "a\tb\nc \\d", "s.e": ""}
+    path = tmp_path / "p.tsv"
+    path.write_text(printedvalues.render(table))
+    assert printedvalues.read(path) == table
+    assert printedvalues.read(tmp_path / "none.tsv") == {}
+
+
+def test_update_leaves_the_file_alone_at_printed_precision_and_rewrites_a_change(tmp_path):
+    path = tmp_path / "p.tsv"
+    first = [Value("s.fit", 0.0016407786410004288, "ms", 0.0011, 0.0021, 8, 4), Value("s.word", text="agrees")]
+    assert printedvalues.update(path, first) == ["s.fit: new (0.0016 [0.0011, 0.0021])", "s.word: new (agrees)"]
+    written = path.stat().st_mtime_ns
+    # another host's last bits (and a value on a rounding boundary moving by one unit) leave it as it is
+    again = [Value("s.fit", 0.00164077526, "ms", 0.001149999, 0.0021, 8, 4), Value("s.word", text="agrees")]
+    assert printedvalues.update(path, again) == [] and path.stat().st_mtime_ns == written
+    changed = [Value("s.fit", 0.0019, "ms", 0.0011, 0.0021, 8, 4), Value("s.new", 1.0)]
+    diffs = printedvalues.update(path, changed)
+    assert diffs == ["s.new: new (1)", "s.word: gone (was agrees)",
+                     "s.fit: 0.0016 [0.0011, 0.0021] -> 0.0019 [0.0011, 0.0021] (0.0016 against 0.0019)"]
+    assert printedvalues.read(path) == {"s.fit": "0.0019 [0.0011, 0.0021]", "s.new": "1"}
+
+
+@pytest.mark.committed
+def test_the_committed_data_print_what_the_committed_file_says(tmp_path, monkeypatch):
+    """`make pdf` on the committed data, without LaTeX: every value the paper can print is what
+    paper/printed/local-quick.tsv says (at printed precision), so an analysis change must come with a rendered and
+    committed file, and rendering on a clean checkout, whatever the host's CPU, leaves the file untouched."""
+    from snaptax.paper import render
+
+    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)   # the checkout's data/, even inside make test
+    paper = tmp_path / "paper"
+    shutil.copytree(paths.PAPER_DIR, paper, ignore=shutil.ignore_patterns("generated", "figures", "*.pdf", "*.aux",
+                                                                          "*.log"))
+    committed = printedvalues.path_for(paths.PAPER_DIR, "local", "quick")
+    assert committed.is_file(), "no committed paper/printed/local-quick.tsv: run make pdf and commit it"
+    result = render.render_all("local", "quick", paper_dir=paper)
+    assert result.printed_changes == [], (f"{len(result.printed_changes)} printed values differ from {committed.name} "
+                                          f"(run make pdf and commit it): {result.printed_changes[:5]}")

@@ -1,0 +1,99 @@
+"""The paper's sentences about its values hold for the committed runs, and a sentence the data contradict stops
+the render naming the value and the sentence."""
+import math
+
+import pytest
+
+from snaptax import derived, studies
+from snaptax.paper import prose
+from snaptax.record import published_runs
+from snaptax.values import Value
+
+
+def test_a_fact_the_data_contradict_is_named_with_its_sentence():
+    values = [Value("s.ratio", 0.5, "", 0.4, 0.6, 3), Value("s.rate", 90.0), Value("s.limit", 100.0)]
+    facts = (prose.Fact("s.ratio", "includes", 1.0, "intro: the interval includes 1"),
+             prose.Fact("s.rate", "estimate_below", "s.limit", "intro: below the limit"),
+             prose.Fact("s.ratio", "below", 1.0, "intro: a slowdown"))
+    assert prose.broken(facts, {v.key: v for v in values}) == [
+        "s.ratio = 0.5 [0.4, 0.6], whose interval does not include 1: rewrite intro: the interval includes 1"]
+    with pytest.raises(prose.ProseOutdated, match="s.ratio.*intro: the interval includes 1"):
+        prose.check(values, facts)
+    with pytest.raises(prose.ProseOutdated, match="s.gone: no such value"):
+        prose.check(values, (prose.Fact("s.gone", "equals", 0.0, "x"),))
+    with pytest.raises(prose.ProseOutdated, match=r": s\.limit2: no such value"):     # the missing one is named
+        prose.check(values, (prose.Fact("s.rate", "estimate_below", "s.limit2", "x"),))
+    # no interval: an 'includes' or 'above' sentence cannot hold
+    assert not prose.Fact("s.rate", "above", 0.0, "x").holds({"s.rate": Value("s.rate", 90.0)})
+    assert not prose.Fact("s.rate", "estimate_below", 1.0, "x").holds({"s.rate": Value("s.rate", math.nan)})
+    # estimate_above reads the estimate alone, as estimate_below does
+    assert prose.Fact("s.rate", "estimate_above", 89.0, "x").holds({"s.rate": Value("s.rate", 90.0)})
+    assert not prose.Fact("s.rate", "estimate_above", 90.0, "x").holds({"s.rate": Value("s.rate", 90.0)})
+    assert not prose.Fact("s.rate", "estimate_above", 0.0, "x").holds({"s.rate": Value("s.rate", math.nan)})
+    assert prose.broken((prose.Fact("s.rate", "estimate_above", "s.limit", "intro: above the limit"),),
+                        {v.key: v for v in values}) == ["s.rate = 90, not above 100: rewrite intro: above the limit"]
+
+
+@pytest.mark.committed
+def test_every_fact_holds_for_the_newest_quick_runs(monkeypatch):
+    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)   # the checkout's data/, even inside make test
+    values = {}
+    for study in studies.REGISTRY:
+        runs = published_runs("local", study.id, "quick")
+        values.update(derived.values_of(runs[-1]).values)
+    assert prose.broken(prose.FACTS, values) == []
+
+
+@pytest.mark.committed
+def test_the_bands_the_prose_reads_are_their_claims_tolerance(monkeypatch):
+    """A sentence read against a claim's band ('within the claim's tolerance') is checked against that claim's own
+    centre and tolerance, as the committed run states them."""
+    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)
+    claims = {}
+    for study in studies.REGISTRY:
+        claims.update({c["id"]: c for c in derived.values_of(published_runs("local", study.id, "quick")[-1]).claims})
+    for (claim_id, around), band in prose.BANDS.items():
+        c = claims[claim_id]
+        assert band == (c[around] - c["tolerance"], c[around] + c["tolerance"]), claim_id
+
+
+def _sides(fact: prose.Fact) -> tuple[dict, dict]:
+    """Synthetic values on both sides of a fact: one set where it holds, one where it does not."""
+    x = 50.0 if isinstance(fact.than, str) else float(fact.than)
+    ref = {fact.than: Value(fact.than, x)} if isinstance(fact.than, str) else {}
+    holds, fails = {
+        "includes": ((x, x - 1, x + 1), (x + 2, x + 1, x + 3)),
+        "above": ((x + 2, x + 1, x + 3), (x, x - 1, x + 1)),
+        "below": ((x - 2, x - 3, x - 1), (x, x - 1, x + 1)),
+        "estimate_below": ((x - 1, math.nan, math.nan), (x + 1, math.nan, math.nan)),
+        "estimate_above": ((x + 1, math.nan, math.nan), (x - 1, math.nan, math.nan)),
+        "equals": ((x, math.nan, math.nan), (x + 1, math.nan, math.nan)),
+    }[fact.relation]
+    def value(v: float, lo: float, hi: float) -> Value:
+        return Value(fact.key, v, "", lo, hi, 3)
+    return {fact.key: value(*holds), **ref}, {fact.key: value(*fails), **ref}
+
+
+def test_every_guarded_fact_on_both_sides_of_its_value_and_the_first_page_names_the_failing_ones(tmp_path):
+    """Each sentence the prose guard reads is checked on synthetic values where it holds and where it does not; the
+    failing ones (all of them at once) typeset on the paper's first page, so a rerun whose data contradict the
+    prose still ends in a PDF that says so."""
+    import shutil
+    import subprocess
+
+    failing = []
+    for fact in prose.FACTS:
+        good, bad = _sides(fact)
+        assert prose.broken([fact], good) == [], fact
+        problems = prose.broken([fact], bad)
+        assert len(problems) == 1 and problems[0].endswith(f"rewrite {fact.where}"), fact
+        failing += problems
+    note = prose.outdated_tex(failing)
+    assert f"no longer support {len(prose.FACTS)} sentences" in note and prose.outdated_tex([]) == ""
+    if shutil.which("pdflatex") is None:
+        pytest.skip("no pdflatex (make setup installs it)")
+    (tmp_path / "t.tex").write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\begin{document}\n"
+                                    + note + "\\end{document}\n")
+    r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:]
