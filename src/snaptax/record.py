@@ -34,8 +34,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import counters as countermod, devices, paths, progress, provenance
+from . import counters as countermod, devices, lateness, paths, progress, provenance
 from .errors import SnaptaxError
+from .lateness import emulator_lateness_s, lateness_fraction, service_time_s
 from .lock import measurement_lock
 from .plan import Measure
 from .profiles import Profile
@@ -61,8 +62,9 @@ KEYS = ("variant", "index", "phase", "job", "rw", "repeat", "chain_length")
 FIO_COLUMNS = ("direction", "iops", "bw_kib", "ios", "runtime_ms", "clat_mean_us", "clat_p50_us", "clat_p99_us",
                "lat_mean_us", "errors")
 # an emulated measurement is flagged when the emulator released requests later than its own schedule by more
-# than this fraction of the mean service time, on average: its timing is then the host's, not the model's
-LATENESS_LIMIT = 0.02
+# than its device class's limit, on average: its timing is then the host's, not the model's. The limits are
+# declared in snaptax.lateness; LATENESS_LIMIT is the mechanical drives' (the paper's paper.lateness_limit_pct)
+LATENESS_LIMIT = lateness.MECHANICAL.fraction
 
 
 class RecordError(SnaptaxError):
@@ -451,9 +453,19 @@ class Measurement:
         return steal_fraction(self._deltas)
 
     @property
+    def device_class(self) -> str:
+        """'mechanical' or 'flash' by the measurement's member service time ('' when not emulated)."""
+        cls = lateness.device_class(self._deltas)
+        return cls.device_class if cls else ""
+
+    @property
+    def lateness_share(self) -> float:
+        """The mean lateness over its device class's reference (lateness.lateness_share)."""
+        return lateness.lateness_share(self._deltas)
+
+    @property
     def flagged(self) -> bool:
-        f = self.lateness_fraction
-        return math.isfinite(f) and f > LATENESS_LIMIT
+        return lateness.flagged(self._deltas)
 
 
 # the steal share from which a flagged run's line names the hypervisor: below it, steal is rounding
@@ -474,32 +486,6 @@ def steal_fraction(deltas: dict[str, float]) -> float:
     if busy is None or idle is None or steal is None or not busy + idle + steal:
         return math.nan
     return steal / (busy + idle + steal)
-
-
-def emulator_lateness_s(deltas: dict[str, float]) -> float:
-    """Mean lateness (s) of the emulator's releases against its own schedule, from counter increases
-    (emulator.release_late_s_sum / emulator.released; nan when not emulated)."""
-    if "emulator.released" not in deltas or "emulator.release_late_s_sum" not in deltas:
-        return math.nan
-    released = deltas["emulator.released"]
-    return deltas["emulator.release_late_s_sum"] / released if released else math.nan
-
-
-def service_time_s(deltas: dict[str, float]) -> float:
-    """Mean time (s) a member drive was busy per request it served, from counter increases (nan without member
-    counters): the rig device's members, and a snapshot device's (snapdev.*) when an engine keeps its snapshots
-    on one."""
-    busy = sum(v for n, v in deltas.items() if n.endswith(".busy_s"))
-    served = sum(deltas.get(n, 0.0) for n in ("host.member_reads", "host.member_writes", "snapdev.member_reads",
-                                              "snapdev.member_writes"))
-    return busy / served if served and busy else math.nan
-
-
-def lateness_fraction(deltas: dict[str, float]) -> float:
-    """The emulator's mean lateness over the mean member service time (dimensionless; nan when either is
-    undefined), from counter increases over a measurement."""
-    late, service = emulator_lateness_s(deltas), service_time_s(deltas)
-    return late / service if math.isfinite(late) and math.isfinite(service) and service > 0 else math.nan
 
 
 class RunRecord:
@@ -592,10 +578,11 @@ class RunRecord:
 
         rows = [{"variant": m.variant, "index": m.index, "label": m.label,
                  "lateness_us": m.emulator_lateness_s * 1e6, "service_ms": m.service_time_s * 1e3,
-                 "lateness_fraction": m.lateness_fraction, "flagged": m.flagged}
+                 "lateness_fraction": m.lateness_fraction, "device_class": m.device_class,
+                 "lateness_share": m.lateness_share, "flagged": m.flagged}
                 for m in self.measurements if math.isfinite(m.emulator_lateness_s)]
         return pd.DataFrame(rows, columns=["variant", "index", "label", "lateness_us", "service_ms",
-                                           "lateness_fraction", "flagged"])
+                                           "lateness_fraction", "device_class", "lateness_share", "flagged"])
 
     def validity_line(self) -> str:
         """The last line a run prints: how many of its emulated measurements are flagged for lateness."""
@@ -609,9 +596,10 @@ class RunRecord:
             why = (f"the hypervisor took up to {max(steal) * 100:.1f} % of the CPU time (steal) in them"
                    if steal and max(steal) >= STEAL_NOTABLE else "the machine was busy")
             return (f"{self.run_id}: WARNING {bad} of {len(late)} emulated measurements flagged: emulator lateness "
-                    f"above {LATENESS_LIMIT:.0%} of the service time (worst {worst:.1f} %); {why}")
-        return f"{self.run_id}: emulator lateness within {LATENESS_LIMIT:.0%} of the service time " \
-               f"(worst {worst:.2f} %) in all {len(late)} emulated measurements"
+                    f"above its device class's limit ({lateness.limits_text()}; worst {worst:.1f} % of the member "
+                    f"service time); {why}")
+        return f"{self.run_id}: emulator lateness within its device class's limit ({lateness.limits_text()}; " \
+               f"worst {worst:.2f} % of the member service time) in all {len(late)} emulated measurements"
 
 
 def published_runs(rig: str, study: str, profile: str | None = None) -> list[Path]:
