@@ -53,7 +53,11 @@ class SpindleDevice:
     threads: int = 64              # nbdkit worker threads per connection: ≥ the deepest queue a client uses
     counters_interval_s: float = 0.5
     plugin: PluginKind = DEFAULT_PLUGIN   # "c" (compiled) or "python" (plugin.py, the reference's own emulator)
-    spin_us: float | None = None   # C plugin: a fixed spin margin before each completion (None: adaptive)
+    # C plugin only (spindle_plugin.c says why): a fixed spin margin before each completion (None: adaptive), the
+    # request threads' SCHED_FIFO priority (0: not real-time), the CPU latency request held while serving (None: none)
+    spin_us: float | None = None
+    rt_priority: int = 10
+    cpu_latency_us: int | None = 0
 
     @property
     def backing(self) -> Path:
@@ -88,6 +92,10 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
         raise ConfigError(source, "plugin", f"{device.plugin!r} is not one of {', '.join(PLUGINS)}")
     if device.spin_us is not None and device.spin_us < 0:
         raise ConfigError(source, "spin_us", f"must be >= 0 µs, got {device.spin_us}")
+    if not 0 <= device.rt_priority <= 99:
+        raise ConfigError(source, "rt_priority", f"must be 0 (off) to 99, got {device.rt_priority}")
+    if device.cpu_latency_us is not None and device.cpu_latency_us < 0:
+        raise ConfigError(source, "cpu_latency_us", f"must be >= 0 µs or None, got {device.cpu_latency_us}")
     validate_spec(device.spec, source)
     procs.require("nbdkit")
     plugin_so = None
@@ -113,6 +121,8 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
         spec_path = group.own(device.work_dir / f"{device.name}.spec.txt")
         spec_path.write_text(flat_spec(device.spec, device.capacity, device.name))
         spin = [] if device.spin_us is None else [f"spin_us={device.spin_us:g}"]
+        spin += [f"rt_priority={device.rt_priority}",
+                 f"cpu_latency_us={'off' if device.cpu_latency_us is None else device.cpu_latency_us}"]
         argv = ["nbdkit", "-f", "-U", str(sock), "-t", str(device.threads), str(plugin_so), f"spec={spec_path}",
                 *common, *spin]
     else:
