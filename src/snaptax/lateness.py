@@ -15,12 +15,14 @@ limit, stated against the time the class's commands take:
                is several times shorter than the time each command takes (~180 µs for a 4 KiB read on
                rigs/spindles/ssd_sas.yaml); 2 % of the former is 0.4 µs, below the timer and wake-up resolution
                of any emulator. The limit is stated against the command's own time in the model (submission to
-               completion, per released command: emulator.model_s_sum / emulator.released, else the array's
-               host.latency_s_sum per host command): 5 % of it, the ±5 % the flash tier's accuracy is held to
-               in `make bench` (emulator_plugin_accuracy_flash_tier).
+               completion, per released command: emulator.model_s_sum / emulator.released): 5 % of it, the
+               fraction by which lateness lengthens the commands the measurement timed, and the ±5 % the flash
+               tier's accuracy is held to in `make bench` (emulator_plugin_accuracy_flash_tier).
 
 The class follows the measurement's own counters (its member service time), not the device's name: a tiered pool
-is judged as flash while its hot data is served from flash and as mechanical while its disks serve it.
+is judged as flash while its hot data is served from flash and as mechanical while its disks serve it. Only the
+compiled emulator (spindle_plugin.c, since 2026-11-28) counts the model time per release; a measurement without it
+(the Python plugin's runs) is judged as mechanical, by the limit it was published under.
 """
 from __future__ import annotations
 
@@ -61,15 +63,10 @@ def service_time_s(deltas: dict[str, float]) -> float:
 
 
 def command_time_s(deltas: dict[str, float]) -> float:
-    """Mean time (s) a host command took in the model, submission to completion: per released command where the
-    emulator counts it (emulator.model_s_sum, the compiled plugin), else the array's summed command time per host
-    read or write (host.latency_s_sum); nan without either."""
+    """Mean time (s) a released command took in the model, submission to completion (emulator.model_s_sum /
+    emulator.released, counted by the compiled plugin); nan without them."""
     released, model = deltas.get("emulator.released"), deltas.get("emulator.model_s_sum")
-    if released and model is not None:
-        return model / released
-    commands = deltas.get("host.reads", 0.0) + deltas.get("host.writes", 0.0)
-    latency = deltas.get("host.latency_s_sum")
-    return latency / commands if latency is not None and commands else math.nan
+    return model / released if released and model is not None else math.nan
 
 
 def lateness_fraction(deltas: dict[str, float]) -> float:
@@ -80,11 +77,12 @@ def lateness_fraction(deltas: dict[str, float]) -> float:
 
 
 def device_class(deltas: dict[str, float]) -> LatenessLimit | None:
-    """The measurement's class by its member service time (None when it has none: not emulated)."""
+    """The measurement's class by its member service time (None when it has none: not emulated); mechanical when
+    the emulator did not count its model time (command_time_s)."""
     service = service_time_s(deltas)
     if not math.isfinite(service):
         return None
-    return MECHANICAL if service >= FLASH_BELOW_S else FLASH
+    return FLASH if service < FLASH_BELOW_S and math.isfinite(command_time_s(deltas)) else MECHANICAL
 
 
 def lateness_share(deltas: dict[str, float]) -> float:
@@ -105,4 +103,4 @@ def flagged(deltas: dict[str, float]) -> bool:
 
 def limits_text() -> str:
     """The limits in words, for the lines a run prints."""
-    return "; ".join(f"{c.device_class} {c.fraction:.0%} of {c.reference}" for c in LIMITS)
+    return "; ".join(f"{c.device_class} {c.fraction * 100:.0f} % of {c.reference}" for c in LIMITS)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import random
-import shutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +28,8 @@ TOLERANCE_S = 1e-6
 
 
 @pytest.fixture(scope="module")
-def core(tmp_path_factory):
-    if shutil.which("gcc") is None:
-        pytest.skip("no gcc (make setup installs it)")
-    from snaptax.spindle.build import build_core
-    return build_core(library=tmp_path_factory.mktemp("core") / "libspindle-core.so", force=True)
+def core(spindle_core):
+    return spindle_core
 
 
 @dataclass(frozen=True)

@@ -186,7 +186,7 @@ def seek_fit(work_dir: Path | None = None, *, runtime_s: float = 10.0, rounds: i
         shutil.rmtree(wd, ignore_errors=True)
 
 
-def placement_cost(commands: int = 2000, capacity: int = 16 << 30) -> dict[str, float]:
+def placement_cost(commands: int = 2000, capacity: int = 16 << 30, c_library: Path | None = None) -> dict[str, float]:
     """emulator_place_us_<device>: mean CPU time of Simulator.advance + submit per command, per named device;
     emulator_place_us_c_<device>: the same through the C model core (ctypes' own call cost included)."""
     import random
@@ -199,7 +199,8 @@ def placement_cost(commands: int = 2000, capacity: int = 16 << 30) -> dict[str, 
     out: dict[str, float] = {}
     for name in sorted(named_devices()):
         spec = parse_device({"device": name}, "bench")
-        for label, sim in (("", Simulator(spec, capacity, name)), ("c_", CSimulator(spec, capacity, name))):
+        for label, sim in (("", Simulator(spec, capacity, name)),
+                           ("c_", CSimulator(spec, capacity, name, library=c_library))):
             rnd = random.Random(1)
             t, cpu = 0.0, 0.0
             for i in range(commands):
