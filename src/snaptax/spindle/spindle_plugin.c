@@ -1,7 +1,7 @@
 /* spindle: a sparse backing file served with the timing of a simulated drive or array, as a C nbdkit plugin.
  *
  *   nbdkit -f -U SOCK -t 64 build/nbdkit-spindle.so spec=SPEC.txt file=BACKING \
- *       [counters=COUNTERS.json] [interval=0.5] [spin_us=auto|N]
+ *       [counters=COUNTERS.json] [interval=0.5] [spin_us=auto|N] [rt_priority=10] [cpu_latency_us=0|off]
  *
  * spec      the device as snaptax.spindle.cspec writes it (flat key=value, from the Python Simulator built for the
  *           same spec: one source of truth for parameters)
@@ -23,12 +23,20 @@
  * advances the simulator to `now`, submits, does its data I/O, and waits until its completion time is fixed
  * (at dispatch: at once when the device is idle, later when it waits in a queue). Then it times its own reply:
  * it sleeps until shortly before that time and spins for the rest (timer wake-ups on a loaded 2-core VM overshoot
- * by tens to hundreds of microseconds, which the spin absorbs), advances the simulator past its completion (which
- * completes it and dispatches what its device had queued, telling those threads their times) and returns, so
- * nbdkit replies from this very thread with no hand-off. A pump thread processes every other event (destages, the
- * read phase of a RAID5 read-modify-write, tier migrations and cycles) at its time, and an owned event after a
- * grace period should its thread be descheduled; it also writes the counters. Decisions (queue order, seek,
- * rotation) depend on simulated time only, so a late thread delays its own reply but never changes the schedule.
+ * by tens to hundreds of microseconds, which the spin absorbs: the margin adapts to the sleeps' own overshoot,
+ * mean + 3 deviations), advances the simulator past its completion (which completes it and dispatches what its
+ * device had queued, telling those threads their times) and returns, so nbdkit replies from this very thread with
+ * no hand-off. A pump thread processes every other event (destages, the read phase of a RAID5 read-modify-write,
+ * tier migrations and cycles) at its time, and an owned event after a grace period should its thread be
+ * descheduled; it also writes the counters. Decisions (queue order, seek, rotation) depend on simulated time only,
+ * so a late thread delays its own reply but never changes the schedule.
+ *
+ * Two settings make that work on 2 vCPUs shared with fio and qemu-storage-daemon (measured in the commit that
+ * introduced them): request threads run SCHED_FIFO (rt_priority, default 10) from request to reply (see
+ * real_time()), and while serving the plugin holds a CPU latency request of cpu_latency_us (default 0) on
+ * /dev/cpu_dma_latency, so idle vCPUs poll instead of halting (a halted vCPU takes ~70 us to take an interrupt
+ * here, a polling one ~30 us; the zero-latency device's QD1 round trip falls from ~450 to ~60 us). The request is
+ * the kernel's PM QoS: it lasts as long as this process holds the file open.
  *
  * WHAT IS COUNTED, in the counters' "emulator" block (all cumulative; readers difference two snapshots)
  *   released, release_late_s_sum      replies and the sum of (reply time - simulated completion): the emulator's
@@ -41,6 +49,7 @@
  *   idle_phase_hist, idle_phase_bin_us such arrivals' time since the last completion (simulated), 2 us bins
  *   self_timed                         replies timed by their own thread (the rest were completed by the pump)
  *   spin_margin_us, sleep_overshoot_us_mean   the current spin margin and the sleeps' mean overshoot (levels)
+ *   rt_priority, rt_refused, cpu_latency_qos  the settings above, and whether the kernel refused them
  *   late_hist_log2_us                  replies by lateness: bin 0 < 1 us, bin i in [2^(i-1), 2^i) us
  *   outstanding, errors, last_error    levels, for hang and error diagnoses
  */
@@ -97,7 +106,7 @@ struct req {
   uint64_t token;
   int kind;
   double t_entry, t_arrival;
-  bool eta_known, sleep_only, done, waiting;
+  bool eta_known, done, waiting;
   double eta, t_done;
   pthread_cond_t cv;
   struct req *prev, *next;
@@ -205,7 +214,6 @@ deliver (void)
       if (r && !r->done) {
         r->eta_known = true;
         r->eta = ev[i].t;
-        r->sleep_only = ev[i].sleep;
         if (r->waiting) pthread_cond_signal (&r->cv);
       }
     }
