@@ -132,6 +132,19 @@ static atomic_int_fast64_t rt_refused;      /* request threads that could not be
 static int qos_fd = -1;                     /* held open while serving: the CPU latency request */
 static bool qos_held;
 
+/* a spin-wait hint to the CPU (and to a hypervisor's pause-loop detection) */
+static inline void
+cpu_relax (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+  __asm__ volatile ("yield" ::: "memory");
+#else
+  __asm__ volatile ("" ::: "memory");
+#endif
+}
+
 static inline double
 now (void)
 {
@@ -435,7 +448,7 @@ wait_until (double eta, double margin)
   atomic_fetch_add (&spinners, 1);
   while (now () < eta) {
     if (atomic_load (&spinners) > 1 && rt_state == 1) sched_yield ();   /* round robin among real-time spinners */
-    else __builtin_ia32_pause ();
+    else cpu_relax ();
   }
   atomic_fetch_sub (&spinners, 1);
   return over;
