@@ -55,17 +55,15 @@ xrealloc (void *p, size_t n)
 static inline double pymax (double a, double b) { return b > a ? b : a; }
 static inline double pymin (double a, double b) { return b < a ? b : a; }
 
-/* Python's x % 1.0 for floats: fmod, then the sign of the divisor. */
+/* Python's x % 1.0 for floats (fmod, then the sign of the divisor, +0.0 for a zero remainder), as x - floor(x):
+ * the same double in every case. fmod(x, 1) = x - trunc(x) is exact; for x >= 0 that is x - floor(x); for x < 0
+ * Python rounds fmod(x, 1) + 1 once, and x - floor(x) = (x - trunc(x)) + 1 is that exact sum rounded once; an
+ * integral x gives +0.0 both ways. glibc's fmod loops over the exponent difference (t / T_rev is in the
+ * thousands): SPTF calls this once per queued command, and it was most of the time a dispatch took. */
 static inline double
 pymod1 (double x)
 {
-  double m = fmod (x, 1.0);
-  if (m != 0.0) {
-    if (m < 0) m += 1.0;
-  }
-  else
-    m = 0.0;
-  return m;
+  return x - floor (x);
 }
 
 /* A deque of pointers with order-preserving removal (Python list / collections.deque). */

@@ -50,6 +50,10 @@
  *   self_timed                         replies timed by their own thread (the rest were completed by the pump)
  *   spin_margin_us, sleep_overshoot_us_mean   the current spin margin and the sleeps' mean overshoot (levels)
  *   rt_priority, rt_refused, cpu_latency_qos  the settings above, and whether the kernel refused them
+ *   self_timed_wake_late_s_sum, self_timed_reply_work_s_sum   a self-timed reply's lateness in two parts: how
+ *                                      late its own wait ended (a sleep that overshot its spin margin, a spin
+ *                                      preempted), and the work from then to the return (the lock, the advance
+ *                                      that completes it and dispatches what was queued, the bookkeeping)
  *   late_hist_log2_us                  replies by lateness: bin 0 < 1 us, bin i in [2^(i-1), 2^i) us
  *   outstanding, errors, last_error    levels, for hang and error diagnoses
  */
@@ -107,7 +111,7 @@ struct req {
   int kind;
   double t_entry, t_arrival;
   bool eta_known, done, waiting;
-  double eta, t_done;
+  double eta, t_done, t_spun;   /* t_spun: when its own wait for the completion time ended (self-timed) */
   pthread_cond_t cv;
   struct req *prev, *next;
 };
@@ -126,6 +130,7 @@ static double overshoot_mean = 100e-6, overshoot_dev = 50e-6;   /* EWMAs of the 
 
 /* counted at the reply, without the lock (nanoseconds) */
 static atomic_int_fast64_t released, late_ns, boundary_ns, model_ns, flushes, flush_late_ns, self_timed;
+static atomic_int_fast64_t wake_late_ns, reply_work_ns;   /* self-timed replies' lateness, split */
 static atomic_int_fast64_t late_hist[LATE_BINS];
 static atomic_int spinners;                 /* request threads spinning now */
 static atomic_int_fast64_t rt_refused;      /* request threads that could not be made real-time */
@@ -313,12 +318,14 @@ dump (void)
            ", \"idle_gap_us_mean\": %.2f, \"idle_arrivals\": %" PRId64 ", \"idle_gap_s_sum\": %.9f"
            ", \"self_timed\": %" PRId64 ", \"idle_phase_bin_us\": %.1f, \"outstanding\": %" PRId64
            ", \"errors\": %" PRId64 ", \"last_error\": \"%s\", \"spin_margin_us\": %.2f"
-           ", \"sleep_overshoot_us_mean\": %.2f, \"rt_priority\": %d, \"rt_refused\": %" PRId64
+           ", \"sleep_overshoot_us_mean\": %.2f, \"self_timed_wake_late_s_sum\": %.9f"
+           ", \"self_timed_reply_work_s_sum\": %.9f, \"rt_priority\": %d, \"rt_refused\": %" PRId64
            ", \"cpu_latency_qos\": %s, \"late_hist_log2_us\": [",
            core, n ? late / n * 1e6 : 0.0, n, late, nf, atomic_load (&flush_late_ns) * 1e-9,
            atomic_load (&boundary_ns) * 1e-9, atomic_load (&model_ns) * 1e-9,
            gaps ? gap / gaps * 1e6 : 0.0, gaps, gap, (int64_t) atomic_load (&self_timed), GAP_BIN_S * 1e6, outst,
-           errs, err, margin * 1e6, over * 1e6, cfg_rt_priority, (int64_t) atomic_load (&rt_refused),
+           errs, err, margin * 1e6, over * 1e6, atomic_load (&wake_late_ns) * 1e-9,
+           atomic_load (&reply_work_ns) * 1e-9, cfg_rt_priority, (int64_t) atomic_load (&rt_refused),
            qos_held ? "true" : "false");
   free (core);
   for (int i = 0; i < LATE_BINS; i++) fprintf (f, "%s%" PRId64, i ? ", " : "", (int64_t) atomic_load (&late_hist[i]));
@@ -464,6 +471,7 @@ finish (struct req *r)
       double eta = r->eta, margin = spin_margin ();
       pthread_mutex_unlock (&lock);
       double over = wait_until (eta, margin);
+      r->t_spun = now ();
       pthread_mutex_lock (&lock);
       if (isfinite (over)) {   /* EWMAs over the last ~64 sleeps */
         overshoot_mean += (over - overshoot_mean) / 64;
@@ -473,7 +481,11 @@ finish (struct req *r)
         /* our completion time has come: process it (and what the device had queued behind it) ourselves */
         spindle_sim_advance (sim, now ());
         deliver ();
-        if (r->done) atomic_fetch_add (&self_timed, 1);
+        if (r->done) {
+          atomic_fetch_add (&self_timed, 1);
+          r->eta = eta;   /* kept for the split below */
+        }
+        else r->t_spun = 0;
       }
       if (!r->done) r->eta_known = false;   /* cannot happen (an eta is the completion time): wait for delivery */
       continue;
@@ -497,6 +509,10 @@ finish (struct req *r)
   if (r->kind == SPINDLE_FLUSH) {
     atomic_fetch_add (&flushes, 1);
     atomic_fetch_add (&flush_late_ns, late_n);
+  }
+  if (r->t_spun > 0) {   /* self-timed: how late its wait ended, and the work between that and the reply */
+    atomic_fetch_add (&wake_late_ns, (int64_t) llround ((r->t_spun - r->t_done) * 1e9));
+    atomic_fetch_add (&reply_work_ns, (int64_t) llround ((t_reply - r->t_spun) * 1e9));
   }
   double us = late * 1e6;
   int bin = us < 1.0 ? 0 : 1 + (int) log2 (us);
