@@ -63,6 +63,9 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     CounterSpec(r"emulator\.flushes_released", "counter", "requests", "flushes the emulator released (in released)"),
     CounterSpec(r"emulator\.flush_late_s_sum", "counter", "s",
                 "summed lateness of the flushes' releases (in release_late_s_sum)"),
+    CounterSpec(r"emulator\.(boundary_s_sum|model_s_sum)", "counter", "s",
+                "the compiled emulator's replies: summed real time from the plugin callback's entry to its return / "
+                "summed model time from submission to completion (their ratio: accuracy at the plugin boundary)"),
     # machine: this machine's CPUs over the fio run (/proc/stat; snaptax.host.procs.cpu_times)
     CounterSpec(r"machine\.cpu_(busy|idle|steal)_s", "counter", "s",
                 "this machine's CPU time busy (user, nice, system, irq, softirq) / idle (idle, iowait) / taken by "

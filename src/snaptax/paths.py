@@ -40,6 +40,12 @@ BENCH_LATEST = BENCH_DIR / "latest.json"              # `make bench`'s figures, 
 BUILD_DIR = REPO_ROOT / "build"                       # compiled artefacts and caches (git-ignored)
 COFW_SOURCE = PACKAGE_DIR / "cofw" / "cofw.c"
 COFW_PLUGIN = BUILD_DIR / "nbdkit-cofw.so"            # the copy-on-first-write engine's nbdkit plugin
+SPINDLE_C_DIR = PACKAGE_DIR / "spindle"
+SPINDLE_CORE_SOURCE = SPINDLE_C_DIR / "spindle_core.c"   # the emulator's model in C (model.py + arrays.py)
+SPINDLE_CORE_HEADER = SPINDLE_C_DIR / "spindle_core.h"
+SPINDLE_PLUGIN_SOURCE = SPINDLE_C_DIR / "spindle_plugin.c"
+SPINDLE_PLUGIN = BUILD_DIR / "nbdkit-spindle.so"      # the spindle emulator's nbdkit plugin (core + timing)
+SPINDLE_CORE_LIB = BUILD_DIR / "libspindle-core.so"   # the core alone, for the trace-equivalence test (ctypes)
 
 DEFAULT_WORK_DIR = Path("/var/tmp/snaptax")
 # One lock for the whole machine: measurements are timing-sensitive and must never overlap,

@@ -29,3 +29,31 @@ def test_a_fit_is_judged_against_the_profiles_read_seek_figures():
     assert out["seek_fit_max_rel_error"] == pytest.approx(0.1)
     assert out["seek_fit_rel_error_full_stroke"] == pytest.approx(0.02)
     assert out["seek_fit_jitter_us"] == pytest.approx(40) and out["seek_fit_requests"] == 5000
+
+
+def _emulator(released, late, boundary, model):
+    return {"emulator": {"released": released, "release_late_s_sum": late, "boundary_s_sum": boundary,
+                         "model_s_sum": model}}
+
+
+def test_plugin_accuracy_is_model_time_over_boundary_time_between_two_snapshots():
+    before, after = _emulator(10, 0.001, 1.0, 0.9), _emulator(110, 0.002, 2.0, 1.8)
+    acc, late = bench.plugin_accuracy(before, after)
+    assert acc == pytest.approx(0.9) and late == pytest.approx(1e-5)
+    assert all(x != x for x in bench.plugin_accuracy(before, before))      # no replies: nan, not a figure
+
+
+def test_plugin_figures_spread_over_rounds_and_cases():
+    rounds = []
+    for r, worst in enumerate((0.97, 0.99)):
+        row = {f"emulator_plugin_accuracy_qd{qd}_{d}": 1.0 for qd in (1, 32) for d in bench.DRIVES}
+        row["emulator_plugin_accuracy_qd1_sas15k"] = worst
+        row |= {"emulator_plugin_accuracy_flash_tier_qd1": 0.96 + r / 100,
+                "emulator_plugin_accuracy_flash_tier_qd32": 0.95}
+        rounds.append(row)
+    out = bench.plugin_figures(rounds)
+    assert out["emulator_plugin_accuracy_qd1_min"] == 0.97 and out["emulator_plugin_accuracy_qd1_max"] == 1.0
+    assert out["emulator_plugin_accuracy_qd1_sas15k"] == pytest.approx(0.98)      # the median over rounds
+    assert out["emulator_plugin_accuracy_qd32"] == 1.0
+    assert out["emulator_plugin_accuracy_flash_tier_min"] == 0.95
+    assert out["emulator_plugin_accuracy_flash_tier"] == pytest.approx(0.955)

@@ -63,9 +63,13 @@ def test_raid1_data_integrity_counters_and_cleanup(work_dir):
     assert not dev.backing.exists()                          # the group removed the scratch backing file
 
 
+PLUGINS = pytest.mark.parametrize("plugin", ["c", "python"])
+
+
 @needs
-def test_zero_device_counts(work_dir):
-    dev = SpindleDevice(DiskSpec(ZeroProfile()), 16 << 20, work_dir, "z")
+@PLUGINS
+def test_zero_device_counts(work_dir, plugin):
+    dev = SpindleDevice(DiskSpec(ZeroProfile()), 16 << 20, work_dir, "z", plugin=plugin)
     with measurement_lock(), ProcessGroup() as group, serve(group, dev) as s:
         subprocess.run(["nbdsh", "-u", s.uri, "-c", "for i in range(200): h.pread(4096, i * 4096)"],
                        check=True, timeout=60, env=NBDSH_ENV)
@@ -83,10 +87,12 @@ def test_startup_failure_is_reported_and_cleaned(work_dir):
 
 
 @needs
-def test_tier_pool_served_counts_where_io_landed(work_dir):
-    # the plugin runs the Tier under Debian's python3: the per-tier counters must reach the counters file
+@PLUGINS
+def test_tier_pool_served_counts_where_io_landed(work_dir, plugin):
+    # the per-tier counters must reach the counters file, from the C core and from the Python plugin (which runs
+    # the Tier under Debian's python3)
     from snaptax.spindle.serve import flat_counters
-    dev = SpindleDevice(parse_device({"device": "tier_pool"}, "test"), 64 << 20, work_dir, "tier")
+    dev = SpindleDevice(parse_device({"device": "tier_pool"}, "test"), 64 << 20, work_dir, "tier", plugin=plugin)
     script = ("h.pwrite(b'a' * 4096, 0)\n"                      # small write: allocates extent 0 on HDD
               "h.pwrite(b'b' * (256 << 10), 16 << 20)\n"        # large write: extent 1, no heat
               "h.pread(4096, 0)\n"
@@ -98,3 +104,37 @@ def test_tier_pool_served_counts_where_io_landed(work_dir):
     assert flat["host.ssd_reads"] == flat["host.ssd_writes"] == 0
     assert flat["host.hdd_bytes_written"] == 4096 + (256 << 10) and flat["host.unmapped_bytes_read"] == 4096
     assert (flat["host.heat_ios"], flat["host.heat_ignored_ios"]) == (3, 1)
+
+
+def _shape(doc):
+    """A counters document's keys and value types, recursively (lists by their first item)."""
+    if isinstance(doc, dict):
+        return {k: _shape(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [len(doc), _shape(doc[0]) if doc else None]
+    return "number" if isinstance(doc, (int, float)) and not isinstance(doc, bool) else type(doc).__name__
+
+
+@needs
+def test_both_plugins_write_one_counters_format(work_dir):
+    """The C plugin's counters file has every key of the Python plugin's, with the same shapes (its emulator block
+    adds its own plugin-boundary keys), so the record, flat_counters and every study read either."""
+    from snaptax.spindle.serve import flat_counters
+    spec = parse_device({"device": "raid5_15k_6"}, "test")
+    script = "for i in range(40): h.pwrite(b'x' * 4096, i * 65536); h.pread(8192, i * 4096); h.flush()"
+    docs = {}
+    for plugin in ("python", "c"):
+        dev = SpindleDevice(spec, 64 << 20, work_dir, f"r5{plugin}", plugin=plugin)
+        with measurement_lock(), ProcessGroup() as group, serve(group, dev) as s:
+            subprocess.run(["nbdsh", "-u", s.uri, "-c", script], check=True, timeout=60, env=NBDSH_ENV)
+        docs[plugin] = json.loads(dev.counters.read_text())
+    py, c = _shape(docs["python"]), _shape(docs["c"])
+    assert {k: v for k, v in c.items() if k != "emulator"} == {k: v for k, v in py.items() if k != "emulator"}
+    assert set(py["emulator"]) <= set(c["emulator"])
+    assert {k: c["emulator"][k] for k in py["emulator"]} == py["emulator"]
+    assert docs["c"]["emulator"]["plugin"] == "c" and docs["c"]["emulator"]["released"] == 120
+    flat = {p: flat_counters(d) for p, d in docs.items()}
+    assert set(flat["python"]) <= set(flat["c"])
+    for key in ("host.writes", "host.reads", "host.rmw_rows", "host.member_reads", "host.member_writes"):
+        assert flat["c"][key] == flat["python"][key]          # the same model: the same work, whatever the timing
+    assert flat["c"]["emulator.boundary_s_sum"] >= flat["c"]["emulator.model_s_sum"] > 0

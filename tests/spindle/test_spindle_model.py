@@ -438,9 +438,9 @@ def test_simulator_is_deterministic(p10k):
     assert a == b
 
 
-def test_placement_cost_bench_names_every_device():
+def test_placement_cost_bench_names_every_device(spindle_core):
     from snaptax.bench.spindle import placement_cost
     from snaptax.spindle.rigfiles import named_devices
-    out = placement_cost(commands=20)
-    assert set(out) == {f"emulator_place_us_{n}" for n in named_devices()}
+    out = placement_cost(commands=20, c_library=spindle_core)
+    assert set(out) == {f"emulator_place_us_{c}{n}" for n in named_devices() for c in ("", "c_")}
     assert all(math.isfinite(v) and v >= 0 for v in out.values())

@@ -20,10 +20,25 @@
                                  QD1 span sweep measured through fio (per-request offset/latency logs), against the
                                  profile's configured figures; the median over ROUNDS independent sweeps, each fitted
                                  alone. seek_fit_max_rel_error_max: the worst round's. Goal: < 5 % in every round.
-  emulator_place_us_<device>     CPU time (µs) the simulator spends placing one random 4 KiB command (advance +
-                                 submit, half reads, half writes) for each named device of rigs/spindles/
-                                 devices.yaml, offline: the emulator does this under its lock at every arrival,
-                                 so it must stay well below a command's service time. Goal: < 100 µs.
+  emulator_place_us_<device>     CPU time (µs) the Python simulator spends placing one random 4 KiB command
+                                 (advance + submit, half reads, half writes) for each named device of rigs/spindles/
+                                 devices.yaml, offline: the Python plugin does this under its lock at every arrival.
+                                 emulator_place_us_c_<device>: the same for the C model core (the C plugin's).
+
+The compiled emulator's own figures (issue 45), measured where the emulator can answer for them, at the plugin
+boundary (the C plugin's counters: per reply the real time from the nbdkit callback's entry to its return, and
+the model's time from submission to completion; the transport's round trip is not in either):
+  emulator_plugin_accuracy_qd1 / _qd32   model time ÷ plugin-boundary time, random 4 KiB reads at QD1 / QD32 on the
+                                 10K, 15K and 7.2K drives (DRIVES), every round: the median over rounds × drives,
+                                 _min and _max over all of them, and per drive (_<profile>, the median over rounds).
+                                 Goal: within 0.98-1.02 in every round.
+  emulator_plugin_accuracy_flash_tier   the same on the tiered pool's flash tier (devices.yaml tier_pool's SSD
+                                 volume), random 4 KiB reads and writes at QD1 and QD32: median, _min, _max over
+                                 rounds × depths, and _qd1 / _qd32. Goal: within 0.95-1.05.
+  emulator_plugin_late_us_<case>  the mean lateness (µs) behind each of those figures.
+  emulator_overhead_us_per_command  mean plugin-boundary time of a command on the zero-latency device at QD1: what
+                                 the emulator adds to every command (lock, model, data I/O, reply timing), with
+                                 emulator_cpu_us_per_command, the nbdkit process's CPU per command at QD32 there.
 
 The model prediction is the event simulator in simulated time (no harness), for the same workload; the
 achieved figure includes every real cost. Every measurement holds the machine-wide measurement lock.
@@ -171,27 +186,139 @@ def seek_fit(work_dir: Path | None = None, *, runtime_s: float = 10.0, rounds: i
         shutil.rmtree(wd, ignore_errors=True)
 
 
-def placement_cost(commands: int = 2000, capacity: int = 16 << 30) -> dict[str, float]:
-    """emulator_place_us_<device>: mean CPU time of Simulator.advance + submit per command, per named device."""
+def placement_cost(commands: int = 2000, capacity: int = 16 << 30, c_library: Path | None = None) -> dict[str, float]:
+    """emulator_place_us_<device>: mean CPU time of Simulator.advance + submit per command, per named device;
+    emulator_place_us_c_<device>: the same through the C model core (ctypes' own call cost included)."""
     import random
     import time
 
     from ..spindle.arrays import Simulator
+    from ..spindle.cmodel import CSimulator
     from ..spindle.rigfiles import named_devices, parse_device
 
     out: dict[str, float] = {}
     for name in sorted(named_devices()):
-        sim = Simulator(parse_device({"device": name}, "bench"), capacity, name)
-        rnd = random.Random(1)
-        t, cpu = 0.0, 0.0
-        for i in range(commands):
-            t += 0.01    # commands 10 ms apart: each finds the array idle or nearly so, as a QD1 client would
-            c0 = time.thread_time()
-            sim.advance(t)
-            sim.submit(i, "read" if i % 2 else "write", rnd.randrange(capacity // 4096) * 4096, 4096, t)
-            cpu += time.thread_time() - c0
-        out[f"emulator_place_us_{name}"] = round(cpu / commands * 1e6, 1)
+        spec = parse_device({"device": name}, "bench")
+        for label, sim in (("", Simulator(spec, capacity, name)),
+                           ("c_", CSimulator(spec, capacity, name, library=c_library))):
+            rnd = random.Random(1)
+            t, cpu = 0.0, 0.0
+            for i in range(commands):
+                t += 0.01    # commands 10 ms apart: each finds the array idle or nearly so, as a QD1 client would
+                c0 = time.thread_time()
+                sim.advance(t)
+                sim.submit(i, "read" if i % 2 else "write", rnd.randrange(capacity // 4096) * 4096, 4096, t)
+                cpu += time.thread_time() - c0
+            out[f"emulator_place_us_{label}{name}"] = round(cpu / commands * 1e6, 1)
     return out
+
+
+DRIVES = ("sas10k", "sas15k", "nlsas7k2")
+PLUGIN_RUNTIME_S = 10.0
+
+
+def plugin_accuracy(before: dict, after: dict) -> tuple[float, float]:
+    """(model time ÷ plugin-boundary time, mean lateness in s) of the replies between two counter snapshots of the C
+    plugin (its emulator block's model_s_sum, boundary_s_sum, released, release_late_s_sum); nan without replies."""
+    e0, e1 = before.get("emulator", {}), after.get("emulator", {})
+    n = e1.get("released", 0) - e0.get("released", 0)
+    boundary = e1.get("boundary_s_sum", 0.0) - e0.get("boundary_s_sum", 0.0)
+    model = e1.get("model_s_sum", 0.0) - e0.get("model_s_sum", 0.0)
+    late = e1.get("release_late_s_sum", 0.0) - e0.get("release_late_s_sum", 0.0)
+    if n <= 0 or boundary <= 0:
+        return float("nan"), float("nan")
+    return model / boundary, late / n
+
+
+def _plugin_case(s, wd: Path, name: str, rw: str, qd: int, runtime_s: float) -> tuple[float, float]:
+    before = fresh_counters(s.counters)
+    sm.measure(s.uri, CAPACITY, rw=rw, iodepth=qd, span=1.0, runtime_s=runtime_s, directory=wd / f"fio-{name}-qd{qd}",
+               profile=name)
+    return plugin_accuracy(before, fresh_counters(s.counters))
+
+
+def _plugin_round(wd: Path, runtime_s: float) -> dict[str, float]:
+    """One round of the plugin-boundary figures: each drive at QD1 and QD32, then the flash tier, each on a fresh
+    emulator (the C plugin)."""
+    from ..spindle.profiles import TierSpec
+    from ..spindle.rigfiles import parse_device
+
+    out: dict[str, float] = {}
+    for drive in DRIVES:
+        with ProcessGroup() as group, serve(group, SpindleDevice(disk(drive), CAPACITY, wd, drive)) as s:
+            for qd in (1, 32):
+                acc, late = _plugin_case(s, wd, drive, "randread", qd, runtime_s)
+                out[f"emulator_plugin_accuracy_qd{qd}_{drive}"] = acc
+                out[f"emulator_plugin_late_us_qd{qd}_{drive}"] = late * 1e6
+    pool = parse_device({"device": "tier_pool"}, "bench")
+    assert isinstance(pool, TierSpec)
+    with ProcessGroup() as group, serve(group, SpindleDevice(pool.ssd, CAPACITY, wd, "flash")) as s:
+        for qd in (1, 32):
+            acc, late = _plugin_case(s, wd, "flash", "randrw", qd, runtime_s)
+            out[f"emulator_plugin_accuracy_flash_tier_qd{qd}"] = acc
+            out[f"emulator_plugin_late_us_flash_tier_qd{qd}"] = late * 1e6
+    return out
+
+
+def _spread(name: str, xs: list[float]) -> dict[str, float]:
+    import statistics
+
+    return {name: statistics.median(xs), f"{name}_min": min(xs), f"{name}_max": max(xs)}
+
+
+def plugin_figures(per_round: list[dict[str, float]]) -> dict[str, float]:
+    """The rounds' per-case figures → per-case medians, and each headline figure over rounds × its cases."""
+    out = over_rounds(per_round)
+    for qd in (1, 32):
+        out.update(_spread(f"emulator_plugin_accuracy_qd{qd}",
+                           [r[f"emulator_plugin_accuracy_qd{qd}_{d}"] for r in per_round for d in DRIVES]))
+    out.update(_spread("emulator_plugin_accuracy_flash_tier",
+                       [r[f"emulator_plugin_accuracy_flash_tier_qd{qd}"] for r in per_round for qd in (1, 32)]))
+    return out
+
+
+def emulator_plugin(work_dir: Path | None = None, *, runtime_s: float = PLUGIN_RUNTIME_S,
+                    rounds: int = ROUNDS) -> dict[str, float]:
+    wd = _workdir(work_dir)
+    try:
+        with measurement_lock():
+            per_round = [_plugin_round(wd / f"round{r}", runtime_s) for r in range(rounds)]
+        out = plugin_figures(per_round)
+        out["emulator_plugin_rounds"] = rounds
+        return {k: round(v, 4 if "accuracy" in k else 2) for k, v in out.items()}
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def emulator_overhead_per_command(work_dir: Path | None = None, *, runtime_s: float = 5.0) -> dict[str, float]:
+    """The zero-latency device on the C plugin: mean plugin-boundary time per command at QD1, and the nbdkit
+    process's CPU per command at QD32."""
+    from ..host import procs as procsmod
+    from ..spindle.profiles import DiskSpec, ZeroProfile
+
+    wd = _workdir(work_dir)
+    out: dict[str, float] = {}
+    try:
+        with measurement_lock(), ProcessGroup() as group, \
+                serve(group, SpindleDevice(DiskSpec(ZeroProfile()), CAPACITY, wd, "zero")) as s:
+            pid = group.children[-1].proc.pid
+            for qd in (1, 32):
+                before = fresh_counters(s.counters)
+                cpu0 = procsmod.cpu_seconds(Path(f"/proc/{pid}/stat").read_text())
+                sm.measure(s.uri, CAPACITY, rw="randread", iodepth=qd, span=1.0, runtime_s=runtime_s,
+                           directory=wd / f"fio-zero-qd{qd}", profile="zero")
+                cpu = procsmod.cpu_seconds(Path(f"/proc/{pid}/stat").read_text()) - cpu0
+                after = fresh_counters(s.counters)
+                e0, e1 = before.get("emulator", {}), after.get("emulator", {})
+                n = e1.get("released", 0) - e0.get("released", 0)
+                if n and qd == 1:
+                    boundary = e1.get("boundary_s_sum", 0.0) - e0.get("boundary_s_sum", 0.0)
+                    out["emulator_overhead_us_per_command"] = round(boundary / n * 1e6, 2)
+                if n and qd == 32:
+                    out["emulator_cpu_us_per_command"] = round(cpu / n * 1e6, 2)
+        return out
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
 
 
 def explained_accuracy(service_ms: float, round_trip_us: float, late_us: float) -> float:
@@ -202,11 +329,14 @@ def explained_accuracy(service_ms: float, round_trip_us: float, late_us: float) 
 
 
 def run(work_dir: Path | None = None) -> dict[str, float]:
-    """All spindle benchmarks (about 7 minutes: three rounds of accuracy and of the seek sweep)."""
+    """All spindle benchmarks (about 12 minutes: three rounds of accuracy, of the plugin-boundary figures and of the
+    seek sweep)."""
     out: dict[str, float] = {}
     out.update(placement_cost())
     out.update(emulator_accuracy(work_dir))
+    out.update(emulator_plugin(work_dir))
     out.update(emulator_overhead(work_dir))
+    out.update(emulator_overhead_per_command(work_dir))
     out.update(seek_fit(work_dir))
     out["emulator_accuracy_qd1_explained"] = round(explained_accuracy(
         out["sas10k_mean_service_ms"], out["emulator_round_trip_us"], out.get("emulator_release_late_us_qd1", 0.0)), 4)

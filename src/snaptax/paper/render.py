@@ -24,6 +24,7 @@ from .. import (
 from ..analysis import Analysis
 from ..host import rig as rigmod
 from ..record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
+from ..record.lateness import FLASH
 from ..values import DerivedValues, Value
 from . import article, macros, printedvalues, prose, sources
 
@@ -175,6 +176,7 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
     vals.append(Value("paper.emulated_measurements", sum(run_column(rendered, "emulated_measurements")),
                       "measurements"))
     vals.append(Value("paper.lateness_limit_pct", LATENESS_LIMIT * 100, "%", digits=0))
+    vals.append(Value("paper.lateness_limit.flash_pct", FLASH.fraction * 100, "%", digits=0))
     flagged = [r for r in rendered if run_value(r, "flagged") > 0 and r.analysis.outcomes]
     vals.append(Value("paper.flagged.claim_rows", float(sum(len(r.analysis.outcomes) for r in flagged)), "rows"))
     vals.append(Value("paper.flagged.clause", text=flagged_clause(

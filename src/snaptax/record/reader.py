@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from ..studyparams import P
-from .lateness import LATENESS_LIMIT, STEAL_NOTABLE
+from . import lateness
+from .lateness import STEAL_NOTABLE
 from .schema import COUNTERS, KEYS, MANIFEST, MEASUREMENTS, RESULTS, Manifest, Measurement, RecordError, slug as _slug
 from .upgrade import upgrade
 
@@ -108,10 +109,11 @@ class RunRecord:
 
         rows = [{"variant": m.variant, "index": m.index, "label": m.label,
                  "lateness_us": m.emulator_lateness_s * 1e6, "service_ms": m.service_time_s * 1e3,
-                 "lateness_fraction": m.lateness_fraction, "flagged": m.flagged}
+                 "lateness_fraction": m.lateness_fraction, "device_class": m.device_class,
+                 "lateness_share": m.lateness_share, "flagged": m.flagged}
                 for m in self.measurements if math.isfinite(m.emulator_lateness_s)]
         return pd.DataFrame(rows, columns=["variant", "index", "label", "lateness_us", "service_ms",
-                                           "lateness_fraction", "flagged"])
+                                           "lateness_fraction", "device_class", "lateness_share", "flagged"])
 
     def validity_line(self) -> str:
         """The last line a run prints: how many of its emulated measurements are flagged for lateness."""
@@ -125,9 +127,10 @@ class RunRecord:
             why = (f"the hypervisor took up to {max(steal) * 100:.1f} % of the CPU time (steal) in them"
                    if steal and max(steal) >= STEAL_NOTABLE else "the machine was busy")
             return (f"{self.run_id}: WARNING {bad} of {len(late)} emulated measurements flagged: emulator lateness "
-                    f"above {LATENESS_LIMIT:.0%} of the service time (worst {worst:.1f} %); {why}")
-        return f"{self.run_id}: emulator lateness within {LATENESS_LIMIT:.0%} of the service time " \
-               f"(worst {worst:.2f} %) in all {len(late)} emulated measurements"
+                    f"above its device class's limit ({lateness.limits_text()}; worst {worst:.1f} % of the member "
+                    f"service time); {why}")
+        return f"{self.run_id}: emulator lateness within its device class's limit ({lateness.limits_text()}; " \
+               f"worst {worst:.2f} % of the member service time) in all {len(late)} emulated measurements"
 
 
 def published_runs(rig: str, study: str, profile: str | None = None) -> list[Path]:

@@ -21,7 +21,6 @@ Runs of older formats are upgraded when they are read, once, in snaptax.record.u
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -30,7 +29,8 @@ from typing import Any
 from .. import counters as countermod
 from ..errors import SnaptaxError
 from ..profiles import Profile
-from .lateness import LATENESS_LIMIT, emulator_lateness_s, lateness_fraction, service_time_s, steal_fraction
+from . import lateness
+from .lateness import emulator_lateness_s, lateness_fraction, service_time_s, steal_fraction
 
 MANIFEST = "manifest.json"
 RESULTS = "results.csv"
@@ -46,6 +46,9 @@ EMULATOR_VERSIONS = {
     1: "the Python emulator before its flush fix (commit 9f03b4ac1, 2026-11-27): a flush with nothing to destage "
        "was answered at once, not after the drive's command overhead",
     2: "the Python emulator with the flush fix",
+    3: "the compiled emulator (spindle_core.c in the nbdkit plugin spindle_plugin.c, 2026-11-28): the same model "
+       "(trace-equivalent to the Python one), each reply timed by its own request thread; counts the model time "
+       "per command (emulator.model_s_sum), by which flash-class lateness is judged",
 }
 
 # coordinates of a measurement in its plan: the first columns of results.csv, the keys of per-measurement tables
@@ -204,6 +207,16 @@ class Measurement:
         return steal_fraction(self._deltas)
 
     @property
+    def device_class(self) -> str:
+        """'mechanical' or 'flash' by the measurement's member service time ('' when not emulated)."""
+        cls = lateness.device_class(self._deltas)
+        return cls.device_class if cls else ""
+
+    @property
+    def lateness_share(self) -> float:
+        """The mean lateness over its device class's reference (lateness.lateness_share)."""
+        return lateness.lateness_share(self._deltas)
+
+    @property
     def flagged(self) -> bool:
-        f = self.lateness_fraction
-        return math.isfinite(f) and f > LATENESS_LIMIT
+        return lateness.flagged(self._deltas)

@@ -292,12 +292,15 @@ class Tier(Volume):
                 self.landed_bytes[(where, byte_kind)] += n
             on_done(t_done)
 
-        join = _Join(len(routed), landed)
+        # the parts' etas make the whole's (since 2026-11-28: the emulator's request threads time tier commands
+        # themselves, as they do every other device's, instead of waiting for the pump)
+        join = _Join(len(routed), landed, eta)
         for where, slot, within, n in routed:
             if where == "unmapped":
-                join.part(t)   # never written: zeros, no media access
+                join.part_eta(t)   # never written: zeros, no media access
+                join.part(t)
             else:
-                self.tiers[where].submit(slot * eb + within, n, write, t, join.part)
+                self.tiers[where].submit(slot * eb + within, n, write, t, join.part, join.part_eta)
 
     # -- the tiering cycle
 

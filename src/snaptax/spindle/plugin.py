@@ -1,5 +1,11 @@
 """nbdkit python plugin: a sparse backing file served with the timing of a simulated drive or array.
 
+Since 2026-11-28 the default emulator is the compiled one (spindle_plugin.c with the model core spindle_core.c,
+held to this model by tests/spindle/test_cmodel.py); this plugin is kept selectable (serve(..., plugin="python"))
+for comparisons and debugging. It writes the same counters file, without the compiled plugin's plugin-boundary
+keys (boundary_s_sum, model_s_sum), so runs made with it are judged by the mechanical lateness limit
+(snaptax.record.lateness).
+
 Runs under the system python3 inside nbdkit, so it and everything it imports are stdlib only.
 
     nbdkit -f -U SOCK -t 64 python plugin.py srcdir=SRC spec=SPEC.json file=BACKING [counters=C.json]

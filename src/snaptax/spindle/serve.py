@@ -11,6 +11,12 @@
 
 On leaving the `with` (normally, on error or Ctrl-C) nbdkit is stopped (it writes the final counters),
 and the socket, spec file and — unless keep_backing — the backing file are removed by the group.
+
+Two emulators serve the same model and write the same counters file: the compiled plugin (`plugin="c"`, the
+default: spindle_plugin.c with the model core spindle_core.c, built by spindle.build) and the Python plugin
+(`plugin="python"`: plugin.py driving arrays.Simulator under nbdkit's python plugin), kept selectable for
+comparisons and debugging. The Python one cannot keep time at flash speed or under load (the GIL and its
+per-command work under one lock); tests/spindle/test_cmodel.py holds the two models to the same schedule.
 """
 from __future__ import annotations
 
@@ -21,14 +27,18 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .. import paths
 from ..errors import ConfigError, EngineError
 from ..host import procs
+from .cspec import flat_spec
 from .profiles import DeviceSpec, describe, to_json, validate_spec
 
 PLUGIN = Path(__file__).with_name("plugin.py")
+PluginKind = Literal["c", "python"]
+PLUGINS: tuple[PluginKind, ...] = ("c", "python")
+DEFAULT_PLUGIN: PluginKind = "c"
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,12 @@ class SpindleDevice:
     keep_backing: bool = False
     threads: int = 64              # nbdkit worker threads per connection: ≥ the deepest queue a client uses
     counters_interval_s: float = 0.5
+    plugin: PluginKind = DEFAULT_PLUGIN   # "c" (compiled) or "python" (plugin.py, the reference's own emulator)
+    # C plugin only (spindle_plugin.c says why): a fixed spin margin before each completion (None: adaptive), the
+    # request threads' SCHED_FIFO priority (0: not real-time), the CPU latency request held while serving (None: none)
+    spin_us: float | None = None
+    rt_priority: int = 10
+    cpu_latency_us: int | None = 0
 
     @property
     def backing(self) -> Path:
@@ -73,8 +89,20 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
         raise ConfigError(source, "capacity", f"must be a positive multiple of 512 bytes, got {device.capacity}")
     if device.threads < 1:
         raise ConfigError(source, "threads", "must be at least 1")
+    if device.plugin not in PLUGINS:
+        raise ConfigError(source, "plugin", f"{device.plugin!r} is not one of {', '.join(PLUGINS)}")
+    if device.spin_us is not None and device.spin_us < 0:
+        raise ConfigError(source, "spin_us", f"must be >= 0 µs, got {device.spin_us}")
+    if not 0 <= device.rt_priority <= 99:
+        raise ConfigError(source, "rt_priority", f"must be 0 (off) to 99, got {device.rt_priority}")
+    if device.cpu_latency_us is not None and device.cpu_latency_us < 0:
+        raise ConfigError(source, "cpu_latency_us", f"must be >= 0 µs or None, got {device.cpu_latency_us}")
     validate_spec(device.spec, source)
     procs.require("nbdkit")
+    plugin_so = None
+    if device.plugin == "c":
+        from .build import ensure_plugin
+        plugin_so = ensure_plugin()   # MissingTool naming the Debian package when gcc or a header is missing
     device.work_dir.mkdir(parents=True, exist_ok=True)
     if len(str(device.socket)) > 100:   # sun_path is 108 bytes
         raise ConfigError(source, "work_dir", f"socket path too long for a unix socket: {device.socket}")
@@ -85,16 +113,25 @@ def serve(group: procs.ProcessGroup, device: SpindleDevice) -> Iterator[Served]:
     if not backing.exists() or backing.stat().st_size < device.capacity:
         with open(backing, "ab") as f:
             os.ftruncate(f.fileno(), device.capacity)   # sparse: only written blocks take space
-    spec_path = group.own(device.work_dir / f"{device.name}.spec.json")
-    spec_path.write_text(json.dumps({"spec": to_json(device.spec), "capacity": device.capacity,
-                                     "name": device.name}, indent=1))
     sock = group.own(device.socket)
     with contextlib.suppress(FileNotFoundError):
         sock.unlink()
     log = device.work_dir / f"{device.name}.nbdkit.log"
-    argv = ["nbdkit", "-f", "-U", str(sock), "-t", str(device.threads), "python", str(PLUGIN),
-            f"srcdir={paths.SRC_DIR}", f"spec={spec_path}", f"file={backing}", f"counters={device.counters}",
-            f"interval={device.counters_interval_s}"]
+    common = [f"file={backing}", f"counters={device.counters}", f"interval={device.counters_interval_s}"]
+    if plugin_so is not None:
+        spec_path = group.own(device.work_dir / f"{device.name}.spec.txt")
+        spec_path.write_text(flat_spec(device.spec, device.capacity, device.name))
+        spin = [] if device.spin_us is None else [f"spin_us={device.spin_us:g}"]
+        spin += [f"rt_priority={device.rt_priority}",
+                 f"cpu_latency_us={'off' if device.cpu_latency_us is None else device.cpu_latency_us}"]
+        argv = ["nbdkit", "-f", "-U", str(sock), "-t", str(device.threads), str(plugin_so), f"spec={spec_path}",
+                *common, *spin]
+    else:
+        spec_path = group.own(device.work_dir / f"{device.name}.spec.json")
+        spec_path.write_text(json.dumps({"spec": to_json(device.spec), "capacity": device.capacity,
+                                         "name": device.name}, indent=1))
+        argv = ["nbdkit", "-f", "-U", str(sock), "-t", str(device.threads), "python", str(PLUGIN),
+                f"srcdir={paths.SRC_DIR}", f"spec={spec_path}", *common]
     child = group.spawn(argv, name=f"nbdkit[{device.name}]", log_path=log,
                         ready=lambda: procs.unix_socket_accepts(sock), ready_timeout=30)
     try:
@@ -169,7 +206,7 @@ _ARRAY_EXTRAS = ("rmw_rows", "full_stripe_rows", "promotions", "demotions", "mig
                  "heat_ios", "heat_ignored_ios", "latency_s_sum")
 _MEMBER_KEYS = ("reads", "writes", "bytes_read", "bytes_written", "busy_s", "cache_hits")
 _EMULATOR_KEYS = ("released", "release_late_s_sum", "flushes_released", "flush_late_s_sum", "idle_arrivals",
-                  "idle_gap_s_sum", "self_timed")
+                  "idle_gap_s_sum", "self_timed", "boundary_s_sum", "model_s_sum")
 
 
 def flat_counters(raw: dict) -> dict[str, float]:
@@ -183,6 +220,9 @@ def flat_counters(raw: dict) -> dict[str, float]:
       host.member_reads, host.member_writes                          summed over members
       emulator.released, emulator.release_late_s_sum, …              the emulator's own timing (flushes
       emulator.flushes_released, emulator.flush_late_s_sum            also on their own)
+      emulator.boundary_s_sum, emulator.model_s_sum                   the C plugin's replies: callback entry to
+                                                                      return (real) and submission to completion
+                                                                      (simulated); their ratio is its accuracy
     Levels (queue depths, means, extents on SSD) are left out: they are not counters."""
     out: dict[str, float] = {}
     arr = raw.get("array", {})
