@@ -17,8 +17,10 @@ def test_the_emulated_tiers_own_times_per_io():
     devs = measure.pool_devices(rig)
     tier = measure.emulated_time_per_io(measure.pool_spec(rig, devs["tier_pool"]), devs["tier_pool"].capacity, s)
     sas = measure.emulated_time_per_io(measure.pool_spec(rig, devs["sas_pool"]), devs["sas_pool"].capacity, s)
-    # the SSD tier is tens of times faster than the RAID5 behind it, which is sas_pool's array
-    assert 20 * tier["ssd_us_per_io"] < tier["hdd_us_per_io"]
+    # the SSD tier (a Pulsar XT.2 from its datasheet: 48k/22k 4 KiB read/write IOPS at QD 32) serves the workload
+    # several times faster than the RAID5 behind it, which is sas_pool's array (about 10x with the datasheet's
+    # figures; the assumed figures before 2026-11-28 gave tens of times)
+    assert 5 * tier["ssd_us_per_io"] < tier["hdd_us_per_io"]
     assert tier["hdd_us_per_io"] == pytest.approx(sas["hdd_us_per_io"], rel=0.1)
     assert set(sas) == {"hdd_us_per_io"}
 
