@@ -137,6 +137,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.study:
         print()
         print(chosen[0].describe_plan(profile))
+        print()
+        print("\n".join(expect.power_lines(chosen[0], args.rig, profile)))
     return 0
 
 

@@ -72,3 +72,28 @@ def table(expectations: Sequence[Expectation]) -> list[str]:
     if unknown:
         total += f" ({', '.join(unknown)} not known)"
     return [*lines, total]
+
+
+def power_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
+    """Per judged claim of a study: the independent replicates the verdict rule needs for 80 % power
+    (power.plan_line) at the spread between replicates in the newest run (at this profile, else at quick: the
+    spread is the measurement's, not the profile's), and what that costs if a run's time grows with its replicates
+    (the newest run's minutes / its replicates × those needed). Claims without such a spread say so."""
+    from . import claims, derived, power
+    from .paper.article import measured_minutes
+    from .record import RunRecord, published_runs
+
+    runs = published_runs(rig, study.id, profile.name) or published_runs(rig, study.id, "quick")
+    if not runs:
+        return [f"power: no published run of {study.id} on rig {rig} to measure a spread from"]
+    outcomes = [claims.from_json(row) for row in derived.values_of(runs[-1]).claims]
+    minutes = measured_minutes(RunRecord.load(runs[-1]).manifest)
+    lines = [f"power per claim ({power.POWER:.0%}, two one-sided tests at the claim's tolerance; spread from run "
+             f"{runs[-1].name}):"]
+    for o in outcomes:
+        p = power.plan_line(o)
+        cost = ""
+        if p.needed is not None and p.n_now > 0 and math.isfinite(minutes):
+            cost = f"; ≈{minutes * p.needed / p.n_now:.0f} min of measuring at that run's time per replicate"
+        lines.append(f"  {p.line()}{cost}")
+    return lines if outcomes else [*lines, "  (the study judges no claim)"]

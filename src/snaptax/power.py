@@ -52,7 +52,7 @@ def _one_sided_replicates(sd: float, distance: float, alpha: float = 0.05, n_max
 def plan_line(o: Outcome) -> PowerLine:
     """How many replicates the claim needs, from its newest value's spread (see the module's docstring)."""
     c, est = o.claim, o.ours.estimate
-    name = f"{c.seed_label} {c.id}"
+    name = c.id
     if c.role == "calibration":
         return PowerLine(name, o.ours.n, math.nan, None, "calibrates a stand-in (not judged): its interval sizes "
                          "the operating point, not a verdict")
