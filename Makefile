@@ -1,4 +1,4 @@
-# snaptax — the two commands a new user needs:  make paper   and   make test
+# snaptax — three commands: make pdf (reads data/, measures nothing), make paper (measures, root), make test (root)
 # Variables: RIG (a file in rigs/, default local), PROFILE (smoke | quick | full, default quick),
 #            STUDY (one study id, e.g. chain_length: `notebooks` and `notebooks-commit` run only its notebook),
 #            ALLOW_DIRTY=1 (measure although the code has uncommitted changes; the runs keep their diff).
@@ -19,7 +19,7 @@ $(error STUDY=$(STUDY): no notebook notebooks/*_$(STUDY).ipynb (studies: $(shell
 endif
 endif
 
-.PHONY: help setup paper pdf notebooks notebooks-commit render claims compare test unit nbval lab bench clean
+.PHONY: help setup setup-read paper pdf notebooks notebooks-commit render claims compare test unit nbval lab bench clean
 
 help:
 	@echo "make paper [RIG=local] [PROFILE=quick] [STUDY=<id>]"
@@ -35,11 +35,17 @@ help:
 	@echo "make render               figures and values for the paper from data/ (what make pdf runs first)"
 	@echo "make lab                  JupyterLab on notebooks/ (opens the published runs; no root needed)"
 	@echo "make bench                harness and engine benchmarks -> bench/latest.json"
-	@echo "make setup                install what is missing: Debian packages, .venv with the exact pins"
+	@echo "make setup                install what is missing: Debian packages, .venv with the exact pins, C plugins"
+	@echo "make setup-read           install what reading needs (lab, claims, compare, nbval, pdf): Python and TeX, no root"
 	@echo "make clean                remove build/, the generated paper inputs, LaTeX by-products and the PDF"
 
 setup:
 	@bash tools/setup.sh
+
+# Reading only: Python and TeX (tools/apt-packages-read.txt, a subset of tools/apt-packages.txt), no measuring tools,
+# no C plugins, and no root when those Debian packages are present. The targets that only read data/ need only this.
+setup-read:
+	@bash tools/setup.sh --read
 
 # Each notebook is executed by papermill with the rig and profile injected and measure=True (it measures a new
 # run and publishes it under data/); the executed copies go to build/notebooks/. Before each: "[k/n] study — expect
@@ -51,10 +57,10 @@ notebooks: setup
 # The committed notebooks are executed against the committed data/ (the newest published run of each study):
 # their stored outputs are what `make nbval` checks. In place, with their own parameters (local, quick), and without
 # papermill's injected-parameters cell, so that editing the parameters cell in `make lab` does what it says.
-notebooks-commit: setup
+notebooks-commit: setup-read
 	@$(PY) -m snaptax notebooks $(SELECTED) --in-place --rig $(RIG) --profile $(PROFILE)
 
-render: setup
+render: setup-read
 	@$(PY) -m snaptax render --rig $(RIG) --profile $(PROFILE)
 
 pdf: render
@@ -66,10 +72,10 @@ pdf: render
 paper: notebooks
 	@$(MAKE) --no-print-directory pdf RIG=$(RIG) PROFILE=$(PROFILE)
 
-claims: setup
+claims: setup-read
 	@$(PY) -m snaptax claims --rig $(RIG) --profile $(PROFILE)
 
-compare: setup
+compare: setup-read
 	@$(PY) -m snaptax compare --rig $(RIG) --profile $(PROFILE)
 
 test: setup
@@ -80,11 +86,11 @@ unit: setup
 	@d="$$(mktemp -d /var/tmp/snaptax-unit.XXXXXX)"; trap 'rm -rf "$$d"' EXIT; \
 	  SNAPTAX_DATA_DIR="$$d/data" $(PY) -m pytest -q -p no:cacheprovider tests/
 
-nbval: setup
+nbval: setup-read
 	@$(PY) -m pytest -q -p no:cacheprovider --nbval --nbval-current-env notebooks/
 
 # Jupyter refuses to run as root unless told: add --allow-root only for root.
-lab: setup
+lab: setup-read
 	@.venv/bin/jupyter lab $$([ "$$(id -u)" -eq 0 ] && echo --allow-root) notebooks/
 
 bench: setup

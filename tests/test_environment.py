@@ -63,3 +63,38 @@ def test_declared_dependencies_are_pinned_within_their_ranges():
             outside[req.name] = (str(req.specifier), pins.get(name))
     assert not outside, f"pyproject.toml range vs requirements.txt pin: {outside}"
     assert {"ruff", "mypy"} <= set(pins), "the static checks must be pinned"
+
+
+# Reading (make setup-read: make lab, claims, pdf, ...) installs tools/apt-packages-read.txt, a subset of the whole
+# list, and none of the measuring tools: no fio, QEMU, nbdkit, libnbd, LVM or compiler.
+MEASURING_TOOLS = {"fio", "qemu-utils", "qemu-system-common", "qemu-block-extra", "qemu-system-x86", "nbdkit",
+                   "nbdkit-plugin-python", "nbdkit-plugin-dev", "libnbd-bin", "libnbd-dev", "python3-libnbd", "lvm2",
+                   "thin-provisioning-tools", "gcc"}
+READING_TARGETS = ("lab", "claims", "pdf", "render", "compare", "nbval", "notebooks-commit")
+
+
+def apt_packages(name):
+    lines = (paths.REPO_ROOT / "tools" / name).read_text().splitlines()
+    return [p for p in (line.split("#")[0].strip() for line in lines) if p]
+
+
+def test_the_reading_packages_are_a_subset_without_measuring_tools():
+    everything, reading = apt_packages("apt-packages.txt"), apt_packages("apt-packages-read.txt")
+    assert len(set(reading)) == len(reading) and len(set(everything)) == len(everything), "a package listed twice"
+    assert set(reading) <= set(everything), f"only in the reading list: {sorted(set(reading) - set(everything))}"
+    assert MEASURING_TOOLS <= set(everything), f"not in the whole list: {sorted(MEASURING_TOOLS - set(everything))}"
+    measuring = sorted(p for p in reading if p in MEASURING_TOOLS or p.startswith(("fio", "qemu", "nbdkit", "libnbd")))
+    assert not measuring, f"the reading list installs measuring tools: {measuring}"
+    assert {"python3-venv", "latexmk"} <= set(reading), "reading needs Python's venv and TeX"
+
+
+def test_reading_targets_need_the_reading_setup_only():
+    from .makefile import needs, rules
+
+    setup = (paths.REPO_ROOT / "tools" / "setup.sh").read_text()
+    assert "--read) mode=read; packages=tools/apt-packages-read.txt" in setup
+    assert rules()["setup-read"] == [] and rules()["setup"] == []
+    for target in READING_TARGETS:
+        assert "setup-read" in needs(target) and "setup" not in needs(target), f"make {target}: {sorted(needs(target))}"
+    for target in ("paper", "test", "unit", "bench", "notebooks"):
+        assert "setup" in needs(target), f"make {target} measures: it needs the whole setup"

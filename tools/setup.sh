@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # Install what snaptax needs, from the repository's own files. Idempotent: a second run only checks.
-#   Debian packages: tools/apt-packages.txt   (apt-get, via sudo when not root)
+#   tools/setup.sh          make setup: everything, measuring included
+#   tools/setup.sh --read   make setup-read: reading only (make lab, claims, compare, nbval, render, pdf): Python
+#                           and TeX, none of the measuring tools and no C plugins; no root when the packages are there
+#   Debian packages: tools/apt-packages.txt, or with --read tools/apt-packages-read.txt (a subset of it)
+#                    (apt-get, via sudo when not root, and only for what is missing)
 #   Python:          requirements.txt (exact pins) into .venv, plus the package itself and a Jupyter kernel
-#   C:               the cofw engine's nbdkit plugin (src/snaptax/cofw/cofw.c -> paths.COFW_PLUGIN), rebuilt
-#                    when the source is newer; $CC picks the compiler (default gcc)
+#   C:               (not with --read) the nbdkit plugins of the cofw engine and the spindle emulator, rebuilt
+#                    when a source is newer; $CC picks the compiler (default gcc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+case "${1:-}" in
+  "")     mode=all;  packages=tools/apt-packages.txt ;;
+  --read) mode=read; packages=tools/apt-packages-read.txt ;;
+  *)      echo "usage: tools/setup.sh [--read]" >&2; exit 2 ;;
+esac
 
 missing=()
 while read -r pkg; do
   pkg="${pkg%%#*}"; pkg="${pkg// /}"
   [ -z "$pkg" ] && continue
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done < tools/apt-packages.txt
+done < "$packages"
 
 if [ ${#missing[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null; then
@@ -38,5 +48,9 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
   echo "$want" > "$stamp"
 fi
 
-# The cofw engine's C plugin. A missing compiler or header package is one line naming the Debian package.
+# Reading needs no compiled plugin: only measuring serves the cofw engine or the compiled emulator.
+[ "$mode" = read ] && exit 0
+
+# The C plugins (cofw engine, spindle emulator). A missing compiler or header package is one line naming the Debian
+# package.
 PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m snaptax build-plugin

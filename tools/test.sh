@@ -71,7 +71,7 @@ stamp
 # The tests that check a whole smoke run read the runs just measured (tests/conftest.py: smoke_run) instead of
 # measuring each plan a second time.
 echo "== pytest (all but -m committed, which ran beside nbval)"
-# --durations: the slowest tests are named in every log, so a run near the 30-minute budget says where it went.
+# --durations: the slowest tests are named in every log, so a run near the 35-minute budget says where it went.
 SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 -m "not committed" \
   tests "$@"
 stamp
