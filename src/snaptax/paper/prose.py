@@ -177,16 +177,11 @@ FACTS: tuple[Fact, ...] = (
            "db_snapshots.tex, against the seed: on the RAID5 the second snapshot added about as much as the first "
            "(the whole interval within C004-2a's band around 100 %)")
       for relation, bound in zip(WITHIN, SECOND_SNAPSHOT_BAND, strict=True)),
-    Fact("tiering.sas_pool.worst_lateness_pct", "estimate_above", LATENESS_LIMIT_PCT,
-         "threats.tex and tiering.tex: the emulator fell behind the tiering run's disk-bound load too (sas_pool, "
-         "which has only that, over the lateness limit)"),
-    Fact("tiering.sas_pool.worst_lateness_pct", "estimate_below", "tiering.tier_pool.worst_lateness_pct",
-         "threats.tex and tiering.tex: ... if by less than in the SSD-served phases"),
-    *(Fact(f"tiering.{pool}.lvmthin.worst_lateness_pct", "estimate_above", LATENESS_LIMIT_PCT,
-           "tiering.tex, LVM thin: both runs' worst lateness is over the limit") for pool in ("sas_pool", "tier_pool")),
     Fact("tiering.sas_pool.lvmthin.worst_lateness_pct", "estimate_below",
          "tiering.tier_pool.lvmthin.worst_lateness_pct",
-         "tiering.tex, LVM thin: on sas_pool the emulator fell behind the disk-bound load too, by less"),
+         "tiering.tex, LVM thin: the lateness is largest on the tiered pool, in its SSD-served phases"),
+    Fact("tiering.run.flagged_fills", "equals", "tiering.run.flagged",
+         "tiering.tex, set-up: the run's flagged measurements are fills, which no ratio reads"),
     # QEMU's NBD server serves at most 16 requests per connection (MAX_NBD_REQUESTS in nbd/server.c)
     Fact("chain_length.iodepth", "estimate_above", 16.0,
          "seed001.tex, metadata_cache.tex and threats.tex: fio's depth per job is more than the 16 requests the "
@@ -219,9 +214,6 @@ FACTS: tuple[Fact, ...] = (
          "chain_length.host_writes_per_vm_write.on-disk-metadata.mirror.delete",
          "intro.tex: the on-disk-metadata redo log wrote more to the device per guest write while creating than while "
          "deleting"),
-    Fact("tiering.run.flagged", "equals", "tiering.run.emulated_measurements",
-         "tiering.tex, set-up: every emulated measurement of the tiering run was flagged, so every claim row of the "
-         "section rests on flagged measurements"),
     Fact("memory_dump.seed.implied_delta_ms.raid1_10k", "estimate_below", 0.0,
          "memory_dump.tex, the seed's timings: the oversleep the seed's default time needs on our mirror is negative"),
     # The loss with one snapshot in each second of the pairs' runs (chain_length.loss_by_second.*, .last: the run's
