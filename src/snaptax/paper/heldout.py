@@ -64,22 +64,26 @@ def error_cell(r: ModelRow) -> str:
         return "--"
     where = r.text("worst")
     ci = (f" [{format_number(e.low, e.digits)}, {format_number(e.high, e.digits)}]" if e.has_interval else "")
-    return macros.tex_escape(f"{format_number(e.value, e.digits)}{ci} % ({where})")
+    return macros.tex_escape(f"{format_number(e.value, e.digits)}{ci} % ({where})").replace(" \\%", "\\,\\%")
 
 
 def heldout_tex(values: Mapping[str, Value]) -> str:
     """The table: model (and the configuration it is of), what it predicts, held-out points, the worst held-out
     error with its 95 % interval, the bound and the verdict."""
     out = []
+    previous = ("", "")
     for r in rows(values):
         n = r.get("n")
         bound = r.get("bound")
-        out.append([macros.tex_escape(r.words + (f" ({r.subset})" if r.subset else "")),
-                    macros.tex_escape(r.text("predicts")), macros.fmt(n.value if n else math.nan),
-                    error_cell(r), macros.tex_escape(f"±{format_number(bound.value)} %") if bound else "--",
+        first = (r.study, r.model) != previous     # a model tested per configuration names itself once
+        previous = (r.study, r.model)
+        out.append([macros.tex_escape(r.words) if first else "",
+                    macros.tex_escape(r.subset) if r.subset else "",
+                    macros.tex_escape(r.text("predicts")) if first else "", macros.fmt(n.value if n else math.nan),
+                    error_cell(r), f"$\\pm${macros.fmt(bound.value)}\\,\\%" if bound else "--",
                     macros.tex_escape(r.text("verdict"))])
-    return macros.render_table(["model", "predicts", "held out", "held-out error (worst)", "bound", "verdict"], out,
-                               align="p{0.2\\linewidth}p{0.3\\linewidth}rlrl")
+    return macros.render_table(["model", "of", "predicts", "held out", "held-out error (worst)", "bound", "verdict"],
+                               out, align="p{0.17\\linewidth}lp{0.25\\linewidth}rlrl")
 
 
 def heldout_values(values: Mapping[str, Value]) -> list[Value]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
@@ -285,12 +286,14 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
     model = model_table(runs, fits)
     values = _values(record, runs, summary, model)
     heldout, beta, cov = heldout_test(runs, summary)
-    half = 1.96 * np.sqrt(np.diag(cov)) if np.all(np.isfinite(cov)) else np.full(2, np.nan)
+    dof = heldout.fit_points - 2
+    half = (float(sps.t.ppf(0.975, dof)) * np.sqrt(np.diag(cov)) if dof > 0 and np.all(np.isfinite(cov))
+            else np.full(2, np.nan))
     values += [Value(f"{STUDY}.copy_work.heldout.{name}", **q._asdict()) for name, q in heldout.quoted().items()]
     values += [Value(f"{STUDY}.copy_work.fit.t0_s", float(beta[0]), "s", float(beta[0] - half[0]),
-                     float(beta[0] + half[0]), heldout.fit_points, 2, None, "least squares, normal"),
+                     float(beta[0] + half[0]), heldout.fit_points, 2, None, "least squares, t"),
                Value(f"{STUDY}.copy_work.fit.beta", float(beta[1]), "", float(beta[1] - half[1]),
-                     float(beta[1] + half[1]), heldout.fit_points, 3, None, "least squares, normal")]
+                     float(beta[1] + half[1]), heldout.fit_points, 3, None, "least squares, t")]
     three = ho.judge([], int(len(runs)), "nothing beyond the levels it is fitted on", not_tested=THREE_LEVELS)
     values += [Value(f"{STUDY}.cost.heldout.{name}", **q._asdict()) for name, q in three.quoted().items()]
     by_key = {v.key: v for v in values}

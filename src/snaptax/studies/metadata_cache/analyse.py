@@ -103,7 +103,7 @@ def implied_coverage(cost: mc.CostFit, misses: mc.MissFit) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-PREDICTS = "the slowdown (IOPS none ÷ one snapshot) at a cache coverage, from the coverage alone"
+PREDICTS = "the slowdown (IOPS with no snapshot / with one) at a cache coverage, from the coverage alone"
 
 
 def heldout_test(record: RunRecord, pairs: pd.DataFrame, summary: pd.DataFrame) -> ho.HeldOut:
