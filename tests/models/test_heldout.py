@@ -63,6 +63,8 @@ def test_the_boundary_is_the_90_percent_interval():
 def test_points_without_an_interval_or_no_points_are_untested():
     h = ho.judge([ho.point("one run", 100.0, 99.0, 101.0, 10, 100.0, math.nan, math.nan, 0)], 5, "x")
     assert h.verdict == ho.DESCRIPTIVE and "one run" in h.reason
+    h = ho.judge([ho.PointError("n5", -50.0, 0.1, 5, 100.0, 0.1, 5)], 5, "x")
+    assert h.verdict == ho.DESCRIPTIVE and h.reason == "the prediction is not positive at n5"
     h = ho.judge([], 5, "x", not_tested="smoke has no held-out chain lengths")
     assert h.verdict == ho.DESCRIPTIVE and h.reason == "smoke has no held-out chain lengths"
     assert math.isnan(h.quoted()["error"].value) and h.quoted()["n"].value == 0

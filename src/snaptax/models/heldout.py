@@ -186,6 +186,10 @@ def judge(points: Sequence[PointError], fit_points: int, predicts: str, bound: f
     b = f"±{100 * bound:g} %"
     if not pts:
         return HeldOut(pts, bound, fit_points, predicts, DESCRIPTIVE, not_tested or "no held-out points")
+    negative = [p.label for p in pts if p.predicted <= 0]
+    if negative:      # e.g. a fitted time per I/O extrapolated below zero
+        return HeldOut(pts, bound, fit_points, predicts, DESCRIPTIVE,
+                       f"the prediction is not positive at {', '.join(negative)}")
     undefined = [p.label for p in pts if not p.defined]
     if undefined:
         return HeldOut(pts, bound, fit_points, predicts, DESCRIPTIVE,

@@ -114,8 +114,11 @@ def heldout_test(record: RunRecord, pairs: pd.DataFrame, summary: pd.DataFrame) 
     fit = pairs[~pairs.variant.isin(held)]
     if not held:
         return ho.judge([], len(fit), PREDICTS, not_tested="the profile measures too few coverages to hold two out")
-    misses = mc.fit_misses(fit.coverage.to_numpy(), fit.m.to_numpy())
-    cost = mc.fit_cost(fit.m.to_numpy(), fit.slowdown.to_numpy())
+    try:
+        misses = mc.fit_misses(fit.coverage.to_numpy(), fit.m.to_numpy())
+        cost = mc.fit_cost(fit.m.to_numpy(), fit.slowdown.to_numpy())
+    except ValueError as e:      # reported as the verdict's reason, not swallowed: the models could not be tested
+        return ho.judge([], len(fit), PREDICTS, not_tested=f"the fit without the held-out coverages failed: {e}")
     points = []
     for r in summary[summary.variant.isin(held)].itertuples(index=False):
         s, lo, hi = cost.slowdown_interval(misses.mu * (1 - float(r.coverage)))
