@@ -158,6 +158,7 @@ def _values(record: RunRecord, summary: pd.DataFrame, pairs: pd.DataFrame, misse
             Value(f"{k}.fit.at_bound", text=", ".join(cost.at_bound) or "none"),
             # the cost model's refutable prediction in its simplest reading: a fixed price per miss (α = 1)
             Value(f"{k}.fit.alpha_verdict", text="consistent with" if alo <= 1 <= ahi else "refutes"),
+            Value(f"{k}.fit.alpha_vs_one", text=Value(f"{k}.fit.alpha", cost.alpha, "", alo, ahi).side_of(1.0)),
             Value(f"{k}.fit.r2", cost.r2, "", digits=3),
             Value(f"{k}.fit.points", float(cost.points), "pairs"),
             Value(f"{k}.fit.floor_loss", 100 * float(mc.loss(0.0, cost.lambda0, cost.kappa, cost.alpha)), "%",
