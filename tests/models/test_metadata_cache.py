@@ -40,9 +40,42 @@ def test_fits_recover_known_parameters_from_noisy_synthetic_data():
     lin = mc.fit_cost(m, mc.slowdown(m, lambda0, kappa, 1.0) * rng.normal(1, 0.03, coverage.size))
     assert lin.ci95[2][0] <= 1.0 <= lin.ci95[2][1] and not alo <= 1.0 <= ahi
     true_c = mc.coverage_for_loss(0.65, lambda0, kappa, mu, alpha)
-    est, lo, hi = mc.coverage_for_loss_interval(0.65, cost, misses)
-    assert lo <= true_c <= hi and lo < est < hi
-    assert mc.coverage_for_loss_interval(0.65, cost, misses) == (est, lo, hi)      # deterministic
+    implied = mc.implied_coverage(0.65, cost, misses)
+    assert implied.reachable and implied.low <= true_c <= implied.high and implied.low < implied.coverage < implied.high
+    assert implied.coverage == pytest.approx(true_c, abs=0.01)
+    # a prediction's profile interval holds the truth
+    s_hat, s_lo, s_hi = cost.slowdown_interval(0.3)
+    assert s_lo < s_hat < s_hi and s_lo <= float(mc.slowdown(0.3, lambda0, kappa, alpha)) <= s_hi
+
+
+def _synthetic(lambda0: float, seed: int, noise: float = 0.03):
+    rng = np.random.default_rng(seed)
+    coverage = np.repeat([1 / 8, 1 / 2, 3 / 4, 7 / 8, 15 / 16, 1.0], 4)
+    m = mc.metadata_reads_per_io(coverage, 1.0)
+    return coverage, m, (1 + lambda0 + 5.0 * m ** 0.6) * rng.normal(1, noise, coverage.size)
+
+
+def test_a_bound_the_data_reach_is_the_estimate_and_an_interval_end_not_a_clip():
+    """λ0 = 0 (a snapshot that costs nothing at full coverage), and data that would put it below 0 without the
+    bound: the estimate is 0, the interval starts at 0 and holds the truth; κ and α are still recovered."""
+    for lambda0 in (0.0, -0.04):
+        _, m, s = _synthetic(lambda0, 7)
+        cost = mc.fit_cost(m, s)
+        assert cost.lambda0 >= 0 and cost.kappa >= 0
+        lo, hi = cost.ci95[0]
+        assert lo == 0.0 and hi > 0 and lo <= max(lambda0, 0.0) <= hi
+        assert cost.ci95[1][0] <= 5.0 <= cost.ci95[1][1] and cost.ci95[2][0] <= 0.6 <= cost.ci95[2][1]
+    assert "lambda0" in mc.fit_cost(*_synthetic(-0.04, 7)[1:]).at_bound
+
+
+def test_implied_coverage_stays_in_0_1_or_says_it_cannot_be_reached():
+    coverage, m, s = _synthetic(0.3, 5, noise=0.01)
+    cost, misses = mc.fit_cost(m, s), mc.fit_misses(coverage, m)
+    floor = 1 - 1 / 1.3                         # the loss at full coverage (23 %)
+    below = mc.implied_coverage(floor / 2, cost, misses)
+    assert not below.reachable and np.isnan(below.coverage)
+    near = mc.implied_coverage(floor + 0.01, cost, misses)
+    assert near.reachable and 0 <= near.low <= near.coverage <= near.high <= 1
 
 
 def test_fits_refuse_data_that_cannot_identify_them():

@@ -22,11 +22,22 @@ snapshot's cost when every lookup hits) and by a part that grows with the metada
 λ0 (dimensionless) is the slowdown at full coverage; κ (guest-I/O times at one metadata read per I/O) says how dear
 misses are; α says how the cost scales with them. α = 1 is a fixed price per miss (each read waited for in turn);
 α < 1 means the first misses cost the most (a miss also evicts a dirty slice, whose write-back the cache orders
-behind other metadata, so a few misses already stall the queue). The fit (nonlinear least squares, t-based 95 %
-intervals from its covariance) tells; α = 1 is the refutable prediction of the simplest reading. Put together,
-the loss a given coverage costs, and the coverage a given loss implies, follow; the latter is how a published loss
-(seed 001: 65 % on VMFS, 35 % on vSAN) is read as a cache coverage, with an interval from the fits' parameter
-uncertainty.
+behind other metadata, so a few misses already stall the queue). The fit tells; α = 1 is the refutable prediction
+of the simplest reading. Put together, the loss a given coverage costs, and the coverage a given loss implies,
+follow; the latter is how a published loss (seed 001: 65 % on VMFS, 35 % on vSAN) is read as a cache coverage.
+
+Bounded fits (issue 48). Every parameter is held to its physical range: μ ≥ 0 (a count of reads), λ0 ≥ 0 (the
+overlay adds work at full coverage and takes none away), κ ≥ 0 (a miss cannot make an I/O cheaper), and α in
+[ALPHA_RANGE] (positive; the ends are a search range, not physics: a fit that ends on one raises). A coverage lies in
+[0, 1]. The cost fit is bounded nonlinear least squares (scipy.optimize.least_squares) on the slowdown; its 95 %
+intervals are profile-likelihood intervals, {v : RSS_v ≤ RSS_min·(1 + F(0.95; 1, dof)/dof)} with RSS_v the least
+residual sum of squares with the parameter held at v and the others free within their bounds, so an interval ends
+at a bound where the data allow the bound, never by clipping (without an active bound it matches the t interval of
+a model linear near its optimum). The same profile, with the model constrained to pass through a given slowdown at
+a given read rate, gives a prediction's interval and the coverage a loss implies, searched in [0, 1] only: a loss
+the model cannot reach at any coverage (below its full-coverage floor beyond the interval) is reported as such.
+μ enters those at its estimate (its interval is a fraction of a per cent wide in the runs: the miss counts are
+nearly deterministic).
 """
 from __future__ import annotations
 
@@ -71,7 +82,8 @@ def coverage_for_loss(loss_fraction: float, lambda0: float, kappa: float, mu: fl
 
 @dataclass(frozen=True)
 class MissFit:
-    """m = μ(1 − c), least squares through the origin."""
+    """m = μ(1 − c), least squares through the origin, μ ≥ 0 (its interval: the t interval, which the bound cuts
+    only if it reaches below 0: for a model linear in μ that is its profile-likelihood interval)."""
 
     mu: float
     ci95: tuple[float, float]
@@ -79,17 +91,64 @@ class MissFit:
     points: int
 
 
+
+def fit_misses(coverage: np.ndarray, reads_per_io: np.ndarray) -> MissFit:
+    """Fit μ ≥ 0 of m = μ(1 − c) to measured metadata reads per guest I/O at coverages (repeats as separate points).
+    Needs at least two points with c < 1."""
+    x = 1.0 - np.asarray(coverage, dtype=float)
+    y = np.asarray(reads_per_io, dtype=float)
+    if int((x > 0).sum()) < 2:
+        raise ValueError("the miss model needs at least two points below full coverage")
+    mu = max(float(x @ y / (x @ x)), 0.0)
+    dof = len(y) - 1
+    resid = y - mu * x
+    se = float(np.sqrt(resid @ resid / dof / (x @ x)))
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof)) * se
+    return MissFit(mu, (max(mu - half, 0.0), mu + half), se, len(y))
+
+
+ALPHA_RANGE = (0.05, 5.0)          # α's search range (a fit ending on either end raises: not a physical bound)
+LOWER = (0.0, 0.0, ALPHA_RANGE[0])            # λ0, κ, α
+UPPER = (np.inf, np.inf, ALPHA_RANGE[1])
+NAMES = ("lambda0", "kappa", "alpha")
+_ALPHA_STARTS = (0.3, 1.0, 2.0)
+
+
+def _threshold(rss_min: float, dof: int) -> float:
+    """The profile's cut: RSS ≤ RSS_min·(1 + F(0.95; 1, dof)/dof)."""
+    return rss_min * (1 + float(stats.f.ppf(CONFIDENCE, 1, dof)) / dof)
+
+
+def _best(resid, starts: list[np.ndarray], lower, upper) -> tuple[np.ndarray, float]:
+    """Bounded least squares from several starts: the parameters and RSS of the best."""
+    best_x, best = np.asarray(starts[0], float), np.inf
+    for x0 in starts:
+        x0 = np.clip(np.asarray(x0, float), np.asarray(lower) + 1e-12, np.asarray(upper) - 1e-12)
+        res = optimize.least_squares(resid, x0, bounds=(lower, upper), xtol=1e-12, ftol=1e-12, gtol=1e-12,
+                                     max_nfev=5000)
+        rss = float(res.fun @ res.fun)
+        if rss < best:
+            best_x, best = res.x, rss
+    return best_x, best
+
+
 @dataclass(frozen=True)
 class CostFit:
-    """IOPS(none)/IOPS(one) = 1 + λ0 + κ·m^α, nonlinear least squares."""
+    """IOPS(none)/IOPS(one) = 1 + λ0 + κ·m^α, bounded nonlinear least squares (λ0, κ ≥ 0, α in ALPHA_RANGE);
+    ci95: profile-likelihood intervals of (λ0, κ, α); at_bound: the parameters whose estimate lies on a bound; m, y:
+    the points it was fitted to (for the profiles of predictions and implied coverages)."""
 
     lambda0: float
     kappa: float
     alpha: float
     ci95: tuple[tuple[float, float], tuple[float, float], tuple[float, float]]    # (λ0, κ, α)
-    cov: tuple[tuple[float, ...], ...]                                            # covariance of (λ0, κ, α)
+    rss: float
+    dof: int
     r2: float
     points: int
+    at_bound: tuple[str, ...]
+    m: tuple[float, ...]
+    y: tuple[float, ...]
 
     def predict_loss(self, m: np.ndarray | float) -> np.ndarray:
         return loss(m, self.lambda0, self.kappa, self.alpha)
@@ -97,66 +156,156 @@ class CostFit:
     def predict_slowdown(self, m: np.ndarray | float) -> np.ndarray:
         return slowdown(m, self.lambda0, self.kappa, self.alpha)
 
+    @property
+    def threshold(self) -> float:
+        return _threshold(self.rss, self.dof)
 
-def fit_misses(coverage: np.ndarray, reads_per_io: np.ndarray) -> MissFit:
-    """Fit μ of m = μ(1 − c) to measured metadata reads per guest I/O at coverages (repeats as separate points).
-    Needs at least two points with c < 1."""
-    x = 1.0 - np.asarray(coverage, dtype=float)
-    y = np.asarray(reads_per_io, dtype=float)
-    if int((x > 0).sum()) < 2:
-        raise ValueError("the miss model needs at least two points below full coverage")
-    mu = float(x @ y / (x @ x))
-    dof = len(y) - 1
-    resid = y - mu * x
-    se = float(np.sqrt(resid @ resid / dof / (x @ x)))
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof)) * se
-    return MissFit(mu, (mu - half, mu + half), se, len(y))
+    def constrained_rss(self, m: float, target: float) -> float:
+        """The least RSS of the model made to pass through slowdown `target` at `m` reads per I/O, within the
+        bounds (inf where no parameters within the bounds do): target = 1 + λ0 + κ·m^α, so for m > 0
+        λ0 = (target − 1)(1 − u), κ = (target − 1)·u / m^α with u in [0, 1]; for m = 0, λ0 = target − 1."""
+        x, y = np.asarray(self.m), np.asarray(self.y)
+        g = target - 1.0
+        if g < 0 or not np.isfinite(g):
+            return np.inf
+        if m <= 0:
+            def r0(p: np.ndarray) -> np.ndarray:
+                return y - slowdown(x, g, p[0], p[1])
+            _, rss = _best(r0, [np.array([max(self.kappa, 1e-3), a]) for a in _ALPHA_STARTS],
+                           (0.0, ALPHA_RANGE[0]), (np.inf, ALPHA_RANGE[1]))
+            return rss
+
+        def r(p: np.ndarray) -> np.ndarray:
+            u, a = p
+            return y - slowdown(x, g * (1 - u), g * u / m ** a, a)
+        _, rss = _best(r, [np.array([0.5, a]) for a in _ALPHA_STARTS],
+                       (0.0, ALPHA_RANGE[0]), (1.0, ALPHA_RANGE[1]))
+        return rss
+
+    def slowdown_interval(self, m: float) -> tuple[float, float, float]:
+        """(slowdown, low, high) at `m` reads per I/O: the prediction with its 95 % profile-likelihood interval
+        (the slowdowns the model can pass through at m without its RSS exceeding the cut)."""
+        s = float(self.predict_slowdown(m))
+        cut = self.threshold
+
+        def excess(t: float) -> float:
+            return self.constrained_rss(m, t) - cut
+
+        lo = 1.0 if excess(1.0) <= 0 else float(optimize.brentq(excess, 1.0, s, xtol=1e-6))
+        hi_end = s * 1.5 + 0.1
+        while excess(hi_end) <= 0:
+            hi_end = s + 2 * (hi_end - s)
+        return s, lo, float(optimize.brentq(excess, s, hi_end, xtol=1e-6))
+
+
+def _profile(fit_resid, theta: np.ndarray, j: int, rss_min: float, cut: float) -> tuple[float, float]:
+    """The profile-likelihood interval of parameter j (ends at a bound where the RSS there is within the cut; an
+    unbounded side that never reaches the cut within 10⁶ times the estimate's size ends at inf)."""
+    def prof(v: float) -> float:
+        others = [i for i in range(3) if i != j]
+        lo, hi = [LOWER[i] for i in others], [UPPER[i] for i in others]
+
+        def r(p: np.ndarray) -> np.ndarray:
+            full = np.empty(3)
+            full[j], full[others] = v, p
+            return fit_resid(full)
+        starts = [theta[others]]
+        if 2 in others:      # α free: from each of its starts too (the profile may have several minima)
+            starts += [np.array([theta[others[0]], a]) for a in _ALPHA_STARTS]
+        return _best(r, starts, lo, hi)[1] - cut
+
+    ends = []
+    for side, bound in ((-1, LOWER[j]), (+1, UPPER[j])):
+        v0 = float(theta[j])
+        if np.isfinite(bound):
+            ends.append(bound if prof(bound) <= 0 else float(optimize.brentq(prof, *sorted((v0, bound)),
+                                                                              xtol=1e-9)))
+            continue
+        step = max(abs(v0), 1e-3) * 0.5
+        far = v0 + side * step
+        while prof(far) <= 0 and step < 1e6 * max(abs(v0), 1.0):
+            step *= 2
+            far = v0 + side * step
+        ends.append(float(optimize.brentq(prof, *sorted((v0, far)), xtol=1e-9)) if prof(far) > 0 else side * np.inf)
+    if j == 2:   # α's search range is not a bound of physics: an end there is α > 0 (below) or unbounded (above)
+        ends = [0.0 if ends[0] <= ALPHA_RANGE[0] else ends[0], np.inf if ends[1] >= ALPHA_RANGE[1] else ends[1]]
+    return ends[0], ends[1]
 
 
 def fit_cost(reads_per_io: np.ndarray, slowdowns: np.ndarray) -> CostFit:
     """Fit λ0, κ and α of IOPS(none)/IOPS(one) = 1 + λ0 + κ·m^α to measured pairs (one point per pair: its m and
-    its slowdown), least squares on the slowdown. Needs at least four points at three or more distinct m > 0 or
-    m = 0 (λ0 is pinned by the pairs at full coverage). Raises if the fit does not converge."""
+    its slowdown), bounded least squares on the slowdown with profile-likelihood intervals. Needs at least four
+    points at three or more distinct m. Raises if α ends on its search range."""
     m = np.maximum(np.asarray(reads_per_io, dtype=float), 0.0)
     y = np.asarray(slowdowns, dtype=float)
     if len(y) < 4 or len(np.unique(np.round(m, 6))) < 3:
         raise ValueError("the cost model needs at least four points at three or more metadata read rates")
 
-    def f(x: np.ndarray, lambda0: float, kappa: float, alpha: float) -> np.ndarray:
-        return slowdown(x, lambda0, kappa, alpha)
+    def resid(theta: np.ndarray) -> np.ndarray:
+        return y - slowdown(m, *theta)
 
-    # start from the straight line through the points (α = 1)
     k0 = max(float(np.polyfit(m, y, 1)[0]), 1e-3)
-    popt, pcov = optimize.curve_fit(f, m, y, p0=(max(float(y[m == m.min()].mean()) - 1, 0.0), k0, 1.0),
-                                    bounds=((-1.0, 0.0, 0.05), (np.inf, np.inf, 5.0)), maxfev=20000)
-    if not np.all(np.isfinite(pcov)):
-        raise ValueError("the cost model's fit has no finite covariance (too few distinct read rates)")
-    resid = y - f(m, *popt)
+    l0 = max(float(y[m == m.min()].mean()) - 1, 0.0)
+    theta, rss = _best(resid, [np.array([l0, k0, a]) for a in _ALPHA_STARTS], LOWER, UPPER)
     dof = len(y) - 3
-    ss_res = float(resid @ resid)
+    if dof < 1:
+        raise ValueError("the cost model needs more points than its three parameters")
+    for end in ALPHA_RANGE:
+        if abs(theta[2] - end) < 1e-6:
+            raise ValueError(f"the cost model's α ended on its search range ({end}): the fit is not identified")
+    cut = _threshold(rss, dof)
+    ci = tuple(_profile(resid, theta, j, rss, cut) for j in range(3))
+    at_bound = tuple(n for n, v, lo in zip(NAMES, theta, LOWER, strict=True) if v <= lo + 1e-9)
     ss_tot = float(((y - y.mean()) ** 2).sum())
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof)) * np.sqrt(np.diag(pcov))
-    ci = tuple((float(b - h), float(b + h)) for b, h in zip(popt, half, strict=True))
-    return CostFit(float(popt[0]), float(popt[1]), float(popt[2]), ci,  # type: ignore[arg-type]
-                   tuple(tuple(float(x) for x in row) for row in pcov), 1 - ss_res / ss_tot if ss_tot > 0 else 1.0,
-                   len(y))
+    return CostFit(float(theta[0]), float(theta[1]), float(theta[2]), ci, rss, dof,  # type: ignore[arg-type]
+                   1 - rss / ss_tot if ss_tot > 0 else 1.0, len(y), at_bound, tuple(map(float, m)),
+                   tuple(map(float, y)))
 
 
-def coverage_for_loss_interval(loss_fraction: float, cost: CostFit, misses: MissFit, draws: int = 20000,
-                               seed: int = 20261123) -> tuple[float, float, float]:
-    """(estimate, low, high): the coverage implied by a loss, with a 95 % interval from the fits' parameter
-    uncertainty (λ0, κ, α drawn jointly normal with the cost fit's covariance, μ normal with its standard error;
-    percentile interval; a fixed seed, so the numbers are deterministic)."""
-    est = coverage_for_loss(loss_fraction, cost.lambda0, cost.kappa, misses.mu, cost.alpha)
-    rng = np.random.default_rng(seed)
-    p = rng.multivariate_normal([cost.lambda0, cost.kappa, cost.alpha], np.asarray(cost.cov), size=draws)
-    mu = rng.normal(misses.mu, misses.se, size=draws)
-    ok = (p[:, 1] > 0) & (p[:, 2] > 0) & (mu > 0)
-    x = (1.0 / (1.0 - loss_fraction) - 1.0 - p[ok, 0]) / p[ok, 1]
-    c = 1.0 - np.sign(x) * np.abs(x) ** (1.0 / p[ok, 2]) / mu[ok]
-    lo, hi = np.percentile(c, [50 * (1 - CONFIDENCE), 50 * (1 + CONFIDENCE)])
-    return float(est), float(lo), float(hi)
+@dataclass(frozen=True)
+class ImpliedCoverage:
+    """The coverage c in [0, 1] at which the model loses `loss_fraction`: estimate (the c whose constrained fit is
+    best) and its 95 % profile interval; reachable False (all nan) when no c in [0, 1] is within the cut."""
+
+    loss_fraction: float
+    coverage: float
+    low: float
+    high: float
+    reachable: bool
+
+
+def implied_coverage(loss_fraction: float, cost: CostFit, misses: MissFit, step: float = 0.02) -> ImpliedCoverage:
+    """The coverage a loss implies, searched in [0, 1] only. The estimate is the fitted model's inverse
+    (coverage_for_loss) where it lies in [0, 1], else the nearest end of [0, 1] if the model constrained to lose
+    `loss_fraction` there stays within the profile's cut (else: not reachable). The interval: the coverages at which
+    the cost model constrained to lose `loss_fraction` at m = μ(1 − c) keeps its RSS within the cut, walked outwards
+    from the estimate in steps of `step` and refined between the last step inside and the first outside."""
+    if not 0 <= loss_fraction < 1:
+        raise ValueError(f"a loss must be in [0, 1), got {loss_fraction}")
+    target = 1.0 / (1.0 - loss_fraction)
+    cut = cost.threshold
+
+    def excess(c: float) -> float:
+        return cost.constrained_rss(misses.mu * (1.0 - c), target) - cut
+
+    c_hat = coverage_for_loss(loss_fraction, cost.lambda0, cost.kappa, misses.mu, cost.alpha)
+    est = float(min(max(c_hat, 0.0), 1.0)) if np.isfinite(c_hat) else 1.0
+    if est != c_hat and excess(est) > 0:
+        return ImpliedCoverage(loss_fraction, np.nan, np.nan, np.nan, False)
+    ends = []
+    for side, limit in ((-1, 0.0), (+1, 1.0)):
+        inside = est
+        while inside != limit:
+            nxt = min(max(inside + side * step, 0.0), 1.0)
+            if excess(nxt) > 0:
+                ends.append(float(optimize.brentq(excess, *sorted((inside, nxt)), xtol=1e-6)))
+                break
+            inside = nxt
+        else:
+            ends.append(limit)
+    return ImpliedCoverage(loss_fraction, est, ends[0], ends[1], True)
 
 
 __all__ = ["metadata_reads_per_io", "slowdown", "loss", "reads_for_loss", "coverage_for_loss", "MissFit", "CostFit",
-           "fit_misses", "fit_cost", "coverage_for_loss_interval"]
+           "fit_misses", "fit_cost", "ImpliedCoverage", "implied_coverage", "ALPHA_RANGE", "LOWER", "UPPER",
+           "NAMES"]

@@ -110,8 +110,6 @@ FACTS: tuple[Fact, ...] = (
          "metadata_cache.tex: the whole of them loses less than vSAN's published loss"),
     Fact("metadata_cache.implied.vsan.coverage", "above", 0.9,
          "metadata_cache.tex: a redo log has to keep nearly all of its metadata in memory to lose only vSAN's loss"),
-    Fact("metadata_cache.fit.alpha", "below", 1.0,
-         "metadata_cache.tex: the first misses cost the most (the cost's exponent below 1)"),
     Fact("memory_dump.vs_estimate.raid1_10k.p64-w25", "above", 1.0,
          "memory_dump.tex, the grid, and conclusion.tex: our walker waits as asked and then pays the device on top, "
          "never less than the waits (checked on the mirror: on the SSD-class device the device's share is within a "

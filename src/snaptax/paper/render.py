@@ -26,7 +26,7 @@ from ..host import rig as rigmod
 from ..record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
 from ..record.lateness import FLASH
 from ..values import DerivedValues, Value
-from . import article, macros, printedvalues, prose, sources
+from . import article, heldout, macros, printedvalues, prose, sources
 
 
 @dataclass(frozen=True)
@@ -461,9 +461,10 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     times = study_times(rig)
     values += article.time_values(times)
     values += article.bench_values(paths.BENCH_LATEST)
+    values += heldout.heldout_values({v.key: v for v in values})
     for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro_tex),
                      ("glance", article.glance_tex), ("artifact", article.artifact_tex),
-                     ("stand-ins", stand_ins_tex)):
+                     ("stand-ins", stand_ins_tex), ("heldout", heldout.heldout_tex)):
         made[stem] = sources.Source(stem, f"{fn.__module__}.{fn.__name__}")
     tex_files = sorted(paper_dir.glob("*.tex")) + sorted((paper_dir / "sections").glob("*.tex"))
     macros.check_available(macros.keys_used(tex_files), (v.key for v in values))
@@ -479,6 +480,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     write_atomic(generated_dir / "claims-tolerances.tex", tolerance_bases_tex(outcomes))
     macros.write_table("runs", runs_tex(rendered), generated_dir)
     macros.write_table("reruns", repro_tex(comparisons, compared), generated_dir)
+    macros.write_table("heldout", heldout.heldout_tex({v.key: v for v in values}), generated_dir)
     used = [r.analysis.record.manifest for r in rendered] + list(compared.values())
     write_atomic(generated_dir / "frontnote.tex", dirty_runs_tex(used) + prose.outdated_tex(outdated))
     write_atomic(generated_dir / "values.tex", macros.render_tex(values))

@@ -39,6 +39,10 @@ def make_run(tmp_path, profile="quick"):
 
 def test_losses_reads_fits_and_implied_coverages_come_from_the_data(tmp_path):
     a = an.analyse(make_run(tmp_path))
+    # the held-out test: models fitted without 3/4 and 15/16 predict them within the bound (the data follow them)
+    assert a.heldout is not None and len(a.heldout.points) == 2 and a.heldout.verdict == "predicts"
+    assert {p.label for p in a.heldout.points} == {"cover-3-4", "cover-15-16"}
+    assert a.value("metadata_cache.cost.heldout.verdict").text == "predicts"
     s = a.summary.set_index("variant")
     assert list(a.summary.coverage) == sorted(a.summary.coverage)
     assert (a.summary.pairs == planmod.scale(profiles.get("quick")).pairs).all()

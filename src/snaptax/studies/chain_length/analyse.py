@@ -13,7 +13,7 @@ import pandas as pd
 from ... import fiolog
 from ...analysis import Analysis
 from ...claims import Claim, outcome
-from ...models import chain as chain_model
+from ...models import chain as chain_model, heldout as ho
 from ...record import RunRecord
 from ...stats import (
     Interval,
@@ -24,6 +24,7 @@ from ...stats import (
     ratio_of_means_interval,
 )
 from ...values import Value
+from .heldout import heldout_tests
 from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, ChainLengthParameters, pairs_needed
 
 STUDY = "chain_length"
@@ -75,6 +76,7 @@ class ChainAnalysis(Analysis):
     guest: dict[str, dict[str, Interval]] = field(default_factory=dict)   # guest_ceiling(meas)
     by_second: dict[Key, list[Interval]] = field(default_factory=dict)   # one ÷ none in seconds 1..K of the pairs
     settling: dict[Key, Interval] = field(default_factory=dict)          # last second's one ÷ none ÷ the first's
+    heldout: dict[Key, ho.HeldOut] = field(default_factory=dict)         # the chain model's held-out tests
 
     def loss_table(self) -> pd.DataFrame:
         """Loss with one snapshot (%), 95 % interval, per configuration and job."""
@@ -478,7 +480,10 @@ def analyse(record: RunRecord) -> ChainAnalysis:
     by_second = {key: loss_by_second(one, none) for key, (one, none) in seconds.items()}
     settling = {key: settling_ratio(one, none) for key, (one, none) in seconds.items()}
     values = _values(record, meas, summary, pairs, recovery, fits, chain_end, guest, mirror, by_second, settling)
+    heldout = heldout_tests(sw, record.manifest.profile.name)
+    values += [Value(f"{STUDY}.chain.heldout.{v}.{j}.{name}", **q._asdict())
+               for (v, j), h in sorted(heldout.items()) for name, q in h.quoted().items()]
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(pairs, recovery, chain_end, mirror)]
     return ChainAnalysis(record, values, outcomes, meas, summary, pairs, recovery, mirror, fits, guest, by_second,
-                         settling)
+                         settling, heldout)

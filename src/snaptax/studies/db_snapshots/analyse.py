@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
-from ...models import db_snapshot as dbm
+from ...models import db_snapshot as dbm, heldout as ho
 from ...record import RunRecord
 from ...stats import (
     Interval,
@@ -29,6 +30,7 @@ from ...stats import (
     ratio_of_ratios_interval,
 )
 from ...values import Value
+from .heldout import THREE_LEVELS, heldout_test
 from .plan import PHASE, SEED_BASELINE_S, SNAPSHOT_DEVICES, STUDY, DbSnapshotParameters
 
 CITE = "kehayias"
@@ -47,6 +49,7 @@ class DbSnapshotAnalysis(Analysis):
     summary: pd.DataFrame = field(default_factory=pd.DataFrame)    # per device and k: duration, ratio, time split
     fits: dict[str, dbm.DbSnapshotFit] = field(default_factory=dict)
     model: pd.DataFrame = field(default_factory=pd.DataFrame)      # per device: fit, overlap, predictions
+    heldout: ho.HeldOut | None = None                                # the identified copy-work model's test
 
 
 def _delta(m, name: str) -> float:
@@ -282,9 +285,20 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
     fits = fit_models(runs)
     model = model_table(runs, fits)
     values = _values(record, runs, summary, model)
+    heldout, beta, cov = heldout_test(runs, summary)
+    dof = heldout.fit_points - 2
+    half = (float(sps.t.ppf(0.975, dof)) * np.sqrt(np.diag(cov)) if dof > 0 and np.all(np.isfinite(cov))
+            else np.full(2, np.nan))
+    values += [Value(f"{STUDY}.copy_work.heldout.{name}", **q._asdict()) for name, q in heldout.quoted().items()]
+    values += [Value(f"{STUDY}.copy_work.fit.t0_s", float(beta[0]), "s", float(beta[0] - half[0]),
+                     float(beta[0] + half[0]), heldout.fit_points, 2, None, "least squares, t"),
+               Value(f"{STUDY}.copy_work.fit.beta", float(beta[1]), "", float(beta[1] - half[1]),
+                     float(beta[1] + half[1]), heldout.fit_points, 3, None, "least squares, t")]
+    three = ho.judge([], int(len(runs)), "nothing beyond the levels it is fitted on", not_tested=THREE_LEVELS)
+    values += [Value(f"{STUDY}.cost.heldout.{name}", **q._asdict()) for name, q in three.quoted().items()]
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in claims(record.manifest.emulator_version)]
-    return DbSnapshotAnalysis(record, values, outcomes, runs, summary, fits, model)
+    return DbSnapshotAnalysis(record, values, outcomes, runs, summary, fits, model, heldout)
 
 
 __all__ = ["DbSnapshotAnalysis", "analyse", "runs_table", "summary_table", "fit_models", "model_table",

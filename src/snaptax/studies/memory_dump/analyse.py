@@ -22,6 +22,7 @@ from ...models import memory_dump as md
 from ...record import RunRecord
 from ...stats import LOG_T, Interval, geometric_mean_interval, paired_ratio_interval, ratio_of_means_interval
 from ...values import Value
+from .heldout import heldout_tests
 from .plan import DEFAULT, GUEST_FILE, PHASE, SEED_MEMORY, SPINDLE, SSD, STUDY, TUNED, MemoryDumpParameters
 
 GiB, MiB = 1 << 30, 1 << 20
@@ -56,6 +57,7 @@ class MemoryDumpAnalysis(Analysis):
     guest: pd.DataFrame = field(default_factory=pd.DataFrame)     # one row per guest memory dump (empty: none)
     guest_summary: pd.DataFrame = field(default_factory=pd.DataFrame)  # per dump label: CIs, walker, models
     guest_samples: pd.DataFrame = field(default_factory=pd.DataFrame)  # the guest's progress (t, job, rate)
+    heldout: dict = field(default_factory=dict)   # (role, model) → models.heldout.HeldOut, leave one point out
 
     def models_table(self) -> pd.DataFrame:
         """Per role and model: fitted parameters with 95 % intervals, rms relative residual, ΔAIC."""
@@ -472,10 +474,13 @@ def analyse(record: RunRecord) -> MemoryDumpAnalysis:
     guest = guest_table(doc)
     gsum = guest_summarize(guest, meas, fits) if len(guest) else pd.DataFrame()
     values = _values(record, meas, summary, fits, preds) + _guest_values(doc, gsum)
+    heldout = heldout_tests(meas, summary)
+    values += [Value(f"{STUDY}.{model}.heldout.{role}.{name}", **q._asdict())
+               for (role, model), h in sorted(heldout.items()) for name, q in h.quoted().items()]
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims()]
     return MemoryDumpAnalysis(record, values, outcomes, meas, summary, fits, preds, best_curve(fits), guest=guest,
-                              guest_summary=gsum, guest_samples=guest_samples(doc))
+                              guest_summary=gsum, guest_samples=guest_samples(doc), heldout=heldout)
 
 
 __all__ = ["MemoryDumpAnalysis", "analyse", "measurements", "summarize", "fit_all", "predictions", "models_table",
