@@ -13,7 +13,9 @@ def test_local_rig_has_the_seeds_arrays_emulated_and_ssd_first():
     local = rigmod.load("local")
     assert local.device().name == "ssd"
     emulated = {d.name: d for d in local.devices if d.emulated}
-    assert set(emulated) == {"raid1_10k", "raid5_15k_6", "sas_pool", "tier_pool"}
+    assert set(emulated) == {"raid1_10k", "raid5_15k_6", "sas_pool", "tier_pool",
+                             # the same arrays behind a controller's write cache (issue 45.4)
+                             "raid1_10k_wb", "raid5_15k_6_wb", "sas_pool_v7000", "tier_pool_v7000"}
     assert emulated["tier_pool"].medium == "tiered" and emulated["raid1_10k"].medium == "hdd"
 
 
