@@ -58,7 +58,7 @@ def test_flat_counters_are_cumulative_numbers_named_by_the_catalogue():
     assert "emulator.release_late_us_mean" not in flat and "emulator.idle_phase_hist" not in flat
 
 
-@pytest.mark.parametrize("device", ["raid5_15k_6", "tier_pool"])
+@pytest.mark.parametrize("device", ["raid5_15k_6", "tier_pool", "raid5_15k_6_wb", "tier_pool_v7000"])
 def test_flat_counters_of_arrays_are_in_the_catalogue(device):
     sim = Simulator(parse_device({"device": device}, "t"), 1 << 30)
     sim.submit(1, "write", 0, 4096, 0.0)
@@ -66,7 +66,11 @@ def test_flat_counters_of_arrays_are_in_the_catalogue(device):
     flat = flat_counters(sim.counters())
     assert {counters.kind(n) for n in flat} == {"counter"}
     assert "host.rmw_rows" in flat   # the tier's HDD tier is a RAID5 too
-    assert ("host.promotions" in flat) == (device == "tier_pool")
+    assert ("host.promotions" in flat) == device.startswith("tier_pool")
+    cached = device.endswith(("_wb", "_v7000"))
+    assert ("host.cache_write_backs" in flat) == cached
+    if cached:   # the level (cache_used_bytes) is not a counter and stays out
+        assert flat["host.cache_write_backs"] == 1 and "host.cache_used_bytes" not in flat
 
 
 def test_completion_time_is_known_at_dispatch_and_kept():
