@@ -89,6 +89,12 @@ CASES = [
                                                           "write_back_unprotected": True,
                                                           "destage": "watermark", "destage_depth": 16}}),
          1 << 30, 1500, 2e-3, tail_s=3.0),
+    Case("disk_cache_small_segment", _dev({"kind": "disk", "profile": "sas10k",
+                                           "cache": {"size": "2M", "battery_backed": True, "segment": "64K",
+                                                     "destage_depth": 2, "overhead_us": 20}}),
+         1 << 30, 1000, 4e-3, tail_s=3.0),
+    Case("tier_cache", _dev({**TIER, "cache": {"size": "8M", "battery_backed": True, "destage_depth": 16}}),
+         256 << 20, 2500, 4e-3, tail_s=3.0),
     Case("ssd", disk("ssd_sas"), 1 << 30, 2000, 30e-6),
     Case("zero", DiskSpec(ZeroProfile()), 1 << 30, 500, 1e-4),
 ]

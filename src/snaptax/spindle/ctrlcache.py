@@ -44,6 +44,10 @@ Semantics (each decided here, with why):
   Write-through: passed to the array. Unprotected write-back: answered when nothing is dirty or being destaged
   any more, then passed to the array.
 
+  Behind the cache. Any volume may sit behind it (a drive, RAID1, RAID5, a tiered pool: the V7000's cache fronts
+  the volume, whichever tier its extents are on). A pool's own migrations run below the cache and bypass it, as
+  Easy Tier's extent moves do; a flush of a pool inside another volume is the pool's own (Volume.flush).
+
   Time. Acknowledgements, hits and battery-backed flushes are this volume's own events (a heap ordered by time,
   then by the order they were made), fired by the Simulator after members' events at the same time. Each is told
   as an eta when it is scheduled, so the emulator's request threads can time the reply themselves.
