@@ -47,6 +47,10 @@ CATALOGUE: tuple[CounterSpec, ...] = (
                 "a tiered pool's host bytes by the tier that served them (unmapped: zeros)"),
     CounterSpec(r"host\.heat_(ios|ignored_ios)", "counter", "requests",
                 "a tiered pool's host requests counted as extent heat / too large to count (Easy Tier: > 64 KiB)"),
+    CounterSpec(r"host\.cache_(read_hits|write_backs|full_stalls|destages)", "counter", "requests",
+                "an array controller's write cache: reads served from it / writes acknowledged from it / writes that "
+                "waited for room / destage writes to the array"),
+    CounterSpec(r"host\.cache_destaged_bytes", "counter", "bytes", "bytes an array controller's cache destaged"),
     CounterSpec(r"host\.latency_s_sum", "counter", "s",
                 "summed time of the array's host commands from arrival to completion (Δ/Δt: the mean number "
                 "outstanding in the array, Little's law)"),

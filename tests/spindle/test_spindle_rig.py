@@ -13,7 +13,9 @@ def test_local_rig_has_the_seeds_arrays_emulated_and_ssd_first():
     local = rigmod.load("local")
     assert local.device().name == "ssd"
     emulated = {d.name: d for d in local.devices if d.emulated}
-    assert set(emulated) == {"raid1_10k", "raid5_15k_6", "sas_pool", "tier_pool"}
+    assert set(emulated) == {"raid1_10k", "raid5_15k_6", "sas_pool", "tier_pool",
+                             # the same arrays behind a controller's write cache (issue 45.4)
+                             "raid1_10k_wb", "raid5_15k_6_wb", "sas_pool_v7000", "tier_pool_v7000"}
     assert emulated["tier_pool"].medium == "tiered" and emulated["raid1_10k"].medium == "hdd"
 
 
@@ -56,7 +58,7 @@ def test_flat_counters_are_cumulative_numbers_named_by_the_catalogue():
     assert "emulator.release_late_us_mean" not in flat and "emulator.idle_phase_hist" not in flat
 
 
-@pytest.mark.parametrize("device", ["raid5_15k_6", "tier_pool"])
+@pytest.mark.parametrize("device", ["raid5_15k_6", "tier_pool", "raid5_15k_6_wb", "tier_pool_v7000"])
 def test_flat_counters_of_arrays_are_in_the_catalogue(device):
     sim = Simulator(parse_device({"device": device}, "t"), 1 << 30)
     sim.submit(1, "write", 0, 4096, 0.0)
@@ -64,7 +66,11 @@ def test_flat_counters_of_arrays_are_in_the_catalogue(device):
     flat = flat_counters(sim.counters())
     assert {counters.kind(n) for n in flat} == {"counter"}
     assert "host.rmw_rows" in flat   # the tier's HDD tier is a RAID5 too
-    assert ("host.promotions" in flat) == (device == "tier_pool")
+    assert ("host.promotions" in flat) == device.startswith("tier_pool")
+    cached = device.endswith(("_wb", "_v7000"))
+    assert ("host.cache_write_backs" in flat) == cached
+    if cached:   # the level (cache_used_bytes) is not a counter and stays out
+        assert flat["host.cache_write_backs"] == 1 and "host.cache_used_bytes" not in flat
 
 
 def test_completion_time_is_known_at_dispatch_and_kept():

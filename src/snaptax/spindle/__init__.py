@@ -3,7 +3,9 @@
 Layout
   profiles.py  typed drive / SSD profiles and device specs (stdlib only: also imported inside nbdkit)
   model.py     one drive: geometry, Ruemmler–Wilkes seek curve, rotation, NCQ queue, caches, counters
+  volume.py    what every volume is (Volume, Join): shared by arrays.py and ctrlcache.py
   arrays.py    volumes over drives (single, RAID1, RAID5, tiered pool) and the event-driven Simulator
+  ctrlcache.py an array controller's write cache in front of a volume (optional, rig files' `cache:`)
   predict.py   closed-loop runs of the Simulator without real time (what the model predicts)
   spindle_core.c/.h  the same model in C (a line-by-line transcription of model.py + arrays.py), in simulated time
   spindle_plugin.c   the compiled nbdkit plugin around it (the default emulator): replies timed by their own threads

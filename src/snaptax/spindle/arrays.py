@@ -12,69 +12,22 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
 
+from .ctrlcache import ControllerCache
 from .model import Counters, Disk, Member, Op, Ssd, ZeroDevice
-from .profiles import DeviceSpec, DiskSpec, DriveProfile, Raid1Spec, Raid5Spec, SsdProfile, TierSpec
-
-Done = Callable[[float], None]
-Eta = Callable[[float], None] | None   # told a command's completion time once it is fixed (before it completes)
-
-
-class _Join:
-    """Calls on_done(t_last) once `n` parts have completed; and eta(t_last) as soon as every part's completion
-    time is fixed (part_eta, each part's Op.eta or a member flush's eta; always before the whole completes). A
-    member fixes a command's completion time when it dispatches it (it is never preempted) or accepts it into its
-    write cache, a flush's when it takes it (nothing to destage) or when its destage ends, and completes it then,
-    so the latest of the parts' etas is the whole's completion time."""
-
-    __slots__ = ("n", "on_done", "t", "eta", "unknown", "t_eta")
-
-    def __init__(self, n: int, on_done: Done, eta: Eta = None):
-        self.n, self.on_done, self.t = n, on_done, 0.0
-        self.eta, self.unknown, self.t_eta = eta, n, 0.0
-
-    def part(self, t: float) -> None:
-        self.n -= 1
-        self.t = max(self.t, t)
-        if self.n == 0:
-            self.on_done(self.t)
-
-    def part_eta(self, t: float) -> None:
-        self.unknown -= 1
-        self.t_eta = max(self.t_eta, t)
-        if self.unknown == 0 and self.eta is not None:
-            self.eta(self.t_eta)
-
-
-class Volume:
-    """A block address space [0, capacity) that turns host commands into member commands."""
-
-    capacity: int
-    members: list[Member]
-
-    def submit(self, offset: int, length: int, write: bool, t: float, on_done: Done, eta: Eta = None) -> None:
-        """`eta`, if the volume can tell, is called with the completion time as soon as it is fixed: when the one
-        member command that carries the host command is dispatched, or (RAID1, RAID5) when the last of the member
-        commands that end it is. The emulator's request thread then times its reply itself (plugin.finish),
-        instead of waiting for the pump to advance the simulator past it."""
-        raise NotImplementedError
-
-    def flush(self, t: float, on_done: Done, eta: Eta = None) -> None:
-        """Every member flushes; done when the last is. `eta` is told the time once every member's is fixed."""
-        join = _Join(len(self.members), on_done, eta)
-        for m in self.members:
-            m.flush(t, join.part, join.part_eta)
-
-    def next_time(self) -> float | None:
-        return None
-
-    def fire(self, t: float) -> None:  # pragma: no cover - only volumes with timers override
-        pass
-
-    def extra_counters(self) -> dict:
-        return {}
+from .profiles import (
+    ControllerSpec,
+    DeviceSpec,
+    DiskSpec,
+    DriveProfile,
+    Raid1Spec,
+    Raid5Spec,
+    SsdProfile,
+    TierSpec,
+)
+from .volume import Done, Eta, Join, Volume
 
 
 def _member(spec: DiskSpec, used: int, name: str) -> Member:
@@ -106,7 +59,7 @@ class Raid1(Volume):
 
     def submit(self, offset, length, write, t, on_done, eta=None):
         if write:
-            join = _Join(2, on_done, eta)
+            join = Join(2, on_done, eta)
             for m in self.members:
                 m.submit(Op(offset, length, True, join.part, eta=join.part_eta), t)
             return
@@ -165,11 +118,11 @@ class Raid5(Volume):
         rows = self.map(offset, length)
         if not write:
             chunks = [c for cs in rows.values() for c in cs]
-            join = _Join(len(chunks), on_done, eta)
+            join = Join(len(chunks), on_done, eta)
             for c in chunks:
                 self.members[c.member].submit(Op(c.lba, c.length, False, join.part, eta=join.part_eta), t)
             return
-        join = _Join(len(rows), on_done, eta)
+        join = Join(len(rows), on_done, eta)
         for row, chunks in rows.items():
             self._write_row(row, chunks, t, join.part, join.part_eta)
 
@@ -180,7 +133,7 @@ class Raid5(Volume):
         if sum(c.length for c in chunks) == self.row_bytes:
             self.full_rows += 1
             writes = chunks + [Chunk(p, row * self.su, self.su)]
-            join = _Join(len(writes), on_done, eta)
+            join = Join(len(writes), on_done, eta)
             for c in writes:
                 self.members[c.member].submit(Op(c.lba, c.length, True, join.part, eta=join.part_eta), t)
             return
@@ -190,11 +143,11 @@ class Raid5(Volume):
         parts = chunks + [Chunk(p, lo, hi - lo)]
 
         def write_phase(t2: float) -> None:
-            wjoin = _Join(len(parts), on_done, eta)
+            wjoin = Join(len(parts), on_done, eta)
             for c in parts:
                 self.members[c.member].submit(Op(c.lba, c.length, True, wjoin.part, eta=wjoin.part_eta), t2)
 
-        rjoin = _Join(len(parts), write_phase)
+        rjoin = Join(len(parts), write_phase)
         for c in parts:
             self.members[c.member].submit(Op(c.lba, c.length, False, rjoin.part), t)
 
@@ -294,7 +247,7 @@ class Tier(Volume):
 
         # the parts' etas make the whole's (since 2026-11-28: the emulator's request threads time tier commands
         # themselves, as they do every other device's, instead of waiting for the pump)
-        join = _Join(len(routed), landed, eta)
+        join = Join(len(routed), landed, eta)
         for where, slot, within, n in routed:
             if where == "unmapped":
                 join.part_eta(t)   # never written: zeros, no media access
@@ -409,6 +362,10 @@ def build_volume(spec: DeviceSpec, capacity: int, name: str = "array") -> Volume
         return Raid1(spec, capacity, name)
     if isinstance(spec, Raid5Spec):
         return Raid5(spec, capacity, name)
+    if isinstance(spec, ControllerSpec):
+        array = build_volume(spec.array, capacity, name)
+        segment = array.row_bytes if isinstance(array, Raid5) else spec.cache.segment_bytes
+        return ControllerCache(spec.cache, array, segment, name)
     return Tier(spec, capacity, name)
 
 
@@ -519,4 +476,6 @@ class Simulator:
 def _volumes(v: Volume) -> list[Volume]:
     if isinstance(v, Tier):
         return [v] + _volumes(v.ssd) + _volumes(v.hdd)
+    if isinstance(v, ControllerCache):
+        return [v] + _volumes(v.array)
     return [v]

@@ -11,16 +11,19 @@ uses as given (rates, overheads, sizes) are written as given.
     name=NAME           capacity=BYTES      members=M     volumes=V
     m<i>.*              member i of Simulator.members (kind disk|ssd|zero, name, ...)
     v<j>.*              volume j of Simulator.volumes (v0 is the device; kind single|raid1|raid5|tier;
-                        members: indices of Volume.members; a tier names its two volumes by index)
+                        members: indices of Volume.members; a tier names its two volumes by index, a
+                        controller cache (kind cache) the volume behind it)
 
 Members and volumes are numbered in the Simulator's own order, which is also the order ties between events at
 the same time are broken in.
 """
 from __future__ import annotations
 
-from .arrays import Raid1, Raid5, Simulator, Single, Tier, Volume
+from .arrays import Raid1, Raid5, Simulator, Single, Tier
+from .ctrlcache import ControllerCache
 from .model import Disk, Member, SeekCurve, Ssd
 from .profiles import DeviceSpec
+from .volume import Volume
 
 FORMAT = "snaptax-spindle 1"
 
@@ -76,6 +79,13 @@ def _volume(j: int, v: Volume, mids: dict[int, int], vids: dict[int, int]) -> li
                 f"{p}.max_migrations={-1 if cap is None else int(cap)}",
                 f"{p}.migration_chunk_bytes={int(s.migration_chunk_bytes)}",
                 f"{p}.new_allocation={s.new_allocation}"]
+    elif isinstance(v, ControllerCache):
+        c = v.spec
+        out += [f"{p}.kind=cache", f"{p}.array={vids[id(v.array)]}", f"{p}.segment={int(v.segment)}",
+                f"{p}.size_pages={v.size_pages}", f"{p}.high_pages={v.high_pages}", f"{p}.low_pages={v.low_pages}",
+                f"{p}.write_back={int(v.write_back)}", f"{p}.battery_backed={int(bool(c.battery_backed))}",
+                f"{p}.watermark={int(v.watermark)}", f"{p}.destage_depth={int(c.destage_depth)}",
+                f"{p}.overhead={_f(v.overhead)}", f"{p}.link={_f(v.link)}"]
     else:  # pragma: no cover - build_volume makes only these
         raise TypeError(f"no C form for volume {type(v).__name__}")
     return out

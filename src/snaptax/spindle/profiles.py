@@ -163,7 +163,44 @@ class TierSpec:
     kind: Literal["tier"] = "tier"
 
 
-DeviceSpec = DiskSpec | Raid1Spec | Raid5Spec | TierSpec
+DESTAGE_POLICIES = ("eager", "watermark")
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """An array controller's write cache (see ctrlcache.py for what the emulator does with each field).
+
+    `size_bytes` of cache for dirty data, managed in 4 KiB pages; `battery_backed`: the cache survives a power
+    loss (battery, or dump to flash), so the controller acknowledges writes and flushes from it (write-back). An
+    unprotected cache is write-through unless `write_back_unprotected` says the rig ran it write-back anyway
+    (then a flush waits until everything dirty is on the members). `destage`: "eager" destages whenever dirty
+    data exists; "watermark" starts when the cache is `high_watermark` full and stops at `low_watermark` (and
+    destages whatever a waiting write or flush needs). At most `destage_depth` destage writes are outstanding.
+    A write-back acknowledgement or a read served from the cache takes `overhead_us` plus the transfer at
+    `link_mb_s`. `segment_bytes`: the destage unit of a non-RAID5 array (a RAID5's is its stripe row)."""
+
+    size_bytes: int
+    battery_backed: bool
+    write_back_unprotected: bool = False
+    destage: str = "eager"
+    high_watermark: float = 0.5
+    low_watermark: float = 0.25
+    destage_depth: int = 8
+    overhead_us: float = 50.0
+    link_mb_s: float = 600.0
+    segment_bytes: int = 1 << 20
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """An array (or a single drive, or a pool) behind a controller with a write cache."""
+
+    array: DiskSpec | Raid1Spec | Raid5Spec | TierSpec
+    cache: CacheSpec
+    kind: Literal["controller"] = "controller"
+
+
+DeviceSpec = DiskSpec | Raid1Spec | Raid5Spec | TierSpec | ControllerSpec
 
 
 # ------------------------------------------------------------------ validation
@@ -253,8 +290,32 @@ def validate_spec(spec: DeviceSpec, source: str, where: str = "spindle") -> None
             raise ConfigError(source, f"{where}.new_allocation", f"{spec.new_allocation!r} is not 'hdd' or 'ssd'")
         validate_spec(spec.ssd, source, f"{where}.ssd")
         validate_spec(spec.hdd, source, f"{where}.hdd")
+    elif isinstance(spec, ControllerSpec):
+        validate_cache(spec.cache, source, f"{where}.cache")
+        if isinstance(spec.array, Raid5Spec) and spec.array.stripe_unit_bytes % 4096:
+            raise ConfigError(source, f"{where}.stripe_unit", "behind a controller cache: a multiple of 4 KiB")
+        validate_spec(spec.array, source, where)
     else:  # pragma: no cover - typed callers cannot get here
         raise ConfigError(source, where, f"not a device spec: {spec!r}")
+
+
+def validate_cache(c: CacheSpec, source: str, where: str) -> None:
+    _num(source, f"{where}.size", c.size_bytes, minimum=4096, integer=True)
+    for name in ("battery_backed", "write_back_unprotected"):
+        if not isinstance(getattr(c, name), bool):
+            raise ConfigError(source, f"{where}.{name}", f"expected true or false, got {getattr(c, name)!r}")
+    if c.destage not in DESTAGE_POLICIES:
+        raise ConfigError(source, f"{where}.destage", f"{c.destage!r} is not one of {', '.join(DESTAGE_POLICIES)}")
+    low = _num(source, f"{where}.low_watermark", c.low_watermark, minimum=0, maximum=1)
+    high = _num(source, f"{where}.high_watermark", c.high_watermark, minimum=0, maximum=1)
+    if low > high:
+        raise ConfigError(source, f"{where}.low_watermark", f"must not exceed high_watermark ({high})")
+    _num(source, f"{where}.destage_depth", c.destage_depth, positive=True, integer=True)
+    _num(source, f"{where}.overhead_us", c.overhead_us, positive=True)
+    _num(source, f"{where}.link_mb_s", c.link_mb_s, positive=True)
+    _num(source, f"{where}.segment", c.segment_bytes, positive=True, integer=True)
+    if c.segment_bytes % 4096:
+        raise ConfigError(source, f"{where}.segment", "must be a multiple of 4 KiB (the cache's page)")
 
 
 # ------------------------------------------------------------------ JSON round trip (into the plugin)
@@ -303,8 +364,14 @@ def spec_from_json(d: dict, source: str = "spindle spec") -> DeviceSpec:
     elif kind == "tier":
         body = {k: v for k, v in d.items() if k not in ("ssd", "hdd", "kind")}
         spec = TierSpec(ssd=spec_from_json(d["ssd"], source), hdd=spec_from_json(d["hdd"], source), **body)
+    elif kind == "controller":
+        try:
+            cache = CacheSpec(**d["cache"])
+        except (TypeError, KeyError) as exc:
+            raise ConfigError(source, "cache", str(exc)) from exc
+        spec = ControllerSpec(array=spec_from_json(d["array"], source), cache=cache)  # type: ignore[arg-type]
     else:
-        raise ConfigError(source, "kind", f"{kind!r} is not one of disk, raid1, raid5, tier")
+        raise ConfigError(source, "kind", f"{kind!r} is not one of disk, raid1, raid5, tier, controller")
     validate_spec(spec, source)
     return spec
 
@@ -317,4 +384,8 @@ def describe(spec: DeviceSpec) -> str:
         return f"raid1({describe(spec.members[0])}×2)"
     if isinstance(spec, Raid5Spec):
         return f"raid5({describe(spec.members[0])}×{len(spec.members)}, {spec.stripe_unit_bytes >> 10} KiB)"
+    if isinstance(spec, ControllerSpec):
+        c = spec.cache
+        mode = "write-back" if c.battery_backed or c.write_back_unprotected else "write-through"
+        return f"{describe(spec.array)} + cache({c.size_bytes >> 20} MiB, {mode}, {c.destage})"
     return f"tier({describe(spec.ssd)} | {describe(spec.hdd)})"

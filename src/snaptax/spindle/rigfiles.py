@@ -10,6 +10,10 @@ A `spindle:` mapping is either {device: NAME} (a named array from devices.yaml) 
     ssd: {...}  hdd: {...}     tier: two inline devices; extent, ssd_fraction, cycle (e.g. 120s),
                                window_cycles, heat_max_io (64K), migration_mb_s, max_migrations_per_cycle
                                (optional), migration_chunk, new_allocation (see profiles.TierSpec)
+    cache: {size: 128M, battery_backed: true, destage: eager, ...}
+                               any kind: an array controller's write cache in front of the device (profiles.CacheSpec,
+                               ctrlcache.py); optional: write_back_unprotected, destage (eager | watermark),
+                               high_watermark, low_watermark, destage_depth, overhead_us, link_mb_s, segment
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ from ..errors import ConfigError, MissingTool
 from ..fio import parse_size
 from ..paths import SPINDLES_DIR
 from .profiles import (
+    CacheSpec,
+    ControllerSpec,
     DeviceSpec,
     DiskSpec,
     DriveProfile,
@@ -31,6 +37,7 @@ from .profiles import (
     SsdProfile,
     TierSpec,
     ZeroProfile,
+    validate_cache,
     validate_profile,
     validate_spec,
 )
@@ -167,11 +174,12 @@ def parse_device(raw: Any, source: str, where: str = "spindle", directory: Path 
         dev_source = str((directory or SPINDLES_DIR) / "devices.yaml")
         return parse_device(devices[name], dev_source, name, directory)
     kind = _get(raw, source, "kind", f"{where}.")
-    allowed = {"disk": {"kind", "profile", "overrides"},
-               "raid1": {"kind", "profile", "overrides"},
-               "raid5": {"kind", "profile", "overrides", "members", "stripe_unit"},
+    allowed = {"disk": {"kind", "profile", "overrides", "cache"},
+               "raid1": {"kind", "profile", "overrides", "cache"},
+               "raid5": {"kind", "profile", "overrides", "members", "stripe_unit", "cache"},
                "tier": {"kind", "ssd", "hdd", "extent", "ssd_fraction", "cycle", "window_cycles", "heat_max_io",
-                        "migration_mb_s", "max_migrations_per_cycle", "migration_chunk", "new_allocation"}}
+                        "migration_mb_s", "max_migrations_per_cycle", "migration_chunk", "new_allocation",
+                        "cache"}}
     if kind not in allowed:
         raise ConfigError(source, f"{where}.kind", f"{kind!r} is not one of {', '.join(allowed)}")
     unknown = set(raw) - allowed[kind]
@@ -216,8 +224,40 @@ def parse_device(raw: Any, source: str, where: str = "spindle", directory: Path 
             spec = Raid5Spec(members=tuple([member] * n),
                              stripe_unit_bytes=parse_size(raw.get("stripe_unit", 64 << 10), source=source,
                                                           field_name=f"{where}.stripe_unit"))
+    if "cache" in raw:
+        if isinstance(spec, ControllerSpec):  # pragma: no cover - parse_device builds none above
+            raise ConfigError(source, f"{where}.cache", "one controller cache per device")
+        spec = ControllerSpec(array=spec, cache=parse_cache(raw["cache"], source, f"{where}.cache"))
     validate_spec(spec, source, where)
     return spec
+
+
+_CACHE_FIELDS = {"size", "battery_backed", "write_back_unprotected", "destage", "high_watermark", "low_watermark",
+                 "destage_depth", "overhead_us", "link_mb_s", "segment"}
+
+
+def parse_cache(raw: Any, source: str, where: str) -> CacheSpec:
+    """A device's `cache:` mapping (an array controller's write cache, see ctrlcache.py) -> a CacheSpec."""
+    if not isinstance(raw, dict):
+        raise ConfigError(source, where, "expected a mapping (size, battery_backed, destage, ...)")
+    unknown = set(raw) - _CACHE_FIELDS
+    if unknown:
+        raise ConfigError(source, f"{where}.{sorted(unknown)[0]}",
+                          f"unknown cache field (allowed: {', '.join(sorted(_CACHE_FIELDS))})")
+    d = CacheSpec(size_bytes=0, battery_backed=False)
+    cache = CacheSpec(
+        size_bytes=parse_size(_get(raw, source, "size", f"{where}."), source=source, field_name=f"{where}.size"),
+        battery_backed=_get(raw, source, "battery_backed", f"{where}."),
+        write_back_unprotected=raw.get("write_back_unprotected", d.write_back_unprotected),
+        destage=raw.get("destage", d.destage),
+        high_watermark=raw.get("high_watermark", d.high_watermark),
+        low_watermark=raw.get("low_watermark", d.low_watermark),
+        destage_depth=raw.get("destage_depth", d.destage_depth),
+        overhead_us=raw.get("overhead_us", d.overhead_us),
+        link_mb_s=raw.get("link_mb_s", d.link_mb_s),
+        segment_bytes=parse_size(raw.get("segment", d.segment_bytes), source=source, field_name=f"{where}.segment"))
+    validate_cache(cache, source, where)
+    return cache
 
 
 def disk(profile_name: str) -> DiskSpec:

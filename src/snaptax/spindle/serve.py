@@ -203,7 +203,8 @@ _TIER_LANDED = tuple(f"{tier}_{what}" for tier in ("ssd", "hdd")
                      for what in ("reads", "writes", "bytes_read", "bytes_written"))
 _ARRAY_EXTRAS = ("rmw_rows", "full_stripe_rows", "promotions", "demotions", "migrated_bytes", "tier_cycles",
                  *_TIER_LANDED, "unmapped_reads", "unmapped_bytes_read", "split_reads", "split_writes",
-                 "heat_ios", "heat_ignored_ios", "latency_s_sum")
+                 "heat_ios", "heat_ignored_ios", "latency_s_sum", "cache_read_hits", "cache_write_backs",
+                 "cache_full_stalls", "cache_destages", "cache_destaged_bytes")
 _MEMBER_KEYS = ("reads", "writes", "bytes_read", "bytes_written", "busy_s", "cache_hits")
 _EMULATOR_KEYS = ("released", "release_late_s_sum", "flushes_released", "flush_late_s_sum", "idle_arrivals",
                   "idle_gap_s_sum", "self_timed", "boundary_s_sum", "model_s_sum")
@@ -216,6 +217,7 @@ def flat_counters(raw: dict) -> dict[str, float]:
       host.rmw_rows, host.full_stripe_rows, host.promotions, …       array extras (RAID5 rows, tier migrations)
       host.latency_s_sum                                             Σ host commands' time in the array
       host.ssd_reads, host.hdd_bytes_written, host.split_reads, …     a tiered pool: where host I/O landed
+      host.cache_read_hits, host.cache_full_stalls, …                 an array controller's write cache
       host.member<i>.reads … .busy_s, .cache_hits                    what each member drive did
       host.member_reads, host.member_writes                          summed over members
       emulator.released, emulator.release_late_s_sum, …              the emulator's own timing (flushes

@@ -12,6 +12,9 @@
  * One deliberate extension, mirrored in arrays.py: a tiered pool tells the completion time of a host command as
  * soon as it is fixed (Tier.submit passes the parts' etas on), so that the plugin's request threads can time
  * tier commands themselves.
+ *
+ * The array controller's write cache (V_CACHE) transcribes ctrlcache.py: a volume in front of another, with its
+ * own events (acknowledgements, hits, battery-backed flushes). A device without one never reaches that code.
  */
 #define _GNU_SOURCE
 #include "spindle_core.h"
@@ -711,7 +714,7 @@ member_estimate_free (const struct member *m, double t, int64_t lba)
 
 /* ------------------------------------------------------------------ volumes (arrays.py) */
 
-/* arrays._Join */
+/* volume.Join */
 struct join { int64_t n, unknown; double t, t_eta; struct cont on_done, eta; };
 
 static struct join *
@@ -747,10 +750,11 @@ join_part_eta (struct spindle_sim *s, void *ctx, double t)
   if (j->unknown == 0) call (s, j->eta, j->t_eta);
 }
 
-enum { V_SINGLE, V_RAID1, V_RAID5, V_TIER };
+enum { V_SINGLE, V_RAID1, V_RAID5, V_TIER, V_CACHE };
 enum { T_SSD = 0, T_HDD = 1, T_SPLIT = 2, T_UNMAPPED = 3 };
 
 struct move { int64_t ext; int dest; };
+struct pent { int64_t page, seq; };
 
 struct volume {
   int kind;
@@ -777,14 +781,31 @@ struct volume {
   bool has_move_at;
   int64_t promotions, demotions, migrated_bytes, cycles, heat_ios, heat_ignored_ios;
   int64_t landed_ios[4][2], landed_bytes[4][2];
+  /* cache (ctrlcache.ControllerCache) */
+  struct volume *array;
+  int64_t segment, size_pages, high_pages, low_pages, destage_depth, npages;
+  bool write_back, battery_backed, watermark, draining;
+  double c_overhead, c_link;
+  int64_t *dirty;                       /* page -> the sequence number it became dirty with; 0: not dirty */
+  int32_t *inflight;                    /* page -> destage writes in flight that carry it */
+  int64_t ndirty, used, dseq, destaging;
+  struct pent *fifo;                    /* (page, sequence) in the order pages became dirty: a growing deque */
+  size_t fifo_head, fifo_len, fifo_cap;
+  struct pvec blocked, cwaiters;
+  struct heap events;
+  uint64_t eseq;
+  int64_t read_hits, write_backs, full_stalls, destages, destaged_bytes;
 };
 
 static void volume_submit (struct spindle_sim *s, struct volume *v, int64_t offset, int64_t length, bool write,
                            double t, struct cont on_done, struct cont eta);
 
+static void cache_flush (struct spindle_sim *s, struct volume *v, double t, struct cont done, struct cont eta);
+
 static void
 volume_flush (struct spindle_sim *s, struct volume *v, double t, struct cont done, struct cont eta)
 {
+  if (v->kind == V_CACHE) { cache_flush (s, v, t, done, eta); return; }
   struct join *j = new_join ((int64_t) v->nmembers, done, eta);
   for (size_t i = 0; i < v->nmembers; i++)
     member_flush (s, v->members[i], t, mk (join_part, j), mk (join_part_eta, j));
@@ -1156,6 +1177,209 @@ tier_fire (struct spindle_sim *s, struct volume *v, double t)
   tier_next_move (s, v, t);
 }
 
+/* ------------------------------------------------------------------ controller cache (ctrlcache.py) */
+
+#define PAGE 4096
+
+struct pwrite { int64_t offset, length; struct cont done, eta; };
+
+static inline int64_t page_lo (int64_t offset) { return offset / PAGE; }
+static inline int64_t page_hi (int64_t offset, int64_t length) { return (offset + length - 1) / PAGE; }
+
+/* ControllerCache._schedule */
+static void
+cache_schedule (struct spindle_sim *s, struct volume *v, double t, struct cont done, struct cont eta)
+{
+  call (s, eta, t);
+  v->eseq++;
+  struct cont *c = xmalloc (sizeof *c);
+  *c = done;
+  heap_push (&v->events, t, v->eseq, c);
+}
+
+static bool
+cache_fits (const struct volume *v, int64_t offset, int64_t length)
+{
+  int64_t fresh = 0;
+  for (int64_t p = page_lo (offset); p <= page_hi (offset, length); p++)
+    if (v->dirty[p] == 0) fresh++;
+  return v->used + fresh <= v->size_pages;
+}
+
+static void
+fifo_push (struct volume *v, int64_t page, int64_t seq)
+{
+  if (v->fifo_head + v->fifo_len == v->fifo_cap) {
+    if (v->fifo_head > 0) {
+      memmove (v->fifo, v->fifo + v->fifo_head, v->fifo_len * sizeof *v->fifo);
+      v->fifo_head = 0;
+    }
+    if (v->fifo_len == v->fifo_cap) {
+      v->fifo_cap = v->fifo_cap ? 2 * v->fifo_cap : 256;
+      v->fifo = xrealloc (v->fifo, v->fifo_cap * sizeof *v->fifo);
+    }
+  }
+  v->fifo[v->fifo_head + v->fifo_len].page = page;
+  v->fifo[v->fifo_head + v->fifo_len].seq = seq;
+  v->fifo_len++;
+}
+
+/* ControllerCache._accept */
+static void
+cache_accept (struct spindle_sim *s, struct volume *v, int64_t offset, int64_t length, double t, struct cont done,
+              struct cont eta)
+{
+  for (int64_t p = page_lo (offset); p <= page_hi (offset, length); p++)
+    if (v->dirty[p] == 0) {
+      v->dseq++;
+      v->dirty[p] = v->dseq;
+      v->ndirty++;
+      fifo_push (v, p, v->dseq);
+      v->used++;
+    }
+  v->write_backs++;
+  if (v->watermark && v->used >= v->high_pages) v->draining = true;
+  cache_schedule (s, v, t + v->c_overhead + (double) length / v->c_link, done, eta);
+}
+
+static void cache_destage_more (struct spindle_sim *s, struct volume *v, double t);
+
+/* ControllerCache.submit */
+static void
+cache_submit (struct spindle_sim *s, struct volume *v, int64_t offset, int64_t length, bool write, double t,
+              struct cont on_done, struct cont eta)
+{
+  int64_t lo = page_lo (offset), hi = page_hi (offset, length);
+  if (!write) {
+    bool hit = true;
+    for (int64_t p = lo; p <= hi && hit; p++) hit = v->dirty[p] != 0 || v->inflight[p] > 0;
+    if (hit) {
+      v->read_hits++;
+      cache_schedule (s, v, t + v->c_overhead + (double) length / v->c_link, on_done, eta);
+    }
+    else
+      volume_submit (s, v->array, offset, length, false, t, on_done, eta);
+    return;
+  }
+  if (!v->write_back || hi - lo + 1 > v->size_pages) {
+    volume_submit (s, v->array, offset, length, true, t, on_done, eta);
+    return;
+  }
+  if (v->blocked.len || !cache_fits (v, offset, length)) {
+    v->full_stalls++;
+    struct pwrite *w = xmalloc (sizeof *w);
+    w->offset = offset; w->length = length; w->done = on_done; w->eta = eta;
+    pv_push (&v->blocked, w);
+  }
+  else
+    cache_accept (s, v, offset, length, t, on_done, eta);
+  cache_destage_more (s, v, t);
+}
+
+/* ControllerCache.flush */
+static void
+cache_flush (struct spindle_sim *s, struct volume *v, double t, struct cont done, struct cont eta)
+{
+  if (!v->write_back)
+    volume_flush (s, v->array, t, done, eta);
+  else if (v->battery_backed)
+    cache_schedule (s, v, t + v->c_overhead, done, eta);
+  else if (v->ndirty == 0 && v->destaging == 0)
+    volume_flush (s, v->array, t, done, eta);
+  else {
+    struct waiter *w = xmalloc (sizeof *w);
+    w->done = done; w->eta = eta;
+    pv_push (&v->cwaiters, w);
+    cache_destage_more (s, v, t);
+  }
+}
+
+static bool
+cache_want (const struct volume *v)
+{
+  return !v->watermark || v->draining || v->blocked.len > 0 || v->cwaiters.len > 0;
+}
+
+struct destage { struct volume *v; int64_t lo_p, hi_p; };
+
+/* ControllerCache._destaged's closure */
+static void
+cache_destaged (struct spindle_sim *s, void *ctx, double t)
+{
+  struct destage *d = ctx;
+  struct volume *v = d->v;
+  for (int64_t p = d->lo_p; p <= d->hi_p; p++) v->inflight[p]--;
+  v->used -= d->hi_p - d->lo_p + 1;
+  free (d);
+  v->destaging--;
+  if (v->watermark && v->used <= v->low_pages) v->draining = false;
+  while (v->blocked.len) {
+    struct pwrite *w = pv_get (&v->blocked, 0);
+    if (!cache_fits (v, w->offset, w->length)) break;
+    pv_popleft (&v->blocked);
+    cache_accept (s, v, w->offset, w->length, t, w->done, w->eta);
+    free (w);
+  }
+  if (v->cwaiters.len && v->ndirty == 0 && v->destaging == 0) {
+    struct pvec waiters = v->cwaiters;
+    memset (&v->cwaiters, 0, sizeof v->cwaiters);
+    for (size_t i = 0; i < waiters.len; i++) {
+      struct waiter *w = pv_get (&waiters, i);
+      volume_flush (s, v->array, t, w->done, w->eta);
+      free (w);
+    }
+    pv_free (&waiters);
+  }
+  cache_destage_more (s, v, t);
+}
+
+/* ControllerCache._destage_one */
+static void
+cache_destage_one (struct spindle_sim *s, struct volume *v, double t)
+{
+  int64_t page;
+  for (;;) {
+    struct pent e = v->fifo[v->fifo_head++];
+    if (--v->fifo_len == 0) v->fifo_head = 0;
+    if (v->dirty[e.page] == e.seq) { page = e.page; break; }
+  }
+  int64_t first = page * PAGE / v->segment * v->segment / PAGE;
+  int64_t end_b = first * PAGE + v->segment < v->capacity ? first * PAGE + v->segment : v->capacity;
+  int64_t last = (end_b - 1) / PAGE;
+  int64_t lo_p = page, hi_p = page;
+  while (lo_p > first && v->dirty[lo_p - 1] != 0) lo_p--;
+  while (hi_p < last && v->dirty[hi_p + 1] != 0) hi_p++;
+  for (int64_t p = lo_p; p <= hi_p; p++) {
+    v->dirty[p] = 0;
+    v->ndirty--;
+    v->inflight[p]++;
+  }
+  int64_t lo = lo_p * PAGE, hi = (hi_p + 1) * PAGE < v->capacity ? (hi_p + 1) * PAGE : v->capacity;
+  v->destaging++;
+  v->destages++;
+  v->destaged_bytes += hi - lo;
+  struct destage *d = xmalloc (sizeof *d);
+  d->v = v; d->lo_p = lo_p; d->hi_p = hi_p;
+  volume_submit (s, v->array, lo, hi - lo, true, t, mk (cache_destaged, d), NOCONT);
+}
+
+static void
+cache_destage_more (struct spindle_sim *s, struct volume *v, double t)
+{
+  while (v->destaging < v->destage_depth && v->ndirty > 0 && cache_want (v))
+    cache_destage_one (s, v, t);
+}
+
+static void
+cache_fire (struct spindle_sim *s, struct volume *v, double t)
+{
+  struct hent e = heap_pop (&v->events);
+  struct cont *c = e.p;
+  struct cont done = *c;
+  free (c);
+  call (s, done, t);
+}
+
 static void
 volume_submit (struct spindle_sim *s, struct volume *v, int64_t offset, int64_t length, bool write, double t,
                struct cont on_done, struct cont eta)
@@ -1164,6 +1388,7 @@ volume_submit (struct spindle_sim *s, struct volume *v, int64_t offset, int64_t 
   case V_SINGLE: member_submit (s, v->members[0], new_op (offset, length, write, on_done, eta), t); break;
   case V_RAID1: raid1_submit (s, v, offset, length, write, t, on_done, eta); break;
   case V_RAID5: raid5_submit (s, v, offset, length, write, t, on_done, eta); break;
+  case V_CACHE: cache_submit (s, v, offset, length, write, t, on_done, eta); break;
   default: tier_submit (s, v, offset, length, write, t, on_done, eta);
   }
 }
@@ -1171,9 +1396,21 @@ volume_submit (struct spindle_sim *s, struct volume *v, int64_t offset, int64_t 
 static bool
 volume_next_time (const struct volume *v, double *out)
 {
+  if (v->kind == V_CACHE) {
+    if (!v->events.len) return false;
+    *out = v->events.v[0].t;
+    return true;
+  }
   if (v->kind != V_TIER) return false;
   *out = v->has_move_at ? pymin (v->next_cycle, v->move_at) : v->next_cycle;
   return true;
+}
+
+static void
+volume_fire (struct spindle_sim *s, struct volume *v, double t)
+{
+  if (v->kind == V_CACHE) cache_fire (s, v, t);
+  else tier_fire (s, v, t);
 }
 
 /* ------------------------------------------------------------------ the simulator (arrays.Simulator) */
@@ -1275,7 +1512,7 @@ spindle_sim_advance (struct spindle_sim *s, double until)
     if ((!bm && !bv) || best_t > until) break;
     s->now = pymax (s->now, best_t);
     if (bm) member_fire (s, bm, best_t);
-    else tier_fire (s, bv, best_t);
+    else volume_fire (s, bv, best_t);
   }
   s->now = pymax (s->now, until);
 }
@@ -1374,16 +1611,26 @@ spindle_sim_counters_json (const struct spindle_sim *s, int with_close)
              ios ? s->latency_sum_s / (double) ios * 1e3 : 0.0, s->latency_sum_s);
   /* volumes' extras in Simulator.volumes order; a later volume's key replaces an earlier one's value in place
    * (dict.update), which only a RAID5 under both tiers of a pool would exercise: its last rows are kept */
-  const struct volume *last_raid5 = NULL;
-  for (size_t i = 0; i < s->nvolumes; i++)
+  const struct volume *last_raid5 = NULL, *last_cache = NULL;
+  for (size_t i = 0; i < s->nvolumes; i++) {
     if (s->volumes[i].kind == V_RAID5) last_raid5 = &s->volumes[i];
-  bool raid5_done = false;
+    if (s->volumes[i].kind == V_CACHE) last_cache = &s->volumes[i];
+  }
+  bool raid5_done = false, cache_done = false;
   for (size_t i = 0; i < s->nvolumes; i++) {
     const struct volume *v = &s->volumes[i];
     if (v->kind == V_RAID5 && !raid5_done) {
       sb_printf (&b, ", \"rmw_rows\": %" PRId64 ", \"full_stripe_rows\": %" PRId64, last_raid5->rmw_rows,
                  last_raid5->full_rows);
       raid5_done = true;
+    }
+    else if (v->kind == V_CACHE && !cache_done) {
+      const struct volume *c = last_cache;
+      sb_printf (&b, ", \"cache_read_hits\": %" PRId64 ", \"cache_write_backs\": %" PRId64
+                 ", \"cache_full_stalls\": %" PRId64 ", \"cache_destages\": %" PRId64
+                 ", \"cache_destaged_bytes\": %" PRId64 ", \"cache_used_bytes\": %" PRId64,
+                 c->read_hits, c->write_backs, c->full_stalls, c->destages, c->destaged_bytes, c->used * PAGE);
+      cache_done = true;
     }
     else if (v->kind == V_TIER) {
       int64_t on_ssd = 0;
@@ -1538,6 +1785,35 @@ build_volume (struct build *b, struct spindle_sim *s, int j)
     v->su = NEED_I (b, "v%d.su", j);
     v->row_bytes = NEED_I (b, "v%d.row_bytes", j);
   }
+  else if (strcmp (kind, "cache") == 0) {
+    v->kind = V_CACHE;
+    int64_t a = NEED_I (b, "v%d.array", j);
+    if (a <= j || (size_t) a >= s->nvolumes) {
+      if (!b->failed) snprintf (b->err, b->errlen, "spindle spec: v%d: bad cache array volume", j);
+      b->failed = true;
+      return;
+    }
+    v->array = &s->volumes[a];
+    v->segment = NEED_I (b, "v%d.segment", j);
+    v->size_pages = NEED_I (b, "v%d.size_pages", j);
+    v->high_pages = NEED_I (b, "v%d.high_pages", j);
+    v->low_pages = NEED_I (b, "v%d.low_pages", j);
+    v->write_back = NEED_I (b, "v%d.write_back", j) != 0;
+    v->battery_backed = NEED_I (b, "v%d.battery_backed", j) != 0;
+    v->watermark = NEED_I (b, "v%d.watermark", j) != 0;
+    v->destage_depth = NEED_I (b, "v%d.destage_depth", j);
+    v->c_overhead = NEED_F (b, "v%d.overhead", j);
+    v->c_link = NEED_F (b, "v%d.link", j);
+    if (b->failed) return;
+    if (v->capacity <= 0 || v->segment <= 0 || v->segment % PAGE || v->size_pages <= 0 || v->destage_depth <= 0) {
+      snprintf (b->err, b->errlen, "spindle spec: v%d: cache sizes must be positive (segment in 4 KiB pages)", j);
+      b->failed = true;
+      return;
+    }
+    v->npages = (v->capacity + PAGE - 1) / PAGE;
+    v->dirty = xcalloc (v->npages, sizeof *v->dirty);
+    v->inflight = xcalloc (v->npages, sizeof *v->inflight);
+  }
   else if (strcmp (kind, "tier") == 0) {
     v->kind = V_TIER;
     int64_t ssd = NEED_I (b, "v%d.ssd", j), hdd = NEED_I (b, "v%d.hdd", j);
@@ -1651,6 +1927,8 @@ spindle_sim_free (struct spindle_sim *s)
     free (v->members);
     free (v->where_tier); free (v->where_slot); free (v->free_slots[0].v); free (v->free_slots[1].v);
     free (v->heat_now); free (v->history); free (v->plan);
+    free (v->dirty); free (v->inflight); free (v->fifo); free (v->events.v);
+    pv_free (&v->blocked); pv_free (&v->cwaiters);
   }
   free (s->members);
   free (s->volumes);
