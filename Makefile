@@ -26,7 +26,7 @@ help:
 	@echo "                          measure every study (or only STUDY) through its notebook, then build paper/snaptax.pdf"
 	@echo "make pdf                  rebuild the PDF from data/ alone (no measuring)"
 	@echo "make claims               print the claims table (published, ours with 95 % CI, verdict) from data/ alone"
-	@echo "make compare              compare the newest run of each study with the committed one (after a rerun)"
+	@echo "make compare              every rerun (a run git does not track) against the committed run of its study"
 	@echo "make test                 unit + integration tests, nbval on the committed notebooks, paper from smoke data"
 	@echo "make unit                 pytest on tests/ (unit and integration tests; no notebooks, no paper)"
 	@echo "make nbval                check the committed notebooks' outputs against the committed data/"

@@ -102,26 +102,6 @@ def test_every_command_prints_its_help():
         assert out.returncode == 0 and "usage:" in out.stdout, (args, out.stderr[-300:])
 
 
-def test_compare_takes_the_committed_run_of_its_profile(data_dir, monkeypatch):
-    """make compare at quick compares the newest quick run with the committed quick run before it: a smoke run
-    committed later (a smaller plan) is never its reference."""
-    import json
-
-    from snaptax import cli
-
-    names = {"20260101T000000Z-quick": "quick", "20260102T000000Z-quick": "quick", "20260103T000000Z-smoke": "smoke",
-             "20260104T000000Z-quick": "quick"}
-    for name, profile in names.items():
-        run = data_dir / "local" / "chain_length" / name
-        run.mkdir(parents=True)
-        (run / "manifest.json").write_text(json.dumps({"profile": {"name": profile}}))
-    # the last quick run is a rerun not yet committed
-    monkeypatch.setattr(cli, "_tracked_run_names", lambda rig, study: set(list(names)[:3]))
-    assert [r.name for r in cli._committed_runs("local", "chain_length", "quick")] == \
-        ["20260101T000000Z-quick", "20260102T000000Z-quick"]
-    assert [r.name for r in cli._committed_runs("local", "chain_length", "smoke")] == ["20260103T000000Z-smoke"]
-
-
 def test_version():
     import snaptax as package
     out = snaptax("--version")

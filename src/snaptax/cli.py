@@ -187,53 +187,32 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tracked_run_names(rig: str, study: str) -> set[str]:
-    """Names of the run directories of a study that git tracks at HEAD."""
-    import subprocess
-
-    from . import paths
-
-    root = paths.study_dir(rig, study)
-    if not root.is_relative_to(paths.REPO_ROOT):
-        return set()
-    out = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "ls-files", "--", str(root)], capture_output=True,
-                         text=True, check=False)
-    return {Path(line).relative_to(root.relative_to(paths.REPO_ROOT)).parts[0] for line in out.stdout.splitlines()
-            if line.strip()}
-
-
-def _committed_runs(rig: str, study: str, profile: str) -> list[Path]:
-    """Runs of a study at a profile that git tracks at HEAD (the published ones), oldest first. By profile: a
-    committed smoke run is no reference for a quick rerun (it measures a smaller plan)."""
-    from .record import published_runs
-
-    tracked = _tracked_run_names(rig, study)
-    return [r for r in published_runs(rig, study, profile) if r.name in tracked]
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
     from . import compare, studies
     from .errors import ConfigError
 
-    pairs: list[tuple[Path, Path]] = []
     if args.runs:
         if len(args.runs) != 2:
             raise ConfigError("compare", "RUNS", "give two run directories, or none (with --rig/--profile)")
-        pairs.append((Path(args.runs[0]), Path(args.runs[1])))
+        pairs: list[tuple[Path | None, Path, str]] = [(Path(args.runs[0]), Path(args.runs[1]), "")]
     else:
         _check_rig_and_profile(args)
-        for study in studies.REGISTRY:
-            newest = study.newest_run(args.rig, args.profile)
-            committed = [r for r in _committed_runs(args.rig, study.id, args.profile) if r != newest]
-            if not committed:
-                print(f"{study.id}: no rerun to compare (the newest run {newest.name} is the committed one)")
-                continue
-            pairs.append((committed[-1], newest))
+        found = compare.reruns(args.rig, args.profile, studies.ids())
+        if not found:
+            print(f"no rerun to compare: every {args.profile} run under {compare.shown(paths.data_dir() / args.rig)}"
+                  " is committed (a rerun is a run git does not track, e.g. one `make paper` measured)")
+            return 0
+        pairs = [(r.committed, r.rerun, f"{r.study}: rerun {compare.shown(r.rerun)} " + (
+            f"(not committed) against the committed run {compare.shown(r.committed)}" if r.committed else
+            f"has no committed {args.profile} run to compare against")) for r in found]
     differs = False
-    for a, b in pairs:
-        c = compare.compare_runs(a, b)
-        print("\n".join(compare.report(c, all_values=args.all)))
-        differs |= not c.reproduced
+    for a, b, named in pairs:
+        if named:
+            print(named)
+        if a is not None:
+            c = compare.compare_runs(a, b)
+            print("\n".join(compare.report(c, all_values=args.all)))
+            differs |= not c.reproduced
     if differs:
         print("snaptax: some verdicts differ between the runs", file=sys.stderr)
         return 1
@@ -320,7 +299,8 @@ def parser() -> argparse.ArgumentParser:
     cl.add_argument("--profile", default=profiles.DEFAULT)
     cl.set_defaults(func=cmd_claims)
     cmp = sub.add_parser("compare", help="compare two runs' values and verdicts (exit 1 if a verdict differs); "
-                         "without runs: each study's newest run against its committed one")
+                         "without runs: every rerun (a run git does not track) against the committed run of its "
+                         "study and profile")
     cmp.add_argument("runs", nargs="*", help="two run directories")
     cmp.add_argument("--rig", default="local")
     cmp.add_argument("--profile", default=profiles.DEFAULT)
