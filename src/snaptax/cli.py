@@ -166,24 +166,17 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from . import claims, derived, studies
-    from .analysis import outcomes_frame
+    from . import claimstable
+    from .errors import ConfigError
 
     _check_rig_and_profile(args)
-    header = ("claim", "source", "published", "ours [95 % CI]", "ours is", "verdict", "run")
-    rows: list[tuple[object, ...]] = []
-    outcomes, names = [], []
-    for study in studies.REGISTRY:
-        run = study.newest_run(args.rig, args.profile)
-        found = [claims.from_json(row) for row in derived.values_of(run).claims]
-        outcomes += found
-        names += [run.name] * len(found)
-    # the verdicts the paper prints: adjusted within each seed's family (Holm)
-    frame = outcomes_frame(claims.adjusted(outcomes)).assign(run=names)
-    rows += list(frame[list(header)].itertuples(index=False, name=None))
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for r in [header, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip())
+    try:
+        width = int(args.width)
+    except ValueError:
+        raise ConfigError("claims", "WIDTH", f"{args.width!r} is not a whole number of columns") from None
+    claimstable.render([], args.format, args.rig, args.profile, width)      # bad input stops before any analysis
+    print(claimstable.render(claimstable.rows(args.rig, args.profile), args.format, args.rig, args.profile, width),
+          end="")
     return 0
 
 
@@ -241,6 +234,8 @@ def cmd_build_plugin(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    from . import claimstable
+
     # `snaptax` is the console script of pyproject.toml; `python -m snaptax` works without installing
     prog = "snaptax" if Path(sys.argv[0]).name == "snaptax" else "python -m snaptax"
     p = argparse.ArgumentParser(prog=prog, description="Measure the performance tax of snapshots.")
@@ -294,9 +289,15 @@ def parser() -> argparse.ArgumentParser:
     nbs.add_argument("--allow-dirty", action="store_true", help="with --measure: measure even though the code has "
                      "uncommitted changes (the runs keep their diff; the paper lists it)")
     nbs.set_defaults(func=cmd_notebooks)
-    cl = sub.add_parser("claims", help="the claims table (published, ours with 95 %% CI, verdict) from data/ alone")
+    cl = sub.add_parser("claims", help="the claims table (published, ours with 95 %% CI, verdict Holm-adjusted "
+                        "per seed) from data/ alone, then a tally of the verdicts per seed; rows of runs with late "
+                        "measurements and model rows are marked")
     cl.add_argument("--rig", default="local")
     cl.add_argument("--profile", default=profiles.DEFAULT)
+    cl.add_argument("--format", default="text", metavar="{" + ",".join(claimstable.FORMATS) + "}",
+                    help="text (wrapped to --width), markdown, csv (rows only) or json (rows and tally); default text")
+    cl.add_argument("--width", default=str(claimstable.WIDTH), metavar="COLUMNS",
+                    help=f"the text form's width (default {claimstable.WIDTH}, at least {claimstable.MIN_WIDTH})")
     cl.set_defaults(func=cmd_claims)
     cmp = sub.add_parser("compare", help="compare two runs' values and verdicts (exit 1 if a verdict differs); "
                          "without runs: every rerun (a run git does not track) against the committed run of its "
