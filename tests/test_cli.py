@@ -87,8 +87,8 @@ def test_measuring_without_root_says_so_in_one_line(data_dir):
 
 @pytest.mark.committed
 def test_claims_prints_the_table_from_the_committed_data():
-    """make claims: every line fits a 120-column terminal, it ends with the tally per seed, the tiering run's rows
-    are marked late; the JSON form holds every row with what checks read (issue 47)."""
+    """make claims: every line fits a 120-column terminal, it ends with the tally per seed, the runs with flagged
+    measurements are marked late; the JSON form holds every row with what checks read (issue 47)."""
     import json
     import os
 
@@ -99,7 +99,7 @@ def test_claims_prints_the_table_from_the_committed_data():
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert max(len(line) for line in lines) <= 120
-    assert any(line.startswith("claim ") and "verdict" in line for line in lines) and "loss with 1" in out.stdout
+    assert any(line.startswith("claim ") and "verdict" in line for line in lines) and "\nC001-1 " in out.stdout
     assert "all seeds" in out.stdout[out.stdout.index("tally per seed"):]
     doc = json.loads(snaptax("claims", "--rig", "local", "--profile", "quick", "--format", "json", env=env).stdout)
     assert doc["rows"] and {"claim", "seed", "published", "tolerance", "ours", "verdict", "effect_ratio", "run",
@@ -107,6 +107,8 @@ def test_claims_prints_the_table_from_the_committed_data():
     assert all(set(r["ours"]) >= {"value", "low", "high", "n", "independent"} for r in doc["rows"])
     assert {r["verdict"] for r in doc["rows"]} <= set(claims.VERDICTS)
     assert sum(doc["tally"]["all"].values()) == len(doc["rows"])
+    for study in {r["study"] for r in doc["rows"] if r["late"]}:
+        assert any(line.startswith(f"{study}: run ") and "LATE" in line for line in lines), study
 
 
 def test_every_command_prints_its_help():
