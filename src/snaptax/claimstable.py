@@ -109,12 +109,17 @@ def tally(rows: list[Row]) -> dict[str, dict[str, int]]:
     return {k: {str(v): n for v, n in t.items()} for k, t in out.items()}
 
 
-def render(rows: list[Row], fmt: str, rig: str, profile: str, width: int = WIDTH) -> str:
-    """The table in one of FORMATS (ConfigError naming FORMAT or WIDTH otherwise)."""
+def check(fmt: str, width: int) -> None:
+    """A format and width the table can be written in, else ConfigError naming FORMAT or WIDTH."""
     if fmt not in FORMATS:
         raise ConfigError("claims", "FORMAT", f"{fmt!r} is not one of {', '.join(FORMATS)}")
     if width < MIN_WIDTH:
         raise ConfigError("claims", "WIDTH", f"{width} columns is narrower than the table's least, {MIN_WIDTH}")
+
+
+def render(rows: list[Row], fmt: str, rig: str, profile: str, width: int = WIDTH) -> str:
+    """The table in one of FORMATS (ConfigError naming FORMAT or WIDTH otherwise: check)."""
+    check(fmt, width)
     if fmt == "json":
         return json.dumps({"rig": rig, "profile": profile, "verdict_rule": claimsmod.VERDICT_RULE,
                            "rows": [r.to_json() for r in rows], "tally": tally(rows)},

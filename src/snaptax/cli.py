@@ -174,7 +174,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
         width = int(args.width)
     except ValueError:
         raise ConfigError("claims", "WIDTH", f"{args.width!r} is not a whole number of columns") from None
-    claimstable.render([], args.format, args.rig, args.profile, width)      # bad input stops before any analysis
+    claimstable.check(args.format, width)           # bad input stops before any run is analysed
     print(claimstable.render(claimstable.rows(args.rig, args.profile), args.format, args.rig, args.profile, width),
           end="")
     return 0
