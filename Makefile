@@ -1,10 +1,12 @@
 # snaptax — three commands: make pdf (reads data/, measures nothing), make paper (measures, root), make test (root)
 # Variables: RIG (a file in rigs/, default local), PROFILE (smoke | quick | full, default quick),
 #            STUDY (one study id, e.g. chain_length: `notebooks` and `notebooks-commit` run only its notebook),
-#            ALLOW_DIRTY=1 (measure although the code has uncommitted changes; the runs keep their diff).
+#            ALLOW_DIRTY=1 (measure although the code has uncommitted changes; the runs keep their diff),
+#            FORMAT (make claims: text | markdown | csv | json, default text).
 RIG      ?= local
 PROFILE  ?= quick
 STUDY    ?=
+FORMAT   ?= text
 PY       := .venv/bin/python
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # The notebooks a target runs: all of them, or with STUDY=<id> the one named notebooks/NN_<id>.ipynb.
@@ -25,8 +27,9 @@ help:
 	@echo "make paper [RIG=local] [PROFILE=quick] [STUDY=<id>]"
 	@echo "                          measure every study (or only STUDY) through its notebook, then build paper/snaptax.pdf"
 	@echo "make pdf                  rebuild the PDF from data/ alone (no measuring)"
-	@echo "make claims               print the claims table (published, ours with 95 % CI, verdict) from data/ alone"
-	@echo "make compare              compare the newest run of each study with the committed one (after a rerun)"
+	@echo "make claims [FORMAT=text] the claims table (published, ours with 95 % CI, verdict) and a tally per seed,"
+	@echo "                          from data/ alone; FORMAT=markdown, csv or json (what checks read)"
+	@echo "make compare              every rerun (a run git does not track) against the committed run of its study"
 	@echo "make test                 unit + integration tests, nbval on the committed notebooks, paper from smoke data"
 	@echo "make unit                 pytest on tests/ (unit and integration tests; no notebooks, no paper)"
 	@echo "make nbval                check the committed notebooks' outputs against the committed data/"
@@ -73,7 +76,7 @@ paper: notebooks
 	@$(MAKE) --no-print-directory pdf RIG=$(RIG) PROFILE=$(PROFILE)
 
 claims: setup-read
-	@$(PY) -m snaptax claims --rig $(RIG) --profile $(PROFILE)
+	@$(PY) -m snaptax claims --rig $(RIG) --profile $(PROFILE) --format $(FORMAT)
 
 compare: setup-read
 	@$(PY) -m snaptax compare --rig $(RIG) --profile $(PROFILE)

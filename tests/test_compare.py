@@ -115,3 +115,80 @@ def test_compare_on_the_committed_runs(monkeypatch):
         out = subprocess.run([sys.executable, "-m", "snaptax", "compare", str(runs[-2]), str(runs[-1])],
                              capture_output=True, text=True, cwd=paths.REPO_ROOT, timeout=120, env=env)
         assert out.returncode == (0 if c.reproduced else 1), out.stderr
+
+
+def _published(data_dir, study, name, profile):
+    """A run directory that record.published_runs lists (its manifest names the profile)."""
+    import json
+
+    run = data_dir / "local" / study / name
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"profile": {"name": profile}}))
+    return run
+
+
+def test_a_rerun_is_compared_with_the_committed_run_of_its_profile(data_dir, monkeypatch):
+    """A quick rerun's reference is the newest committed quick run: a smoke run committed later (a smaller plan) is
+    never its reference, and committed runs are never compared with each other."""
+    names = {"20260101T000000Z-quick": "quick", "20260102T000000Z-quick": "quick", "20260103T000000Z-smoke": "smoke",
+             "20260104T000000Z-quick": "quick"}
+    runs = {name: _published(data_dir, "chain_length", name, profile) for name, profile in names.items()}
+    monkeypatch.setattr(compare, "tracked_run_names", lambda rig, study: set(list(names)[:3]))
+    assert compare.reruns("local", "quick", ["chain_length", "engines"]) == [
+        compare.Rerun("chain_length", runs["20260104T000000Z-quick"], runs["20260102T000000Z-quick"])]
+    assert compare.reruns("local", "smoke", ["chain_length"]) == []          # the smoke run is committed
+    monkeypatch.setattr(compare, "tracked_run_names", lambda rig, study: set())
+    assert [(r.rerun.name, r.committed) for r in compare.reruns("local", "smoke", ["chain_length"])] == \
+        [("20260103T000000Z-smoke", None)]
+
+
+def test_tracked_runs_are_those_in_gits_index(tmp_path, monkeypatch):
+    """What git tracks (committed or staged) is committed data; a run beside it that git does not know is a rerun."""
+    repo = tmp_path / "repo"
+    monkeypatch.setattr(paths, "REPO_ROOT", repo)
+    monkeypatch.setenv("SNAPTAX_DATA_DIR", str(repo / "data"))
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    _published(repo / "data", "chain_length", "20260101T000000Z-quick", "quick")
+    _published(repo / "data", "chain_length", "20260102T000000Z-quick", "quick")
+    subprocess.run(["git", "-C", str(repo), "add", "data/local/chain_length/20260101T000000Z-quick"], check=True)
+    assert compare.tracked_run_names("local", "chain_length") == {"20260101T000000Z-quick"}
+    assert compare.tracked_run_names("local", "engines") == set()
+    (r,) = compare.reruns("local", "quick", ["chain_length"])
+    assert (r.rerun.name, r.committed.name) == ("20260102T000000Z-quick", "20260101T000000Z-quick")
+    assert compare.shown(r.rerun) == "data/local/chain_length/20260102T000000Z-quick"
+
+
+def test_cli_without_a_rerun_says_so_in_one_line_and_exits_0(data_dir):
+    out = subprocess.run([sys.executable, "-m", "snaptax", "compare", "--profile", "quick"], capture_output=True,
+                         text=True, cwd=paths.REPO_ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"no rerun to compare: every quick run under {data_dir / 'local'} is "
+                                       "committed (a rerun is a run git does not track, e.g. one `make paper` "
+                                       "measured)"]
+    assert out.stderr == ""
+
+
+def _compare_cli(*argv):
+    from snaptax import cli
+
+    args = cli.parser().parse_args(["compare", *argv])
+    return args.func(args)
+
+
+def test_cli_compares_each_rerun_with_its_committed_run_naming_both(data_dir, tmp_path, monkeypatch, capsys):
+    committed = _published(data_dir, "chain_length", "20260101T000000Z-quick", "quick")
+    rerun = _published(data_dir, "chain_length", "20260102T000000Z-quick", "quick")
+    orphan = _published(data_dir, "engines", "20260102T000000Z-quick", "quick")
+    monkeypatch.setenv("SNAPTAX_DERIVED_DIR", str(tmp_path / "derived"))
+    from snaptax import derived
+    derived.store(committed, results(committed.name, judged("s.loss", 60, 55, 65, 4)))
+    derived.store(rerun, results(rerun.name, judged("s.loss", 61, 56, 66, 4)))
+    monkeypatch.setattr(compare, "tracked_run_names", lambda rig, study: {committed.name})
+    assert _compare_cli("--profile", "quick") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"chain_length: rerun {rerun} (not committed) against the committed run {committed}"
+    assert out[1].startswith(f"s: {committed.name} vs {rerun.name}: 1 of 1 verdicts the same")
+    assert f"engines: rerun {orphan} has no committed quick run to compare against" in out
+    derived.store(rerun, results(rerun.name, judged("s.loss", 20, 15, 25, 4)))          # the verdict flips
+    assert _compare_cli("--profile", "quick") == 1
+    assert "DIFFERENT" in capsys.readouterr().out

@@ -168,74 +168,46 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from . import claims, derived, studies
-    from .analysis import outcomes_frame
+    from . import claimstable
+    from .errors import ConfigError
 
     _check_rig_and_profile(args)
-    header = ("claim", "source", "published", "ours [95 % CI]", "ours is", "verdict", "run")
-    rows: list[tuple[object, ...]] = []
-    outcomes, names = [], []
-    for study in studies.REGISTRY:
-        run = study.newest_run(args.rig, args.profile)
-        found = [claims.from_json(row) for row in derived.values_of(run).claims]
-        outcomes += found
-        names += [run.name] * len(found)
-    # the verdicts the paper prints: adjusted within each seed's family (Holm)
-    frame = outcomes_frame(claims.adjusted(outcomes)).assign(run=names)
-    rows += list(frame[list(header)].itertuples(index=False, name=None))
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for r in [header, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip())
+    try:
+        width = int(args.width)
+    except ValueError:
+        raise ConfigError("claims", "WIDTH", f"{args.width!r} is not a whole number of columns") from None
+    claimstable.check(args.format, width)           # bad input stops before any run is analysed
+    print(claimstable.render(claimstable.rows(args.rig, args.profile), args.format, args.rig, args.profile, width),
+          end="")
     return 0
-
-
-def _tracked_run_names(rig: str, study: str) -> set[str]:
-    """Names of the run directories of a study that git tracks at HEAD."""
-    import subprocess
-
-    from . import paths
-
-    root = paths.study_dir(rig, study)
-    if not root.is_relative_to(paths.REPO_ROOT):
-        return set()
-    out = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "ls-files", "--", str(root)], capture_output=True,
-                         text=True, check=False)
-    return {Path(line).relative_to(root.relative_to(paths.REPO_ROOT)).parts[0] for line in out.stdout.splitlines()
-            if line.strip()}
-
-
-def _committed_runs(rig: str, study: str, profile: str) -> list[Path]:
-    """Runs of a study at a profile that git tracks at HEAD (the published ones), oldest first. By profile: a
-    committed smoke run is no reference for a quick rerun (it measures a smaller plan)."""
-    from .record import published_runs
-
-    tracked = _tracked_run_names(rig, study)
-    return [r for r in published_runs(rig, study, profile) if r.name in tracked]
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from . import compare, studies
     from .errors import ConfigError
 
-    pairs: list[tuple[Path, Path]] = []
     if args.runs:
         if len(args.runs) != 2:
             raise ConfigError("compare", "RUNS", "give two run directories, or none (with --rig/--profile)")
-        pairs.append((Path(args.runs[0]), Path(args.runs[1])))
+        pairs: list[tuple[Path | None, Path, str]] = [(Path(args.runs[0]), Path(args.runs[1]), "")]
     else:
         _check_rig_and_profile(args)
-        for study in studies.REGISTRY:
-            newest = study.newest_run(args.rig, args.profile)
-            committed = [r for r in _committed_runs(args.rig, study.id, args.profile) if r != newest]
-            if not committed:
-                print(f"{study.id}: no rerun to compare (the newest run {newest.name} is the committed one)")
-                continue
-            pairs.append((committed[-1], newest))
+        found = compare.reruns(args.rig, args.profile, studies.ids())
+        if not found:
+            print(f"no rerun to compare: every {args.profile} run under {compare.shown(paths.data_dir() / args.rig)}"
+                  " is committed (a rerun is a run git does not track, e.g. one `make paper` measured)")
+            return 0
+        pairs = [(r.committed, r.rerun, f"{r.study}: rerun {compare.shown(r.rerun)} " + (
+            f"(not committed) against the committed run {compare.shown(r.committed)}" if r.committed else
+            f"has no committed {args.profile} run to compare against")) for r in found]
     differs = False
-    for a, b in pairs:
-        c = compare.compare_runs(a, b)
-        print("\n".join(compare.report(c, all_values=args.all)))
-        differs |= not c.reproduced
+    for a, b, named in pairs:
+        if named:
+            print(named)
+        if a is not None:
+            c = compare.compare_runs(a, b)
+            print("\n".join(compare.report(c, all_values=args.all)))
+            differs |= not c.reproduced
     if differs:
         print("snaptax: some verdicts differ between the runs", file=sys.stderr)
         return 1
@@ -264,6 +236,8 @@ def cmd_build_plugin(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    from . import claimstable
+
     # `snaptax` is the console script of pyproject.toml; `python -m snaptax` works without installing
     prog = "snaptax" if Path(sys.argv[0]).name == "snaptax" else "python -m snaptax"
     p = argparse.ArgumentParser(prog=prog, description="Measure the performance tax of snapshots.")
@@ -317,12 +291,19 @@ def parser() -> argparse.ArgumentParser:
     nbs.add_argument("--allow-dirty", action="store_true", help="with --measure: measure even though the code has "
                      "uncommitted changes (the runs keep their diff; the paper lists it)")
     nbs.set_defaults(func=cmd_notebooks)
-    cl = sub.add_parser("claims", help="the claims table (published, ours with 95 %% CI, verdict) from data/ alone")
+    cl = sub.add_parser("claims", help="the claims table (published, ours with 95 %% CI, verdict Holm-adjusted "
+                        "per seed) from data/ alone, then a tally of the verdicts per seed; rows of runs with late "
+                        "measurements and model rows are marked")
     cl.add_argument("--rig", default="local")
     cl.add_argument("--profile", default=profiles.DEFAULT)
+    cl.add_argument("--format", default="text", metavar="{" + ",".join(claimstable.FORMATS) + "}",
+                    help="text (wrapped to --width), markdown, csv (rows only) or json (rows and tally); default text")
+    cl.add_argument("--width", default=str(claimstable.WIDTH), metavar="COLUMNS",
+                    help=f"the text form's width (default {claimstable.WIDTH}, at least {claimstable.MIN_WIDTH})")
     cl.set_defaults(func=cmd_claims)
     cmp = sub.add_parser("compare", help="compare two runs' values and verdicts (exit 1 if a verdict differs); "
-                         "without runs: each study's newest run against its committed one")
+                         "without runs: every rerun (a run git does not track) against the committed run of its "
+                         "study and profile")
     cmp.add_argument("runs", nargs="*", help="two run directories")
     cmp.add_argument("--rig", default="local")
     cmp.add_argument("--profile", default=profiles.DEFAULT)

@@ -5,13 +5,19 @@ Two values are consistent when their difference is within the 95 % interval of t
 |a − b| ≤ √(h_a² + h_b²) (h: each interval's half-width; independent runs). Values without an interval (single
 numbers, text) are compared for information only. A run pair reproduces when every claim has the same verdict in
 both; that is what `python -m snaptax compare` exits non-zero for.
+
+A rerun is a published run that git does not track (measured here, e.g. by `make paper`, and not committed); its
+reference is the newest committed run of the same study at the same profile (`reruns`): a committed smoke run is no
+reference for a quick rerun, which measures a larger plan.
 """
 from __future__ import annotations
 
 import math
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import paths
 from .errors import AnalysisError
 from .values import DerivedValues, Value
 
@@ -130,3 +136,51 @@ def report(c: RunComparison, all_values: bool = False) -> list[str]:
     if c.largest is not None:
         lines.append(f"  largest difference: {c.largest.key}, {c.largest.distance:.2f} intervals")
     return lines
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """A run git does not track, and the committed run of its study and profile it is compared with (None: there
+    is none)."""
+
+    study: str
+    rerun: Path
+    committed: Path | None
+
+
+def tracked_run_names(rig: str, study: str) -> set[str]:
+    """Names of a study's run directories that git tracks (its index: committed or staged); none when the data
+    directory is outside the repository (SNAPTAX_DATA_DIR) or git cannot say."""
+    root = paths.study_dir(rig, study).resolve()
+    repo = paths.REPO_ROOT.resolve()
+    if not root.is_relative_to(repo):
+        return set()
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "ls-files", "--", str(root)], capture_output=True, text=True,
+                             check=False).stdout
+    except OSError:
+        return set()
+    inside = root.relative_to(repo)
+    return {Path(line).relative_to(inside).parts[0] for line in out.splitlines() if line.strip()}
+
+
+def reruns(rig: str, profile: str, studies: list[str]) -> list[Rerun]:
+    """Every published run of the given studies at `profile` that git does not track, oldest first per study, each
+    with the newest tracked run of that study and profile."""
+    from .record import published_runs
+
+    out = []
+    for study in studies:
+        runs = published_runs(rig, study, profile)
+        tracked = tracked_run_names(rig, study)
+        committed = [r for r in runs if r.name in tracked]
+        out += [Rerun(study, r, committed[-1] if committed else None) for r in runs if r.name not in tracked]
+    return out
+
+
+def shown(path: Path) -> str:
+    """A run's directory as a message names it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(paths.REPO_ROOT.resolve()))
+    except ValueError:
+        return str(path)
