@@ -55,7 +55,7 @@ def run_values(record: RunRecord) -> list[Value]:
     worst_share = float(late.lateness_share.max()) * 100 if not late.empty else math.nan
     # flagged fills: the writes that lay a device out before anything is timed (phases fill and prefill), which no
     # ratio or claim reads
-    fills = late.label.str.split("-").str[0].isin(("fill", "prefill")) if not late.empty else late.flagged
+    flagged_fills = sum(1 for x in record.measurements if x.flagged and x.phase in ("fill", "prefill"))
     return [
         Value(f"{k}.id", text=m.run_id), Value(f"{k}.profile", text=m.profile.name),
         Value(f"{k}.rig", text=m.rig), Value(f"{k}.device", text=m.device_label()),
@@ -70,7 +70,7 @@ def run_values(record: RunRecord) -> list[Value]:
         Value(f"{k}.worst_lateness_pct", worst, "%", digits=2),
         Value(f"{k}.worst_lateness_share_pct", worst_share, "%", digits=2),
         Value(f"{k}.flagged", float(late.flagged.sum()) if not late.empty else 0.0, "measurements"),
-        Value(f"{k}.flagged_fills", float((late.flagged & fills).sum()) if not late.empty else 0.0, "measurements"),
+        Value(f"{k}.flagged_fills", float(flagged_fills), "measurements"),
         Value(f"{k}.emulated_measurements", float(len(late)), "measurements"),
     ]
 
