@@ -1,7 +1,8 @@
 import pytest
 
+from snaptax.errors import ConfigError
 from snaptax.fio import FioJob
-from snaptax.plan import DeleteSnapshot, Measure, Plan, TakeSnapshot
+from snaptax.plan import DeleteSnapshot, Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan
 
 JOB = FioJob("j", "randrw", runtime_s=2, ramp_time_s=1)
 
@@ -40,3 +41,27 @@ def test_gate_keeper_asks_until_a_gate_closes_and_never_after():
     with pytest.raises(ConfigError, match=r"gate.*\(learn\).*no Gate"):
         GateKeeper(plan, None)      # refused before any step, not when the first gated one is reached
     assert GateKeeper(Plan(tuple(steps[4:])), None).runs(steps[4])
+
+
+def test_replicate_names_split_back_and_keep_the_first_replicate_s_name():
+    from snaptax.plan import replicate_name, replicated, split_replicate
+
+    assert replicate_name("lvm-thin", 0) == "lvm-thin" and split_replicate("lvm-thin") == ("lvm-thin", 0)
+    for r in (1, 2, 11):
+        assert split_replicate(replicate_name("on-disk-metadata", r)) == ("on-disk-metadata", r)
+    assert split_replicate("odd@r") == ("odd@r", 0) and split_replicate("@r2") == ("@r2", 0)
+    plan = Plan((TakeSnapshot(),))
+    study = replicated(StudyPlan((VariantPlan("a", plan), VariantPlan("b", plan))), 2)
+    assert [v.variant for v in study.variants] == ["a", "b", "a@r1", "b@r1"]
+    with pytest.raises(ConfigError, match="replicates"):
+        replicated(study, 0)
+
+
+def test_with_replicates_splits_a_frame_s_variants():
+    import pandas as pd
+
+    from snaptax.plan import with_replicates
+
+    df = with_replicates(pd.DataFrame({"variant": ["a", "a@r1", "b@r2"], "iops": [1.0, 2.0, 3.0]}))
+    assert list(df.variant) == ["a", "a", "b"] and list(df.replicate) == [0, 1, 2]
+    assert list(df.recorded_variant) == ["a", "a@r1", "b@r2"]

@@ -169,6 +169,45 @@ class StudyPlan:
         raise KeyError(name)
 
 
+# Independent replicates of a variant (issue 47.3): each is the variant's whole plan again on a fresh engine, device
+# and fio process, recorded as a variant of its own named REPLICATE_NAME (the first keeps the variant's name, so a
+# run of one replicate reads as runs always did). Analyses split the name back (split_replicate) and take their
+# intervals over the replicates.
+REPLICATE_MARK = "@r"
+
+
+def replicate_name(variant: str, replicate: int) -> str:
+    """The recorded name of replicate `replicate` (0, 1, ...) of `variant`."""
+    if replicate < 0:
+        raise ValueError(f"replicate {replicate} < 0")
+    return variant if replicate == 0 else f"{variant}{REPLICATE_MARK}{replicate}"
+
+
+def split_replicate(name: str) -> tuple[str, int]:
+    """(variant, replicate) of a recorded variant name (replicate_name's inverse)."""
+    base, mark, number = name.rpartition(REPLICATE_MARK)
+    if mark and base and number.isdigit() and int(number) > 0:
+        return base, int(number)
+    return name, 0
+
+
+def replicated(study: StudyPlan, replicates: int) -> StudyPlan:
+    """`study` with each variant's plan `replicates` times, replicate-major (every variant of replicate 0, then of
+    replicate 1, ...): a drift of the host disk over the sitting then falls on every variant alike."""
+    if replicates < 1:
+        raise ConfigError("plan", "replicates", f"{replicates}: at least one replicate")
+    return StudyPlan(tuple(VariantPlan(replicate_name(v.variant, r), v.plan)
+                           for r in range(replicates) for v in study.variants))
+
+
+def with_replicates(frame: Any, column: str = "variant") -> Any:
+    """A per-measurement frame (pandas) with its recorded variant names split: `column` the variant, `replicate`
+    the replicate, `recorded_variant` the name as recorded (the key of the run's directories)."""
+    split = [split_replicate(str(v)) for v in frame[column]]
+    return frame.assign(recorded_variant=frame[column], **{column: [v for v, _ in split]},
+                        replicate=[r for _, r in split])
+
+
 @dataclass(frozen=True)
 class DiskNeed:
     """The space a study's work directory takes while the study runs (its image files are sparse and removed when

@@ -27,6 +27,7 @@ from ..host.procs import ProcessGroup
 from ..host.qmp import block_job_ready
 from ..host.qsd import DeviceRegion, RegionStore, StorageDaemon
 from ..host.rig import Device, Rig
+from ..plan import split_replicate
 from ..timeline import Load, Timeline, stunned, wait_event
 from .base import SnapshotEngine
 
@@ -345,9 +346,10 @@ class Qcow2ChainEngine(SnapshotEngine):
 def execute_per_config(rig: Rig, device: Device, configs: Mapping[str, Qcow2Config], study: StudyPlan,
                        disk_size: int, session: RunSession) -> None:
     """Every variant of `study` on its own fresh volume of `disk_size` on `device`, with the qcow2 config named as
-    the variant (the studies that compare redo-log configurations: chain_length, metadata_cache)."""
+    the variant (the studies that compare redo-log configurations: chain_length, metadata_cache); a replicate of a
+    variant (plan.replicate_name) gets its variant's config."""
     for vp in study.variants:
-        with Qcow2ChainEngine(rig, device, configs[vp.variant], disk_size) as engine:
+        with Qcow2ChainEngine(rig, device, configs[split_replicate(vp.variant)[0]], disk_size) as engine:
             with session.in_variant(vp.variant, engine.describe()):
                 engine.execute(vp.plan, session)
 

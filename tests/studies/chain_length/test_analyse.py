@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from snaptax import fiolog, profiles
+from snaptax.plan import split_replicate
 from snaptax.record import RunRecord
 from snaptax.studies.chain_length import analyse as an, plan as planmod
 from tests.synthetic import fio_log, fio_result, write_run
@@ -15,18 +16,27 @@ BASE = {"on-disk-metadata": 1000.0, "in-memory-metadata": 2000.0, planmod.LVM_TH
 GUEST_RAW_IOPS = 600.0   # the same jobs on the guest's flat volume
 
 
-def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
-    return an.analyse(RunRecord.load(build_run(tmp_path, profile, noise, drift)))
+QUICK = planmod.scale(profiles.get("quick"))
 
 
-def build_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
+def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0, between=0.0):
+    return an.analyse(RunRecord.load(build_run(tmp_path, profile, noise, drift, between)))
+
+
+def build_run(tmp_path, profile="quick", noise=0.0, drift=0.0, between=0.0):
+    """A synthetic run of the plan at `profile`: noise alternates within a replicate; `between` moves every run
+    with a snapshot, and every deleting run, of replicate r by (r − 1) × between (the replicates' own spread);
+    drift runs through the run."""
     p = profiles.get(profile)
     study = planmod.build_plan(p)
     points = [(v.variant, i, m, n) for v in study.variants for i, m, n in v.plan.measurements()]
 
-    def measured(variant, index, step, n):
+    def measured(recorded, index, step, n):
+        variant, replicate = split_replicate(recorded)
         base = GUEST_RAW_IOPS if step.phase == "guest-raw" else BASE[variant]
         iops = base if n == 0 else base * (1 - LOSS[variant]) / (1 + 0.1 * (n - 1))
+        if n or step.phase == "delete":
+            iops *= 1 + between * (replicate - 1)
         iops *= 1 + noise * (1 if (step.repeat + n) % 2 else -1)  # not shared by a pair: widens the interval
         iops *= 1 + drift * index / len(points)                    # slow drift of the disk over the run
         reads = int(round(iops / 2))
@@ -42,8 +52,9 @@ def build_run(tmp_path, profile="quick", noise=0.0, drift=0.0):
 
     configs = {c.name: asdict(c) for c in planmod.configs(p)}
     parameters = planmod.parameters(p, "ssd").to_json()
-    variants = {name: {"engine": "qcow2", "config": c} for name, c in configs.items()}
-    variants[planmod.LVM_THIN] = {"engine": "lvmthin", "config": asdict(planmod.lvmthin_config(p))}
+    described = {name: {"engine": "qcow2", "config": c} for name, c in configs.items()}
+    described[planmod.LVM_THIN] = {"engine": "lvmthin", "config": asdict(planmod.lvmthin_config(p))}
+    variants = {v.variant: described[split_replicate(v.variant)[0]] for v in study.variants}
     return write_run(tmp_path, "chain_length", profile, parameters, points, measured, variants=variants)
 
 
@@ -63,15 +74,16 @@ def test_the_array_native_row_and_the_guest_ceiling(tmp_path):
     # the flat volume ran beside every second pair; thin ÷ raw is paired, guest ÷ host a ratio of means
     raw = a.value("chain_length.guest.raw_iops.randrw")
     assert raw.value == pytest.approx(GUEST_RAW_IOPS, rel=0.01)
-    assert raw.n == planmod.scale(profiles.get("quick")).pairs // 2
+    assert raw.n == QUICK.pairs // 2 * QUICK.replicates
     assert a.value("chain_length.guest.thin_over_raw.randrw").value == pytest.approx(100 * 500 / 600, rel=0.01)
     assert a.value("chain_length.guest.guest_over_host.readwrite").value == pytest.approx(60, rel=0.01)
     # the longest chain (5 at quick): 1 − 0.98/1.4 = 30 % loss in this synthetic run, judged against "nearly zero"
     end = a.value("chain_length.chain_end_loss.lvm-thin.randrw")
     assert end.value == pytest.approx(100 * (1 - 0.98 / 1.4), abs=0.5)
     v = {o.claim.id: o.verdict for o in a.outcomes}
-    assert v["chain_length.loss.lvm-thin.randrw"] == "not judged"
-    assert v["chain_length.chain_end_loss.lvm-thin.randrw"] == "not judged"
+    # over 3 replicates with the same ratio each: 2 % against 'no impact' ± 15 pp, 30 % against 'nearly zero'
+    assert v["chain_length.loss.lvm-thin.randrw"] == "agrees"
+    assert v["chain_length.chain_end_loss.lvm-thin.randrw"] == "differs"
     assert not [c for c in v if c.startswith("chain_length.recovery.lvm-thin")]   # no published recovery for vVOL
     assert ("lvm-thin", "randrw") in a.fits
     assert list(a.guest_table().job) == ["randrw", "readwrite"]
@@ -88,9 +100,9 @@ def test_the_mirror_job_creates_and_deletes(tmp_path):
     assert {k[1] for k in a.recovery} == {planmod.MIRROR}
     mirror = a.value("chain_length.delete_over_create.on-disk-metadata.mirror")
     assert mirror.value == pytest.approx(100, abs=0.1)
-    assert mirror.n == planmod.scale(profiles.get("quick")).max_chain - 1       # lengths 1 .. max_chain − 1
+    assert mirror.n == QUICK.replicates       # one ratio per replicate over lengths 1 .. max_chain − 1
     v = {o.claim.id: o.verdict for o in a.outcomes}
-    assert v["chain_length.delete_over_create.on-disk-metadata.mirror"] == "not judged"
+    assert v["chain_length.delete_over_create.on-disk-metadata.mirror"] == "agrees"
     assert "chain_length.delete_over_create.lvm-thin.mirror" not in v              # vVOL: a value, not a claim
     assert "chain_length.chain_end_loss.lvm-thin.mirror" not in v                  # 'nearly zero': figures 1-4
     writes = "chain_length.host_writes_per_vm_write.on-disk-metadata.mirror"
@@ -103,8 +115,8 @@ def test_the_largest_loss_is_the_longest_chain_s(tmp_path):
     a = make_run(tmp_path, noise=0.002)
     largest = a.value("chain_length.chain_end_loss_max.on-disk-metadata")
     assert largest.value == pytest.approx(100 * (1 - 0.4 / 1.4), abs=1)
+    assert largest.n == QUICK.replicates and largest.independent
     v = {o.claim.id: o.verdict for o in a.outcomes}
-    assert v["chain_length.chain_end_loss_max.on-disk-metadata"] == "not judged"
     assert not [c for c in v if c.startswith("chain_length.chain_end_loss_max.in-memory")]
 
 
@@ -117,15 +129,25 @@ def test_fit_recovers_the_per_layer_cost(tmp_path):
     assert f.tau_layer_us == pytest.approx(250, rel=1e-6)
 
 
-def test_verdicts_on_intervals(tmp_path):
-    a = make_run(tmp_path, noise=0.002)
+def test_verdicts_over_independent_replicates(tmp_path):
+    """The claims' values are over the replicates (a fresh engine each), with a t pivot the verdict rule tests: 60 %
+    and 30 % losses against the seed's 65 % and 35 % ± 15 pp agree, 30 % against 'no impact' differs."""
+    a = make_run(tmp_path, noise=0.002, between=0.02)
     v = {o.claim.id: o.verdict for o in a.outcomes}
-    assert v["chain_length.loss.on-disk-metadata.randrw"] == "not judged"
-    assert v["chain_length.loss.in-memory-metadata.randrw"] == "not judged"
-    assert v["chain_length.loss.in-memory-metadata.readwrite"] == "not judged"
-    assert v["chain_length.recovery.on-disk-metadata.mirror"] == "not judged"
+    assert v["chain_length.loss.on-disk-metadata.randrw"] == "agrees"
+    assert v["chain_length.loss.in-memory-metadata.randrw"] == "agrees"
+    assert v["chain_length.loss.in-memory-metadata.readwrite"] == "differs"
+    assert v["chain_length.recovery.on-disk-metadata.mirror"] == "agrees"
     loss = a.value("chain_length.loss.on-disk-metadata.randrw")
-    assert loss.low < loss.value < loss.high and loss.n == planmod.scale(profiles.get("quick")).pairs
+    assert loss.low < loss.value < loss.high and loss.n == QUICK.replicates and loss.independent
+    assert a.value("chain_length.replicates").value == QUICK.replicates
+
+
+def test_a_wide_spread_between_replicates_is_inconclusive(tmp_path):
+    """Replicates 40 % apart: the interval over them is wider than the band, however tight each replicate's pairs."""
+    a = make_run(tmp_path, between=0.4)
+    v = {o.claim.id: o.verdict for o in a.outcomes}
+    assert v["chain_length.loss.on-disk-metadata.randrw"] == "inconclusive"
 
 
 def test_smoke_is_too_short_to_judge_recovery(tmp_path):
@@ -136,12 +158,12 @@ def test_smoke_is_too_short_to_judge_recovery(tmp_path):
     assert recovery and {o.verdict for o in recovery} == {"not judged"}
 
 
-def test_recovery_counts_the_end_runs_as_one_observation(tmp_path):
-    """The runs after the deletes are neighbours: the interval comes from the spread of the runs before the sweep
-    (stats.ratio_across_time_interval), not from the end runs' own agreement."""
-    a = make_run(tmp_path, noise=0.02)
+def test_recovery_is_one_ratio_per_replicate(tmp_path):
+    """The runs after the deletes against those before the sweep, one ratio per replicate: the interval is the
+    spread of those ratios (the runs within one replicate are not independent of each other)."""
+    a = make_run(tmp_path, noise=0.02, between=0.01)
     v = a.value("chain_length.recovery.on-disk-metadata.mirror")
-    assert v.method == "ratio across time" and v.n == planmod.scale(profiles.get("quick")).pairs
+    assert v.method.startswith("t over 3 independent runs") and v.n == QUICK.replicates
     assert v.low < v.value < v.high
 
 
@@ -180,7 +202,8 @@ def write_logs(run, short=None):
             continue
         drift = 1 + 0.1 * m.repeat
         spread = 1 + 0.01 * (1 if m.repeat % 2 else -1)
-        ratio = [(1 - loss) * spread if m.chain_length else 1.0 for loss in LOSS_BY_SECOND[m.variant]]
+        ratio = [(1 - loss) * spread if m.chain_length else 1.0
+                 for loss in LOSS_BY_SECOND[split_replicate(m.variant)[0]]]
         short_jobs = (short or {}).get((m.variant, m.repeat), 0) if m.chain_length else 0
         (m.directory / fiolog.IOPS_LOG).write_text(fio_log([8000 * drift * r for r in ratio], short_jobs=short_jobs))
 
@@ -222,9 +245,9 @@ def test_seconds_kept_needs_half_of_the_pairs_and_two():
 @needs_fiologparser
 def test_the_loss_in_each_second_of_the_pairs(tmp_path):
     run = build_run(tmp_path)
-    write_logs(run, short={("on-disk-metadata", 3): 1})
+    write_logs(run, short={("on-disk-metadata", 1): 1})
     a = an.analyse(RunRecord.load(run))
-    pairs = planmod.scale(profiles.get("quick")).pairs
+    pairs = QUICK.pairs * QUICK.replicates     # the per-second losses pool every replicate's pairs
     for second, loss in enumerate(LOSS_BY_SECOND[planmod.LVM_THIN], 1):
         v = a.value(f"chain_length.loss_by_second.lvm-thin.randrw.s{second}")
         assert v.value == pytest.approx(100 * loss, abs=0.5) and v.unit == "%" and v.n == pairs

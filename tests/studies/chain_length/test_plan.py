@@ -66,11 +66,28 @@ def test_the_guest_raw_runs_sit_before_every_second_pair():
     assert config.chain == "stack" and config.control_volume and config.pool_factor == planmod.scale(p).max_chain + 1
 
 
-def test_pair_count_comes_from_the_measured_spread():
+def test_pairs_needed_grows_with_the_spread():
     k = planmod.pairs_needed()
     assert k % 2 == 0 and k >= repeats_for(planmod.PAIR_LOG_SD, planmod.LOSS_TOLERANCE_PP / 100)
-    assert planmod.scale(profiles.get("quick")).pairs == k
     assert planmod.pairs_needed(0.05) < k < planmod.pairs_needed(0.3)
+
+
+def test_quick_and_full_judge_over_independent_replicates():
+    """Every configuration's whole plan once per replicate, replicate-major, each a variant of its own; two pairs
+    per replicate, one in each order."""
+    from snaptax.inference import MIN_REPLICATES
+    from snaptax.plan import split_replicate
+
+    for name in ("quick", "full"):
+        p = profiles.get(name)
+        s = planmod.scale(p)
+        assert s.replicates >= MIN_REPLICATES and s.pairs % 2 == 0
+        names = [v.variant for v in planmod.build_plan(p).variants]
+        split = [split_replicate(n) for n in names]
+        assert len(set(names)) == len(names) == 3 * s.replicates
+        assert [r for _, r in split] == sorted(r for _, r in split)        # replicate-major
+        assert {v for v, _ in split} == {"on-disk-metadata", "in-memory-metadata", planmod.LVM_THIN}
+    assert planmod.scale(profiles.get("full")).max_chain == 12
 
 
 def test_a_scale_that_cannot_judge_is_refused():

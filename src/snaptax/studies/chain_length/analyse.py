@@ -13,7 +13,9 @@ import pandas as pd
 from ... import fiolog
 from ...analysis import Analysis
 from ...claims import Claim, outcome
+from ...inference import Estimate, Scale, ratio_estimate
 from ...models import chain as chain_model, heldout as ho
+from ...plan import split_replicate, with_replicates
 from ...record import RunRecord
 from ...stats import (
     Interval,
@@ -77,10 +79,11 @@ class ChainAnalysis(Analysis):
     by_second: dict[Key, list[Interval]] = field(default_factory=dict)   # one ÷ none in seconds 1..K of the pairs
     settling: dict[Key, Interval] = field(default_factory=dict)          # last second's one ÷ none ÷ the first's
     heldout: dict[Key, ho.HeldOut] = field(default_factory=dict)         # the chain model's held-out tests
+    estimates: dict[str, dict[Key, Estimate]] = field(default_factory=dict)   # replicate_estimates(meas, sw)
 
     def loss_table(self) -> pd.DataFrame:
-        """Loss with one snapshot (%), 95 % interval, per configuration and job."""
-        return loss_table(self.pairs)
+        """Loss with one snapshot (%), 95 % interval over the replicates, per configuration and job."""
+        return loss_table(self.estimates.get("loss", {}), self.pairs)
 
     def by_second_table(self) -> pd.DataFrame:
         """Loss with one snapshot (%) in each second of the pairs' runs, 95 % interval, per configuration and job."""
@@ -119,7 +122,9 @@ class ChainAnalysis(Analysis):
 
 
 def per_measurement(record: RunRecord) -> pd.DataFrame:
-    meas = record.per_measurement(counters=(HOST_READS, HOST_WRITES, CHUNKS_BROKEN, GUEST_WRITES))
+    """One row per fio run of the phases the analysis reads, with its configuration (`variant`), its replicate and
+    the variant's name as recorded (plan.with_replicates), and the host's I/Os per guest I/O."""
+    meas = with_replicates(record.per_measurement(counters=(HOST_READS, HOST_WRITES, CHUNKS_BROKEN, GUEST_WRITES)))
     meas = meas[meas.phase.isin(["pair", BEFORE, "create", "delete", GUEST_RAW])].copy()
     meas["host_reads_per_vm_read"] = meas[HOST_READS] / meas["read_ios"].where(meas["read_ios"] > 0)
     meas["host_writes_per_vm_write"] = meas[HOST_WRITES] / meas["write_ios"].where(meas["write_ios"] > 0)
@@ -157,9 +162,9 @@ def summarize(sw: pd.DataFrame) -> pd.DataFrame:
 
 
 def _pair_iops(meas: pd.DataFrame, variant: str, job: str, chain_length: int) -> pd.Series:
-    """IOPS of the pairs' runs with `chain_length` snapshots (0 or 1), indexed by repeat."""
+    """IOPS of the pairs' runs with `chain_length` snapshots (0 or 1), indexed by (replicate, repeat)."""
     sel = (meas.phase == "pair") & (meas.variant == variant) & (meas.job == job) & (meas.chain_length == chain_length)
-    return meas[sel].set_index("repeat")["iops"]
+    return meas[sel].set_index(["replicate", "repeat"])["iops"]
 
 
 def _pairs(meas: pd.DataFrame, variant: str, job: str) -> tuple[np.ndarray, np.ndarray]:
@@ -170,7 +175,8 @@ def _pairs(meas: pd.DataFrame, variant: str, job: str) -> tuple[np.ndarray, np.n
 
 
 def pair_ratios(meas: pd.DataFrame) -> dict[Key, Interval]:
-    """One snapshot ÷ none, from the neighbouring pairs, per variant and job."""
+    """One snapshot ÷ none, from the neighbouring pairs of all replicates pooled (the pairs are not independent
+    runs: the claims' estimates are over replicates, replicate_estimates), per variant and job."""
     keys = meas[meas.phase == "pair"][["variant", "job"]].drop_duplicates().itertuples(index=False)
     return {(v, j): paired_ratio_interval(*_pairs(meas, v, j)) for v, j in sorted(keys)}
 
@@ -191,8 +197,9 @@ def pair_seconds(record: RunRecord, meas: pd.DataFrame) -> dict[Key, tuple[np.nd
     pairs = meas[meas.phase == "pair"]
     out = {}
     for (variant, job), g in pairs.groupby(["variant", "job"]):
-        runs = {(int(r.repeat), int(r.chain_length)):
-                fiolog.run_seconds(record.path / paths[(variant, r.index)] / fiolog.IOPS_LOG) for r in g.itertuples()}
+        runs = {((int(r.replicate), int(r.repeat)), int(r.chain_length)):
+                fiolog.run_seconds(record.path / paths[(r.recorded_variant, r.index)] / fiolog.IOPS_LOG)
+                for r in g.itertuples()}
         repeats = sorted(r for r, n in runs if n == 0 and (r, 1) in runs)
         k = max((len(runs[(r, n)]) for r in repeats for n in (0, 1)), default=0)
         if k:
@@ -297,7 +304,7 @@ def guest_ceiling(meas: pd.DataFrame) -> dict[str, dict[str, Interval]]:
     raw = meas[meas.phase == GUEST_RAW]
     for job, g in raw.groupby("job"):
         thin, host = _pair_iops(meas, LVM_THIN, job, 0), _pair_iops(meas, HOST_BASELINE, job, 0)
-        r = g.set_index("repeat")["iops"]
+        r = g.set_index(["replicate", "repeat"])["iops"]
         common = r.index.intersection(thin.index)
         out[str(job)] = {"raw": geometric_mean_interval(r.to_numpy()),
                          "thin_over_raw": paired_ratio_interval(thin.loc[common].to_numpy(), r.loc[common].to_numpy()),
@@ -305,14 +312,76 @@ def guest_ceiling(meas: pd.DataFrame) -> dict[str, dict[str, Interval]]:
     return out
 
 
-def loss_table(pairs: dict[Key, Interval]) -> pd.DataFrame:
-    """Loss with one snapshot (%) and its 95 % interval, per configuration and job, from the pairs."""
+def _gmean_by_replicate(runs: pd.DataFrame) -> pd.Series:
+    """The geometric mean IOPS of `runs` per replicate (runs with IOPS ≤ 0 left out)."""
+    ok = runs[runs.iops > 0]
+    return np.exp(np.log(ok.iops).groupby(ok.replicate).mean())
+
+
+def _across_replicates(a: pd.Series, b: pd.Series, scale: Scale) -> Estimate:
+    """a ÷ b over the replicates both have (one ratio per replicate, each an independent run of the whole plan):
+    inference.ratio_estimate, a t pivot on the log ratios."""
+    common = a.index.intersection(b.index)
+    return ratio_estimate(a.loc[common].to_numpy(), b.loc[common].to_numpy(), scale)
+
+
+def replicate_estimates(meas: pd.DataFrame, sw: pd.DataFrame) -> dict[str, dict[Key, Estimate]]:
+    """The values the claims judge, each over the independent replicates (plan.replicated): per replicate one ratio
+    of geometric means, then the t pivot of their logs (inference.ratio_estimate). Per configuration and job:
+      loss                one snapshot ÷ none over the replicate's pairs (a loss in %);
+      chain_end_loss      the longest chain of the sweep ÷ the no-snapshot runs before it (a loss in %);
+      recovery            the runs at n = 0 after all deletes ÷ the no-snapshot runs before the sweep (%);
+      delete_over_create  deleting ÷ creating over the lengths 1 … max_chain − 1 where both ran (%).
+    A run of one replicate gives estimates of n = 1, without an interval (not judged: n < 3)."""
+    out: dict[str, dict[Key, Estimate]] = {"loss": {}, "chain_end_loss": {}, "recovery": {},
+                                           "delete_over_create": {}}
+    pairs = meas[meas.phase == "pair"]
+    for (variant, job), g in pairs.groupby(["variant", "job"]):
+        matched = g.groupby(["replicate", "repeat"]).filter(lambda r: set(r.chain_length) == {0, 1})
+        out["loss"][(str(variant), str(job))] = _across_replicates(
+            _gmean_by_replicate(matched[matched.chain_length == 1]),
+            _gmean_by_replicate(matched[matched.chain_length == 0]), "loss_log")
+    for (variant, job), g in sw.groupby(["variant", "job"]):
+        key = (str(variant), str(job))
+        create = g[g.phase == "create"]
+        before = _gmean_by_replicate(create[create.chain_length == 0])
+        longest = int(create.chain_length.max()) if len(create) else 0
+        if longest > 0:
+            out["chain_end_loss"][key] = _across_replicates(
+                _gmean_by_replicate(create[create.chain_length == longest]), before, "loss_log")
+        delete = g[g.phase == "delete"]
+        if len(delete[delete.chain_length == 0]):
+            out["recovery"][key] = _across_replicates(_gmean_by_replicate(delete[delete.chain_length == 0]), before,
+                                                      "pct_log")
+        lengths = sorted(set(delete.chain_length[delete.chain_length > 0]) & set(create.chain_length))
+        if lengths:
+            out["delete_over_create"][key] = _across_replicates(
+                _gmean_by_replicate(delete[delete.chain_length.isin(lengths)]),
+                _gmean_by_replicate(create[create.chain_length.isin(lengths)]), "pct_log")
+    return out
+
+
+def largest_loss_estimate(chain_end: dict[Key, Estimate]) -> dict[str, Estimate]:
+    """Per configuration, the chain-end loss of the job that lost most (by estimate; the job is chosen on the
+    estimates, its interval is that job's over the replicates)."""
+    out: dict[str, Estimate] = {}
+    for (variant, _), est in sorted(chain_end.items()):
+        if variant not in out or est.value > out[variant].value:
+            out[variant] = est
+    return out
+
+
+def loss_table(loss: dict[Key, Estimate], pairs: dict[Key, Interval]) -> pd.DataFrame:
+    """Loss with one snapshot (%) and its 95 % interval over the replicates (replicate_estimates' loss), per
+    configuration and job, with the replicates and the pairs (all replicates') it stands on."""
     rows = []
-    for (variant, job), iv in sorted(pairs.items()):
-        loss = iv.scaled(-100, 100)
-        rows.append({"variant": variant, "job": job, "loss_pct": round(loss.estimate, 1),
-                     "loss_pct_low": round(loss.low, 1), "loss_pct_high": round(loss.high, 1), "pairs": iv.n})
-    return pd.DataFrame(rows, columns=["variant", "job", "loss_pct", "loss_pct_low", "loss_pct_high", "pairs"])
+    for (variant, job), e in sorted(loss.items()):
+        low, high = e.interval(0.95)
+        n_pairs = pairs[(variant, job)].n if (variant, job) in pairs else 0
+        rows.append({"variant": variant, "job": job, "loss_pct": round(e.value, 1), "loss_pct_low": round(low, 1),
+                     "loss_pct_high": round(high, 1), "replicates": e.n, "pairs": n_pairs})
+    return pd.DataFrame(rows, columns=["variant", "job", "loss_pct", "loss_pct_low", "loss_pct_high", "replicates",
+                                       "pairs"])
 
 
 def fit_all(sw: pd.DataFrame) -> dict[Key, chain_model.ChainFit]:
@@ -335,10 +404,22 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
             recovery: dict[Key, Interval], fits: dict[Key, chain_model.ChainFit],
             chain_end: dict[Key, Interval], guest: dict[str, dict[str, Interval]],
             mirror: dict[Key, Interval], by_second: dict[Key, list[Interval]] | None = None,
-            settling: dict[Key, Interval] | None = None) -> list[Value]:
+            settling: dict[Key, Interval] | None = None,
+            estimates: dict[str, dict[Key, Estimate]] | None = None) -> list[Value]:
     k = STUDY
     params = record.parameters(ChainLengthParameters)
-    out = [Value(f"{k}.max_chain", float(params.scale.max_chain), "snapshots")]
+    est = estimates or {}
+
+    def judged(name: str, key: Key, iv: Interval, unit: str = "%") -> Value:
+        """The claim-bearing value `name` of `key`: over the replicates when the run has their estimate, else (an
+        analysis called without them) the pooled interval, which the verdict rule does not judge."""
+        e = est.get(name, {}).get(key)
+        full = f"{k}.{name}.{'.'.join(key)}"
+        return Value.of_estimate(full, e, unit) if e is not None else Value.of(full, iv, unit)
+
+    out = [Value(f"{k}.max_chain", float(params.scale.max_chain), "snapshots"),
+           Value(f"{k}.replicates_planned", float(params.scale.replicates), "replicates"),
+           Value(f"{k}.replicates", float(meas.replicate.nunique()) if len(meas) else 0.0, "replicates")]
     shapes = {(m.iodepth, m.numjobs) for m in record.measurements if m.job in WORKLOADS}   # as the run recorded
     iodepth, numjobs = shapes.pop() if len(shapes) == 1 else (math.nan, math.nan)          # nan: mixed shapes
     out += [Value(f"{k}.iodepth", float(iodepth), "requests"), Value(f"{k}.numjobs", float(numjobs), "jobs"),
@@ -348,7 +429,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
             Value(f"{k}.pairs_planned", float(params.scale.pairs), "pairs"),
             Value(f"{k}.pairs_basis", text=str(params.scale.pairs_basis))]
     for name, described in record.manifest.variants.items():   # the engine's describe(): its qcow2 config
-        if described.get("engine", "qcow2") == "qcow2":
+        if described.get("engine", "qcow2") == "qcow2" and split_replicate(name)[1] == 0:
             out.append(Value(f"{k}.l2_cache_kib.{name}", described["config"]["l2_cache_size"] / 1024, "KiB"))
     for _, row in summary.iterrows():
         key = f"{row.variant}.{row.job}.{row.phase}.n{row.chain_length}"
@@ -357,7 +438,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
         out.append(Value(f"{k}.ratio.{key}", row.ratio, "", row.ratio_low, row.ratio_high, int(row.n), 2, None,
                          "ratio of means" if row.n > 1 else ""))
     for (variant, job), iv in sorted(pairs.items()):
-        out.append(Value.of(f"{k}.loss.{variant}.{job}", iv.scaled(-100, 100), "%"))
+        out.append(judged("loss", (variant, job), iv.scaled(-100, 100)))
         out.append(Value(f"{k}.pairs.{variant}.{job}", float(iv.n), "pairs"))
         sd = pair_log_sd(meas, variant, job)
         out.append(Value(f"{k}.pair_log_sd.{variant}.{job}", sd, "", digits=3))
@@ -384,9 +465,9 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     host_sds = [pair_log_sd(meas, v, j) for v, j in pairs if v != LVM_THIN]
     out.append(Value(f"{k}.pair_log_sd_max_host", max(host_sds, default=math.nan), "", digits=3))
     for (variant, job), iv in sorted(recovery.items()):
-        out.append(Value.of(f"{k}.recovery.{variant}.{job}", iv.scaled(100), "%"))
+        out.append(judged("recovery", (variant, job), iv.scaled(100)))
     for (variant, job), iv in sorted(mirror.items()):
-        out.append(Value.of(f"{k}.delete_over_create.{variant}.{job}", iv.scaled(100), "%"))
+        out.append(judged("delete_over_create", (variant, job), iv.scaled(100)))
         # Where the mirror's difference comes from: writes at the device below per guest write, with a chain
         # (lengths >= 1), while creating and while deleting. Counts per I/O stay on the linear t interval: their
         # arithmetic mean is the amplification, and a count per I/O can be 0.
@@ -397,9 +478,11 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
                 out.append(Value.of(f"{k}.host_writes_per_vm_write.{variant}.{job}.{phase}", mean_interval(sel),
                                     "writes", digits=2))
     for (variant, job), iv in sorted(chain_end.items()):
-        out.append(Value.of(f"{k}.chain_end_loss.{variant}.{job}", iv, "%"))
+        out.append(judged("chain_end_loss", (variant, job), iv))
+    largest = largest_loss_estimate(est.get("chain_end_loss", {}))
     for variant, iv in sorted(largest_chain_end_loss(chain_end).items()):
-        out.append(Value.of(f"{k}.chain_end_loss_max.{variant}", iv, "%"))
+        key = f"{k}.chain_end_loss_max.{variant}"
+        out.append(Value.of_estimate(key, largest[variant], "%") if variant in largest else Value.of(key, iv, "%"))
     # LVM thin: shared chunks broken per write the thin volume completed, in the one-snapshot runs of the pairs (both
     # counters span the whole fio process; fio's own counts would leave a ramp out, which is why the plan has none).
     # A count per write, 0 once every chunk is broken: linear t interval.
@@ -479,11 +562,13 @@ def analyse(record: RunRecord) -> ChainAnalysis:
     seconds = pair_seconds(record, meas)
     by_second = {key: loss_by_second(one, none) for key, (one, none) in seconds.items()}
     settling = {key: settling_ratio(one, none) for key, (one, none) in seconds.items()}
-    values = _values(record, meas, summary, pairs, recovery, fits, chain_end, guest, mirror, by_second, settling)
+    estimates = replicate_estimates(meas, sw)
+    values = _values(record, meas, summary, pairs, recovery, fits, chain_end, guest, mirror, by_second, settling,
+                     estimates)
     heldout = heldout_tests(sw, record.manifest.profile.name)
     values += [Value(f"{STUDY}.chain.heldout.{v}.{j}.{name}", **q._asdict())
                for (v, j), h in sorted(heldout.items()) for name, q in h.quoted().items()]
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(pairs, recovery, chain_end, mirror)]
     return ChainAnalysis(record, values, outcomes, meas, summary, pairs, recovery, mirror, fits, guest, by_second,
-                         settling, heldout)
+                         settling, heldout, estimates)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...engines.lvmthin.engine import execute_variant
 from ...engines.qcow2 import execute_per_config
 from ...host.rig import Rig
-from ...plan import StudyPlan
+from ...plan import StudyPlan, split_replicate
 from ...profiles import Profile
 from ...record import RunSession
 from ..contract import Setup
@@ -22,10 +22,13 @@ def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
     configs = {c.name: c for c in planmod.configs(profile)}
 
     def measure(session: RunSession) -> None:
-        execute_per_config(rig, dev, configs, StudyPlan(tuple(v for v in study.variants if v.variant in configs)),
-                           profile.disk_size, session)
-        if lvmthin:
-            execute_variant(rig, dev, planmod.lvmthin_config(profile), profile.disk_size, planmod.LVM_THIN,
-                            study.variant(planmod.LVM_THIN).plan, session)
+        # in the plan's order (replicate-major: every configuration of one replicate, then the next), each variant
+        # on its own fresh engine
+        for vp in study.variants:
+            if split_replicate(vp.variant)[0] == planmod.LVM_THIN:
+                execute_variant(rig, dev, planmod.lvmthin_config(profile), profile.disk_size, vp.variant, vp.plan,
+                                session)
+            else:
+                execute_per_config(rig, dev, configs, StudyPlan((vp,)), profile.disk_size, session)
     return Setup(planmod.parameters(profile, dev.name), (dev.name,), study.points(),
                  planmod.planned_seconds(profile, lvmthin=lvmthin), measure)
