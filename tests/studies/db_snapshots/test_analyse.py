@@ -12,7 +12,7 @@ from snaptax.studies.db_snapshots import analyse as an
 PAGES = 32768
 
 
-def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None):
+def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None, replicate=0):
     rows = []
     for r in range(repeats):
         drift = 1 + 0.05 * r                       # drift shared by a repetition's three runs
@@ -20,7 +20,7 @@ def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None):
             t = (t0 + PAGES * (tau1 * (k >= 1) + tau2 * max(k - 1, 0))) * drift
             if noise:
                 t *= 1 + noise * rng.standard_normal()
-            rows.append({"device": device, "repeat": r, "k": k, "duration_s": t,
+            rows.append({"device": device, "replicate": replicate, "repeat": r, "k": k, "duration_s": t,
                          "pages_first_written": PAGES if k else 0.0, "concurrency": 8.0,
                          "second_snapshot_s": 8.0 * PAGES * 2 * tau2 * (k == 2) * drift})
     return pd.DataFrame(rows)
@@ -91,3 +91,26 @@ def test_the_raid5_rows_of_a_run_timed_before_the_flush_fix_are_provisional():
     assert "flush" in an.PROVISIONAL_RAID5 and "RAID5" in an.PROVISIONAL_RAID5
     assert not any(c.provisional for c in an.claims(after))
     assert not any(c.provisional for c in an.claims())                 # nothing emulated: nothing to say
+
+
+def test_the_claims_values_are_over_independent_replicates():
+    """One number per replicate (a fresh engine each), then a t pivot over them: replicates whose first snapshot
+    costs 10, 11 and 12 µs per page give T1/T0 of 1 + P·τ1 each, the estimate their geometric mean; one replicate
+    alone has no interval."""
+    def three(device, t0, tau1s, tau2):
+        return pd.concat([_runs(t0, tau1, tau2, device, repeats=3, replicate=i) for i, tau1 in enumerate(tau1s)])
+
+    runs = pd.concat([three("raid5_15k_6", 1.0, (30e-6, 32e-6, 34e-6), 20e-6),
+                      three("ssd_snapshots", 0.5, (10e-6, 11e-6, 12e-6), 5e-6)])
+    est = an.replicate_estimates(runs)
+    k1 = est["ssd_snapshots.k1.ratio"]
+    expect = 100 * math.exp(np.mean([math.log(1 + PAGES * t / 0.5) for t in (10e-6, 11e-6, 12e-6)]))
+    assert k1.n == 3 and k1.independent and k1.value == pytest.approx(expect)
+    low, high = k1.interval(0.95)
+    assert low < k1.value < high
+    sof = est["ssd_snapshots.second_over_first"]
+    expect_sof = np.mean([100 * 5e-6 / t for t in (10e-6, 11e-6, 12e-6)])
+    assert sof.n == 3 and sof.value == pytest.approx(expect_sof)
+    assert est["raid5_over_ssd.k2"].n == 3
+    one = an.replicate_estimates(runs[runs.replicate == 0])["ssd_snapshots.k1.ratio"]
+    assert one.n == 1 and not one.defined

@@ -16,7 +16,7 @@ def runs(beta_held: float, seed: int = 2) -> pd.DataFrame:
         for rep in range(5):
             for k in (0, 1, 2):
                 c = k * per * rng.normal(1, 0.02)
-                rows.append({"device": device, "repeat": rep, "k": k, "duration_s": (0.3 + beta * c)
+                rows.append({"device": device, "replicate": 0, "repeat": rep, "k": k, "duration_s": (0.3 + beta * c)
                              * rng.normal(1, 0.01), "pages_first_written": 1000.0 if k else np.nan,
                              "copy_read_s": c / 3 if k else np.nan, "copy_write_s": c / 3 if k else np.nan,
                              "commit_s": c / 3 if k else np.nan, "source_write_s": 0.1, "first_snapshot_s": 0.0,

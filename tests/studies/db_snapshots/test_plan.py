@@ -5,6 +5,7 @@ import pytest
 from snaptax import profiles
 from snaptax.errors import ConfigError
 from snaptax.fio import FioTarget
+from snaptax.plan import split_replicate
 from snaptax.studies.db_snapshots import plan as pl
 from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
 
@@ -14,10 +15,12 @@ def test_every_device_runs_every_snapshot_count_repeats_times(profile):
     prof = profiles.get(profile)
     s = pl.scale(prof)
     study = pl.build_plan(prof)
-    assert [v.variant for v in study.variants] == list(pl.SNAPSHOT_DEVICES)
-    for v in study.variants:
+    devices = [split_replicate(v.variant)[0] for v in study.variants]
+    assert devices == list(pl.SNAPSHOT_DEVICES) * s.replicates          # replicate-major, each a fresh engine
+    assert len({v.variant for v in study.variants}) == len(study.variants)
+    for v, device in zip(study.variants, devices, strict=True):
         runs = [(m.repeat, k) for _, m, k in v.plan.measurements() if m.phase == pl.PHASE]
-        n = s.repeats_on(v.variant)
+        n = s.repeats_on(device)
         assert sorted(runs) == sorted((r, k) for r in range(n) for k in pl.SNAPSHOT_COUNTS)
         assert v.plan.max_chain_length == 2
         # every repetition ends with no snapshot left

@@ -4,10 +4,12 @@ copy reads, copy writes and commits per snapshot, the analogue of the seed's wai
 (snaptax.models.db_snapshot) fitted per device, and the verdicts on the seed's claims. Pure: a run in, tables, fits
 and values out.
 
-Intervals. Each repetition ran k = 0, 1, 2 back to back, so a ratio to the baseline is paired within a repetition
-(paired log-ratio t interval); increments (T2 − T1 against T1 − T0) are a ratio of means over the repetitions
-(delta method, Welch); ratios between the two snapshot devices (measured minutes apart on fresh engines) are
-formed from each device's own ratio to its own baseline, their log half-widths combined.
+Intervals. Each repetition ran k = 0, 1, 2 back to back, so a ratio to the baseline is paired within a repetition.
+The values the claims judge are over the independent replicates (each device's whole plan on a fresh engine,
+plan.replicated): per replicate one number — the geometric mean of its repetitions' paired ratios, its increments'
+ratio of means, the RAID5's ratio over the SSD's of the same replicate — and a t pivot over the replicates
+(replicate_estimates). The summary's descriptive intervals pool the repetitions of all replicates (paired log-ratio
+t; increments a ratio of means, delta method, Welch).
 """
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ from scipy import stats as sps
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
+from ...inference import Estimate, mean_estimate, ratio_estimate
 from ...models import db_snapshot as dbm, heldout as ho
+from ...plan import split_replicate
 from ...record import RunRecord
 from ...stats import (
     Interval,
@@ -76,7 +80,9 @@ def runs_table(record: RunRecord) -> pd.DataFrame:
         times = {k: _delta(m, f"engine.{k}") for k in TIME_KEYS}
         per_snap = _snapshot_times(m)
         busy = sum(v for v in times.values() if math.isfinite(v))
-        rows.append({"device": m.variant, "repeat": m.repeat, "k": m.chain_length, "index": m.index,
+        device, replicate = split_replicate(m.variant)
+        rows.append({"device": device, "replicate": replicate, "repeat": m.repeat, "k": m.chain_length,
+                     "index": m.index,
                      "duration_s": duration, "pages_first_written": _delta(m, "engine.cow_faults"),
                      "pages_copied": _delta(m, "engine.pages_copied"), **times,
                      "first_snapshot_s": per_snap[0] if len(per_snap) > 0 else 0.0,
@@ -85,14 +91,14 @@ def runs_table(record: RunRecord) -> pd.DataFrame:
                      "snapdev_writes": _delta(m, "snapdev.writes"),
                      "snapdev_rmw_rows": _delta(m, "snapdev.rmw_rows"),
                      "lateness_pct": 100 * m.lateness_fraction})
-    return pd.DataFrame(rows, columns=["device", "repeat", "k", "index", "duration_s", "pages_first_written",
-                                       "pages_copied", *TIME_KEYS, "first_snapshot_s", "second_snapshot_s",
-                                       "concurrency", "snapdev_writes", "snapdev_rmw_rows", "lateness_pct"])
+    return pd.DataFrame(rows, columns=["device", "replicate", "repeat", "k", "index", "duration_s",
+                                       "pages_first_written", "pages_copied", *TIME_KEYS, "first_snapshot_s",
+                                       "second_snapshot_s", "concurrency", "snapdev_writes", "snapdev_rmw_rows", "lateness_pct"])
 
 
 def _paired(runs: pd.DataFrame, device: str, k: int, base: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Durations with k and with `base` snapshots on one device, paired by repetition."""
-    d = runs[runs.device == device].pivot_table(index="repeat", columns="k", values="duration_s")
+    """Durations with k and with `base` snapshots on one device, paired by repetition (of every replicate)."""
+    d = runs[runs.device == device].pivot_table(index=["replicate", "repeat"], columns="k", values="duration_s")
     if k not in d.columns or base not in d.columns:
         return np.array([]), np.array([])
     d = d[[k, base]].dropna()
@@ -108,7 +114,7 @@ def ratio_to_baseline(runs: pd.DataFrame, device: str, k: int) -> Interval:
 def second_over_first(runs: pd.DataFrame, device: str) -> Interval:
     """What the second snapshot adds over what the first adds: mean(T2 − T1) / mean(T1 − T0), per repetition's
     increments (ratio of means)."""
-    d = runs[runs.device == device].pivot_table(index="repeat", columns="k", values="duration_s")
+    d = runs[runs.device == device].pivot_table(index=["replicate", "repeat"], columns="k", values="duration_s")
     if not {0, 1, 2} <= set(d.columns):
         return Interval(math.nan, math.nan, math.nan, 0, "ratio of means")
     d = d[[0, 1, 2]].dropna()
@@ -123,6 +129,47 @@ def device_over_device(runs: pd.DataFrame, k: int) -> Interval:
         return Interval(math.nan, math.nan, math.nan, 0, "ratio of ratios")
     return ratio_of_ratios_interval(a.estimate / b.estimate, (a.low, a.high), (b.low, b.high), min(a.n, b.n),
                                     "ratio of paired ratios (log half-widths combined)")
+
+
+def _by_replicate(runs: pd.DataFrame, device: str) -> pd.DataFrame:
+    """Durations on one device: a row per (replicate, repetition), a column per k."""
+    return runs[runs.device == device].pivot_table(index=["replicate", "repeat"], columns="k", values="duration_s")
+
+
+def _log_ratio_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
+    """Per replicate, the mean over its repetitions of log(T(k) / T(0)) (repetitions lacking either left out)."""
+    d = _by_replicate(runs, device)
+    if k not in d.columns or 0 not in d.columns:
+        return pd.Series(dtype=float)
+    d = d[[k, 0]].dropna()
+    d = d[(d[k] > 0) & (d[0] > 0)]
+    return np.log(d[k] / d[0]).groupby(level="replicate").mean()
+
+
+def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
+    """The values the claims judge, each over the independent replicates (one number per replicate, then a t pivot):
+      <device>.k<k>.ratio           T(k)/T(0), the geometric mean of the replicate's paired ratios (%);
+      <device>.second_over_first    mean(T2 − T1) / mean(T1 − T0) within the replicate (%, linear: an increment
+                                    can come out ≤ 0);
+      raid5_over_ssd.k<k>           the RAID5's T(k)/T(0) over the SSD's, both of the same replicate (%).
+    A run of one replicate gives estimates of n = 1, without an interval (not judged: n < 3)."""
+    out: dict[str, Estimate] = {}
+    for device in [d for d in SNAPSHOT_DEVICES if d in set(runs.device)]:
+        for k in (1, 2):
+            logs = _log_ratio_by_replicate(runs, device, k)
+            out[f"{device}.k{k}.ratio"] = ratio_estimate(np.exp(logs.to_numpy()), np.ones(len(logs)), "pct_log")
+        d = _by_replicate(runs, device)
+        if {0, 1, 2} <= set(d.columns):
+            d = d[[0, 1, 2]].dropna()
+            per = [100 * float((g[2] - g[1]).mean() / (g[1] - g[0]).mean())
+                   for _, g in d.groupby(level="replicate") if (g[1] - g[0]).mean() != 0]
+            out[f"{device}.second_over_first"] = mean_estimate(per)
+    for k in (1, 2):
+        a, b = _log_ratio_by_replicate(runs, RAID5, k), _log_ratio_by_replicate(runs, SSD, k)
+        common = a.index.intersection(b.index)
+        out[f"raid5_over_ssd.k{k}"] = ratio_estimate(np.exp(a.loc[common].to_numpy()),
+                                                     np.exp(b.loc[common].to_numpy()), "pct_log")
+    return out
 
 
 def _per_page(seconds_column: str) -> str:
@@ -230,8 +277,10 @@ def claims(emulator_version: int | None = None) -> list[Claim]:
 
 def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model: pd.DataFrame) -> list[Value]:
     k, p = STUDY, record.parameters(DbSnapshotParameters)
+    est = replicate_estimates(runs)
     out = [Value(f"{k}.table_mib", float(p.scale.table_bytes) / (1 << 20), "MiB"),
            Value(f"{k}.pages", float(p.pages), "pages"),
+           Value(f"{k}.replicates", float(p.scale.replicates), ""),
            Value(f"{k}.repeats", float(p.scale.repeats), ""),
            Value(f"{k}.ssd_repeats", float(p.scale.ssd_repeats), ""),
            Value(f"{k}.iodepth", float(p.iodepth), ""),
@@ -251,11 +300,13 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
             out.append(Value.where_defined(f"{base}.duration_s", float(r.duration_s), float(r.duration_low),
                                            float(r.duration_high), int(r.runs), "s", 2, str(r.duration_method)))
             if kk:
-                out.append(Value.where_defined(f"{base}.ratio", float(r.ratio_pct), float(r.ratio_low),
-                                               float(r.ratio_high), int(r.runs), "%", 0, "paired log-ratio t"))
+                out.append(Value.of_estimate(f"{base}.ratio", est[f"{device}.k{kk}.ratio"], "%"))
                 for t in TIME_KEYS:
                     out.append(Value(f"{base}.{t[:-2]}_us", float(r[_per_page(t)]), "µs", digits=0))
-        out.append(Value.of(f"{k}.{device}.second_over_first", second_over_first(runs, device).scaled(100), "%"))
+        key = f"{k}.{device}.second_over_first"
+        out.append(Value.of_estimate(key, est[f"{device}.second_over_first"], "%")
+                   if f"{device}.second_over_first" in est
+                   else Value.of(key, second_over_first(runs, device).scaled(100), "%"))
         m = model[model.device == device] if not model.empty else model
         if m.empty:
             out += [Value(f"{k}.{device}.fit.{n}", math.nan, u) for n, u in
@@ -272,7 +323,7 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
                 Value(f"{k}.{device}.fit.overlap", float(r.overlap), "", digits=2),
                 Value(f"{k}.{device}.fit.second_copy_us", float(r.second_copy_us), "µs", digits=1)]
     for kk in (1, 2):
-        out.append(Value.of(f"{k}.raid5_over_ssd.k{kk}", device_over_device(runs, kk).scaled(100), "%"))
+        out.append(Value.of_estimate(f"{k}.raid5_over_ssd.k{kk}", est[f"raid5_over_ssd.k{kk}"], "%"))
     base = summary[(summary.device == SSD) & (summary.k == 0)] if not summary.empty else summary
     out.append(Value(f"{k}.baseline_over_seed", 100 * float(base.duration_s.iloc[0]) / SEED_BASELINE_S
                      if len(base) else math.nan, "%"))
@@ -302,4 +353,4 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
 
 
 __all__ = ["DbSnapshotAnalysis", "analyse", "runs_table", "summary_table", "fit_models", "model_table",
-           "ratio_to_baseline", "second_over_first", "device_over_device", "claims"]
+           "ratio_to_baseline", "second_over_first", "device_over_device", "replicate_estimates", "claims"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...engines.cofw import CofwEngine
 from ...errors import ConfigError
 from ...host import rig as rigmod
+from ...plan import split_replicate
 from ...profiles import Profile
 from ...record import RunSession
 from ..contract import Setup
@@ -36,7 +37,7 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup
 
     def measure(session: RunSession) -> None:
         for vp in study.variants:
-            snapdev = snapdevs[vp.variant]
+            snapdev = snapdevs[split_replicate(vp.variant)[0]]
             with CofwEngine(rig, source, cfg, s.table_bytes, snapshot_device=snapdev) as engine:
                 with session.in_variant(vp.variant, {**engine.describe(), "snapshot_device_emulated":
                                                      snapdev.emulated, "source_emulated": source.emulated}):
