@@ -93,7 +93,8 @@ def runs_table(record: RunRecord) -> pd.DataFrame:
                      "lateness_pct": 100 * m.lateness_fraction})
     return pd.DataFrame(rows, columns=["device", "replicate", "repeat", "k", "index", "duration_s",
                                        "pages_first_written", "pages_copied", *TIME_KEYS, "first_snapshot_s",
-                                       "second_snapshot_s", "concurrency", "snapdev_writes", "snapdev_rmw_rows", "lateness_pct"])
+                                       "second_snapshot_s", "concurrency", "snapdev_writes", "snapdev_rmw_rows",
+                                       "lateness_pct"])
 
 
 def _paired(runs: pd.DataFrame, device: str, k: int, base: int = 0) -> tuple[np.ndarray, np.ndarray]:
