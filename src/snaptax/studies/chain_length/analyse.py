@@ -479,6 +479,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
                                     "writes", digits=2))
     for (variant, job), iv in sorted(chain_end.items()):
         out.append(judged("chain_end_loss", (variant, job), iv))
+        # where its interval lies against no loss, in words the prose prints (a rerun may move it)
+        out.append(Value(f"{k}.chain_end_loss.{variant}.{job}.vs_zero", text=out[-1].side_of(0.0)))
     largest = largest_loss_estimate(est.get("chain_end_loss", {}))
     for variant, iv in sorted(largest_chain_end_loss(chain_end).items()):
         key = f"{k}.chain_end_loss_max.{variant}"
@@ -493,6 +495,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     for job, ivs in sorted(guest.items()):
         out.append(Value.of(f"{k}.guest.raw_iops.{job}", ivs["raw"], "IOPS", digits=0))
         out.append(Value.of(f"{k}.guest.thin_over_raw.{job}", ivs["thin_over_raw"].scaled(100), "%"))
+        out.append(Value(f"{k}.guest.thin_over_raw.{job}.vs_hundred", text=out[-1].side_of(100.0)))
         out.append(Value.of(f"{k}.guest.guest_over_host.{job}", ivs["guest_over_host"].scaled(100), "%"))
     for (variant, job), f in sorted(fits.items()):
         for p, (lo, hi) in zip(("tau0_us", "tau1_us", "tau_layer_us"), f.ci95, strict=False):
