@@ -112,3 +112,18 @@ def test_format_3_nests_each_study_s_scale_and_rebuilds_what_it_did_not_record(t
         {"block_pages": 2048, "wait_ms": 2.0}, {"block_pages": 256, "wait_ms": 25}]}
     assert memory_dump.GuestParameters.from_json(dump["guest"], "test").scale == memory_dump.guest_scale(quick)
     assert upgraded("memory_dump", {"guest": None}) == {"guest": None}      # nothing of a scale: left as it was
+
+
+def test_a_scale_field_added_later_gets_what_older_runs_ran_with(tmp_path):
+    """chain_length's and db_snapshots' replicates (1) and memory_dump's extra replicates (0), for a run recorded
+    before they existed; a run that records them keeps its own."""
+    run = write_run(tmp_path, "chain_length", "quick", {"scale": {"pairs": 8}}, [("v", 0, Measure(JOB, "create"), 0)],
+                    lambda *a: (fio_result("randrw", 1, 1), {}, {}, {}))
+    man = json.loads((run / "manifest.json").read_text())
+    assert upgrade(man, run)["parameters"]["scale"] == {"pairs": 8, "replicates": 1}
+    man["parameters"]["scale"]["replicates"] = 3
+    assert upgrade(man, run)["parameters"]["scale"]["replicates"] == 3
+    assert "replicates" not in man["parameters"]["scale"] or man["parameters"]["scale"]["replicates"] == 3
+    man["study"] = "memory_dump"
+    del man["parameters"]["scale"]["replicates"]
+    assert upgrade(man, run)["parameters"]["scale"]["extra_replicates"] == 0

@@ -64,11 +64,7 @@ def _shown(v: Any) -> str:
 def _dataclass_from_json(cls: Any, d: Any, source: str, prefix: str) -> Any:
     if not isinstance(d, dict):
         raise ConfigError(source, prefix.rstrip(".") or "parameters", f"expected a mapping, got {_shown(d)}")
-    fields = dataclasses.fields(cls)
-    names = [f.name for f in fields]
-    # a field added later with a default: a run recorded before it existed reads as having the default
-    defaulted = {f.name for f in fields if f.default is not dataclasses.MISSING
-                 or f.default_factory is not dataclasses.MISSING}
+    names = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(d) - set(names))
     if unknown:
         raise ConfigError(source, prefix + unknown[0], "unknown field (not written by this study's plan)")
@@ -79,8 +75,6 @@ def _dataclass_from_json(cls: Any, d: Any, source: str, prefix: str) -> Any:
             values[name] = _from_json(hints[name], d[name], source, prefix + name)
         elif type(None) in get_args(hints[name]):
             values[name] = None          # to_json leaves a None out: an optional field absent is None
-        elif name in defaulted:
-            continue
         else:
             raise ConfigError(source, prefix + name, "missing")
     return cls(**values)

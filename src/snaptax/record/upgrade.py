@@ -26,6 +26,10 @@ Format 3 → 4:
   rebuilt from what it did: chain_bulk's warmup (off at smoke only, since the study began), calibration's
   span_runtime_factor (its span_runtime_s over the profile's runtime), metadata_cache's coverages (its variants,
   named cover-<p>-<q> after them), and the memory_dump guest phase's walker points as records, not pairs.
+
+Format 4, fields a study's scale gained later (SCALE_FIELDS_ADDED, filled in for any run that lacks them, with the
+value the runs before them ran with): the independent replicates of 2026-11-28 evening — chain_length's and
+db_snapshots' `replicates` (1: every variant once, on one engine) and memory_dump's `extra_replicates` (0).
 """
 from __future__ import annotations
 
@@ -69,6 +73,12 @@ SCALE_FIELDS: dict[str, tuple[str, ...]] = {
     "tiering": ("disk_bytes", "phase_s", "settle_s", "with_s", "delete_window_s", "learn_segment_s", "learn_limit_s",
                 "relearn_limit_s", "learned_fraction", "untiered_factor", "guest_segment_s", "span_model_ios"),
 }
+# study -> scale field -> the value runs recorded before the field existed ran with (format 4 and earlier)
+SCALE_FIELDS_ADDED: dict[str, dict[str, Any]] = {
+    "chain_length": {"replicates": 1},
+    "db_snapshots": {"replicates": 1},
+    "memory_dump": {"extra_replicates": 0},
+}
 # the memory_dump guest phase's scale fields among its guest parameters in format 3
 GUEST_SCALE_FIELDS = ("memory_mib", "repeats", "precopy_points", "background")
 # the tiering plan's span-model seeds (plan.SPAN_MODEL_SEEDS) as they were from the span model's introduction
@@ -94,7 +104,16 @@ def upgrade(d: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     if version != RECORD_VERSION:
         raise RecordError(f"{where}: run record version {d.get('format_version')!r} is not one this snaptax reads "
                           f"(2 to {RECORD_VERSION})")
+    _scale_fields_added(d)
     return d
+
+
+def _scale_fields_added(d: dict[str, Any]) -> None:
+    """The scale fields a study gained after a run was recorded, with the values that run ran with."""
+    scale = d.get("parameters", {}).get("scale") if isinstance(d.get("parameters"), dict) else None
+    if isinstance(scale, dict):
+        for name, value in SCALE_FIELDS_ADDED.get(d.get("study", ""), {}).items():
+            scale.setdefault(name, value)
 
 
 def _from_2(d: dict[str, Any], where: Path) -> dict[str, Any]:
@@ -177,4 +196,5 @@ def _coverage(variant: str) -> str:
     return str(Fraction(int(p), int(q)))
 
 
-__all__ = ["upgrade", "LAST_READER", "STUDY_PARAMETERS_ADDED", "STUDY_PARAMETERS_RETIRED", "SCALE_FIELDS"]
+__all__ = ["upgrade", "LAST_READER", "STUDY_PARAMETERS_ADDED", "STUDY_PARAMETERS_RETIRED", "SCALE_FIELDS",
+           "SCALE_FIELDS_ADDED"]

@@ -10,6 +10,7 @@ from scipy import stats as sps
 from snaptax import profiles
 from snaptax.models import memory_dump as md
 from snaptax.paper import macros
+from snaptax.plan import split_replicate
 from snaptax.record import RunRecord
 from snaptax.studies.memory_dump import analyse as an, plan as planmod
 from tests.synthetic import fio_result, write_run
@@ -20,16 +21,17 @@ DEVICE = {"ssd": (0.5e-3, 300 * MiB), "raid1_10k": (6e-3, 140 * MiB)}   # s0 (s)
 
 def make_run(tmp_path, profile="quick", noise=0.01, model="after", **extra):
     """A published run: every dump time from `model` with the role's DEVICE parameters, × (1 ± noise) in
-    alternate passes."""
+    alternate replicates (+ in replicates 0 and 2, − in 1)."""
     p = profiles.get(profile)
     study = planmod.build_plan(p)
     points = [(vp.variant, i, m, 0) for vp in study.variants for i, m, _ in vp.plan.measurements()]
 
     def measured(variant, index, step, chain):
-        s0, bw = DEVICE[variant]
+        role, replicate = split_replicate(variant)
+        s0, bw = DEVICE[role]
         pt = planmod.point_of(step.job)
         t = float(md.dump_time_s(model, step.job.size, pt.block_bytes, pt.wait_s, s0_s=s0, bw_bytes_s=bw, **extra))
-        t *= 1 + noise * (1 if step.repeat % 2 == 0 else -1)
+        t *= 1 + noise * (1 if replicate % 2 == 0 else -1)
         n = step.job.size // step.job.bs
         return fio_result(step.job.name, write_iops=n / t, runtime_s=t), {}, {}, {}
 
@@ -45,25 +47,29 @@ def exact(role, point, memory, model="after", **extra):
 def test_per_point_means_intervals_and_ratios(tmp_path):
     a = an.analyse(make_run(tmp_path))
     s = planmod.scale(profiles.get("quick"))
-    assert len(a.meas) == 2 * (16 * s.repeats + s.tuned_repeats - s.repeats) and len(a.summary) == 32
+    assert len(a.meas) == (2 * s.repeats * (16 + s.tuned_repeats - 1) + s.extra_replicates * (1 + s.tuned_repeats))
+    assert len(a.summary) == 32
     row = a.summary[(a.summary.role == "raid1_10k") & (a.summary.label == "p64-w25")].iloc[0]
     t = exact("raid1_10k", planmod.DEFAULT, s.memory_bytes)
-    assert row.n == 2 and row.dump_s == pytest.approx(t, rel=1e-3)      # runtime_ms is whole milliseconds
-    # two passes at t(1 ± 1 %): the geometric mean with the log-t interval G·exp(±t(1)·sd(log)/√2)
-    half = sps.t.ppf(0.975, 1) * np.std(np.log([t * 1.01, t * 0.99]), ddof=1) / math.sqrt(2)
+    runs = [t * (1.01 if r % 2 == 0 else 0.99) for r in range(s.repeats + s.extra_replicates)]
+    gm = math.exp(np.log(runs).mean())
+    assert row.n == len(runs) and row.dump_s == pytest.approx(gm, rel=1e-3)      # runtime_ms: whole milliseconds
+    # the replicates at t(1 ± 1 %): the geometric mean with the log-t interval G·exp(±t(n−1)·sd(log)/√n)
+    half = sps.t.ppf(0.975, len(runs) - 1) * np.std(np.log(runs), ddof=1) / math.sqrt(len(runs))
     assert row.dump_s_method == "log t" and row.dump_s_low > 0
     assert row.dump_s_high / row.dump_s == pytest.approx(math.exp(half), rel=1e-3)
     assert row.dump_s / row.dump_s_low == pytest.approx(math.exp(half), rel=1e-3)
-    assert row.s_per_gib == pytest.approx(t * GiB / s.memory_bytes, rel=1e-3)
-    assert row.estimate_s == pytest.approx(1024 * 0.025) and row.vs_estimate == pytest.approx(t / 25.6, rel=1e-3)
+    assert row.s_per_gib == pytest.approx(gm * GiB / s.memory_bytes, rel=1e-3)
+    assert row.estimate_s == pytest.approx(1024 * 0.025) and row.vs_estimate == pytest.approx(gm / 25.6, rel=1e-3)
     assert row.to_default == pytest.approx(1.0)
     tuned = a.summary[(a.summary.role == "raid1_10k") & (a.summary.label == "p2048-w2")].iloc[0]
     ratio = exact("raid1_10k", planmod.TUNED, s.memory_bytes) / t
     # the noise is the same sign for both points of a pass: the paired ratio has no spread at all
     assert tuned.to_default == pytest.approx(ratio, rel=1e-3)
     # the tuned point's further runs count in its time (not in the pairs with the default)
-    assert tuned.n == s.tuned_repeats > s.repeats
-    assert a.value("memory_dump.tuned_ratio.raid1_10k").n == s.repeats
+    assert tuned.n == s.tuned_repeats * (s.repeats + s.extra_replicates)
+    claim = a.value("memory_dump.tuned_ratio.raid1_10k")
+    assert claim.n == s.repeats + s.extra_replicates and claim.independent     # one ratio per replicate
     assert tuned.to_default_high - tuned.to_default_low < 1e-3
     zero = a.summary[a.summary.wait_ms == 0]
     assert zero.vs_estimate.isna().all() and (zero.busy == 1.0).all()
@@ -105,7 +111,7 @@ def test_overlap_data_are_told_apart(tmp_path):
 
 
 def test_values_and_claims(tmp_path):
-    # two passes give t(1) = 12.7: a verdict needs the emulated mirror's small spread (±0.2 % here)
+    # three replicates give t(2) = 4.3: a verdict needs the emulated mirror's small spread (±0.2 % here)
     a = an.analyse(make_run(tmp_path, noise=0.002))
     keys = {v.key for v in a.values}
     assert all(k.startswith("memory_dump.") for k in keys)
@@ -131,19 +137,19 @@ def test_values_and_claims(tmp_path):
     s = planmod.scale(profiles.get("quick"))
     default_4gib = exact("raid1_10k", planmod.DEFAULT, s.memory_bytes) * 4 * GiB / s.memory_bytes
     o = outcomes["memory_dump.default_4gib"]
-    assert o.ours.value == pytest.approx(default_4gib, rel=1e-3) and o.ours.n == 2
+    assert o.ours.value == pytest.approx(default_4gib, rel=2e-3) and o.ours.n == 3
     # 16384 × (7.8 + 25) ms ≈ 537 s: above the band and on the other side of the estimate (409.6 s) than the seed
-    assert default_4gib > 333.95 + o.claim.tolerance and o.verdict == "not judged"
+    assert default_4gib > 333.95 + o.claim.tolerance and o.verdict == "differs"
     assert o.claim.no_effect == pytest.approx(409.6)
     # the stand-in writes 8 MiB much faster than the seed's array: the tuned dump is shorter, still device-bound
-    assert outcomes["memory_dump.tuned_4gib"].verdict == "not judged"
+    assert outcomes["memory_dump.tuned_4gib"].verdict == "differs"
     # every block is written and every wait waited: measured ÷ estimate > 1, the seed's 0.82 < 1
     assert outcomes["memory_dump.vs_estimate"].ours.value > 1 and outcomes["memory_dump.vs_estimate"].verdict == \
-        "not judged"
+        "differs"
     assert outcomes["memory_dump.vs_estimate"].claim.published == pytest.approx(333.95 / 409.6)
     t = outcomes["memory_dump.tuned_ratio"]
     assert t.claim.published == pytest.approx(83.881 / 333.95)
-    assert t.ours.value < 1 and t.verdict in ("not judged",)
+    assert t.ours.value < 1 and t.verdict in ("agrees", "differs", "inconclusive")
     assert len(a.outcomes_table()) == 4
 
 
@@ -151,7 +157,7 @@ def test_a_single_pass_gives_no_intervals_and_inconclusive_verdicts(tmp_path):
     import dataclasses
 
     p = profiles.get("quick")
-    one = dataclasses.replace(planmod.SCALES["quick"], repeats=1, tuned_repeats=1)
+    one = dataclasses.replace(planmod.SCALES["quick"], repeats=1, tuned_repeats=1, extra_replicates=0)
     old = planmod.SCALES["quick"]
     planmod.SCALES["quick"] = one
     try:

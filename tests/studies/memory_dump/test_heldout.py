@@ -22,7 +22,8 @@ def meas(noise: float = 0.01, seed: int = 4) -> pd.DataFrame:
                 t = float(md.dump_time_s("after", MEMORY, p.block_bytes, p.wait_s, s0_s=1e-3,
                                          bw_bytes_s=100 * (1 << 20))) * rng.lognormal(0, noise)
                 rows.append({"role": "ssd", "device": "ssd", "pages": pages, "wait_ms": wait, "label": p.label,
-                             "block_bytes": p.block_bytes, "wait_s": p.wait_s, "repeat": rep, "memory_bytes": MEMORY,
+                             "block_bytes": p.block_bytes, "wait_s": p.wait_s, "replicate": 0, "repeat": rep,
+                             "memory_bytes": MEMORY,
                              "dump_s": t, "iterations": n, "estimate_s": n * p.wait_s,
                              "iteration_ms": t / n * 1e3, "s_per_gib": t * (1 << 30) / MEMORY,
                              "busy": 1 - n * p.wait_s / t})

@@ -5,6 +5,7 @@ import pytest
 from snaptax import profiles
 from snaptax.errors import ConfigError
 from snaptax.models import memory_dump as md
+from snaptax.plan import split_replicate
 from snaptax.studies import get
 from snaptax.studies.memory_dump import plan as planmod
 from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
@@ -23,22 +24,27 @@ def test_walker_job_is_the_seeds_page_walker():
 
 
 @pytest.mark.parametrize("name", list(profiles.PROFILES))
-def test_plan_interleaves_passes_over_the_grid_on_both_devices(name):
+def test_each_pass_is_a_replicate_on_both_devices_then_the_claims_points_alone(name):
     p = profiles.get(name)
     s = planmod.scale(p)
     study = planmod.build_plan(p)
-    assert [v.variant for v in study.variants] == ["ssd", "raid1_10k"]
-    extra = s.tuned_repeats - s.repeats
-    assert study.points() == 2 * (16 * s.repeats + extra)
+    names = [v.variant for v in study.variants]
+    assert names[:2] == ["ssd", "raid1_10k"] and len(set(names)) == len(names)
+    assert [split_replicate(n) for n in names] == [(role, r) for r in range(s.repeats) for role in planmod.ROLES] + [
+        ("raid1_10k", s.repeats + i) for i in range(s.extra_replicates)]
+    assert study.points() == 2 * s.repeats * (16 + s.tuned_repeats - 1) + s.extra_replicates * (1 + s.tuned_repeats)
     steps = [m for _, m, _ in study.variants[0].plan.measurements()]
-    assert [m.repeat for m in steps] == [r for r in range(s.repeats) for _ in range(16)] + list(range(s.repeats,
-                                                                                                   s.tuned_repeats))
-    assert all(planmod.point_of(m.job) == planmod.TUNED for m in steps[16 * s.repeats:])
+    assert [m.repeat for m in steps] == [0] * 16 + list(range(1, s.tuned_repeats))
+    assert all(planmod.point_of(m.job) == planmod.TUNED for m in steps[16:])
     assert sum(planmod.point_of(m.job) == planmod.TUNED for m in steps) == s.tuned_repeats
     assert {planmod.point_of(m.job) for m in steps} == set(s.points())
     assert planmod.DEFAULT in s.points() and planmod.TUNED in s.points()
     assert all(m.phase == "dump" and m.job.size == s.memory_bytes for m in steps)
+    for v in study.variants[2 * s.repeats:]:      # the extra replicates: the seed's two settings only
+        assert {planmod.point_of(m.job) for _, m, _ in v.plan.measurements()} == {planmod.DEFAULT, planmod.TUNED}
     assert study.fio_seconds() == 0       # sized, not timed
+    if name != "smoke":                   # the claims' points rest on at least 3 replicates
+        assert s.repeats + s.extra_replicates >= 3
 
 
 def test_budgets():
@@ -57,7 +63,7 @@ def test_describe_counts_come_from_the_plan():
     text = planmod.describe(p)
     study = planmod.build_plan(p)
     est = planmod.estimated_seconds(p)
-    assert f"{study.points()} fio runs in 2 device roles" in text
+    assert f"{study.points()} fio runs in {len(study.variants)} replicates of the device roles" in text
     assert f"estimated {sum(est.values()):.0f} s" in text
     assert "default point p64-w25: 1024 writes of 256 KiB" in text
     assert get("memory_dump").describe_plan(p) == text
@@ -75,7 +81,9 @@ def test_scale_validation():
     with pytest.raises(ConfigError, match="'repeats'"):
         planmod.MemoryDumpScale(16 * MiB, 0, 0)
     with pytest.raises(ConfigError, match="'tuned_repeats'"):
-        planmod.MemoryDumpScale(16 * MiB, 3, 2)
+        planmod.MemoryDumpScale(16 * MiB, 3, 0)
+    with pytest.raises(ConfigError, match="'extra_replicates'"):
+        planmod.MemoryDumpScale(16 * MiB, 3, 1, extra_replicates=-1)
     with pytest.raises(ConfigError, match="no memory-dump scale"):
         planmod.scale(profiles.Profile("huge", 1, 1, 0, 1 << 30))
 

@@ -18,7 +18,9 @@ import pandas as pd
 from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...errors import AnalysisError
+from ...inference import Estimate, geometric_estimate, ratio_estimate
 from ...models import memory_dump as md
+from ...plan import split_replicate
 from ...record import RunRecord
 from ...stats import LOG_T, Interval, geometric_mean_interval, paired_ratio_interval, ratio_of_means_interval
 from ...values import Value
@@ -78,7 +80,8 @@ def point_from_label(label: str) -> md.WalkerPoint:
 
 
 def measurements(record: RunRecord) -> pd.DataFrame:
-    """One row per fio run: role (the variant), device, pages, wait_ms, block_bytes, wait_s, repeat, memory_bytes,
+    """One row per fio run: role (the variant), replicate, device, pages, wait_ms, block_bytes, wait_s, repeat,
+    memory_bytes,
     dump_s (fio's runtime), iterations n, estimate_s (n·w), iteration_ms (T/n), s_per_gib, busy (1 − n·w/T, the
     fraction of the dump the device spent writing)."""
     params = record.parameters(MemoryDumpParameters)
@@ -91,22 +94,25 @@ def measurements(record: RunRecord) -> pd.DataFrame:
         t = float(r.runtime_ms) / 1e3
         n = float(md.iterations(memory, p.block_bytes))
         est = n * p.wait_s
-        rows.append({"role": r.variant, "device": devices.get(r.variant, r.variant), "pages": p.block_pages,
+        role, replicate = split_replicate(str(r.variant))
+        rows.append({"role": role, "replicate": replicate, "device": devices.get(role, role), "pages": p.block_pages,
                      "wait_ms": p.wait_ms, "label": p.label, "block_bytes": p.block_bytes, "wait_s": p.wait_s,
                      "repeat": int(r.repeat), "memory_bytes": memory, "dump_s": t, "iterations": n,
                      "estimate_s": est, "iteration_ms": t / n * 1e3, "s_per_gib": t * GiB / memory,
                      "busy": 1 - est / t if t > 0 else math.nan})
-    cols = ["role", "device", "pages", "wait_ms", "label", "block_bytes", "wait_s", "repeat", "memory_bytes",
-            "dump_s", "iterations", "estimate_s", "iteration_ms", "s_per_gib", "busy"]
+    cols = ["role", "replicate", "device", "pages", "wait_ms", "label", "block_bytes", "wait_s", "repeat",
+            "memory_bytes", "dump_s", "iterations", "estimate_s", "iteration_ms", "s_per_gib", "busy"]
     if not rows:
         raise AnalysisError(f"{record.path}: no page-walker measurements (phase {PHASE!r})")
-    return pd.DataFrame(rows, columns=cols).sort_values(["role", "pages", "wait_ms", "repeat"]).reset_index(drop=True)
+    return (pd.DataFrame(rows, columns=cols).sort_values(["role", "pages", "wait_ms", "replicate", "repeat"])
+            .reset_index(drop=True))
 
 
 def _paired(meas: pd.DataFrame, role: str, label: str, base: str) -> Interval:
+    """`label` ÷ `base` on one role, paired by pass (replicate and repeat)."""
     g = meas[meas.role == role]
-    a = g[g.label == label].set_index("repeat")["dump_s"]
-    b = g[g.label == base].set_index("repeat")["dump_s"]
+    a = g[g.label == label].set_index(["replicate", "repeat"])["dump_s"]
+    b = g[g.label == base].set_index(["replicate", "repeat"])["dump_s"]
     common = a.index.intersection(b.index)
     return paired_ratio_interval(a.loc[common].to_numpy(), b.loc[common].to_numpy())
 
@@ -135,6 +141,34 @@ def summarize(meas: pd.DataFrame) -> pd.DataFrame:
                      "vs_estimate_high": vs.high, "vs_estimate_method": vs.method, "to_default": rd.estimate,
                      "to_default_low": rd.low, "to_default_high": rd.high})
     return pd.DataFrame(rows)
+
+
+def _by_replicate(meas: pd.DataFrame, role: str, label: str, column: str) -> pd.Series:
+    """The geometric mean of `column` per replicate at one role and grid point."""
+    g = meas[(meas.role == role) & (meas.label == label) & (meas[column] > 0)]
+    return np.exp(np.log(g[column]).groupby(g.replicate).mean())
+
+
+def replicate_estimates(meas: pd.DataFrame) -> dict[str, Estimate]:
+    """The values the claims read, each over the independent replicates (one number per replicate, the geometric
+    mean of its runs, then a t pivot on the logs), per role: `seed_memory_s.<role>.<label>` (time per GiB × the
+    seed's 4 GiB, s) and `vs_estimate.<role>.<label>` (dump time ÷ n·w) at the seed's two settings, and
+    `tuned_ratio.<role>` (the tuned setting's time ÷ the default's within each replicate that has both)."""
+    out: dict[str, Estimate] = {}
+    for role in sorted(set(meas.role)):
+        for p in (DEFAULT, TUNED):
+            gib = _by_replicate(meas, role, p.label, "s_per_gib")
+            if len(gib):
+                out[f"seed_memory_s.{role}.{p.label}"] = geometric_estimate(gib.to_numpy() * SEED_MEMORY / GiB)
+            ratio = (meas.dump_s / meas.estimate_s).where(meas.estimate_s > 0)
+            vs = _by_replicate(meas.assign(vs=ratio), role, p.label, "vs")
+            if len(vs):
+                out[f"vs_estimate.{role}.{p.label}"] = geometric_estimate(vs.to_numpy())
+        tuned, default = (_by_replicate(meas, role, p.label, "dump_s") for p in (TUNED, DEFAULT))
+        common = tuned.index.intersection(default.index)
+        if len(common):
+            out[f"tuned_ratio.{role}"] = ratio_estimate(tuned.loc[common].to_numpy(), default.loc[common].to_numpy())
+    return out
 
 
 def fit_all(meas: pd.DataFrame) -> dict[str, dict[str, md.DumpFit]]:
@@ -371,9 +405,17 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
             fits: dict[str, dict[str, md.DumpFit]], preds: pd.DataFrame) -> list[Value]:
     k = STUDY
     params = record.parameters(MemoryDumpParameters)
+    est = replicate_estimates(meas)
+
+    def over_replicates(name: str, fallback: Value, unit: str, digits: int) -> Value:
+        """The claim-bearing value `name` over the replicates when the run has them, else as pooled."""
+        e = est.get(name)
+        return Value.of_estimate(f"{k}.{name}", e, unit, digits) if e is not None else fallback
+
     memory = params.scale.memory_bytes
     scale = SEED_MEMORY / memory
     out = [Value(f"{k}.memory_mib", memory / MiB, "MiB"), Value(f"{k}.repeats", float(params.scale.repeats), ""),
+           Value(f"{k}.replicates", float(meas.replicate.nunique()), ""),
            Value(f"{k}.tuned_repeats", float(params.scale.tuned_repeats), ""),
            Value(f"{k}.block_pages", text=", ".join(map(str, params.scale.block_pages))),
            Value(f"{k}.waits_ms", text=", ".join(f"{w:g}" for w in params.scale.waits_ms)),
@@ -388,13 +430,15 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
         out.append(_v(f"dump_s.{key}", r.dump_s, r.dump_s_low, r.dump_s_high, r.n, "s", 1, r.dump_s_method))
         out.append(_v(f"s_per_gib.{key}", r.s_per_gib, r.s_per_gib_low, r.s_per_gib_high, r.n, "s/GiB", 1,
                       r.s_per_gib_method))
-        out.append(_v(f"seed_memory_s.{key}", r.s_per_gib * SEED_MEMORY / GiB, r.s_per_gib_low * SEED_MEMORY / GiB,
-                      r.s_per_gib_high * SEED_MEMORY / GiB, r.n, "s", 0, r.s_per_gib_method))
+        out.append(over_replicates(f"seed_memory_s.{key}", _v(
+            f"seed_memory_s.{key}", r.s_per_gib * SEED_MEMORY / GiB, r.s_per_gib_low * SEED_MEMORY / GiB,
+            r.s_per_gib_high * SEED_MEMORY / GiB, r.n, "s", 0, r.s_per_gib_method), "s", 0))
         out.append(Value(f"{k}.iteration_ms.{key}", r.iteration_ms, "ms", digits=2))
         out.append(Value(f"{k}.busy_pct.{key}", 100 * r.busy, "%", digits=0))
         if r.estimate_s > 0:
-            out.append(_v(f"vs_estimate.{key}", r.vs_estimate, r.vs_estimate_low, r.vs_estimate_high, r.n, "×", 3,
-                          r.vs_estimate_method))
+            out.append(over_replicates(f"vs_estimate.{key}", _v(
+                f"vs_estimate.{key}", r.vs_estimate, r.vs_estimate_low, r.vs_estimate_high, r.n, "×", 3,
+                r.vs_estimate_method), "×", 3))
         if r.label != DEFAULT.label:
             out.append(_v(f"to_default.{key}", r.to_default, r.to_default_low, r.to_default_high, r.n, "×", 3,
                           "paired log-ratio t"))
@@ -436,8 +480,9 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
             Value(f"{k}.seed.after_bw_mib_s", 1e3 / tau, "MiB/s", digits=1)]
     for role in fits:
         ratio = _paired(meas, role, TUNED.label, DEFAULT.label)
-        out.append(_v(f"tuned_ratio.{role}", ratio.estimate, ratio.low, ratio.high, ratio.n, "×", 3,
-                      "paired log-ratio t"))
+        out.append(over_replicates(f"tuned_ratio.{role}", _v(f"tuned_ratio.{role}", ratio.estimate, ratio.low,
+                                                              ratio.high, ratio.n, "×", 3, "paired log-ratio t"),
+                                   "×", 3))
     return out
 
 
@@ -484,5 +529,6 @@ def analyse(record: RunRecord) -> MemoryDumpAnalysis:
 
 
 __all__ = ["MemoryDumpAnalysis", "analyse", "measurements", "summarize", "fit_all", "predictions", "models_table",
-           "seed_table", "best_curve", "point_from_label", "guest_table", "guest_samples", "guest_summarize",
+           "seed_table", "best_curve", "point_from_label", "replicate_estimates", "guest_table", "guest_samples",
+           "guest_summarize",
            "SEED_DEFAULT_S", "SEED_TUNED_S", "SEED_ESTIMATE_S"]

@@ -16,6 +16,7 @@ from ...guest import build_image
 from ...guest.memsnap import UNLIMITED_BANDWIDTH, Dirtier, DumpRequest, Method, run_memsnap
 from ...host import rig as rigmod
 from ...host.procs import ProcessGroup
+from ...plan import split_replicate
 from ...profiles import Profile
 from ...record import RunSession
 from ..contract import Setup
@@ -49,10 +50,11 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup
 
     def measure(session: RunSession) -> None:
         for vp in study.variants:
-            dev = devs[vp.variant]
+            role = split_replicate(vp.variant)[0]
+            dev = devs[role]
             with Qcow2ChainEngine(rig, dev, planmod.MEMORY_FILE, s.memory_bytes) as engine:
                 with session.in_variant(vp.variant, {**engine.describe(), "study": {
-                        "role": vp.variant, "device": dev.name, "medium": dev.medium, "emulated": dev.emulated,
+                        "role": role, "device": dev.name, "medium": dev.medium, "emulated": dev.emulated,
                         "description": dev.description}}):
                     engine.execute(vp.plan, session)
         guest_phase(rig, profile, session)

@@ -36,8 +36,12 @@ the rig's work directory (on the host's SSD-class disk, like the `ssd` role's fi
               point implies on the ssd role (B / (s(B) + w), NOMINAL service time): the lazy checkpoint at that
               (ioBlockPages, ioWait) with the guest running; its last pass stops the guest for milliseconds.
 `snapshot-save` is not used: it stops the guest's CPUs for the whole save (a stun, not a lazy checkpoint).
-Repeats are interleaved: the whole grid is measured once, then again, so that drift over the minutes of a run hits
-all points of a device alike and every point gets a 95 % interval over its repeats.
+Passes are independent replicates (issue 47.3): each pass over the grid runs on a fresh engine (a new memory file,
+daemon and fio process; plan.replicated, replicate-major: both roles' pass 0, then both roles' pass 1, ...), so that
+drift over the minutes of a run hits all points of a device alike and every point gets a 95 % interval over its
+passes. The claims read only the seed's two settings on the spindle role, so `extra_replicates` further replicates
+measure just those two points there: the claims get the three replicates the verdict rule needs for about the time
+of one point, not of a whole pass.
 """
 from __future__ import annotations
 
@@ -48,7 +52,16 @@ from ...engines.qcow2 import Qcow2Config
 from ...errors import ConfigError
 from ...fio import FioJob
 from ...models import memory_dump as model
-from ...plan import Measure, Plan, StudyPlan, VariantPlan, disk_needs
+from ...plan import (
+    Measure,
+    Plan,
+    StudyPlan,
+    VariantPlan,
+    disk_needs,
+    replicate_name,
+    replicated,
+    split_replicate,
+)
 from ...studyparams import StudyParameters
 
 STUDY = "memory_dump"
@@ -81,23 +94,28 @@ class MemoryDumpScale:
     """How much the memory-dump study measures at one profile.
 
     memory_bytes: M, the memory the walker writes per measurement (the seed's 4 GiB at full); repeats: passes over
-    the whole grid (interleaved); tuned_repeats: runs of the seed's tuned point in all (≥ repeats: the passes',
-    then the rest back to back after them), because claim C003-2 judges its time against a ±20 % band and two
-    runs (t(1) = 12.7) cannot; block_pages / waits_ms: the grid (every pair of them is measured)."""
+    the whole grid, each an independent replicate (a fresh engine); tuned_repeats: runs of the seed's tuned point
+    per replicate (its pass's, then the rest back to back after it: a 2-s run is noisier than the others);
+    block_pages / waits_ms: the grid (every pair of them is measured); extra_replicates: further replicates of the
+    seed's two settings alone on the spindle role (the claims' points), after the passes.
+    Runs recorded before 2026-11-28's replicates ran their passes on one engine and counted tuned_repeats in all."""
 
     memory_bytes: int
     repeats: int
     tuned_repeats: int
     block_pages: tuple[int, ...] = (64, 256, 1024, 2048)
     waits_ms: tuple[float, ...] = (0, 2, 10, 25)
+    extra_replicates: int = 0
 
     def __post_init__(self) -> None:
         src = "memory-dump scale"
         if self.repeats < 1:
             raise ConfigError(src, "repeats", f"must be at least 1, got {self.repeats}")
-        if self.tuned_repeats < self.repeats:
-            raise ConfigError(src, "tuned_repeats", f"{self.tuned_repeats} is fewer than the grid's {self.repeats} "
-                              "passes (each pass measures the tuned point once)")
+        if self.tuned_repeats < 1:
+            raise ConfigError(src, "tuned_repeats", f"must be at least 1 (each pass measures the tuned point), got "
+                              f"{self.tuned_repeats}")
+        if self.extra_replicates < 0:
+            raise ConfigError(src, "extra_replicates", f"must be at least 0, got {self.extra_replicates}")
         pts = self.points()       # each point validates ioBlockPages and ioWait
         if not pts:
             raise ConfigError(src, "block_pages", "the grid is empty")
@@ -114,14 +132,14 @@ class MemoryDumpScale:
 
 SCALES: dict[str, MemoryDumpScale] = {
     # smoke: the whole run (both devices, 64 fio runs) in about a minute
-    "smoke": MemoryDumpScale(16 * MiB, repeats=2, tuned_repeats=2),
-    # quick: ~6 min of fio (describe() gives the plan's estimate), within the 10-minute budget of a quick study.
-    # tuned_repeats 8: the quick runs of 2026-11-23 measured the tuned point on the mirror at s ≈ 3 % between
-    # passes, but with two runs the interval is ±(12.7·s/√2) ≈ ±27 %, wider than the claim's ±20 % band; eight
-    # runs (≈ 2.5 s each on the mirror) give t(7)·s/√8 ≈ 3 % for a few seconds of fio.
-    "quick": MemoryDumpScale(256 * MiB, repeats=2, tuned_repeats=8),
-    # full: the seed's 4 GiB VM (its slowest point, 64 pages / 25 ms on the mirror, ~9 min per run)
-    "full": MemoryDumpScale(4 * GiB, repeats=3, tuned_repeats=6),
+    "smoke": MemoryDumpScale(16 * MiB, repeats=2, tuned_repeats=1),
+    # quick: ~6 min of fio (describe() gives the plan's estimate): two passes over the grid and one replicate of the
+    # seed's two settings alone, so each claim rests on 3 independent replicates (quick as a whole stays under 90
+    # min). The tuned point twice per replicate: the quick runs of 2026-11-23 measured it on the mirror at s ≈ 3 %
+    # between passes; its replicate's mean of two halves that.
+    "quick": MemoryDumpScale(256 * MiB, repeats=2, tuned_repeats=2, extra_replicates=1),
+    # full: the seed's 4 GiB VM (its slowest point, 64 pages / 25 ms on the mirror, ~9 min per run), 3 passes
+    "full": MemoryDumpScale(4 * GiB, repeats=3, tuned_repeats=2),
 }
 
 
@@ -236,31 +254,39 @@ def point_of(job: FioJob) -> model.WalkerPoint:
     return model.WalkerPoint(job.bs // PAGE, int(opts["thinktime"]) / 1000)
 
 
-def role_plan(profile: profiles.Profile) -> Plan:
-    """One device's plan: `repeats` passes over the whole grid (interleaved repeats), then the tuned point's
-    further runs up to `tuned_repeats` (repeat numbers continue the passes', so no pass pairs with them)."""
+def role_plan(profile: profiles.Profile, claims_only: bool = False) -> Plan:
+    """One pass of one device role (one replicate): the whole grid (claims_only: only the seed's two settings),
+    then the tuned point's further runs up to `tuned_repeats` (repeat 1, 2, ...: the pass's own runs are repeat
+    0)."""
     s = scale(profile)
-    grid = [Measure(walker_job(p, s.memory_bytes), PHASE, r) for r in range(s.repeats) for p in s.points()]
-    tuned = [Measure(walker_job(TUNED, s.memory_bytes), PHASE, r) for r in range(s.repeats, s.tuned_repeats)]
+    points = [DEFAULT, TUNED] if claims_only else s.points()
+    grid = [Measure(walker_job(p, s.memory_bytes), PHASE, 0) for p in points]
+    tuned = [Measure(walker_job(TUNED, s.memory_bytes), PHASE, r) for r in range(1, s.tuned_repeats)]
     return Plan(tuple(grid + tuned))
 
 
 def build_plan(profile: profiles.Profile) -> StudyPlan:
-    """One VariantPlan per device role: the SSD-class device, then the emulated array standing in for the
-    seed's."""
+    """Per pass (an independent replicate) one VariantPlan per device role: the SSD-class device, then the emulated
+    array standing in for the seed's; then the extra replicates of the seed's two settings on the array."""
+    s = scale(profile)
     plan = role_plan(profile)
-    return StudyPlan(tuple(VariantPlan(role, plan) for role in ROLES))
+    passes = replicated(StudyPlan(tuple(VariantPlan(role, plan) for role in ROLES)), s.repeats)
+    extra = tuple(VariantPlan(replicate_name(SPINDLE, s.repeats + i), role_plan(profile, claims_only=True))
+                  for i in range(s.extra_replicates))
+    return StudyPlan(passes.variants + extra)
 
 
 def estimated_seconds(profile: profiles.Profile) -> dict[str, float]:
     """Planned fio time per role (s): the `after` model with the NOMINAL service times (an estimate for the ETA,
     not a measurement), summed over the plan's runs."""
     study = build_plan(profile)
-    out = {}
+    out: dict[str, float] = {}
     for vp in study.variants:
-        s0, bw = NOMINAL[vp.variant]
-        out[vp.variant] = sum(float(model.dump_time_s("after", m.job.size, m.job.bs, point_of(m.job).wait_s,
-                                                      s0_s=s0, bw_bytes_s=bw)) for _, m, _ in vp.plan.measurements())
+        role = split_replicate(vp.variant)[0]
+        s0, bw = NOMINAL[role]
+        out[role] = out.get(role, 0.0) + sum(
+            float(model.dump_time_s("after", m.job.size, m.job.bs, point_of(m.job).wait_s, s0_s=s0, bw_bytes_s=bw))
+            for _, m, _ in vp.plan.measurements())
     return out
 
 
@@ -330,14 +356,15 @@ def describe(profile: profiles.Profile) -> str:
     s = scale(profile)
     study = build_plan(profile)
     est = estimated_seconds(profile)
-    per_role = sum(1 for _ in study.variants[0].plan.measurements())
+    per_pass = sum(1 for _ in study.variants[0].plan.measurements())
     job = walker_job(DEFAULT, s.memory_bytes)
     lines = [f"profile {profile.name}: memory {s.memory_bytes // MiB} MiB written per fio run; grid ioBlockPages "
              f"{', '.join(map(str, s.block_pages))} x ioWait {', '.join(f'{w:g}' for w in s.waits_ms)} ms "
-             f"({len(s.points())} points), {s.repeats} interleaved pass(es) over the grid, the tuned point "
-             f"{s.tuned_repeats} times in all",
-             f"{study.points()} fio runs in {len(study.variants)} device roles ({per_role} each): "
-             + ", ".join(vp.variant for vp in study.variants),
+             f"({len(s.points())} points), {s.repeats} pass(es) over the grid, each an independent replicate on a "
+             f"fresh engine, the tuned point {s.tuned_repeats} times per replicate; {s.extra_replicates} further "
+             f"replicate(s) of {DEFAULT.label} and {TUNED.label} alone on {SPINDLE}",
+             f"{study.points()} fio runs in {len(study.variants)} replicates of the device roles ({per_pass} per "
+             "pass of a role): " + ", ".join(vp.variant for vp in study.variants),
              f"fio time: at least {wait_seconds(profile):.0f} s of waits; estimated {sum(est.values()):.0f} s "
              f"(" + ", ".join(f"{k} {v:.0f} s" for k, v in est.items()) + ") from nominal service times",
              f"default point {DEFAULT.label}: {int(model.iterations(s.memory_bytes, DEFAULT.block_bytes))} writes "
