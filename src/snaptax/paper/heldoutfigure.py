@@ -1,6 +1,6 @@
 """The models' held-out points in one figure (issue 48.1): for every point a model had to predict, predicted ÷
 measured with its 95 % interval (the prediction's and the measurement's uncertainty together,
-models.heldout.PointError.interval), on a log axis, one row per point, grouped by model, beside the band of the
+models.heldout.PointError.interval), on a log axis, one row per test (its points side by side), beside the band of the
 held-out bound. A model predicts when every one of its points' 90 % intervals lies inside the band (the table beside
 it gives the verdicts); the figure shows how far off the others are, and in which direction.
 
@@ -62,21 +62,22 @@ def points_frame(heldouts: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def chart(frame: pd.DataFrame, bound: float) -> alt.LayerChart:
-    """Predicted ÷ measured per held-out point (log axis), 95 % interval as a rule, the band 1 ± `bound` shaded
-    and 1 drawn; colour: the test's verdict."""
-    order = list(dict.fromkeys(frame["row"]))
-    y = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=360))
+    """Predicted ÷ measured per held-out point (log axis), one row per test with its points side by side (a test
+    may hold tens of points: a row each would make the figure pages long), each point's 95 % interval as a rule,
+    the band 1 ± `bound` shaded and 1 drawn; colour: the test's verdict."""
+    order = list(dict.fromkeys(frame["test"]))
+    y = alt.Y("test:N", sort=order, title=None, axis=alt.Axis(labelLimit=300))
     x_scale = alt.Scale(type="log")
     band = alt.Chart(pd.DataFrame({"lo": [1 / (1 + bound)], "hi": [1 + bound]})).mark_rect(opacity=0.15).encode(
         x=alt.X("lo:Q", scale=x_scale), x2="hi:Q")
     one = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x=alt.X("x:Q", scale=x_scale))
     base = alt.Chart(frame).encode(y=y, color=alt.Color("verdict:N", title="model's verdict"))
-    bars = base.transform_filter("isValid(datum.low) && isValid(datum.high)").mark_rule().encode(
+    bars = base.transform_filter("isValid(datum.low) && isValid(datum.high)").mark_rule(opacity=0.4).encode(
         x=alt.X("low:Q", scale=x_scale), x2="high:Q")
-    dots = base.mark_point(filled=True, size=40).encode(
+    dots = base.mark_point(filled=True, size=30, opacity=0.7).encode(
         x=alt.X("ratio:Q", scale=x_scale, title="predicted ÷ measured (log scale; 1 = exact)"),
         tooltip=["test", "point", alt.Tooltip("ratio:Q", format=".3f"), "verdict"])
-    return (band + one + bars + dots).properties(width=360, height=max(120, 14 * len(order)))
+    return (band + one + bars + dots).properties(width=360, height=max(80, 16 * len(order)))
 
 
 def heldouts_of(analyses: Mapping[str, Any]) -> dict[str, Any]:

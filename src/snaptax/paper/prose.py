@@ -136,9 +136,6 @@ FACTS: tuple[Fact, ...] = (
     *(Fact(f"tiering.{pool}.lvmthin.after.ratio", "below", 100.0,
            "tiering.tex, discussion.tex and conclusion.tex: LVM thin's loss outlasts its snapshot's deletion")
       for pool in ("sas_pool", "tier_pool")),
-    Fact("memory_dump.guest.slowdown.background", "below", 1.0,
-         "memory_dump.tex, real dumps: where the slowdown comes from in QEMU's terms (the background snapshot's "
-         "guest was slowed)"),
     Fact("lifecycle.light.converged_pct", "includes", "lifecycle.saturated.converged_pct",
          "discussion.tex: the light-load interval of converged deletions includes the saturated estimate"),
     Fact("lifecycle.saturated.iterative.converged", "equals", 0.0,
