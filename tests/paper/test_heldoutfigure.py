@@ -38,4 +38,5 @@ def test_memory_dump_keys_name_the_model_and_the_role():
     h = ho.judge([_point("p64-w25", 30.0, 33.0)], 10, "dump times")
     frame = hf.points_frame({"memory_dump": {("raid1_10k", "after"): h}})
     assert frame.iloc[0].test == f"{hf.MODEL_WORDS[('memory_dump', 'after')]} (raid1_10k)"
-    assert hf.chart(frame, ho.BOUND).to_dict()["layer"]           # builds
+    assert hf.chart(frame).to_dict()["layer"]           # builds
+    assert frame.iloc[0].bound == ho.BOUND

@@ -10,25 +10,47 @@ configuration, job or device role). Pure: analyses in, a frame and a chart out.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import altair as alt
 import pandas as pd
 
-from ..models import heldout as ho
 from .heldout import MODEL_WORDS
 
 FIGURE = "heldout-predicted"
 # The model a study's `heldout` holds when it holds one test (its name in the values `<study>.<model>.heldout.*`).
 SINGLE_MODEL = {"metadata_cache": "cost", "db_snapshots": "copy_work"}
-COLUMNS = ["study", "test", "point", "row", "ratio", "low", "high", "verdict"]
+COLUMNS = ["study", "test", "point", "row", "ratio", "low", "high", "verdict", "bound"]
 
 
-def tests_of(study: str, heldout: Any) -> list[tuple[str, ho.HeldOut]]:
+class Point(Protocol):
+    """A held-out point as models.heldout.PointError has it (the paper reads analyses, not the models' module)."""
+
+    label: str
+
+    @property
+    def log_error(self) -> float: ...
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]: ...
+
+
+class Test(Protocol):
+    """A held-out test as models.heldout.HeldOut has it."""
+
+    points: Sequence[Point]
+    bound: float
+    verdict: str
+
+
+def _is_test(h: Any) -> bool:
+    return all(hasattr(h, name) for name in ("points", "bound", "verdict"))
+
+
+def tests_of(study: str, heldout: Any) -> list[tuple[str, Test]]:
     """(test's name in words, test) for a study's `heldout` attribute: one test, or a mapping of tests keyed by
     configuration and job, or by (device role, model) (memory_dump)."""
-    if isinstance(heldout, ho.HeldOut):
+    if _is_test(heldout):
         model = SINGLE_MODEL.get(study, "model")
         return [(MODEL_WORDS.get((study, model), f"{study} {model}"), heldout)]
     if not isinstance(heldout, Mapping):
@@ -41,7 +63,7 @@ def tests_of(study: str, heldout: Any) -> list[tuple[str, ho.HeldOut]]:
         words = MODEL_WORDS.get((study, model), f"{study} {model}".strip())
         rest = [p for p in parts if p != model]
         out.append((f"{words} ({', '.join(rest)})" if rest else words, heldout[key]))
-    return [(name, h) for name, h in out if isinstance(h, ho.HeldOut)]
+    return [(name, h) for name, h in out if _is_test(h)]
 
 
 def points_frame(heldouts: Mapping[str, Any]) -> pd.DataFrame:
@@ -57,14 +79,16 @@ def points_frame(heldouts: Mapping[str, Any]) -> pd.DataFrame:
                 lo, hi = p.interval(0.95)
                 rows.append({"study": study, "test": name, "point": p.label, "row": f"{name}: {p.label}",
                              "ratio": math.exp(p.log_error), "low": math.exp(lo) if math.isfinite(lo) else math.nan,
-                             "high": math.exp(hi) if math.isfinite(hi) else math.nan, "verdict": test.verdict})
+                             "high": math.exp(hi) if math.isfinite(hi) else math.nan, "verdict": test.verdict,
+                             "bound": test.bound})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def chart(frame: pd.DataFrame, bound: float) -> alt.LayerChart:
+def chart(frame: pd.DataFrame) -> alt.LayerChart:
     """Predicted ÷ measured per held-out point (log axis), one row per test with its points side by side (a test
     may hold tens of points: a row each would make the figure pages long), each point's 95 % interval as a rule,
-    the band 1 ± `bound` shaded and 1 drawn; colour: the test's verdict."""
+    the band 1 ± the tests' bound shaded (the widest, if they differ) and 1 drawn; colour: the test's verdict."""
+    bound = float(frame["bound"].max()) if len(frame) else 0.1
     order = list(dict.fromkeys(frame["test"]))
     y = alt.Y("test:N", sort=order, title=None, axis=alt.Axis(labelLimit=300))
     x_scale = alt.Scale(type="log")

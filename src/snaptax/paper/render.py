@@ -23,7 +23,6 @@ from .. import (
 )
 from ..analysis import Analysis
 from ..host import rig as rigmod
-from ..models import heldout as ho
 from ..record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
 from ..record.lateness import FLASH
 from ..values import DerivedValues, Value
@@ -464,7 +463,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     values += article.bench_values(paths.BENCH_LATEST)
     values += heldout.heldout_values({v.key: v for v in values})
     frame = heldoutfigure.points_frame(heldoutfigure.heldouts_of({r.study: r.analysis for r in rendered}))
-    figures.save(heldoutfigure.chart(frame, ho.BOUND), heldoutfigure.FIGURE, figure_dir)
+    figures.save(heldoutfigure.chart(frame), heldoutfigure.FIGURE, figure_dir)
     made[heldoutfigure.FIGURE] = sources.Source(heldoutfigure.FIGURE, "snaptax.paper.heldoutfigure.chart")
     for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro_tex),
                      ("glance", article.glance_tex), ("artifact", article.artifact_tex),

@@ -5,6 +5,7 @@ from snaptax import profiles
 from snaptax.errors import ConfigError
 from snaptax.host import rig as rigmod
 from snaptax.host.rig import Device, Rig
+from snaptax.plan import split_replicate
 from snaptax.studies.memory_dump import analyse as an, measure, plan as planmod
 
 from ...conftest import requires_root, requires_spindles
@@ -29,7 +30,7 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     m = record.manifest
     study = planmod.build_plan(profiles.get("smoke"))
     assert m.measurements == study.points() == m.planned_points
-    assert set(m.variants) == {"ssd", "raid1_10k"} and m.emulated
+    assert {split_replicate(v)[0] for v in m.variants} == {"ssd", "raid1_10k"} and m.emulated
     a = an.analyse(record)
     s = a.summary
     # every wait is waited: no point is faster than its waits, n·w
