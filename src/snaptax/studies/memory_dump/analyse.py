@@ -155,13 +155,13 @@ def replicate_estimates(meas: pd.DataFrame) -> dict[str, Estimate]:
     seed's 4 GiB, s) and `vs_estimate.<role>.<label>` (dump time ÷ n·w) at the seed's two settings, and
     `tuned_ratio.<role>` (the tuned setting's time ÷ the default's within each replicate that has both)."""
     out: dict[str, Estimate] = {}
+    with_vs = meas.assign(vs=(meas.dump_s / meas.estimate_s).where(meas.estimate_s > 0))
     for role in sorted(set(meas.role)):
         for p in (DEFAULT, TUNED):
             gib = _by_replicate(meas, role, p.label, "s_per_gib")
             if len(gib):
                 out[f"seed_memory_s.{role}.{p.label}"] = geometric_estimate(gib.to_numpy() * SEED_MEMORY / GiB)
-            ratio = (meas.dump_s / meas.estimate_s).where(meas.estimate_s > 0)
-            vs = _by_replicate(meas.assign(vs=ratio), role, p.label, "vs")
+            vs = _by_replicate(with_vs, role, p.label, "vs")
             if len(vs):
                 out[f"vs_estimate.{role}.{p.label}"] = geometric_estimate(vs.to_numpy())
         tuned, default = (_by_replicate(meas, role, p.label, "dump_s") for p in (TUNED, DEFAULT))
