@@ -94,3 +94,17 @@ def _derived_cache(tmp_path_factory):
         os.environ.pop("SNAPTAX_DERIVED_DIR", None)
     else:
         os.environ["SNAPTAX_DERIVED_DIR"] = old
+
+
+def pytest_configure(config):
+    """SIGTERM stops the run as Ctrl-C does, so that fixtures' teardown (loop devices, mounts, swap, daemons) still
+    runs: a test run ended by SIGTERM (a CI runner's stop, `pkill`) left the attached-rig test's loop devices
+    mounted on 2026-11-28. The CLI does the same for itself (host.procs.install_sigterm_as_exit)."""
+    import signal
+    import threading
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
