@@ -109,8 +109,28 @@ def test_ratios_deletions_and_model(tmp_path):
     assert (a.predictions.converged == a.predictions.predicted_converged).all()
     assert {o.claim.id for o in a.outcomes} >= {"lifecycle.C000-1a", "lifecycle.C000-4", "lifecycle.C000-6"}
     o = {x.claim.id: x for x in a.outcomes}
-    assert verdict(o["lifecycle.C000-1b"].claim, o["lifecycle.C000-1b"].ours) == "not judged"
+    # the timelines of a load level are independent replicates of the phases before the deletion: judged
+    one = o["lifecycle.C000-1b"].ours
+    assert (one.n, one.independent) == (len(planmod.METHODS), True)
+    assert verdict(o["lifecycle.C000-1b"].claim, one) == "agrees"
+    # a per-second series of one deletion and two binary outcomes are not
+    assert verdict(o["lifecycle.C000-3b"].claim, o["lifecycle.C000-3b"].ours) == "not judged"
     assert verdict(o["lifecycle.C000-4"].claim, o["lifecycle.C000-4"].ours) == "not judged"
+
+
+def test_a_phase_before_the_deletion_differing_between_timelines_widens_the_interval(tmp_path):
+    """The replicates' spread is what the interval is made of: timelines alike give none, unlike ones some."""
+    a = an.analyse(make_run(tmp_path))
+    meas = a.meas.copy()
+    alike = an._replicated(meas, "light", "with", "before", "vm_read_iops", "pct_log")
+    sel = (meas.load == "light") & (meas.phase == "with") & (meas.method == "mirror")
+    meas.loc[sel, "vm_read_iops"] *= 0.8
+    unlike = an._replicated(meas, "light", "with", "before", "vm_read_iops", "pct_log")
+    assert alike.se == pytest.approx(0, abs=1e-9) and unlike.se > 0.05
+    # one of three timelines at 80 %: geometric mean 92.8 %, and an interval over 3 runs that holds 80 and 100
+    assert unlike.value == pytest.approx(100 * 0.8 ** (1 / 3))
+    lo, hi = unlike.interval()
+    assert lo < 80 and hi > 100
 
 
 def test_claims_name_values_the_analysis_makes(tmp_path):

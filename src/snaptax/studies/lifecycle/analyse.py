@@ -5,9 +5,11 @@ convergence, stun, write latency); the consolidation convergence model fitted to
 deletions, with its predictions against the measured outcomes; the seek-span prediction; and the verdicts on seed
 000's claims. Pure: a run in, tables, fits and values out.
 
-Ratios are formed within one timeline (before / with / during are neighbours in time) and their intervals are
-over the timelines of a load level (paired log-ratio t intervals, n = the number of deletion methods, each
-timeline measuring the same before/with phases).
+Ratios are formed within one timeline (before / with / during are neighbours in time). The timelines of a load
+level are independent replicates of everything before the deletion (a fresh engine, emulated array and fio
+processes each; the deletion method acts only after those phases), so the ratios of those phases, and of the
+`after` phase, are estimates over them (n = the number of deletion methods, t pivot on the log ratio) that the
+verdict rule judges; the deletion window's ratios, where the methods differ, are intervals only.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
+from ...inference import Estimate, Scale, ratio_estimate
 from ...models import consolidation as cm, seek as seekmod
 from ...record import RunRecord
 from ...spindle.profiles import DriveProfile
@@ -159,9 +162,9 @@ def deletion_tables(record: RunRecord) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(dels), pd.DataFrame(its)
 
 
-def _paired(meas: pd.DataFrame, load: str, num_phase: str, den_phase: str, col: str, den_col: str | None = None,
-            norm: tuple[str, str] | None = None) -> Interval:
-    """Paired (per timeline) ratio of `col` in num_phase over den_col in den_phase at a load level; with `norm`
+def _pairs(meas: pd.DataFrame, load: str, num_phase: str, den_phase: str, col: str, den_col: str | None = None,
+           norm: tuple[str, str] | None = None) -> tuple[list[float], list[float]]:
+    """Per timeline at a load level: `col` in num_phase and den_col (default `col`) in den_phase; with `norm`
     (numerator column, denominator column) both sides are divided by that ratio first (host per VM request)."""
     sub = meas[(meas.load == load)]
     a, b = [], []
@@ -175,7 +178,26 @@ def _paired(meas: pd.DataFrame, load: str, num_phase: str, den_phase: str, col: 
             yv /= max(float(y[norm[1]].iloc[0]), 1e-9)
         a.append(xv)
         b.append(yv)
-    return paired_ratio_interval(a, b)
+    return a, b
+
+
+def _paired(meas: pd.DataFrame, load: str, num_phase: str, den_phase: str, col: str, den_col: str | None = None,
+            norm: tuple[str, str] | None = None) -> Interval:
+    """Paired (per timeline) ratio of num_phase over den_phase at a load level (see _pairs), as an interval over
+    the timelines, not an estimate the verdict rule judges: used where a phase differs between the timelines (the
+    deletion window: each timeline deletes by another method)."""
+    return paired_ratio_interval(*_pairs(meas, load, num_phase, den_phase, col, den_col, norm))
+
+
+def _replicated(meas: pd.DataFrame, load: str, num_phase: str, den_phase: str, col: str, scale: Scale,
+                norm: tuple[str, str] | None = None) -> Estimate:
+    """Paired (per timeline) ratio of num_phase over den_phase at a load level as an estimate over independent
+    replicates (issue 47.3). The timelines of a load level are replicates of the phases before the deletion:
+    each has a fresh engine, emulated array, volume and fio processes, and they run the same create, before,
+    refill and with phases; the deletion method, the one thing that differs, acts only after them. The `after`
+    phase follows deletions by different methods, each of which leaves the delta's data in the base's own blocks,
+    so it too measures the base alone (the paper's lifecycle section says so)."""
+    return ratio_estimate(*_pairs(meas, load, num_phase, den_phase, col, None, norm), scale=scale)
 
 
 def seek_prediction(record: RunRecord) -> dict[str, float]:
@@ -228,21 +250,22 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
             for col, name in (("vm_read_iops", "vm_read"), ("vm_write_iops", "vm_write"),
                               ("host_read_iops", "host_read"), ("host_write_iops", "host_write")):
                 vals.append(Value.of(f"{k}.{load}.{ph}.{name}", geometric_mean_interval(sub[col]), "IO/s", 0))
-        vals.append(Value.of(f"{k}.{load}.vm_with_over_before",
-                             _paired(meas, load, "with", "before", "vm_read_iops").scaled(100), "%", 0))
+        vals.append(Value.of_estimate(f"{k}.{load}.vm_with_over_before",
+                                      _replicated(meas, load, "with", "before", "vm_read_iops", "pct_log"), "%", 0))
         tot = meas.assign(vm_iops=meas.vm_read_iops + meas.vm_write_iops)
-        vals.append(Value.of(f"{k}.{load}.vm_total_with_over_before",
-                             _paired(tot, load, "with", "before", "vm_iops").scaled(100), "%", 0))
-        vals.append(Value.of(f"{k}.{load}.host_reads_per_vm_read_factor",
-                             _paired(meas, load, "with", "before", "host_reads", norm=("host_reads", "vm_reads")),
-                             "×", 2))
-        vals.append(Value.of(f"{k}.{load}.host_writes_per_vm_write_refill_factor",
-                             _paired(meas, load, "refill", "create", "host_writes",
-                                     norm=("host_writes", "vm_writes")), "×", 2))
+        vals.append(Value.of_estimate(f"{k}.{load}.vm_total_with_over_before",
+                                      _replicated(tot, load, "with", "before", "vm_iops", "pct_log"), "%", 0))
+        vals.append(Value.of_estimate(f"{k}.{load}.host_reads_per_vm_read_factor",
+                                      _replicated(meas, load, "with", "before", "host_reads", "log",
+                                                  norm=("host_reads", "vm_reads")), "×", 2))
+        vals.append(Value.of_estimate(f"{k}.{load}.host_writes_per_vm_write_refill_factor",
+                                      _replicated(meas, load, "refill", "create", "host_writes", "log",
+                                                  norm=("host_writes", "vm_writes")), "×", 2))
         vals.append(Value.of(f"{k}.{load}.vm_read_delete_over_before",
                              _paired(meas, load, "delete", "before", "vm_read_iops").scaled(100), "%", 1))
-        vals.append(Value.of(f"{k}.{load}.service_after_over_with",
-                             _paired(meas, load, "after", "with", "member_service_ms").scaled(100), "%", 0))
+        vals.append(Value.of_estimate(f"{k}.{load}.service_after_over_with",
+                                      _replicated(meas, load, "after", "with", "member_service_ms", "pct_log"),
+                                      "%", 0))
 
     # ---- deletions
     d = a.deletions
