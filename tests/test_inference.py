@@ -20,6 +20,12 @@ def test_intervals_map_through_the_scale_and_stay_in_range():
     assert m.interval(0.95) == pytest.approx((2 - sps.t.ppf(0.975, 2) / math.sqrt(3), 2 + sps.t.ppf(0.975, 2)
                                               / math.sqrt(3)))
     assert m.interval(0.90)[1] < m.interval(0.95)[1]
+    c = inf.log_estimate(np.log([1.04, 1.06, 1.05]), "chg_log")     # a change per step, replicates on the log pivot
+    clo, chi = c.interval(0.95)
+    assert -100 < clo < c.value < chi and c.value == pytest.approx(100 * (math.exp(np.log([1.04, 1.06, 1.05]).mean())
+                                                                          - 1))
+    with pytest.raises(ValueError):
+        inf.log_estimate([0.1, 0.2], "linear")
     for scale in inf.SCALES:
         for y in (0.5, 1.0, 50.0):
             assert inf.forward(scale, inf.inverse(scale, y)) == pytest.approx(y)
@@ -28,9 +34,10 @@ def test_intervals_map_through_the_scale_and_stay_in_range():
 def test_the_one_sided_tests_switch_exactly_where_the_intervals_touch_the_band():
     """p_within < 0.05 ⟺ the 90 % interval lies inside; p_outside < 0.025 ⟺ the 95 % interval lies outside; on
     every scale, including the decreasing loss."""
-    for scale, samples in (("linear", [9.0, 10.0, 11.0, 10.5]), ("loss_log", [0.3, 0.35, 0.32, 0.31])):
+    for scale, samples in (("linear", [9.0, 10.0, 11.0, 10.5]), ("loss_log", [0.3, 0.35, 0.32, 0.31]),
+                           ("chg_log", [1.3, 1.35, 1.32, 1.31])):
         e = (inf.mean_estimate(samples) if scale == "linear"
-             else inf.ratio_estimate(samples, [1.0] * 4, "loss_log"))
+             else inf.ratio_estimate(samples, [1.0] * 4, scale))
         lo90, hi90 = e.interval(0.90)
         lo95, hi95 = e.interval(0.95)
         eps = 1e-6 * (hi95 - lo95)

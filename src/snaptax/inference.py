@@ -9,6 +9,7 @@ of freedom and standard error `se`. The value a reader sees is y = g(x), g monot
     log          exp(x)             a geometric mean, a ratio of paired runs
     pct_log      100·exp(x)         a ratio in per cent (100 = no change)
     loss_log     100·(1 − exp(x))   a loss in per cent (0 = no loss) from a ratio x = log(with/without)
+    chg_log      100·(exp(x) − 1)   a change in per cent (0 = no change), e.g. a time's growth per snapshot
 
 Any interval, and the p-value of any one-sided statement about y, is computed on the pivot scale and mapped
 through g, so a ratio's interval stays positive and a loss's stays below 100 %.
@@ -34,8 +35,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as sps
 
-Scale = Literal["linear", "log", "pct_log", "loss_log"]
-SCALES: tuple[Scale, ...] = ("linear", "log", "pct_log", "loss_log")
+Scale = Literal["linear", "log", "pct_log", "loss_log", "chg_log"]
+SCALES: tuple[Scale, ...] = ("linear", "log", "pct_log", "loss_log", "chg_log")
 MIN_REPLICATES = 3           # a judged value rests on at least this many independent runs
 
 
@@ -47,6 +48,8 @@ def forward(scale: Scale, x: float) -> float:
         return math.exp(x)
     if scale == "pct_log":
         return 100 * math.exp(x)
+    if scale == "chg_log":
+        return 100 * (math.exp(x) - 1)
     return 100 * (1 - math.exp(x))
 
 
@@ -54,7 +57,8 @@ def inverse(scale: Scale, y: float) -> float:
     """g⁻¹: a reported value on the pivot scale (−inf / +inf beyond the scale's range: a ratio ≤ 0, a loss ≥ 100)."""
     if scale == "linear":
         return y
-    r = y if scale == "log" else y / 100 if scale == "pct_log" else 1 - y / 100
+    r = (y if scale == "log" else y / 100 if scale == "pct_log" else 1 + y / 100 if scale == "chg_log"
+         else 1 - y / 100)
     return math.log(r) if r > 0 else -math.inf
 
 
@@ -142,12 +146,20 @@ def geometric_estimate(samples: ArrayLike, independent: bool = True) -> Estimate
     return _t_estimate(np.log(x), "log", independent)
 
 
+def log_estimate(logs: ArrayLike, scale: Scale = "log", independent: bool = True) -> Estimate:
+    """Replicates already on a log pivot (one log ratio, or a log change per step, per replicate), reported on
+    `scale` (log, pct_log, loss_log or chg_log)."""
+    if scale == "linear":
+        raise ValueError("a log pivot is reported on a log scale: log, pct_log, loss_log or chg_log")
+    return _t_estimate(np.asarray(logs, dtype=float), scale, independent)
+
+
 def ratio_estimate(numerators: ArrayLike, denominators: ArrayLike, scale: Scale = "log",
                    independent: bool = True) -> Estimate:
     """The ratio of paired replicates a_i / b_i (each pair measured in one replicate), on the log scale; reported
     as a ratio (scale log), in per cent (pct_log) or as a loss in per cent (loss_log)."""
     if scale == "linear":
-        raise ValueError("a ratio's pivot is its log: scale log, pct_log or loss_log")
+        raise ValueError("a ratio's pivot is its log: scale log, pct_log, loss_log or chg_log")
     a, b = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"paired samples of different lengths: {a.shape} and {b.shape}")
@@ -198,4 +210,5 @@ def tost_replicates(sd: float, margin: float, power: float = 0.8, delta: float =
 
 
 __all__ = ["Scale", "SCALES", "MIN_REPLICATES", "Estimate", "forward", "inverse", "mean_estimate",
-           "geometric_estimate", "ratio_estimate", "holm", "tost_power", "tost_replicates"]
+           "geometric_estimate", "log_estimate", "ratio_estimate", "increasing", "holm", "tost_power",
+           "tost_replicates"]

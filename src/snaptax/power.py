@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from scipy import stats as sps
 
 from .claims import Outcome
-from .inference import MIN_REPLICATES, inverse, tost_replicates
+from .inference import MIN_REPLICATES, increasing, inverse, tost_replicates
 
 POWER = 0.8
 
@@ -64,7 +64,7 @@ def plan_line(o: Outcome) -> PowerLine:
     if c.direction_only:
         side = c.direction or (1 if c.published > c.no_effect else -1)
         bound = inverse(est.scale, c.no_effect + side * c.tolerance)
-        distance = (est.pivot - bound) * side * (1 if est.scale != "loss_log" else -1)
+        distance = (est.pivot - bound) * side * (1 if increasing(est.scale) else -1)
         need = _one_sided_replicates(sd, distance)
         return PowerLine(name, est.n, sd, need, "" if need else "the measured effect does not reach beyond the "
                          "smallest effect that matters: no n confirms it")

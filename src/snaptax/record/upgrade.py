@@ -29,7 +29,8 @@ Format 3 → 4:
 
 Format 4, fields a study's scale gained later (SCALE_FIELDS_ADDED, filled in for any run that lacks them, with the
 value the runs before them ran with): the independent replicates of 2026-11-28 evening — chain_length's and
-db_snapshots' `replicates` (1: every variant once, on one engine) and memory_dump's `extra_replicates` (0).
+db_snapshots' and chain_bulk's `replicates` (1: every variant once, on one engine) and memory_dump's
+`extra_replicates` (0).
 """
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ SCALE_FIELDS_ADDED: dict[str, dict[str, Any]] = {
     "chain_length": {"replicates": 1},
     "db_snapshots": {"replicates": 1},
     "memory_dump": {"extra_replicates": 0},
+    "chain_bulk": {"replicates": 1},
 }
 # the memory_dump guest phase's scale fields among its guest parameters in format 3
 GUEST_SCALE_FIELDS = ("memory_mib", "repeats", "precopy_points", "background")

@@ -6,7 +6,7 @@ import pytest
 from snaptax import fio, profiles
 from snaptax.claims import verdict
 from snaptax.models import chain as chain_model
-from snaptax.plan import Clone, Measure
+from snaptax.plan import Clone, Measure, split_replicate
 from snaptax.record import RunRecord, RunWriter
 from snaptax.studies.chain_bulk import analyse as an, plan as planmod
 from tests.synthetic import fio_result, rig
@@ -18,13 +18,15 @@ TAU = {("on-disk-metadata", "read"): (500.0, 150.0, 100.0), ("on-disk-metadata",
        ("in-memory-metadata", "clone"): (2e6, 0.5e6, 0.15e6)}
 
 
-def rate(variant, series, n, repeat, target="live"):
+def rate(recorded_variant, series, n, repeat, target="live"):
     """The chain follows the model, the flat control stays at τ0; both share a drift of the device that differs
     from pair to pair by up to 1.6× (what the host disk did), which the pairing must take out."""
-    drift = 1 + 0.6 * ((3 * n + repeat) % 4) / 3
+    variant, replicate = split_replicate(recorded_variant)
+    drift = 1 + 0.6 * ((3 * n + repeat + replicate) % 4) / 3
     if target == "flat":
         return float(chain_model.iops(0, *TAU[(variant, series)])) * drift
-    wobble = 1 + 0.01 * (-1) ** repeat       # ±1 % between the pairs: intervals exist and are narrow
+    # -1, 0 or +1 % from pair to pair and length to length: intervals exist and are narrow
+    wobble = 1 + 0.01 * ((repeat + replicate + n) % 3 - 1)
     return float(chain_model.iops(n, *TAU[(variant, series)])) * wobble * drift
 
 
@@ -75,14 +77,41 @@ def test_ratios_losses_and_fits_come_from_the_data(tmp_path):
     assert f.tau_layer_us / f.tau0_us == pytest.approx(0.075, rel=0.05)
     assert v["chain_bulk.fit.on-disk-metadata.read.first_pct"].value == pytest.approx(30, abs=1)
     o = {x.claim.id: x for x in a.outcomes}
-    assert verdict(o["chain_bulk.C001-4a"].claim, o["chain_bulk.C001-4a"].ours) == "not judged"
-    assert verdict(o["chain_bulk.C001-4d"].claim, o["chain_bulk.C001-4d"].ours) == "not judged"
-    assert verdict(o["chain_bulk.C001-7c"].claim, o["chain_bulk.C001-7c"].ours) == "not judged"
-    # the pooled spread is the ±1 % wobble (sd of log(1.01), log(0.99)), not the 1.6x drift
-    assert v["chain_bulk.on-disk-metadata.read_noise_pct"].value == pytest.approx(100 * 2 ** 0.5 * 0.01, rel=0.01)
+    # quick: 3 independent replicates, so the claims are judged on estimates over them
+    assert (loss.n, loss.independent) == (3, True)
+    assert verdict(o["chain_bulk.C001-4a"].claim, o["chain_bulk.C001-4a"].ours) == "agrees"
+    assert verdict(o["chain_bulk.C001-4d"].claim, o["chain_bulk.C001-4d"].ours) == "agrees"
+    assert verdict(o["chain_bulk.C001-7c"].claim, o["chain_bulk.C001-7c"].ours) == "agrees"
+    # the pooled spread is the ±1 % wobble (sd of log(0.99), log(1), log(1.01)), not the 1.6x drift
+    assert v["chain_bulk.on-disk-metadata.read_noise_pct"].value == pytest.approx(1.0, rel=0.02)
     assert v["chain_bulk.vs_flat.in-memory-metadata.read.n0"].value == pytest.approx(1, abs=0.01)
-    assert v["chain_bulk.on-disk-metadata.read_pairs_needed"].value == 3     # t(1) = 12.7 rules out 2 pairs
+    assert v["chain_bulk.on-disk-metadata.read_pairs_needed"].value == 2     # the fewest: a 1 % spread is small
     assert len(a.outcomes) == 9
+
+
+def test_a_run_of_one_replicate_is_not_judged(tmp_path):
+    """Smoke (and every run before replicates): the pairs of one run are samples within it."""
+    a = an.analyse(make_run(tmp_path, "smoke"))
+    o = {x.claim.id: x for x in a.outcomes}
+    assert verdict(o["chain_bulk.C001-4a"].claim, o["chain_bulk.C001-4a"].ours) == "not judged"
+
+
+def test_replicate_estimates_are_over_replicates_not_pairs(tmp_path):
+    """Per replicate one log ratio per length (the mean over its pairs), then a t pivot over the replicates."""
+    import numpy as np
+    import pandas as pd
+    rows = []
+    for r, shift in enumerate((0.0, 0.1, -0.1)):
+        for repeat in (0, 1):
+            for n, x in ((0, 0.0), (1, -0.5), (2, -0.6), (4, -0.8)):
+                rows.append({"variant": "v", "series": "read", "chain_length": n, "replicate": r, "repeat": repeat,
+                             "log_ratio": x + (shift if n else 0.0) + 0.01 * repeat})
+    est = an.replicate_estimates(pd.DataFrame(rows), top=4)
+    loss = est[("v", "read_loss.n1")]
+    assert loss.n == 3 and loss.value == pytest.approx(100 * (1 - np.exp(-0.5)))
+    assert loss.interval()[0] < loss.value < loss.interval()[1]
+    step = est[("v", "read_per_snapshot_after2")]
+    assert step.value == pytest.approx(100 * (np.exp(-0.1) - 1)) and step.se == pytest.approx(0, abs=1e-12)
 
 
 def test_smoke_runs_have_every_value_the_quick_ones_have(tmp_path):

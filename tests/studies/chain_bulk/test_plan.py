@@ -4,7 +4,7 @@ import pytest
 
 from snaptax import profiles
 from snaptax.errors import ConfigError
-from snaptax.plan import Clone, Measure, TakeSnapshot
+from snaptax.plan import Clone, Measure, TakeSnapshot, split_replicate
 from snaptax.studies import get
 from snaptax.studies.chain_bulk import plan as planmod
 from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
@@ -14,26 +14,43 @@ from tests.parameters import assert_missing_is_named, assert_round_trip, committ
 def test_each_chain_length_pairs_chain_and_control_reads_then_writes_then_clones(name):
     p = profiles.get(name)
     s = planmod.scale(p)
-    steps = planmod.build_plan(p).variants[0].plan.steps
-    assert [(st.phase, st.target) for st in steps[:2]] == [("prefill", "live"), ("prefill-flat", "flat")]
-    first = 6 if s.warmup else 2
-    assert [(st.phase, st.target) for st in steps[2:first]] == [("warmup", "live"), ("warmup-flat", "flat")] * 2 * (
-        s.warmup)
-    chunks, n = {0: []}, 0
-    for st in steps[first:]:
-        if isinstance(st, TakeSnapshot):
-            n += 1
-            chunks[n] = []
-        else:
-            chunks[n].append((st.phase if isinstance(st, Measure) else "clone", st.repeat, st.target))
-    assert sorted(chunks) == list(range(s.max_chain + 1))
-    for seq in chunks.values():
-        assert [x[0].removesuffix("-flat") for x in seq] == [k for k in ("read", "write", "clone")
-                                                              for _ in range(2 * p.repeats)]
-        for i in range(0, len(seq), 2):          # neighbours: one repeat, chain and control, order alternating
-            (_, r1, t1), (_, r2, t2) = seq[i], seq[i + 1]
-            assert r1 == r2 and (t1, t2) == (("live", "flat") if r1 % 2 == 0 else ("flat", "live"))
-    assert sum(isinstance(st, Clone) for st in steps) == 2 * p.repeats * (s.max_chain + 1)
+    pairs = s.pairs_for(p.repeats)
+    study = planmod.build_plan(p)
+    assert len(study.variants) == 2 * s.replicates
+    for replicate in range(s.replicates):
+        vp = study.variants[2 * replicate]
+        assert split_replicate(vp.variant) == ("on-disk-metadata", replicate)     # replicate-major
+        steps = vp.plan.steps
+        assert [(st.phase, st.target) for st in steps[:2]] == [("prefill", "live"), ("prefill-flat", "flat")]
+        warm = s.warmup and replicate == 0        # only the session's first replicate warms up
+        first = 6 if warm else 2
+        assert [(st.phase, st.target) for st in steps[2:first]] == [("warmup", "live"), ("warmup-flat", "flat")] * 2 * (
+            warm)
+        chunks, n = {0: []}, 0
+        for st in steps[first:]:
+            if isinstance(st, TakeSnapshot):
+                n += 1
+                chunks[n] = []
+            else:
+                chunks[n].append((st.phase if isinstance(st, Measure) else "clone", st.repeat, st.target))
+        assert sorted(chunks) == list(range(s.max_chain + 1))      # a snapshot before every length, measured or not
+        assert [k for k, seq in chunks.items() if seq] == list(s.measured_lengths())
+        for seq in (q for q in chunks.values() if q):
+            assert [x[0].removesuffix("-flat") for x in seq] == [k for k in ("read", "write", "clone")
+                                                                  for _ in range(2 * pairs)]
+            for i in range(0, len(seq), 2):      # neighbours: one repeat, chain and control, order alternating
+                (_, r1, t1), (_, r2, t2) = seq[i], seq[i + 1]
+                assert r1 == r2 and (t1, t2) == (("live", "flat") if (r1 + replicate) % 2 == 0 else ("flat", "live"))
+        assert sum(isinstance(st, Clone) for st in steps) == 2 * pairs * len(s.measured_lengths())
+
+
+def test_a_scale_must_measure_the_lengths_the_claims_read():
+    with pytest.raises(ConfigError, match="lengths"):
+        planmod.BulkScale(max_chain=4, runtime_s=1, ramp_time_s=0, lengths=(0, 1, 4))
+    with pytest.raises(ConfigError, match="lengths"):
+        planmod.BulkScale(max_chain=4, runtime_s=1, ramp_time_s=0, lengths=(0, 1, 2, 3))
+    with pytest.raises(ConfigError, match="replicates"):
+        planmod.BulkScale(max_chain=4, runtime_s=1, ramp_time_s=0, replicates=0)
 
 
 def test_the_jobs_are_the_seeds():

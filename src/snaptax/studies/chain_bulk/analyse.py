@@ -1,6 +1,12 @@
 """Analysis of a chain-bulk run: 512 KiB sequential IOPS and clone time per configuration and chain length, their
 ratios to no snapshot with 95 % intervals, the per-snapshot changes the seed quotes, the chain model fitted to
-each, and the verdicts on seed 001's large-I/O and clone claims. Pure: a run in, tables and values out."""
+each, and the verdicts on seed 001's large-I/O and clone claims. Pure: a run in, tables and values out.
+
+The claims' values are estimates over the independent replicates (plan: a fresh engine, volume and control
+each): per replicate one log ratio per chain length (the mean over that replicate's pairs of log(chain ÷
+control)), then a t pivot over the replicates (replicate_estimates). The tables and figures pool every pair of
+every replicate at a length, with the pooled spread (noise) as their interval; a run of one replicate (those before
+2026-11-28, and smoke) gives its claims' values that way, as samples within one run, which are not judged."""
 from __future__ import annotations
 
 import math
@@ -12,7 +18,9 @@ from scipy import stats as sps
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
+from ...inference import Estimate, Scale, log_estimate
 from ...models import chain as chain_model
+from ...plan import with_replicates
 from ...record import RunRecord
 from ...stats import CONFIDENCE, REPEATS_MAX, Interval, pooled_log_ratio_interval, pooled_log_sd, repeats_for
 from ...values import Value
@@ -52,9 +60,9 @@ class BulkAnalysis(Analysis):
 
 
 def points(record: RunRecord) -> pd.DataFrame:
-    """One row per measured point: variant, series (read/write/clone), target (live chain or flat control),
-    chain_length, repeat, and its rate — IOPS of the fio run, or clones per second (1 / the clone's seconds) — so
-    all three are 'higher is better'."""
+    """One row per measured point: variant, replicate, series (read/write/clone), target (live chain or flat
+    control), chain_length, repeat, and its rate — IOPS of the fio run, or clones per second (1 / the clone's
+    seconds) — so all three are 'higher is better'."""
     meas = record.per_measurement()
     meas = meas[meas.phase.isin([*KINDS, *(k + FLAT_SUFFIX for k in KINDS)])]
     rows = [{"variant": r.variant, "series": r.phase.removesuffix(FLAT_SUFFIX),
@@ -64,14 +72,15 @@ def points(record: RunRecord) -> pd.DataFrame:
               "chain_length": int(e["chain_length"]), "repeat": int(e["repeat"]), "rate": 1.0 / float(e["seconds"]),
               "seconds": float(e["seconds"])}
              for e in record.manifest.events if e.get("event") == "clone"]
-    return pd.DataFrame(rows, columns=["variant", "series", "target", "chain_length", "repeat", "rate", "seconds"])
+    frame = pd.DataFrame(rows, columns=["variant", "series", "target", "chain_length", "repeat", "rate", "seconds"])
+    return with_replicates(frame).drop(columns="recorded_variant")
 
 
 def paired(pts: pd.DataFrame) -> pd.DataFrame:
-    """Chain ÷ flat control per (variant, series, chain length, repeat): the two runs were neighbours in time, so
-    the host disk's drift, which both see, cancels in the ratio. Columns: live, flat (rates) and log_ratio."""
-    wide = pts.pivot_table(index=["variant", "series", "chain_length", "repeat"], columns="target", values="rate",
-                           aggfunc="first").dropna().reset_index()
+    """Chain ÷ flat control per (variant, series, chain length, replicate, repeat): the two runs were neighbours in
+    time, so the host disk's drift, which both see, cancels in the ratio. Columns: live, flat (rates), log_ratio."""
+    wide = pts.pivot_table(index=["variant", "series", "chain_length", "replicate", "repeat"], columns="target",
+                           values="rate", aggfunc="first").dropna().reset_index()
     wide.columns.name = None
     wide["log_ratio"] = np.log(wide["live"] / wide["flat"])
     return wide
@@ -158,13 +167,65 @@ def fit_all(pr: pd.DataFrame) -> dict[tuple[str, str], chain_model.ChainFit]:
     return out
 
 
+Key = tuple[str, str]       # (variant, value name), e.g. ("on-disk-metadata", "read_loss.n1")
+
+
+def replicate_estimates(pr: pd.DataFrame, top: int) -> dict[Key, Estimate]:
+    """The claims' values over the independent replicates. Per replicate r and chain length n, L_r(n) is the mean
+    over r's pairs of log(chain ÷ control); then, per configuration, a t pivot over the replicates of:
+      <kind>_loss.n1, .n2             L_r(n) − L_r(0), a loss in % (loss_log);
+      <kind>_per_snapshot_after2      (L_r(top) − L_r(2)) / (top − 2), a change per snapshot in % (chg_log);
+      clone_first_pct                 L_r(0) − L_r(1): the clone's time, not its rate, grows (chg_log);
+      clone_per_snapshot_after1       (L_r(1) − L_r(top)) / (top − 1) (chg_log).
+    A replicate missing a length it needs is left out of that value."""
+    level = pr.groupby(["variant", "series", "replicate", "chain_length"]).log_ratio.mean()
+    out: dict[Key, Estimate] = {}
+
+    def per_replicate(variant: str, series: str, weights: dict[int, float]) -> list[float]:
+        xs = []
+        for r in sorted(set(pr.replicate[(pr.variant == variant) & (pr.series == series)])):
+            try:
+                xs.append(sum(w * float(level.loc[(variant, series, r, n)]) for n, w in weights.items()))
+            except KeyError:
+                continue
+        return xs
+
+    def put(variant: str, name: str, series: str, weights: dict[int, float], scale: Scale) -> None:
+        xs = per_replicate(variant, series, weights)
+        if xs:
+            out[(variant, name)] = log_estimate(xs, scale)
+
+    for variant in sorted(set(pr.variant)):
+        for kind in KINDS:
+            for n in (1, 2):
+                put(variant, f"{kind}_loss.n{n}", kind, {n: 1.0, 0: -1.0}, "loss_log")
+            if top > 2:
+                put(variant, f"{kind}_per_snapshot_after2", kind, {top: 1 / (top - 2), 2: -1 / (top - 2)}, "chg_log")
+        put(variant, "clone_first_pct", "clone", {0: 1.0, 1: -1.0}, "chg_log")
+        if top > 1:
+            put(variant, "clone_per_snapshot_after1", "clone", {1: 1 / (top - 1), top: -1 / (top - 1)}, "chg_log")
+    return out
+
+
+def _claim_value(reps: dict[Key, Estimate], variant: str, name: str, pooled: Interval, digits: int = 0) -> Value:
+    """`<study>.<variant>.<name>` (in %) over the replicates when there are two or more, else (one replicate: runs
+    before replicates, smoke) the pooled interval over one run's pairs, which the verdict rule does not judge."""
+    key, est = f"{STUDY}.{variant}.{name}", reps.get((variant, name))
+    if est is not None and est.n >= 2:
+        return Value.of_estimate(key, est, "%", digits)
+    return Value.of(key, pooled, "%", digits)
+
+
 def _values(record: RunRecord, pts: pd.DataFrame, pr: pd.DataFrame, nz: Noise, summary: pd.DataFrame,
             fits: dict[tuple[str, str], chain_model.ChainFit]) -> list[Value]:
     k, params = STUDY, record.parameters(ChainBulkParameters)
     s = params.scale
     top = s.max_chain
+    reps = replicate_estimates(pr, top)
     out = [Value(f"{k}.max_chain", float(top), "snapshots"), Value(f"{k}.runtime_s", float(s.runtime_s), "s"),
            Value(f"{k}.repeats", float(params.repeats), "runs"),
+           Value(f"{k}.replicates", float(s.replicates), "replicates"),
+           Value(f"{k}.lengths", text=", ".join(map(str, s.measured_lengths()))),
            Value(f"{k}.full_runtime_s", float(SCALES["full"].runtime_s), "s"),     # the full profile's, for comparison
            Value(f"{k}.disk_mib", float(params.disk_bytes) / (1 << 20), "MiB")]
     for r in summary.itertuples():
@@ -191,12 +252,13 @@ def _values(record: RunRecord, pts: pd.DataFrame, pr: pd.DataFrame, nz: Noise, s
             out.append(Value(f"{v}.{series}_pairs_needed", float(need), "pairs"))
         for kind in KINDS:
             for n in (1, 2):
-                out.append(Value.of(f"{v}.{kind}_loss.n{n}", change_pct(pr, nz, variant, kind, n).scaled(-1), "%"))
-            out.append(Value.of(f"{v}.{kind}_per_snapshot_after2",
-                                per_step_pct(change_pct(pr, nz, variant, kind, top, since=2), top - 2), "%", 1))
-        out.append(Value.of(f"{v}.clone_first_pct", time_change_pct(pr, nz, variant, 1), "%"))
-        out.append(Value.of(f"{v}.clone_per_snapshot_after1",
-                            per_step_pct(time_change_pct(pr, nz, variant, top, since=1), top - 1), "%", 1))
+                out.append(_claim_value(reps, variant, f"{kind}_loss.n{n}",
+                                        change_pct(pr, nz, variant, kind, n).scaled(-1)))
+            out.append(_claim_value(reps, variant, f"{kind}_per_snapshot_after2",
+                                    per_step_pct(change_pct(pr, nz, variant, kind, top, since=2), top - 2), 1))
+        out.append(_claim_value(reps, variant, "clone_first_pct", time_change_pct(pr, nz, variant, 1)))
+        out.append(_claim_value(reps, variant, "clone_per_snapshot_after1",
+                                per_step_pct(time_change_pct(pr, nz, variant, top, since=1), top - 1), 1))
     for (variant, series), f in sorted(fits.items()):
         (l1, h1), (ll, hl) = f.ci95[1], f.ci95[2]
         base = f"{k}.fit.{variant}.{series}"
