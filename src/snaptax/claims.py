@@ -81,6 +81,10 @@ class Claim:
     provisional: str = ""      # why the row is provisional (a known bias of the run that measured it); "": it is not
     role: Role = "judged"      # calibration: the statement infers a stand-in's operating point and is not judged
     direction: int = 0         # a direction without a number: +1 above no effect, -1 below (0: from `published`)
+    # set when the claim is judged by a registration (snaptax.judged), never by an analysis:
+    unjudged: str = ""         # why it is not judged whatever the data (not registered, registered as unjudged ...)
+    registration: str = ""     # the registration file that judged it ('' : none)
+    pre_registered: bool = False   # that registration was in force when the run was measured
 
     def __post_init__(self) -> None:
         if not SEED_LABEL_RE.fullmatch(self.seed_label):
@@ -138,8 +142,8 @@ class Outcome:
 
     @property
     def judgeable(self) -> str:
-        """'' when our value can be judged, else why not (claims.judgeable)."""
-        return judgeable(self.ours)
+        """'' when the claim can be judged on our value, else why not (the claim's registration, claims.judgeable)."""
+        return self.claim.unjudged or judgeable(self.ours)
 
     def to_json(self) -> dict[str, Any]:
         c = self.claim
@@ -200,7 +204,7 @@ def verdict(claim: Claim, ours: Value) -> Verdict:
     family_verdicts)."""
     if claim.role == "calibration":
         return "calibration"
-    if judgeable(ours):
+    if claim.unjudged or judgeable(ours):
         return "not judged"
     return decide(*tests(claim, ours))
 

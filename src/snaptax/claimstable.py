@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import claims as claimsmod
+from . import claims as claimsmod, judged
 from .claims import Outcome
 from .errors import ConfigError
 from .values import DerivedValues, Value, format_number
@@ -67,6 +67,7 @@ class Row:
                 "ours": {"value": _number(o.ours.value), "low": _number(o.ours.low), "high": _number(o.ours.high),
                          "n": o.ours.n, "independent": o.ours.independent, "basis": c.basis},
                 "verdict": o.verdict, "not_judged_because": o.judgeable or None, "role": c.role,
+                "registration": c.registration or None, "pre_registered": c.pre_registered,
                 "effect_ratio": None if ratio is None else {"value": _number(ratio.value), "low": _number(ratio.low),
                                                             "high": _number(ratio.high)},
                 "same_direction": o.same_direction,
@@ -78,13 +79,19 @@ def _number(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def rows_of(runs: list[tuple[str, DerivedValues]]) -> list[Row]:
+def rows_of(runs: list[tuple[str, DerivedValues]], registrations: list[dict[str, str] | None] | None = None,
+            inferred: tuple[str, ...] = ()) -> list[Row]:
     """The claim rows of runs (each its directory name and derived values), in the order given, with the verdicts
-    adjusted within each seed's family across all of them (claims.adjusted)."""
+    adjusted within each seed's family across all of them (claims.adjusted). With `registrations` (what each run's
+    manifest recorded) each run's claims are judged by the registration in force when it was measured
+    (snaptax.judged; `inferred`: the stand-ins whose operating points are inferred on the rig)."""
     found: list[tuple[str, str, Outcome, int, int]] = []
-    for run, d in runs:
+    for i, (run, d) in enumerate(runs):
         flagged, emulated = (_count(d.values.get(f"{d.study}.run.{k}")) for k in ("flagged", "emulated_measurements"))
-        found += [(d.study, run, claimsmod.from_json(row), flagged, emulated) for row in d.claims]
+        outcomes = [claimsmod.from_json(row) for row in d.claims]
+        if registrations is not None:
+            outcomes = judged.outcomes(outcomes, *judged.in_force(registrations[i]), inferred)
+        found += [(d.study, run, o, flagged, emulated) for o in outcomes]
     adjusted = claimsmod.adjusted([f[2] for f in found])
     return [Row(s, r, o, f, e) for (s, r, _, f, e), o in zip(found, adjusted, strict=True)]
 
@@ -95,10 +102,12 @@ def _count(v: Value | None) -> int:
 
 def rows(rig: str, profile: str) -> list[Row]:
     """The claim rows of each registered study's newest run at `profile` (studies.NoPublishedRun if one has none)."""
-    from . import derived, studies
+    from . import derived, operatingpoints, studies
+    from .record import RunRecord
 
     newest: list[Path] = [s.newest_run(rig, profile) for s in studies.REGISTRY]
-    return rows_of([(run.name, derived.values_of(run)) for run in newest])
+    return rows_of([(run.name, derived.values_of(run)) for run in newest],
+                   [RunRecord.load(run).manifest.registration for run in newest], tuple(operatingpoints.read(rig)))
 
 
 def tally(rows: list[Row]) -> dict[str, dict[str, int]]:
@@ -158,10 +167,14 @@ def verdict_cell(o: Outcome, sep: str = "\n") -> str:
     return o.verdict + why + (sep + sign if sign else "")
 
 
-def run_line(study: str, run: str, flagged: int, emulated: int) -> str:
+def run_line(study: str, run: str, flagged: int, emulated: int, registration: str = "",
+             pre_registered: bool = True) -> str:
     late = (f": LATE, {flagged} of {emulated} emulated measurements flagged for lateness" if flagged
             else "")
-    return f"{study}: run {run}{late}"
+    judged_by = (f" (judged by registration {registration}" + ("" if pre_registered else
+                                                               ", which it predates: not pre-registered") + ")"
+                 if registration else "")
+    return f"{study}: run {run}{judged_by}{late}"
 
 
 def _legend(rows: list[Row]) -> list[str]:
@@ -211,7 +224,9 @@ def _text(rows: list[Row], rig: str, profile: str, width: int) -> str:
     last: tuple[str, str] | None = None
     for r, row in zip(rows, cells, strict=True):
         if (r.study, r.run) != last:
-            out += textwrap.wrap(run_line(r.study, r.run, r.flagged, r.emulated), width)
+            c = r.outcome.claim
+            out += textwrap.wrap(run_line(r.study, r.run, r.flagged, r.emulated, c.registration, c.pre_registered),
+                                 width)
             last = (r.study, r.run)
         out += table_lines(row, widths)
     out += ["", "tally per seed (rows by verdict):"]
@@ -308,7 +323,8 @@ def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 # the CSV form's columns: a JSON row flattened (flat), the effect ratio's three always present
 CSV_COLUMNS = ("claim", "label", "seed", "study", "run", "statement", "cite", "where", "published", "published_text",
                "direction", "unit", "no_effect", "tolerance", "tolerance_unit", "ours_value", "ours_low", "ours_high",
-               "ours_n", "ours_independent", "ours_basis", "verdict", "not_judged_because", "role",
+               "ours_n", "ours_independent", "ours_basis", "verdict", "not_judged_because", "role", "registration",
+               "pre_registered",
                "effect_ratio_value", "effect_ratio_low", "effect_ratio_high", "same_direction", "late", "flagged",
                "emulated", "model", "provisional", "marks")
 

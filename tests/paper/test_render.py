@@ -151,3 +151,20 @@ def test_the_flagged_clause_names_the_studies_whose_claim_rows_come_from_runs_wi
                       "study (36 of 36) come from runs with flagged measurements: 8 of the 50 rows of the claims "
                       "table")
     assert render.flagged_clause([], 50) == "no claim row comes from a run with a flagged measurement"
+
+
+def test_the_verdicts_clause_says_why_rows_are_not_judged():
+    """Fewer than three runs, samples within one run, and the pre-registration are counted apart."""
+    import dataclasses
+
+    from snaptax.claims import Claim, Outcome
+    from snaptax.values import Value
+
+    c = Claim("s.C000-1a", "zandboer", "Graph 1", "x", 100.0, "%", 100.0, 5.0, "b", "s.v", "stand")
+    two = Value("s.v", 90.0, "%", 85.0, 95.0, 2, se=0.02, dof=1, scale="pct_log", independent=True)
+    within = Value("s.v", 90.0, "%", 85.0, 95.0, 30)
+    rows = [Outcome(c, two), Outcome(c, within), Outcome(c, within),
+            Outcome(dataclasses.replace(c, unjudged="not registered"), two)]
+    assert render.verdicts_clause(rows) == ("4 are not judged (1 rest on fewer than three independent runs, 2 on "
+                                            "samples within one run and 1 by the pre-registration (not registered, "
+                                            "registered as not judged, or registered as another quantity))")

@@ -14,6 +14,8 @@ from .. import (
     claims as claimsmod,
     compare,
     derived,
+    judged,
+    operatingpoints,
     paths,
     profiles,
     provenance,
@@ -64,10 +66,12 @@ def analyse_newest(rig: str, profile: str) -> list[Rendered]:
     return out
 
 
-def paper_outcomes(rendered: list[Rendered]) -> list[claimsmod.Outcome]:
-    """Every rendered study's claim rows with the verdicts the paper prints: adjusted within each seed's family
-    (claims.adjusted, Holm)."""
-    return claimsmod.adjusted([o for r in rendered for o in r.analysis.outcomes])
+def paper_outcomes(rendered: list[Rendered], inferred: tuple[str, ...] = ()) -> list[claimsmod.Outcome]:
+    """Every rendered study's claim rows with the verdicts the paper prints: each run's claims judged by the
+    registration in force when it was measured (snaptax.judged; `inferred`: the rig's inferred stand-ins), then
+    adjusted within each seed's family (claims.adjusted, Holm)."""
+    return claimsmod.adjusted([o for r in rendered for o in judged.outcomes(
+        r.analysis.outcomes, *judged.in_force(r.analysis.record.manifest.registration), inferred)])
 
 
 def run_value(r: Rendered, name: str) -> float:
@@ -113,19 +117,22 @@ def verdicts_clause(outcomes: list[claimsmod.Outcome]) -> str:
     """The abstract's and the introduction's count of verdicts, worded for the counts at hand: those judged (agree,
     differ, inconclusive), those not judged and why, and the statements that calibrate a stand-in."""
     t = claimsmod.tally(outcomes)
-    judged = t["agrees"] + t["differs"] + t["inconclusive"]
+    n_judged = t["agrees"] + t["differs"] + t["inconclusive"]
     parts = []
-    if judged:
+    if n_judged:
         parts.append(f"{t['agrees']} agree, {t['differs']} differ and {t['inconclusive']} are inconclusive "
                      "(Holm-adjusted within each seed)")
     not_judged = [o for o in outcomes if o.verdict == "not judged"]
     if not_judged:
-        few = sum(o.judgeable.startswith("n <") for o in not_judged)
-        within = len(not_judged) - few
+        by_registration = sum(bool(o.claim.unjudged) for o in not_judged)
+        few = sum(not o.claim.unjudged and o.judgeable.startswith("n <") for o in not_judged)
+        within = len(not_judged) - few - by_registration
         why = [w for w in (f"{few} rest on fewer than three independent runs" if few else "",
-                           f"{within} on samples within one run" if within else "") if w]
+                           f"{within} on samples within one run" if within else "",
+                           f"{by_registration} by the pre-registration (not registered, registered as not judged, "
+                           "or registered as another quantity)" if by_registration else "") if w]
         parts.append(f"{len(not_judged)} {'is' if len(not_judged) == 1 else 'are'} not judged "
-                     f"({' and '.join(why)})")
+                     f"({article.join_words(why)})")
     if t["calibration"]:
         parts.append(f"{t['calibration']} calibrate a stand-in and are not judged")
     return article.join_words(parts) if parts else "none is judged"
@@ -153,7 +160,7 @@ def model_clause(model: list[claimsmod.Outcome]) -> str:
 
 
 def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value]:
-    outcomes = paper_outcomes(rendered)
+    outcomes = paper_outcomes(rendered, tuple(operatingpoints.read(rig)))
     lateness = [v for v in run_column(rendered, "worst_lateness_pct") if math.isfinite(v)]
     vals = [Value("paper.rig", text=rig), Value("paper.profile", text=profile),
             Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE),
@@ -453,7 +460,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     values += paper_values(rig, profile, rendered)
     comparisons, compared = rerun_comparisons(rig, profile, rendered)
     values += repro_values(comparisons, compared)
-    outcomes = paper_outcomes(rendered)
+    outcomes = paper_outcomes(rendered, tuple(operatingpoints.read(rig)))
     glance = article.glance_rows(outcomes, [r.study for r in rendered])
     manifests = {r.study: r.analysis.record.manifest for r in rendered}
     values += article.glance_values(glance)
