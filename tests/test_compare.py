@@ -11,12 +11,15 @@ from snaptax.values import DerivedValues, Value
 from tests.synthetic import judged
 
 CLAIM = Claim("s.loss", "key", "Table 1", "loss", 65.0, "%", 0.0, 15.0, "test", "s.loss", "x", label="C001-1")
+# a claim the committed registration lists (33 % ± 5 pp), for what judges by the runs' registrations (the CLI)
+REGISTERED = Claim("chain_bulk.C001-4a", "key", "text", "loss", 33.0, "%", 0.0, 15.0, "test", "s.loss", "x")
+AGREES_WITH_REGISTERED = (33, 32, 34)
 
 
-def results(run_id: str, loss: Value) -> DerivedValues:
+def results(run_id: str, loss: Value, claim: Claim = CLAIM) -> DerivedValues:
     r = DerivedValues("s", run_id, "local", "quick")
     r.add([loss, Value("s.run.id", text=run_id), Value("s.label", text="x")])
-    r.claims = [Outcome(CLAIM, loss).to_json()]
+    r.claims = [Outcome(claim, loss).to_json()]
     return r
 
 
@@ -70,8 +73,8 @@ def _derived(run, r, monkeypatch, tmp_path):
 def test_cli_exits_1_on_a_flip_and_0_otherwise(tmp_path, monkeypatch):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for d, loss in ((a, judged("s.loss", 60, 55, 65, 4)), (b, judged("s.loss", 61, 56, 66, 4)),
-                    (c, judged("s.loss", 20, 15, 25, 4))):
-        _derived(d, results(d.name, loss), monkeypatch, tmp_path)
+                    (c, judged("s.loss", *AGREES_WITH_REGISTERED, 4))):
+        _derived(d, results(d.name, loss, REGISTERED), monkeypatch, tmp_path)
 
     def run(*args):
         return subprocess.run([sys.executable, "-m", "snaptax", "compare", *map(str, args)], capture_output=True,
@@ -181,14 +184,22 @@ def test_cli_compares_each_rerun_with_its_committed_run_naming_both(data_dir, tm
     orphan = _published(data_dir, "engines", "20260102T000000Z-quick", "quick")
     monkeypatch.setenv("SNAPTAX_DERIVED_DIR", str(tmp_path / "derived"))
     from snaptax import derived
-    derived.store(committed, results(committed.name, judged("s.loss", 60, 55, 65, 4)))
-    derived.store(rerun, results(rerun.name, judged("s.loss", 61, 56, 66, 4)))
+    derived.store(committed, results(committed.name, judged("s.loss", 60, 55, 65, 4), REGISTERED))
+    derived.store(rerun, results(rerun.name, judged("s.loss", 61, 56, 66, 4), REGISTERED))
     monkeypatch.setattr(compare, "tracked_run_names", lambda rig, study: {committed.name})
     assert _compare_cli("--profile", "quick") == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"chain_length: rerun {rerun} (not committed) against the committed run {committed}"
     assert out[1].startswith(f"s: {committed.name} vs {rerun.name}: 1 of 1 verdicts the same")
     assert f"engines: rerun {orphan} has no committed quick run to compare against" in out
-    derived.store(rerun, results(rerun.name, judged("s.loss", 20, 15, 25, 4)))          # the verdict flips
+    derived.store(rerun, results(rerun.name, judged("s.loss", *AGREES_WITH_REGISTERED, 4), REGISTERED))  # it flips
     assert _compare_cli("--profile", "quick") == 1
     assert "DIFFERENT" in capsys.readouterr().out
+
+
+def test_given_the_runs_registrations_the_verdicts_are_the_registration_s():
+    """A claim the registration does not list is not judged, whatever the analysis's own verdict was."""
+    a, b = results("a", judged("s.loss", 60, 55, 65, 4)), results("b", judged("s.loss", 62, 57, 67, 4))
+    assert compare.compare_derived(a, b).verdicts[0].a != "not judged"
+    (v,) = compare.compare_derived(a, b, (None, None)).verdicts
+    assert (v.a, v.b) == ("not judged", "not judged")

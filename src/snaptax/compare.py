@@ -103,21 +103,54 @@ class RunComparison:
         return all(v.same for v in self.verdicts)
 
 
-def compare_derived(a: DerivedValues, b: DerivedValues) -> RunComparison:
+Recorded = dict[str, str] | None      # the registration a run's manifest recorded
+
+
+def _verdicts(d: DerivedValues, by_registration: bool, recorded: Recorded) -> dict[str, str]:
+    """Each claim's verdict in one run (unadjusted: a pair of runs is compared claim by claim): as the analysis
+    gave it, or (by_registration) as the registration in force when it was measured judges it (snaptax.judged;
+    `recorded`: what the run's manifest recorded)."""
+    if not by_registration:
+        return {c["id"]: c["verdict"] for c in d.claims}
+    from . import claims, judged
+
+    found = [claims.from_json(c) for c in d.claims]
+    return {o.claim.id: o.verdict for o in judged.outcomes(found, *judged.in_force(recorded))}
+
+
+def compare_derived(a: DerivedValues, b: DerivedValues, recorded: tuple[Recorded, Recorded] | None = None) \
+        -> RunComparison:
+    """Two runs of a study compared: their values, and their claims' verdicts — with `recorded` (what each run's
+    manifest recorded as its registration) as their registrations judge them, else as the analyses gave them."""
     if a.study != b.study:
         raise AnalysisError(f"runs of different studies: {a.study} and {b.study}")
     values = tuple(ValueComparison(k, a.values[k], b.values[k]) for k in sorted(set(a.values) & set(b.values))
                    if ".run." not in k)
-    claims_b = {c["id"]: c for c in b.claims}
-    verdicts = tuple(VerdictComparison(c["id"], c["statement"], c["verdict"], claims_b[c["id"]]["verdict"])
-                     for c in a.claims if c["id"] in claims_b)
+    va = _verdicts(a, recorded is not None, recorded[0] if recorded else None)
+    vb = _verdicts(b, recorded is not None, recorded[1] if recorded else None)
+    verdicts = tuple(VerdictComparison(c["id"], c["statement"], va[c["id"]], vb[c["id"]])
+                     for c in a.claims if c["id"] in vb)
     return RunComparison(a.study, a.run_id, b.run_id, values, verdicts)
 
 
 def compare_runs(run_a: Path, run_b: Path) -> RunComparison:
+    """Two published runs compared, their verdicts judged by the registration each was measured under."""
     from . import derived
 
-    return compare_derived(derived.values_of(run_a), derived.values_of(run_b))
+    return compare_derived(derived.values_of(run_a), derived.values_of(run_b),
+                           (_recorded_registration(run_a), _recorded_registration(run_b)))
+
+
+def _recorded_registration(run: Path) -> Recorded:
+    """The registration a run's manifest recorded (None: before any, or a manifest without the field: the record
+    formats before the first registration did not have it)."""
+    import json
+
+    try:
+        found = json.loads((run / "manifest.json").read_text()).get("registration")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def report(c: RunComparison, all_values: bool = False) -> list[str]:

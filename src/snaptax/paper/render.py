@@ -311,7 +311,9 @@ def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) \
         runs = published_runs(rig, r.study, profile)
         if len(runs) >= 2 and runs[-1] == r.run:
             previous = RunRecord.load(runs[-2])
-            out.append(compare.compare_derived(derived.values_of(runs[-2]), r.derived))
+            out.append(compare.compare_derived(derived.values_of(runs[-2]), r.derived,
+                                               (previous.manifest.registration,
+                                                r.analysis.record.manifest.registration)))
             for m in (previous.manifest, r.analysis.record.manifest):
                 manifests[m.run_id] = m
     return out, manifests
