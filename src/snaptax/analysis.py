@@ -41,8 +41,13 @@ class Analysis:
         return r
 
     def outcomes_table(self) -> pd.DataFrame:
-        """The claims this study tests: published (cited), ours with 95 % interval, stand-in, verdict."""
-        return outcomes_frame(self.outcomes)
+        """The claims this study tests: published (cited), ours with 95 % interval, stand-in, verdict — judged by
+        the registration the run was measured under (snaptax.judged), each claim by itself: the paper's verdicts
+        are Holm-adjusted within each seed's family, and count a calibrating statement out once the rig's operating
+        point is inferred from it, which a notebook's table of one study does not."""
+        from . import judged
+
+        return outcomes_frame(judged.outcomes(self.outcomes, *judged.in_force(self.record.manifest.registration)))
 
 
 def run_values(record: RunRecord) -> list[Value]:
