@@ -83,9 +83,10 @@ def test_power_per_claim_from_the_newest_runs_spread_and_what_it_costs(tmp_path,
     assert expect.power_lines(study, "t", QUICK) == ["power: no published run of tiering on rig t to measure a "
                                                      "spread from"]
     publish(tmp_path, "tiering", "20260101T000000Z-quick", 12)
-    c = claims.Claim("t.C002-1", "k", "w", "s", 65.0, "%", 0.0, 5.0, "b", "t.v", "s")
+    # ids the committed registration lists (each claim is planned at its registered tolerance: ±5 pp here)
+    c = claims.Claim("tiering.C002-1b", "k", "w", "s", 65.0, "%", 0.0, 5.0, "b", "t.v", "s")
     spread = claims.Outcome(c, Value.of_estimate("t.v", inf.mean_estimate([60.0, 65.0, 70.0], True), "%", 1))
-    alone = claims.Outcome(claims.Claim("t.C002-2", "k", "w", "s", 65.0, "%", 0.0, 5.0, "b", "t.w", "s"),
+    alone = claims.Outcome(claims.Claim("tiering.C002-1c", "k", "w", "s", 65.0, "%", 0.0, 5.0, "b", "t.w", "s"),
                            Value("t.w", 64.0, "%", 60.0, 68.0, 1))
     monkeypatch.setattr(derived, "values_of", lambda run: types.SimpleNamespace(
         claims=[spread.to_json(), alone.to_json()]))
@@ -93,4 +94,4 @@ def test_power_per_claim_from_the_newest_runs_spread_and_what_it_costs(tmp_path,
     assert "20260101T000000Z-quick" in lines[0]
     needed = int(lines[1].split(": ")[1].split()[0])
     assert needed > 3 and lines[1].endswith(f"≈{12 * needed / 3:.0f} min of measuring at that run's time per replicate")
-    assert lines[2] == "  t.C002-2: no spread between independent replicates measured yet"
+    assert lines[2] == "  tiering.C002-1c: no spread between independent replicates measured yet"

@@ -30,3 +30,12 @@ def test_a_direction_is_planned_at_the_measured_effect_and_not_planned_without_o
 def test_no_plan_without_independent_replicates_or_for_a_calibrating_statement():
     assert "no spread" in power.plan_line(_outcome(65, [64.0, 65.0, 66.0], independent=False)).why
     assert "calibrates" in power.plan_line(_outcome(65, [64.0, 65.0, 66.0], role="calibration")).why
+
+
+def test_no_plan_for_a_statement_the_registration_does_not_judge():
+    import dataclasses
+
+    o = _outcome(65, [64.0, 65.0, 66.0])
+    unjudged = dataclasses.replace(o, claim=dataclasses.replace(o.claim, unjudged="not registered"))
+    line = power.plan_line(unjudged)
+    assert line.needed is None and "not registered" in line.why

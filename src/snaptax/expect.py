@@ -78,16 +78,19 @@ def power_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
     """Per judged claim of a study: the independent replicates the verdict rule needs for 80 % power
     (power.plan_line) at the spread between replicates in the newest run (at this profile, else at quick: the
     spread is the measurement's, not the profile's), and what that costs if a run's time grows with its replicates
-    (the newest run's minutes / its replicates × those needed). Claims without such a spread say so."""
-    from . import claims, derived, power
+    (the newest run's minutes / its replicates × those needed). Claims without such a spread say so. Each claim at
+    its registered tolerance and role (snaptax.judged: the registration that run was measured under)."""
+    from . import claims, derived, judged, operatingpoints, power
     from .paper.article import measured_minutes
     from .record import RunRecord, published_runs
 
     runs = published_runs(rig, study.id, profile.name) or published_runs(rig, study.id, "quick")
     if not runs:
         return [f"power: no published run of {study.id} on rig {rig} to measure a spread from"]
-    outcomes = [claims.from_json(row) for row in derived.values_of(runs[-1]).claims]
-    minutes = measured_minutes(RunRecord.load(runs[-1]).manifest)
+    manifest = RunRecord.load(runs[-1]).manifest
+    outcomes = judged.outcomes([claims.from_json(row) for row in derived.values_of(runs[-1]).claims],
+                               *judged.in_force(manifest.registration), tuple(operatingpoints.read(rig)))
+    minutes = measured_minutes(manifest)
     lines = [f"power per claim ({power.POWER:.0%}, two one-sided tests at the claim's tolerance; spread from run "
              f"{runs[-1].name}):"]
     for o in outcomes:

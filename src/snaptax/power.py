@@ -53,6 +53,8 @@ def plan_line(o: Outcome) -> PowerLine:
     """How many replicates the claim needs, from its newest value's spread (see the module's docstring)."""
     c, est = o.claim, o.ours.estimate
     name = c.id
+    if c.unjudged:
+        return PowerLine(name, o.ours.n, math.nan, None, f"not judged whatever the data: {c.unjudged}")
     if c.role == "calibration":
         return PowerLine(name, o.ours.n, math.nan, None, "calibrates a stand-in (not judged): its interval sizes "
                          "the operating point, not a verdict")
