@@ -75,6 +75,7 @@ class LoopRig:
     loops: dict[str, Path] = field(default_factory=dict)      # device name -> /dev/loopN
     links: dict[str, Path] = field(default_factory=dict)      # device name -> root/by-id/snaptax-test-NAME
     rig_file: Path | None = None
+    engines: tuple[str, ...] = ("qcow2", "lvmthin")
     mounts: list[Path] = field(default_factory=list)
     swaps: list[Path] = field(default_factory=list)
     stacked: list[str] = field(default_factory=list)          # dm names
@@ -118,7 +119,7 @@ class LoopRig:
         raw = {"name": "loop-test", "kind": "attached",
                "description": "loop devices standing in for attached disks (tests/attached.py)",
                "enabled": True, "allow_destroy": True, "work_dir": str(self.work_dir),
-               "engines": ["qcow2", "lvmthin"],
+               "engines": list(self.engines),
                "devices": {name: {"type": "block", "medium": "hdd" if "hdd" in name else "ssd",
                                   "capacity": self.capacity,
                                   "path": str(link), "description": f"loop device over {name}.img"}
@@ -324,10 +325,11 @@ def stable_ids_under(directory: Path) -> Iterator[None]:
 
 @contextlib.contextmanager
 def loop_rig(names: tuple[str, ...] = ("ssd", "hdd"), capacity: int = GiB,
-             parent: Path = Path("/var/tmp")) -> Iterator[LoopRig]:
-    """An enabled, destroyable attached rig of loop devices; everything it made is gone afterwards."""
+             parent: Path = Path("/var/tmp"), engines: tuple[str, ...] = ("qcow2", "lvmthin")) -> Iterator[LoopRig]:
+    """An enabled, destroyable attached rig of loop devices (its rig file lists `engines`); everything it made is
+    gone afterwards."""
     root = Path(tempfile.mkdtemp(prefix="snaptax-attached-", dir=parent))
-    lr = LoopRig(root=root, capacity=capacity)
+    lr = LoopRig(root=root, capacity=capacity, engines=engines)
     try:
         # a Ctrl-C here lands once the rig is whole (and is then cleaned up), as the same signal
         with signals_deferred(redeliver=True):

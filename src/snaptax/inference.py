@@ -33,7 +33,8 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as sps
+
+from .stats import sps
 
 Scale = Literal["linear", "log", "pct_log", "loss_log", "chg_log"]
 SCALES: tuple[Scale, ...] = ("linear", "log", "pct_log", "loss_log", "chg_log")

@@ -8,12 +8,28 @@ count per I/O) gets the linear one (mean_interval).
 """
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as sps
+
+
+class _LazyModule:
+    """A module imported on first use: scipy.stats takes about a second to import, and what imports this module
+    only for its types (the command line's help and argument checks, every `python -m snaptax` process) needs none
+    of it."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+sps: Any = _LazyModule("scipy.stats")
 
 CONFIDENCE = 0.95
 

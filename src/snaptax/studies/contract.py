@@ -16,17 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from ..analysis import Analysis
 from ..profiles import Profile
 from ..studyparams import StudyParameters
 
 if TYPE_CHECKING:
+    from ..analysis import Analysis
     from ..host.rig import Rig
     from ..record import RunRecord, RunSession
 
-A = TypeVar("A", bound=Analysis)
-A_co = TypeVar("A_co", bound=Analysis, covariant=True)
-A_contra = TypeVar("A_contra", bound=Analysis, contravariant=True)
+# bounds by name: analysis imports pandas (a third of a second), which the command line's help does not need
+A = TypeVar("A", bound="Analysis")
+A_co = TypeVar("A_co", bound="Analysis", covariant=True)
+A_contra = TypeVar("A_contra", bound="Analysis", contravariant=True)
 
 
 @dataclass(frozen=True)
