@@ -89,7 +89,7 @@ def test_power_per_claim_from_the_newest_runs_spread_and_what_it_costs(tmp_path,
     alone = claims.Outcome(claims.Claim("tiering.C002-1c", "k", "w", "s", 65.0, "%", 0.0, 5.0, "b", "t.w", "s"),
                            Value("t.w", 64.0, "%", 60.0, 68.0, 1))
     monkeypatch.setattr(derived, "values_of", lambda run: types.SimpleNamespace(
-        claims=[spread.to_json(), alone.to_json()]))
+        study="tiering", values={}, claims=[spread.to_json(), alone.to_json()]))
     lines = expect.power_lines(study, "t", profiles.get("full"))   # no full run: the quick run's spread
     assert "20260101T000000Z-quick" in lines[0]
     needed = int(lines[1].split(": ")[1].split()[0])

@@ -71,3 +71,14 @@ def test_a_run_before_any_registration_is_judged_by_the_newest_and_marked():
         found, pre = judged.in_force({"file": newest.file, "sha256": newest.sha256})
         assert found == newest and pre
         assert judged.in_force({"file": "gone.yaml", "sha256": "0" * 64}) == (newest, False)
+
+
+def test_a_run_is_judged_by_what_its_manifest_recorded():
+    newest = registration.newest()
+    if newest is None:
+        return
+    found = [Outcome(claim(cid=next(iter(newest.claims))), value(93.0))]
+    by_run = judged.for_run(found, {"file": newest.file, "sha256": newest.sha256})
+    assert by_run == judged.outcomes(found, newest, True)
+    assert by_run[0].claim.pre_registered
+    assert not judged.for_run(found, None)[0].claim.pre_registered

@@ -56,3 +56,24 @@ def test_a_malformed_registration_is_one_line_naming_the_field(tmp_path):
                  "   no_effect: 0, precision: 0, role: judged}\n")
     with pytest.raises(ConfigError, match="a number, or a direction"):
         reg.parse(p)
+
+
+def test_a_run_s_recorded_registration_is_read_from_its_manifest(tmp_path):
+    (tmp_path / "manifest.json").write_text('{"registration": {"file": "x.yaml", "sha256": "ab"}, "runs": 3}')
+    assert reg.recorded_in(tmp_path) == {"file": "x.yaml", "sha256": "ab"}
+    (tmp_path / "manifest.json").write_text('{"runs": 3}')        # a record format before the first registration
+    assert reg.recorded_in(tmp_path) is None
+    assert reg.recorded_in(tmp_path / "missing") is None
+
+
+def test_a_changed_registration_file_is_parsed_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(reg, "directory", lambda: tmp_path)
+    p = tmp_path / "20990101-1.yaml"
+    row = ("claims:\n- {id: a.b, label: C001-1, cite: c, where: w, statement: s, unit: '%', kind: rate_pct,\n"
+           "   no_effect: 0, published: PUB, precision: 0, role: judged}\n")
+    p.write_text(row.replace("PUB", "5"))
+    first = reg.newest()
+    assert first is not None and reg.by_hash(first.sha256) is first        # parsed once, found again by its hash
+    p.write_text(row.replace("PUB", "50"))
+    second = reg.newest()
+    assert second is not None and second.claims["a.b"].published == 50.0 and reg.by_hash(first.sha256) is None

@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
+from . import operatingpoints
 from .claims import Outcome
 from .record import RunRecord
 from .values import DerivedValues, Value
@@ -42,12 +44,13 @@ class Analysis:
 
     def outcomes_table(self) -> pd.DataFrame:
         """The claims this study tests: published (cited), ours with 95 % interval, stand-in, verdict — judged by
-        the registration the run was measured under (snaptax.judged), each claim by itself: the paper's verdicts
-        are Holm-adjusted within each seed's family, and count a calibrating statement out once the rig's operating
-        point is inferred from it, which a notebook's table of one study does not."""
+        the registration the run was measured under and the operating points it measured at (snaptax.judged), each
+        claim by itself: the paper's verdicts are Holm-adjusted within each seed's family, which a notebook's table
+        of one study is not."""
         from . import judged
 
-        return outcomes_frame(judged.outcomes(self.outcomes, *judged.in_force(self.record.manifest.registration)))
+        m = self.record.manifest
+        return outcomes_frame(judged.for_run(self.outcomes, m.registration, operatingpoints.used_in(m.parameters)))
 
 
 def run_values(record: RunRecord) -> list[Value]:
@@ -77,7 +80,18 @@ def run_values(record: RunRecord) -> list[Value]:
         Value(f"{k}.flagged", float(late.flagged.sum()) if not late.empty else 0.0, "measurements"),
         Value(f"{k}.flagged_fills", float(flagged_fills), "measurements"),
         Value(f"{k}.emulated_measurements", float(len(late)), "measurements"),
+        # the stand-ins this run measured at their inferred operating points (their calibrating statements are
+        # calibration for this run only: snaptax.judged)
+        Value(f"{k}.{operatingpoints.RUN_VALUE}", text=operatingpoints.shown(operatingpoints.used_in(m.parameters))),
     ]
+
+
+def geometric_mean_by_replicate(values: pd.Series, replicate: pd.Series | pd.Index) -> pd.Series:
+    """exp(mean log) of the positive `values` per replicate (`replicate`: each value's replicate, aligned with it),
+    indexed by replicate: one number per independent replicate, for inference's t pivots over them. Values ≤ 0 or
+    missing are left out."""
+    ok = (values > 0).to_numpy()
+    return np.exp(np.log(values[ok]).groupby(np.asarray(replicate)[ok]).mean())
 
 
 def outcomes_frame(outcomes: list[Outcome]) -> pd.DataFrame:

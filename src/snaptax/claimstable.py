@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import claims as claimsmod, judged
+from . import claims as claimsmod, judged, registration
 from .claims import Outcome
 from .errors import ConfigError
 from .values import DerivedValues, Value, format_number
@@ -79,18 +79,18 @@ def _number(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def rows_of(runs: list[tuple[str, DerivedValues]], registrations: list[dict[str, str] | None] | None = None,
-            inferred: tuple[str, ...] = ()) -> list[Row]:
+def rows_of(runs: list[tuple[str, DerivedValues]], registrations: list[dict[str, str] | None] | None = None) \
+        -> list[Row]:
     """The claim rows of runs (each its directory name and derived values), in the order given, with the verdicts
     adjusted within each seed's family across all of them (claims.adjusted). With `registrations` (what each run's
     manifest recorded) each run's claims are judged by the registration in force when it was measured
-    (snaptax.judged; `inferred`: the stand-ins whose operating points are inferred on the rig)."""
+    and the operating points it measured at (snaptax.judged)."""
     found: list[tuple[str, str, Outcome, int, int]] = []
     for i, (run, d) in enumerate(runs):
         flagged, emulated = (_count(d.values.get(f"{d.study}.run.{k}")) for k in ("flagged", "emulated_measurements"))
         outcomes = [claimsmod.from_json(row) for row in d.claims]
         if registrations is not None:
-            outcomes = judged.outcomes(outcomes, *judged.in_force(registrations[i]), inferred)
+            outcomes = judged.for_run(outcomes, registrations[i], judged.inferred_in(d))
         found += [(d.study, run, o, flagged, emulated) for o in outcomes]
     adjusted = claimsmod.adjusted([f[2] for f in found])
     return [Row(s, r, o, f, e) for (s, r, _, f, e), o in zip(found, adjusted, strict=True)]
@@ -102,12 +102,11 @@ def _count(v: Value | None) -> int:
 
 def rows(rig: str, profile: str) -> list[Row]:
     """The claim rows of each registered study's newest run at `profile` (studies.NoPublishedRun if one has none)."""
-    from . import derived, operatingpoints, studies
-    from .record import RunRecord
+    from . import derived, studies
 
     newest: list[Path] = [s.newest_run(rig, profile) for s in studies.REGISTRY]
     return rows_of([(run.name, derived.values_of(run)) for run in newest],
-                   [RunRecord.load(run).manifest.registration for run in newest], tuple(operatingpoints.read(rig)))
+                   [registration.recorded_in(run) for run in newest])
 
 
 def tally(rows: list[Row]) -> dict[str, dict[str, int]]:

@@ -214,6 +214,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_infer(args: argparse.Namespace) -> int:
+    from . import inferpoints, operatingpoints, standins
+    from .errors import ConfigError
+
+    _check_rig_and_profile(args)
+    points = inferpoints.infer(args.rig, args.profile)
+    for point in points.values():
+        why = operatingpoints.refused(point)
+        if why:
+            raise ConfigError(str(operatingpoints.path(args.rig)), point.stand_in, f"not written: {why}")
+    for s in standins.STAND_INS:
+        if s.source != "inferred":
+            continue
+        p = points.get(s.id)
+        print(f"{s.id}: {p.value:.4f} [{p.low:.4f}, {p.high:.4f}] from {p.run} (calibrating {p.calibrating})" if p
+              else f"{s.id}: not inferred (no {args.profile} run of {s.value_key.split('.')[0]} gives {s.value_key})")
+    if not points:
+        print("nothing inferred: no operating point file written")
+        return 0
+    if args.dry_run:
+        print("dry run: nothing written")
+        return 0
+    written = inferpoints.write(args.rig, points)
+    print(f"wrote {written} (commit it: the studies that stand in for these systems measure at it from now on)")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench
     bench.main(args.only)
@@ -309,6 +336,13 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument("--profile", default=profiles.DEFAULT)
     cmp.add_argument("--all", action="store_true", help="list every value, not only the inconsistent ones")
     cmp.set_defaults(func=cmd_compare)
+    inf = sub.add_parser("infer", help="the stand-ins' operating points inferred from the newest runs of the sweeps "
+                         "that infer them -> rigs/operating-points/<rig>.yaml (snaptax.standins; values outside their "
+                         "range are refused)")
+    inf.add_argument("--rig", default="local")
+    inf.add_argument("--profile", default=profiles.DEFAULT)
+    inf.add_argument("--dry-run", action="store_true", help="print what would be written, write nothing")
+    inf.set_defaults(func=cmd_infer)
     b = sub.add_parser("bench", help="harness and engine benchmarks -> bench/latest.json")
     b.add_argument("--only", nargs="*", default=None, help="run only these benchmark groups")
     b.set_defaults(func=cmd_bench)

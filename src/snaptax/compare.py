@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
+from . import paths, registration
 from .errors import AnalysisError
 from .values import DerivedValues, Value
 
@@ -115,7 +115,7 @@ def _verdicts(d: DerivedValues, by_registration: bool, recorded: Recorded) -> di
     from . import claims, judged
 
     found = [claims.from_json(c) for c in d.claims]
-    return {o.claim.id: o.verdict for o in judged.outcomes(found, *judged.in_force(recorded))}
+    return {o.claim.id: o.verdict for o in judged.for_run(found, recorded, judged.inferred_in(d))}
 
 
 def compare_derived(a: DerivedValues, b: DerivedValues, recorded: tuple[Recorded, Recorded] | None = None) \
@@ -138,19 +138,7 @@ def compare_runs(run_a: Path, run_b: Path) -> RunComparison:
     from . import derived
 
     return compare_derived(derived.values_of(run_a), derived.values_of(run_b),
-                           (_recorded_registration(run_a), _recorded_registration(run_b)))
-
-
-def _recorded_registration(run: Path) -> Recorded:
-    """The registration a run's manifest recorded (None: before any, or a manifest without the field: the record
-    formats before the first registration did not have it)."""
-    import json
-
-    try:
-        found = json.loads((run / "manifest.json").read_text()).get("registration")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return found if isinstance(found, dict) else None
+                           (registration.recorded_in(run_a), registration.recorded_in(run_b)))
 
 
 def report(c: RunComparison, all_values: bool = False) -> list[str]:

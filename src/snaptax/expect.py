@@ -80,7 +80,7 @@ def power_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
     spread is the measurement's, not the profile's), and what that costs if a run's time grows with its replicates
     (the newest run's minutes / its replicates × those needed). Claims without such a spread say so. Each claim at
     its registered tolerance and role (snaptax.judged: the registration that run was measured under)."""
-    from . import claims, derived, judged, operatingpoints, power
+    from . import claims, derived, judged, power
     from .paper.article import measured_minutes
     from .record import RunRecord, published_runs
 
@@ -88,8 +88,9 @@ def power_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
     if not runs:
         return [f"power: no published run of {study.id} on rig {rig} to measure a spread from"]
     manifest = RunRecord.load(runs[-1]).manifest
-    outcomes = judged.outcomes([claims.from_json(row) for row in derived.values_of(runs[-1]).claims],
-                               *judged.in_force(manifest.registration), tuple(operatingpoints.read(rig)))
+    found = derived.values_of(runs[-1])
+    outcomes = judged.for_run([claims.from_json(row) for row in found.claims], manifest.registration,
+                              judged.inferred_in(found))
     minutes = measured_minutes(manifest)
     lines = [f"power per claim ({power.POWER:.0%}, two one-sided tests at the claim's tolerance; spread from run "
              f"{runs[-1].name}):"]

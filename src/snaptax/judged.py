@@ -7,16 +7,18 @@ fixes before the data: the published value, the no-effect value, the direction o
 tolerance by the one rule (registration.TOLERANCE_RULE) and the role:
 
   registered, judged        judged with the registered published value and tolerance;
-  registered, calibration   not judged once its stand-in's operating point has been inferred from it (the rig's
-                            rigs/operating-points file names the stand-in: snaptax.operatingpoints); until then no
-                            operating point rests on it, so it is judged like any other statement;
+  registered, calibration   not judged ("calibration") in a run that measured its stand-in at the operating point
+                            inferred from it (the run's parameters record it: snaptax.operatingpoints.used_in); a
+                            run at a preset setting rests on no inference from it, so there it is judged like any
+                            other statement;
   registered, unjudged      not judged, for the registration's reason;
   not registered            not judged ("not registered"): the rule judges only what was declared before the data;
   registered otherwise      not judged when the analysis tests another quantity than the registered statement
                             (a number against a direction, or the other direction).
 
 A run measured before any registration is judged by the newest one and marked as not pre-registered (judged, never
-refused). Pure given the registration and the inferred stand-ins; the caller reads them.
+refused). Pure given the registration and the stand-ins the run measured at inferred operating points; the caller
+reads them.
 """
 from __future__ import annotations
 
@@ -24,9 +26,10 @@ import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 
-from . import registration
+from . import operatingpoints, registration
 from .claims import Claim, Outcome, Role
 from .registration import Registered, Registration
+from .values import DerivedValues
 
 NOT_REGISTERED = "not registered"
 OTHER_QUANTITY = "the analysis tests another quantity than the registered statement"
@@ -56,8 +59,8 @@ def _matches(c: Claim, r: Registered) -> bool:
 
 
 def claim(c: Claim, reg: Registration | None, pre_registered: bool, inferred: Iterable[str] = ()) -> Claim:
-    """`c` as the registration judges it (the module's docstring); `inferred`: the stand-ins whose operating points
-    are inferred on this rig."""
+    """`c` as the registration judges it (the module's docstring); `inferred`: the stand-ins the run measured at
+    their inferred operating points."""
     c = dataclasses.replace(c, registration=reg.file if reg else "", pre_registered=pre_registered and reg is not None)
     r = reg.claims.get(c.id) if reg else None
     if r is None:
@@ -81,4 +84,18 @@ def outcomes(found: Sequence[Outcome], reg: Registration | None, pre_registered:
             for o in found]
 
 
-__all__ = ["NOT_REGISTERED", "OTHER_QUANTITY", "in_force", "claim", "outcomes"]
+def inferred_in(derived: DerivedValues) -> tuple[str, ...]:
+    """The stand-ins a run measured at their inferred operating points, from its derived values (the run value
+    analysis.run_values writes: operatingpoints.RUN_VALUE); none for a run before that value existed."""
+    v = derived.values.get(f"{derived.study}.run.{operatingpoints.RUN_VALUE}")
+    text = v.text if v is not None and v.text else operatingpoints.NONE
+    return () if text == operatingpoints.NONE else tuple(text.split(","))
+
+
+def for_run(found: Sequence[Outcome], recorded: dict[str, str] | None,
+            inferred: Iterable[str] = ()) -> list[Outcome]:
+    """One run's outcomes judged by the registration its manifest recorded (`recorded`; in_force finds it)."""
+    return outcomes(found, *in_force(recorded), inferred)
+
+
+__all__ = ["NOT_REGISTERED", "OTHER_QUANTITY", "in_force", "claim", "outcomes", "inferred_in", "for_run"]

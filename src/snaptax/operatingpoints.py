@@ -2,16 +2,17 @@
 
 A stand-in whose setting is inferred (snaptax.standins, source "inferred") gets its value from the analysis of the
 sweep that infers it: the Value named by the stand-in's value_key in the newest run of that study. `snaptax infer`
-writes them here, each with its interval, the run it comes from and the calibrating statement, and the plans of the
-studies that use the stand-in read it (each run records the value it measured with in its parameters), so that one
-operating point per seed system is used by every study that stands in for it. Written only by `snaptax infer`, never
-by hand; a value it would write outside its documented bound is refused.
+(snaptax.inferpoints) writes them there, each with its interval, the run it comes from and the calibrating
+statement, and the plans of the studies that use the stand-in read them here (each run records the points it
+measured at in its parameters: UsedPoint), so that one operating point per seed system is used by every study that
+stands in for it. Written only by `snaptax infer`, never by hand; a value outside its range is refused.
 """
 from __future__ import annotations
 
-import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -30,6 +31,42 @@ class OperatingPoint:
     high: float
     run: str                 # the run it was inferred from (study/run-id)
     calibrating: str         # the registered claim it was inferred from
+
+
+@dataclass(frozen=True)
+class UsedPoint:
+    """An inferred operating point as a run measured at it (its parameters' `operating_points`): the stand-in, the
+    value inferred with its interval and the run it was inferred from, and the setting the engine realised (its
+    nearest whole step: a whole number of L2 slices for a coverage)."""
+
+    stand_in: str
+    inferred: float
+    low: float
+    high: float
+    run: str
+    realised: float
+
+    @classmethod
+    def of(cls, point: OperatingPoint, realised: float) -> UsedPoint:
+        return cls(point.stand_in, point.value, point.low, point.high, point.run, realised)
+
+
+# The run value (analysis.run_values: <study>.run.inferred_stand_ins) naming the stand-ins a run measured at their
+# inferred operating points, and what it holds when there were none.
+RUN_VALUE = "inferred_stand_ins"
+NONE = "none"
+
+
+def used_in(parameters: Mapping[str, Any]) -> tuple[str, ...]:
+    """The stand-ins a run measured at their inferred operating points, from its manifest's parameters (a run that
+    recorded none, or was made before operating points were recorded, measured none)."""
+    found = parameters.get("operating_points") or ()
+    return tuple(sorted({str(p["stand_in"]) for p in found if isinstance(p, Mapping) and "stand_in" in p}))
+
+
+def shown(stand_ins: Iterable[str]) -> str:
+    """The run value's text for `stand_ins` (judged.inferred_in reads it back)."""
+    return ",".join(sorted(stand_ins)) or NONE
 
 
 def path(rig: str) -> Path:
@@ -62,35 +99,14 @@ def get(rig: str, stand_in: str) -> OperatingPoint:
     return found
 
 
-def write(rig: str, points: dict[str, OperatingPoint]) -> Path:
-    from .record import write_atomic
-
-    body = {sid: {"value": p.value, "low": p.low, "high": p.high, "run": p.run, "calibrating": p.calibrating}
-            for sid, p in sorted(points.items())}
-    p = path(rig)
-    write_atomic(p, HEADER + yaml.safe_dump(body, sort_keys=True))
-    return p
-
-
-def infer(rig: str, profile: str) -> dict[str, OperatingPoint]:
-    """Every inferred stand-in's operating point from the newest run (of `profile`) of the study that infers it;
-    stand-ins whose study has no run yet, or whose run gives no finite value, are left out."""
-    from . import derived, studies
-    from .record import published_runs
-
-    out = {}
-    for s in standins.STAND_INS:
-        if s.source != "inferred" or not s.value_key:
-            continue
-        study = s.value_key.split(".")[0]
-        runs = published_runs(rig, study, profile) if study in studies.ids() else []
-        if not runs:
-            continue
-        v = derived.values_of(runs[-1]).values.get(s.value_key)
-        if v is None or not math.isfinite(v.value):
-            continue
-        out[s.id] = OperatingPoint(s.id, v.value, v.low, v.high, f"{study}/{runs[-1].name}", s.calibrating)
-    return out
+def refused(point: OperatingPoint) -> str:
+    """Why an inferred value cannot be written ('' when it can): a coverage (every inferred setting today is one)
+    lies in [0, 1] with its interval."""
+    if not (0.0 <= point.low <= point.value <= point.high <= 1.0):
+        return (f"{point.value:g} [{point.low:g}, {point.high:g}] from {point.run} lies outside [0, 1], the range "
+                "of a cache coverage")
+    return ""
 
 
-__all__ = ["OperatingPoint", "path", "read", "get", "write", "infer"]
+__all__ = ["OperatingPoint", "UsedPoint", "RUN_VALUE", "NONE", "HEADER", "used_in", "shown", "path", "read", "get",
+           "refused"]

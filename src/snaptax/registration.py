@@ -17,7 +17,9 @@ stand-in expresses it, with the reason).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,15 +145,37 @@ def files() -> list[Path]:
 
 def newest() -> Registration | None:
     found = files()
-    return parse(found[-1]) if found else None
+    return _current(found[-1]) if found else None
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(path: Path, mtime_ns: int, size: int) -> Registration:
+    """A registration file parsed once per content stamp: every run judged hashes and reads the same few files."""
+    return parse(path)
+
+
+def _current(path: Path) -> Registration:
+    st = path.stat()
+    return _parsed(path, st.st_mtime_ns, st.st_size)
 
 
 def by_hash(sha: str) -> Registration | None:
     """The registration a run recorded (None when no committed file has that hash)."""
     for p in files():
-        if sha256(p) == sha:
-            return parse(p)
+        found = _current(p)
+        if found.sha256 == sha:
+            return found
     return None
+
+
+def recorded_in(run: Path) -> dict[str, str] | None:
+    """The registration a published run's manifest recorded (None: before any, or a manifest without the field:
+    the record formats before the first registration did not have it). Reads the one field, not the whole run."""
+    try:
+        found = json.loads((run / "manifest.json").read_text()).get("registration")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def recorded() -> dict[str, str] | None:
@@ -161,4 +185,4 @@ def recorded() -> dict[str, str] | None:
 
 
 __all__ = ["Kind", "SMALLEST_EFFECT", "Role", "ROLES", "TOLERANCE_RULE", "Registered", "Registration", "directory",
-           "parse", "files", "newest", "by_hash", "recorded", "sha256"]
+           "parse", "files", "newest", "by_hash", "recorded", "recorded_in", "sha256"]

@@ -97,22 +97,37 @@ def l2_cache_size_for(l2_total: int, coverage: Fraction, cluster_size: int) -> i
     return max(2 * L2_SLICE, int(l2_total * coverage) // L2_SLICE * L2_SLICE)
 
 
-def metadata_configs(disk_size: int) -> tuple[Qcow2Config, Qcow2Config]:
-    """The two redo-log presets that differ only in where the metadata lives (seed 001's stand-ins):
-      on-disk-metadata    an L2 cache holding 1/8 of the image's L2 tables: most lookups read metadata from disk,
-                          as SEsparse (VMFS) does;
-      in-memory-metadata  an L2 cache covering the whole image: lookups never leave memory, as vSANsparse's
-                          in-memory metadata cache.
+# The presets' coverages where no operating point has been inferred: one eighth of the tables (on disk) and all of
+# them (in memory). Chosen before operating points were inferred (issue 46): a run at them says so (its parameters
+# record no operating point).
+PRESET_COVERAGES = (Fraction(1, 8), Fraction(1))
+
+
+def nearest_coverage(coverage: float, disk_size: int, extended_l2: bool = True) -> Fraction:
+    """The coverage a cache of whole L2 slices realises nearest to `coverage` (0 < c ≤ 1) for an image of
+    `disk_size` bytes: n / N of its N slices, at least the two QEMU requires."""
+    if not (0 < coverage <= 1):
+        raise ConfigError("qcow2", "coverage", f"{coverage!r} is not in (0, 1]")
+    slices = max(1, Qcow2Config("probe", extended_l2=extended_l2).l2_bytes_for(disk_size) // L2_SLICE)
+    return Fraction(min(slices, max(2, round(coverage * slices))), slices)
+
+
+def metadata_configs(disk_size: int, coverages: tuple[Fraction, Fraction] = PRESET_COVERAGES) \
+        -> tuple[Qcow2Config, Qcow2Config]:
+    """The two redo-log configurations that differ only in where the metadata lives (seed 001's stand-ins), each
+    with an L2 cache holding `coverages` of the image's L2 tables (snaptax.standins: inferred per rig where an
+    operating point is, else PRESET_COVERAGES):
+      on-disk-metadata    most lookups read metadata from disk, as SEsparse's (VMFS) grain tables not held in memory;
+      in-memory-metadata  lookups stay in memory, as vSANsparse's in-memory metadata cache.
     Both use 64 KiB clusters with extended L2 (2 KiB subclusters), so a first 4 KiB write does not copy backing
     data (SEsparse's grain is 4 KiB)."""
     probe = Qcow2Config("probe", extended_l2=True)
     l2_total = probe.l2_bytes_for(disk_size)
-    small = l2_cache_size_for(l2_total, Fraction(1, 8), probe.cluster_size)
-    covering = l2_cache_size_for(l2_total, Fraction(1), probe.cluster_size)
+    on_disk, in_memory = (l2_cache_size_for(l2_total, c, probe.cluster_size) for c in coverages)
     return (
-        Qcow2Config("on-disk-metadata", extended_l2=True, l2_cache_size=small, l2_cache_entry_size=L2_SLICE,
+        Qcow2Config("on-disk-metadata", extended_l2=True, l2_cache_size=on_disk, l2_cache_entry_size=L2_SLICE,
                     analogue="SEsparse (VMFS)"),
-        Qcow2Config("in-memory-metadata", extended_l2=True, l2_cache_size=covering,
+        Qcow2Config("in-memory-metadata", extended_l2=True, l2_cache_size=in_memory,
                     l2_cache_entry_size=L2_SLICE, analogue="vSANsparse (vSAN)"),
     )
 

@@ -15,7 +15,6 @@ from .. import (
     compare,
     derived,
     judged,
-    operatingpoints,
     paths,
     profiles,
     provenance,
@@ -66,12 +65,12 @@ def analyse_newest(rig: str, profile: str) -> list[Rendered]:
     return out
 
 
-def paper_outcomes(rendered: list[Rendered], inferred: tuple[str, ...] = ()) -> list[claimsmod.Outcome]:
+def paper_outcomes(rendered: list[Rendered]) -> list[claimsmod.Outcome]:
     """Every rendered study's claim rows with the verdicts the paper prints: each run's claims judged by the
-    registration in force when it was measured (snaptax.judged; `inferred`: the rig's inferred stand-ins), then
+    registration in force when it was measured and the operating points it measured at (snaptax.judged), then
     adjusted within each seed's family (claims.adjusted, Holm)."""
-    return claimsmod.adjusted([o for r in rendered for o in judged.outcomes(
-        r.analysis.outcomes, *judged.in_force(r.analysis.record.manifest.registration), inferred)])
+    return claimsmod.adjusted([o for r in rendered for o in judged.for_run(
+        r.analysis.outcomes, r.analysis.record.manifest.registration, judged.inferred_in(r.derived))])
 
 
 def run_value(r: Rendered, name: str) -> float:
@@ -160,7 +159,7 @@ def model_clause(model: list[claimsmod.Outcome]) -> str:
 
 
 def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value]:
-    outcomes = paper_outcomes(rendered, tuple(operatingpoints.read(rig)))
+    outcomes = paper_outcomes(rendered)
     lateness = [v for v in run_column(rendered, "worst_lateness_pct") if math.isfinite(v)]
     vals = [Value("paper.rig", text=rig), Value("paper.profile", text=profile),
             Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE),
@@ -462,7 +461,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     values += paper_values(rig, profile, rendered)
     comparisons, compared = rerun_comparisons(rig, profile, rendered)
     values += repro_values(comparisons, compared)
-    outcomes = paper_outcomes(rendered, tuple(operatingpoints.read(rig)))
+    outcomes = paper_outcomes(rendered)
     glance = article.glance_rows(outcomes, [r.study for r in rendered])
     manifests = {r.study: r.analysis.record.manifest for r in rendered}
     values += article.glance_values(glance)

@@ -24,6 +24,7 @@ from ...plan import with_replicates
 from ...record import RunRecord
 from ...stats import CONFIDENCE, REPEATS_MAX, Interval, pooled_log_ratio_interval, pooled_log_sd, repeats_for
 from ...values import Value
+from ..seed001_standins import operating_point_values
 from .plan import FLAT_SUFFIX, KINDS, SCALES, STUDY, ChainBulkParameters
 
 CITE = "setty2021"
@@ -228,6 +229,7 @@ def _values(record: RunRecord, pts: pd.DataFrame, pr: pd.DataFrame, nz: Noise, s
            Value(f"{k}.lengths", text=", ".join(map(str, s.measured_lengths()))),
            Value(f"{k}.full_runtime_s", float(SCALES["full"].runtime_s), "s"),     # the full profile's, for comparison
            Value(f"{k}.disk_mib", float(params.disk_bytes) / (1 << 20), "MiB")]
+    out += operating_point_values(k, params.operating_points)
     for r in summary.itertuples():
         key = f"{r.variant}.{r.series}.n{r.chain_length}"
         unit, digits = ("IOPS", 0) if r.series in KINDS else ("clones/s", 3)

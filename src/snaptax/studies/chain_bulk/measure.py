@@ -6,6 +6,7 @@ from ...engines.qcow2 import execute_per_config
 from ...host.rig import Rig
 from ...profiles import Profile
 from ...record import RunSession
+from .. import seed001_standins
 from ..contract import Setup
 from . import plan as planmod
 
@@ -14,9 +15,11 @@ def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
     """Both configurations on `device` (default: the rig's first)."""
     dev = rig.device(device)
     study = planmod.build_plan(profile)
-    configs = {c.name: c for c in planmod.configs(profile)}
+    # the stand-ins at the rig's inferred operating points (seed001_standins), recorded in the parameters
+    coverages, used = seed001_standins.coverages(rig.name, profile.disk_size)
+    configs = {c.name: c for c in planmod.configs(profile, coverages)}
 
     def measure(session: RunSession) -> None:
         execute_per_config(rig, dev, configs, study, profile.disk_size, session)
-    return Setup(planmod.parameters(profile, dev.name), (dev.name,), study.points(), planmod.planned_seconds(profile),
-                 measure)
+    return Setup(planmod.parameters(profile, dev.name, used), (dev.name,), study.points(),
+                 planmod.planned_seconds(profile), measure)

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 from ... import profiles
-from ...engines.qcow2 import Qcow2Config, metadata_configs
+from ...engines.qcow2 import PRESET_COVERAGES, Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, prefill_job
+from ...operatingpoints import UsedPoint
 from ...plan import (
     Clone,
     Measure,
@@ -46,6 +48,7 @@ from ...plan import (
     replicate_name,
 )
 from ...studyparams import StudyParameters
+from .. import seed001_standins
 
 STUDY = "chain_bulk"
 Kind = Literal["read", "write"]
@@ -115,8 +118,10 @@ def scale(profile: profiles.Profile) -> BulkScale:
     return profiles.study_scale(SCALES, profile, STUDY, "chain-bulk scale")
 
 
-def configs(profile: profiles.Profile) -> tuple[Qcow2Config, Qcow2Config]:
-    return metadata_configs(profile.disk_size)
+def configs(profile: profiles.Profile, coverages: tuple[Fraction, Fraction] = PRESET_COVERAGES) \
+        -> tuple[Qcow2Config, Qcow2Config]:
+    """The two redo-log stand-ins at `coverages` (seed001_standins.coverages: the rig's inferred operating points)."""
+    return metadata_configs(profile.disk_size, coverages)
 
 
 def bulk_job(kind: Kind, *, size: int, runtime_s: float, ramp_time_s: float = 0) -> FioJob:
@@ -187,12 +192,15 @@ class ChainBulkParameters(StudyParameters):
     block_bytes: int
     repeats: int
     disk_bytes: int
+    # the inferred operating points its stand-ins measured at (None: the runs before operating points, at
+    # engines.qcow2.PRESET_COVERAGES)
+    operating_points: tuple[UsedPoint, ...] | None = None
 
 
-def parameters(profile: profiles.Profile, device: str) -> ChainBulkParameters:
+def parameters(profile: profiles.Profile, device: str, used: tuple[UsedPoint, ...] = ()) -> ChainBulkParameters:
     s = scale(profile)
     return ChainBulkParameters(scale=s, device=device, block_bytes=BLOCK, repeats=s.pairs_for(profile.repeats),
-                               disk_bytes=profile.disk_size)
+                               disk_bytes=profile.disk_size, operating_points=used)
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
@@ -201,7 +209,7 @@ def parameters(profile: profiles.Profile, device: str) -> ChainBulkParameters:
 DISK = disk_needs(quick=7, full=None)
 
 
-def describe(profile: profiles.Profile) -> str:
+def describe(profile: profiles.Profile, rig: str = "local") -> str:
     """What a run measures, in words and counts from the plan (deterministic: checked by nbval)."""
     s = scale(profile)
     study = build_plan(profile)
@@ -214,7 +222,8 @@ def describe(profile: profiles.Profile) -> str:
              f"x {s.replicates} replicate(s): "
              + ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()),
              f"fio time >= {study.fio_seconds():.0f} s"]
-    for c in configs(profile):
+    lines.append(seed001_standins.describe(rig))
+    for c in configs(profile, seed001_standins.coverages(rig, profile.disk_size)[0]):
         lines.append(f"  {c.name} ({c.analogue}): L2 cache {(c.l2_cache_size or 0) >> 10} KiB of "
                      f"{c.l2_bytes_for(profile.disk_size) >> 10} KiB tables")
     lines.append("read job: " + " ".join(f"{k}={v}" for k, v in

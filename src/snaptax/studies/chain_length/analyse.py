@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ... import fiolog
-from ...analysis import Analysis
+from ...analysis import Analysis, geometric_mean_by_replicate
 from ...claims import Claim, outcome
 from ...inference import Estimate, Scale, ratio_estimate
 from ...models import chain as chain_model, heldout as ho
@@ -26,6 +26,7 @@ from ...stats import (
     ratio_of_means_interval,
 )
 from ...values import Value
+from ..seed001_standins import operating_point_values
 from .heldout import heldout_tests
 from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, ChainLengthParameters, pairs_needed
 
@@ -314,8 +315,7 @@ def guest_ceiling(meas: pd.DataFrame) -> dict[str, dict[str, Interval]]:
 
 def _gmean_by_replicate(runs: pd.DataFrame) -> pd.Series:
     """The geometric mean IOPS of `runs` per replicate (runs with IOPS ≤ 0 left out)."""
-    ok = runs[runs.iops > 0]
-    return np.exp(np.log(ok.iops).groupby(ok.replicate).mean())
+    return geometric_mean_by_replicate(runs.iops, runs.replicate)
 
 
 def _across_replicates(a: pd.Series, b: pd.Series, scale: Scale) -> Estimate:
@@ -431,6 +431,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
     for name, described in record.manifest.variants.items():   # the engine's describe(): its qcow2 config
         if described.get("engine", "qcow2") == "qcow2" and split_replicate(name)[1] == 0:
             out.append(Value(f"{k}.l2_cache_kib.{name}", described["config"]["l2_cache_size"] / 1024, "KiB"))
+    out += operating_point_values(k, params.operating_points)
     for _, row in summary.iterrows():
         key = f"{row.variant}.{row.job}.{row.phase}.n{row.chain_length}"
         out.append(Value(f"{k}.iops.{key}", row.iops, "IOPS", row.iops_low, row.iops_high, int(row.n), 0, None,

@@ -7,6 +7,7 @@ from ...host.rig import Rig
 from ...plan import StudyPlan, split_replicate
 from ...profiles import Profile
 from ...record import RunSession
+from .. import seed001_standins
 from ..contract import Setup
 from . import plan as planmod
 
@@ -19,7 +20,9 @@ def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
     dev = rig.device(device)
     lvmthin = "lvmthin" in rig.engines
     study = planmod.build_plan(profile, lvmthin=lvmthin)
-    configs = {c.name: c for c in planmod.configs(profile)}
+    # the stand-ins at the rig's inferred operating points (seed001_standins), recorded in the parameters
+    coverages, used = seed001_standins.coverages(rig.name, profile.disk_size)
+    configs = {c.name: c for c in planmod.configs(profile, coverages)}
 
     def measure(session: RunSession) -> None:
         # in the plan's order (replicate-major: every configuration of one replicate, then the next), each variant
@@ -30,5 +33,5 @@ def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
                                 session)
             else:
                 execute_per_config(rig, dev, configs, StudyPlan((vp,)), profile.disk_size, session)
-    return Setup(planmod.parameters(profile, dev.name), (dev.name,), study.points(),
+    return Setup(planmod.parameters(profile, dev.name, used), (dev.name,), study.points(),
                  planmod.planned_seconds(profile, lvmthin=lvmthin), measure)

@@ -36,17 +36,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 from ... import profiles
 from ...engines.lvmthin.config import LvmThinConfig
-from ...engines.qcow2 import Qcow2Config, metadata_configs
+from ...engines.qcow2 import PRESET_COVERAGES, Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, prefill_job, seed001_job, seed001_mirror_job
 from ...inference import MIN_REPLICATES
+from ...operatingpoints import UsedPoint
 from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan, disk_needs, replicated
 from ...stats import repeats_for
 from ...studyparams import StudyParameters
+from .. import seed001_standins
 
 LVM_THIN = "lvm-thin"     # the array-native variant (seed 001's vVOL)
 Workload = Literal["randrw", "readwrite", "mirror"]
@@ -132,8 +135,10 @@ def scale(profile: profiles.Profile) -> ChainScale:
     return profiles.study_scale(SCALES, profile, "chain_length", "chain scale")
 
 
-def configs(profile: profiles.Profile) -> tuple[Qcow2Config, Qcow2Config]:
-    return metadata_configs(profile.disk_size)
+def configs(profile: profiles.Profile, coverages: tuple[Fraction, Fraction] = PRESET_COVERAGES) \
+        -> tuple[Qcow2Config, Qcow2Config]:
+    """The two redo-log stand-ins at `coverages` (seed001_standins.coverages: the rig's inferred operating points)."""
+    return metadata_configs(profile.disk_size, coverages)
 
 
 def lvmthin_config(profile: profiles.Profile) -> LvmThinConfig:
@@ -199,15 +204,18 @@ def planned_seconds(profile: profiles.Profile, lvmthin: bool = True) -> float:
 class ChainLengthParameters(StudyParameters):
     """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
     (checked again by ChainScale when read; its max_chain is the longest chain the plan builds), the rig device,
-    the jobs measured (SWEEP_WORKLOADS)."""
+    the jobs measured (SWEEP_WORKLOADS), and the inferred operating points its stand-ins measured at (None: the
+    runs before operating points, at engines.qcow2.PRESET_COVERAGES)."""
 
     scale: ChainScale
     device: str
     workloads: tuple[str, ...]
+    operating_points: tuple[UsedPoint, ...] | None = None
 
 
-def parameters(profile: profiles.Profile, device: str) -> ChainLengthParameters:
-    return ChainLengthParameters(scale=scale(profile), device=device, workloads=SWEEP_WORKLOADS)
+def parameters(profile: profiles.Profile, device: str, used: tuple[UsedPoint, ...] = ()) -> ChainLengthParameters:
+    return ChainLengthParameters(scale=scale(profile), device=device, workloads=SWEEP_WORKLOADS,
+                                 operating_points=used)
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
@@ -216,7 +224,7 @@ def parameters(profile: profiles.Profile, device: str) -> ChainLengthParameters:
 DISK = disk_needs(quick=5, full=25)
 
 
-def describe(profile: profiles.Profile) -> str:
+def describe(profile: profiles.Profile, rig: str = "local") -> str:
     """What a run measures, in words and counts from the plan (deterministic: checked by nbval)."""
     s = scale(profile)
     study = build_plan(profile)
@@ -234,7 +242,8 @@ def describe(profile: profiles.Profile) -> str:
              f"{s.replicates} replicates: "
              + ", ".join(f"{k} {v}" for k, v in study.phase_counts().items()),
              f"fio time >= {study.fio_seconds():.0f} s"]
-    for c in configs(profile):
+    lines.append(seed001_standins.describe(rig))
+    for c in configs(profile, seed001_standins.coverages(rig, profile.disk_size)[0]):
         lines.append(f"  {c.name} ({c.analogue}): cluster {c.cluster_size >> 10} KiB, extended_l2={c.extended_l2}, "
                      f"L2 cache {(c.l2_cache_size or 0) >> 10} KiB of {c.l2_bytes_for(profile.disk_size) >> 10} KiB "
                      "tables")

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ...analysis import Analysis
+from ...analysis import Analysis, geometric_mean_by_replicate
 from ...claims import Claim, outcome
 from ...inference import Estimate, mean_estimate, ratio_estimate
 from ...models import db_snapshot as dbm, heldout as ho
@@ -137,14 +137,15 @@ def _by_replicate(runs: pd.DataFrame, device: str) -> pd.DataFrame:
     return runs[runs.device == device].pivot_table(index=["replicate", "repeat"], columns="k", values="duration_s")
 
 
-def _log_ratio_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
-    """Per replicate, the mean over its repetitions of log(T(k) / T(0)) (repetitions lacking either left out)."""
+def _ratio_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
+    """Per replicate, the geometric mean over its repetitions of T(k) / T(0) (repetitions lacking either left
+    out)."""
     d = _by_replicate(runs, device)
     if k not in d.columns or 0 not in d.columns:
         return pd.Series(dtype=float)
     d = d[[k, 0]].dropna()
     d = d[(d[k] > 0) & (d[0] > 0)]
-    return np.log(d[k] / d[0]).groupby(level="replicate").mean()
+    return geometric_mean_by_replicate(d[k] / d[0], d.index.get_level_values("replicate"))
 
 
 def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
@@ -157,8 +158,8 @@ def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
     out: dict[str, Estimate] = {}
     for device in [d for d in SNAPSHOT_DEVICES if d in set(runs.device)]:
         for k in (1, 2):
-            logs = _log_ratio_by_replicate(runs, device, k)
-            out[f"{device}.k{k}.ratio"] = ratio_estimate(np.exp(logs.to_numpy()), np.ones(len(logs)), "pct_log")
+            ratios = _ratio_by_replicate(runs, device, k)
+            out[f"{device}.k{k}.ratio"] = ratio_estimate(ratios.to_numpy(), np.ones(len(ratios)), "pct_log")
         d = _by_replicate(runs, device)
         if {0, 1, 2} <= set(d.columns):
             d = d[[0, 1, 2]].dropna()
@@ -166,10 +167,9 @@ def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
                    for _, g in d.groupby(level="replicate") if (g[1] - g[0]).mean() != 0]
             out[f"{device}.second_over_first"] = mean_estimate(per)
     for k in (1, 2):
-        a, b = _log_ratio_by_replicate(runs, RAID5, k), _log_ratio_by_replicate(runs, SSD, k)
+        a, b = _ratio_by_replicate(runs, RAID5, k), _ratio_by_replicate(runs, SSD, k)
         common = a.index.intersection(b.index)
-        out[f"raid5_over_ssd.k{k}"] = ratio_estimate(np.exp(a.loc[common].to_numpy()),
-                                                     np.exp(b.loc[common].to_numpy()), "pct_log")
+        out[f"raid5_over_ssd.k{k}"] = ratio_estimate(a.loc[common].to_numpy(), b.loc[common].to_numpy(), "pct_log")
     return out
 
 

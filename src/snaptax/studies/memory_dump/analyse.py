@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ...analysis import Analysis
+from ...analysis import Analysis, geometric_mean_by_replicate
 from ...claims import Claim, outcome
 from ...errors import AnalysisError
 from ...inference import Estimate, geometric_estimate, ratio_estimate
@@ -145,8 +145,8 @@ def summarize(meas: pd.DataFrame) -> pd.DataFrame:
 
 def _by_replicate(meas: pd.DataFrame, role: str, label: str, column: str) -> pd.Series:
     """The geometric mean of `column` per replicate at one role and grid point."""
-    g = meas[(meas.role == role) & (meas.label == label) & (meas[column] > 0)]
-    return np.exp(np.log(g[column]).groupby(g.replicate).mean())
+    g = meas[(meas.role == role) & (meas.label == label)]
+    return geometric_mean_by_replicate(g[column], g.replicate)
 
 
 def replicate_estimates(meas: pd.DataFrame) -> dict[str, Estimate]:

@@ -1,0 +1,54 @@
+"""Inferred operating points (snaptax.operatingpoints): written and read back, refused outside their range, and what
+a run records of the ones it measured at."""
+from __future__ import annotations
+
+import pytest
+
+from snaptax import inferpoints, judged, operatingpoints as op
+from snaptax.errors import ConfigError
+from snaptax.values import DerivedValues, Value
+
+
+@pytest.fixture
+def rig_dir(tmp_path, monkeypatch):
+    where = lambda rig: tmp_path / "operating-points" / f"{rig}.yaml"   # noqa: E731
+    monkeypatch.setattr(op, "path", where)
+    monkeypatch.setattr(inferpoints, "path", where)
+    return tmp_path
+
+
+def point(sid="vmfs_sesparse", value=0.915, low=0.856, high=0.958):
+    return op.OperatingPoint(sid, value, low, high, "metadata_cache/20990101T000000Z-quick",
+                             "chain_length.loss.on-disk-metadata.randrw")
+
+
+def test_written_points_read_back_and_a_missing_one_names_how_to_infer_it(rig_dir):
+    assert op.read("r") == {}
+    inferpoints.write("r", {"vmfs_sesparse": point()})
+    assert op.read("r") == {"vmfs_sesparse": point()}
+    assert (rig_dir / "operating-points" / "r.yaml").read_text().startswith("# inferred operating points")
+    with pytest.raises(ConfigError, match="snaptax infer --rig r"):
+        op.get("r", "vsan_sparse")
+    (rig_dir / "operating-points" / "r.yaml").write_text("vmfs_sesparse: {value: 0.9}\n")
+    with pytest.raises(ConfigError, match="vmfs_sesparse.low"):
+        op.read("r")
+
+
+def test_a_coverage_outside_zero_to_one_is_refused():
+    assert op.refused(point()) == ""
+    assert op.refused(point(value=0.99, high=1.0)) == ""
+    assert "outside [0, 1]" in op.refused(point(value=0.99, high=1.07))
+    assert "outside [0, 1]" in op.refused(point(value=-0.1, low=-0.2))
+
+
+def test_a_run_records_the_points_it_measured_at_and_its_values_say_so():
+    used = op.UsedPoint.of(point(), 58 / 64)
+    assert used.inferred == 0.915 and used.realised == 58 / 64
+    params = {"device": "ssd", "operating_points": [{"stand_in": "vsan_sparse"}, {"stand_in": "vmfs_sesparse"}]}
+    assert op.used_in(params) == ("vmfs_sesparse", "vsan_sparse")
+    assert op.used_in({"device": "ssd"}) == () and op.used_in({"operating_points": []}) == ()
+    for found in [(), ("vmfs_sesparse", "vsan_sparse")]:
+        d = DerivedValues("chain_length", "x", "local", "quick")
+        d.add([Value(f"chain_length.run.{op.RUN_VALUE}", text=op.shown(found))])
+        assert judged.inferred_in(d) == found
+    assert judged.inferred_in(DerivedValues("chain_length", "x", "local", "quick")) == ()   # before the run value
