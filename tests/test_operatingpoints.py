@@ -52,3 +52,24 @@ def test_a_run_records_the_points_it_measured_at_and_its_values_say_so():
         d.add([Value(f"chain_length.run.{op.RUN_VALUE}", text=op.shown(found))])
         assert judged.inferred_in(d) == found
     assert judged.inferred_in(DerivedValues("chain_length", "x", "local", "quick")) == ()   # before the run value
+
+
+@pytest.mark.committed
+def test_the_committed_points_are_what_the_committed_sweeps_infer(monkeypatch):
+    """rigs/operating-points/ is written by `snaptax infer` only: each committed point is what the newest committed
+    quick run of its sweep gives now (to printed precision: nothing may rest on a float's last bits)."""
+    from snaptax.host import rig as rigmod
+
+    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)      # the checkout's data/, also under `make unit`
+
+    for rig in rigmod.names():
+        committed = op.read(rig)
+        if not committed:
+            continue
+        inferred = inferpoints.infer(rig, "quick")
+        assert set(committed) <= set(inferred), f"{rig}: a committed point no run infers"
+        for sid, p in committed.items():
+            q = inferred[sid]
+            assert p.run == q.run and p.calibrating == q.calibrating
+            assert [round(x, 6) for x in (p.value, p.low, p.high)] == [round(x, 6) for x in (q.value, q.low, q.high)]
+            assert op.refused(p) == ""
