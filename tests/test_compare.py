@@ -203,3 +203,21 @@ def test_given_the_runs_registrations_the_verdicts_are_the_registration_s():
     assert compare.compare_derived(a, b).verdicts[0].a != "not judged"
     (v,) = compare.compare_derived(a, b, (None, None)).verdicts
     assert (v.a, v.b) == ("not judged", "not judged")
+
+
+def test_runs_at_different_operating_points_are_not_a_rerun_and_say_so():
+    from snaptax import operatingpoints as op
+
+    def at(run_id: str, points: str) -> DerivedValues:
+        r = results(run_id, judged("s.loss", 60, 55, 65, 4))
+        r.add([Value(f"s.run.{op.RUN_VALUE}", text=points)])
+        return r
+
+    same = compare.compare_derived(at("a", "vmfs_sesparse=0.921875"), at("b", "vmfs_sesparse=0.921875"))
+    assert same.same_operating_points and not any("not a rerun" in line for line in compare.report(same))
+    other = compare.compare_derived(at("a", op.NONE), at("b", "vmfs_sesparse=0.921875"))
+    assert not other.same_operating_points
+    assert "not a rerun: the runs measured at different operating points (none | vmfs_sesparse=0.921875)" in \
+        compare.report(other)[1]
+    # a run analysed before the run value existed measured at none
+    assert compare.operating_points_of(results("c", judged("s.loss", 60, 55, 65, 4))) == op.NONE

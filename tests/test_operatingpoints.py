@@ -44,13 +44,16 @@ def test_a_coverage_outside_zero_to_one_is_refused():
 def test_a_run_records_the_points_it_measured_at_and_its_values_say_so():
     used = op.UsedPoint.of(point(), 58 / 64)
     assert used.inferred == 0.915 and used.realised == 58 / 64
-    params = {"device": "ssd", "operating_points": [{"stand_in": "vsan_sparse"}, {"stand_in": "vmfs_sesparse"}]}
+    params = {"device": "ssd", "operating_points": [{"stand_in": "vsan_sparse", "realised": 63 / 64},
+                                                    {"stand_in": "vmfs_sesparse", "realised": 59 / 64}]}
+    assert op.settings_in(params) == (("vmfs_sesparse", 59 / 64), ("vsan_sparse", 63 / 64))
     assert op.used_in(params) == ("vmfs_sesparse", "vsan_sparse")
+    assert op.shown(op.settings_in(params)) == "vmfs_sesparse=0.921875,vsan_sparse=0.984375"
     assert op.used_in({"device": "ssd"}) == () and op.used_in({"operating_points": []}) == ()
-    for found in [(), ("vmfs_sesparse", "vsan_sparse")]:
+    for found in [{}, params]:
         d = DerivedValues("chain_length", "x", "local", "quick")
-        d.add([Value(f"chain_length.run.{op.RUN_VALUE}", text=op.shown(found))])
-        assert judged.inferred_in(d) == found
+        d.add([Value(f"chain_length.run.{op.RUN_VALUE}", text=op.shown(op.settings_in(found)))])
+        assert judged.inferred_in(d) == op.used_in(found)
     assert judged.inferred_in(DerivedValues("chain_length", "x", "local", "quick")) == ()   # before the run value
 
 

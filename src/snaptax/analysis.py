@@ -80,9 +80,10 @@ def run_values(record: RunRecord) -> list[Value]:
         Value(f"{k}.flagged", float(late.flagged.sum()) if not late.empty else 0.0, "measurements"),
         Value(f"{k}.flagged_fills", float(flagged_fills), "measurements"),
         Value(f"{k}.emulated_measurements", float(len(late)), "measurements"),
-        # the stand-ins this run measured at their inferred operating points (their calibrating statements are
-        # calibration for this run only: snaptax.judged)
-        Value(f"{k}.{operatingpoints.RUN_VALUE}", text=operatingpoints.shown(operatingpoints.used_in(m.parameters))),
+        # the stand-ins this run measured at their inferred operating points, with the settings realised (their
+        # calibrating statements are calibration for this run only: snaptax.judged)
+        Value(f"{k}.{operatingpoints.RUN_VALUE}",
+              text=operatingpoints.shown(operatingpoints.settings_in(m.parameters))),
     ]
 
 

@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths, registration
+from . import operatingpoints, paths, registration
 from .errors import AnalysisError
 from .values import DerivedValues, Value
 
@@ -74,6 +74,14 @@ class RunComparison:
     run_b: str
     values: tuple[ValueComparison, ...]
     verdicts: tuple[VerdictComparison, ...]
+    # the inferred operating points each run measured at (operating_points_of); runs at different ones compare two
+    # stand-in settings, not a measurement with its rerun
+    points_a: str = ""
+    points_b: str = ""
+
+    @property
+    def same_operating_points(self) -> bool:
+        return self.points_a == self.points_b
 
     @property
     def verdicts_reproduced(self) -> int:
@@ -130,7 +138,15 @@ def compare_derived(a: DerivedValues, b: DerivedValues, recorded: tuple[Recorded
     vb = _verdicts(b, recorded is not None, recorded[1] if recorded else None)
     verdicts = tuple(VerdictComparison(c["id"], c["statement"], va[c["id"]], vb[c["id"]])
                      for c in a.claims if c["id"] in vb)
-    return RunComparison(a.study, a.run_id, b.run_id, values, verdicts)
+    return RunComparison(a.study, a.run_id, b.run_id, values, verdicts, operating_points_of(a),
+                         operating_points_of(b))
+
+
+def operating_points_of(d: DerivedValues) -> str:
+    """The inferred operating points a run measured at, as its run value records them (operatingpoints.shown:
+    'none' for none, also for a run analysed before the value existed)."""
+    v = d.values.get(f"{d.study}.run.{operatingpoints.RUN_VALUE}")
+    return v.text if v is not None and v.text else operatingpoints.NONE
 
 
 def compare_runs(run_a: Path, run_b: Path) -> RunComparison:
@@ -146,6 +162,9 @@ def report(c: RunComparison, all_values: bool = False) -> list[str]:
     lines = [f"{c.study}: {c.run_a} vs {c.run_b}: {c.verdicts_reproduced} of {len(c.verdicts)} verdicts the same "
              f"({c.decisive_reproduced} of the {len(c.decisive)} claims that a run decided), "
              f"{len(c.inconsistent)} of {sum(v.comparable for v in c.values)} values with intervals inconsistent"]
+    if not c.same_operating_points:
+        lines.append(f"  not a rerun: the runs measured at different operating points ({c.points_a} | {c.points_b});"
+                     " their differences include the change of stand-in setting")
     for vc in c.verdicts:
         mark = "same" if vc.same else "DIFFERENT"
         lines.append(f"  claim {vc.claim}: {vc.a} | {vc.b}  {mark}")

@@ -89,7 +89,7 @@ def inferred_in(derived: DerivedValues) -> tuple[str, ...]:
     analysis.run_values writes: operatingpoints.RUN_VALUE); none for a run before that value existed."""
     v = derived.values.get(f"{derived.study}.run.{operatingpoints.RUN_VALUE}")
     text = v.text if v is not None and v.text else operatingpoints.NONE
-    return () if text == operatingpoints.NONE else tuple(text.split(","))
+    return () if text == operatingpoints.NONE else tuple(item.split("=")[0] for item in text.split(","))
 
 
 def for_run(found: Sequence[Outcome], recorded: dict[str, str] | None,

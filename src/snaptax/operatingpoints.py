@@ -9,6 +9,7 @@ stands in for it. Written only by `snaptax infer`, never by hand; a value outsid
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,21 +53,29 @@ class UsedPoint:
 
 
 # The run value (analysis.run_values: <study>.run.inferred_stand_ins) naming the stand-ins a run measured at their
-# inferred operating points, and what it holds when there were none.
+# inferred operating points with the setting each realised ('vmfs_sesparse=0.921875,...'), and what it holds when
+# there were none.
 RUN_VALUE = "inferred_stand_ins"
 NONE = "none"
 
 
-def used_in(parameters: Mapping[str, Any]) -> tuple[str, ...]:
-    """The stand-ins a run measured at their inferred operating points, from its manifest's parameters (a run that
-    recorded none, or was made before operating points were recorded, measured none)."""
+def settings_in(parameters: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    """(stand-in, realised setting) of each inferred operating point a run measured at, from its manifest's
+    parameters, by stand-in (a run that recorded none, or was made before operating points were recorded: none)."""
     found = parameters.get("operating_points") or ()
-    return tuple(sorted({str(p["stand_in"]) for p in found if isinstance(p, Mapping) and "stand_in" in p}))
+    return tuple(sorted({(str(p["stand_in"]), float(p.get("realised", math.nan))) for p in found
+                         if isinstance(p, Mapping) and "stand_in" in p}))
 
 
-def shown(stand_ins: Iterable[str]) -> str:
-    """The run value's text for `stand_ins` (judged.inferred_in reads it back)."""
-    return ",".join(sorted(stand_ins)) or NONE
+def used_in(parameters: Mapping[str, Any]) -> tuple[str, ...]:
+    """The stand-ins a run measured at their inferred operating points (settings_in's names)."""
+    return tuple(sid for sid, _ in settings_in(parameters))
+
+
+def shown(settings: Iterable[tuple[str, float]]) -> str:
+    """The run value's text for `settings` (settings_in's; judged.inferred_in reads the names back). A realised
+    setting is a ratio of small whole numbers (slices), printed exactly in 6 significant digits."""
+    return ",".join(f"{sid}={value:.6g}" for sid, value in sorted(settings)) or NONE
 
 
 def path(rig: str) -> Path:
@@ -108,5 +117,5 @@ def refused(point: OperatingPoint) -> str:
     return ""
 
 
-__all__ = ["OperatingPoint", "UsedPoint", "RUN_VALUE", "NONE", "HEADER", "used_in", "shown", "path", "read", "get",
-           "refused"]
+__all__ = ["OperatingPoint", "UsedPoint", "RUN_VALUE", "NONE", "HEADER", "settings_in", "used_in", "shown", "path",
+           "read", "get", "refused"]

@@ -302,17 +302,22 @@ def runs_tex(rendered: list[Rendered]) -> str:
 
 def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) \
         -> tuple[list[compare.RunComparison], dict[str, Manifest]]:
-    """Each study's newest run against the run of the same profile before it (a rerun on the same rig), and the
-    manifest of each compared run (run id -> Manifest: the code and host it measured with), from the records
-    loaded for it."""
+    """Each study's newest run against the newest run of the same profile before it at the same inferred operating
+    points (a rerun on the same rig: a run at other settings measured another stand-in), and the manifest of each
+    compared run (run id -> Manifest: the code and host it measured with), from the records loaded for it."""
     out, manifests = [], {}
     for r in rendered:
         runs = published_runs(rig, r.study, profile)
-        if len(runs) >= 2 and runs[-1] == r.run:
-            previous = RunRecord.load(runs[-2])
-            out.append(compare.compare_derived(derived.values_of(runs[-2]), r.derived,
-                                               (previous.manifest.registration,
-                                                r.analysis.record.manifest.registration)))
+        if len(runs) < 2 or runs[-1] != r.run:
+            continue
+        points = compare.operating_points_of(r.derived)
+        earlier = next(((run, d) for run in reversed(runs[:-1])      # analysed newest first, only as far as needed
+                        if compare.operating_points_of(d := derived.values_of(run)) == points), None)
+        if earlier is not None:
+            run, values = earlier
+            previous = RunRecord.load(run)
+            out.append(compare.compare_derived(values, r.derived, (previous.manifest.registration,
+                                                                   r.analysis.record.manifest.registration)))
             for m in (previous.manifest, r.analysis.record.manifest):
                 manifests[m.run_id] = m
     return out, manifests
