@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import operatingpoints, paths, registration
+from . import paths, registration
 from .errors import AnalysisError
 from .values import DerivedValues, Value
 
@@ -143,10 +143,11 @@ def compare_derived(a: DerivedValues, b: DerivedValues, recorded: tuple[Recorded
 
 
 def operating_points_of(d: DerivedValues) -> str:
-    """The inferred operating points a run measured at, as its run value records them (operatingpoints.shown:
-    'none' for none, also for a run analysed before the value existed)."""
-    v = d.values.get(f"{d.study}.run.{operatingpoints.RUN_VALUE}")
-    return v.text if v is not None and v.text else operatingpoints.NONE
+    """The inferred operating points a run measured at (judged.operating_points_of: the one reader of its run
+    value)."""
+    from . import judged
+
+    return judged.operating_points_of(d)
 
 
 def compare_runs(run_a: Path, run_b: Path) -> RunComparison:

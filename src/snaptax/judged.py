@@ -84,11 +84,17 @@ def outcomes(found: Sequence[Outcome], reg: Registration | None, pre_registered:
             for o in found]
 
 
-def inferred_in(derived: DerivedValues) -> tuple[str, ...]:
-    """The stand-ins a run measured at their inferred operating points, from its derived values (the run value
-    analysis.run_values writes: operatingpoints.RUN_VALUE); none for a run before that value existed."""
+def operating_points_of(derived: DerivedValues) -> str:
+    """The inferred operating points a run measured at, as its run value records them (analysis.run_values writes
+    operatingpoints.RUN_VALUE, operatingpoints.shown's text: 'none' for none, also for a run analysed before the
+    value existed)."""
     v = derived.values.get(f"{derived.study}.run.{operatingpoints.RUN_VALUE}")
-    text = v.text if v is not None and v.text else operatingpoints.NONE
+    return v.text if v is not None and v.text else operatingpoints.NONE
+
+
+def inferred_in(derived: DerivedValues) -> tuple[str, ...]:
+    """The stand-ins a run measured at their inferred operating points (operating_points_of's names)."""
+    text = operating_points_of(derived)
     return () if text == operatingpoints.NONE else tuple(item.split("=")[0] for item in text.split(","))
 
 
@@ -98,4 +104,5 @@ def for_run(found: Sequence[Outcome], recorded: dict[str, str] | None,
     return outcomes(found, *in_force(recorded), inferred)
 
 
-__all__ = ["NOT_REGISTERED", "OTHER_QUANTITY", "in_force", "claim", "outcomes", "inferred_in", "for_run"]
+__all__ = ["NOT_REGISTERED", "OTHER_QUANTITY", "in_force", "claim", "outcomes", "operating_points_of", "inferred_in",
+           "for_run"]
