@@ -173,6 +173,25 @@ def seed001_job(kind: Literal["randrw", "readwrite"], *, size: int, runtime_s: f
                   group_reporting=True)
 
 
+def seed001_read_job(*, size: int, runtime_s: float, ramp_time_s: float = 0, name: str = "randread") -> FioJob:
+    """Seed 001's random job with reads only: its randrw job (seed001_job) with rw=randread, everything else the
+    same (4 KiB, iodepth 32 × 4 jobs, direct, time-based, randrepeat). Not one of the seed's jobs: a probe of its
+    read half (what a guest read costs without the writes beside it)."""
+    return seed001_job("randrw", size=size, runtime_s=runtime_s, ramp_time_s=ramp_time_s).replace(name=name,
+                                                                                                   rw="randread")
+
+
+def strided_write_job(size: int, stride: int, *, bs: int = 4096, name: str = "strided") -> FioJob:
+    """One write of `bs` bytes at the start of every `stride` bytes of [0, size): ceil(size / stride) fio jobs
+    (numjobs) of one write each, job j at offset j·stride (fio's offset_increment). Not time-based. E.g. one write per
+    qcow2 L2 table (stride: the guest bytes one table maps), so that a fresh overlay allocates all its tables while
+    nearly all of its data stays in the layer below."""
+    if stride < bs or size < bs:
+        raise ConfigError(f"fio job {name!r}", "stride", f"{stride} B strides of {bs} B writes over {size} B")
+    return FioJob(name, "write", bs=bs, iodepth=1, numjobs=-(-size // stride), size=bs, time_based=False,
+                  runtime_s=None, log_avg_msec=None, extra=(("offset_increment", format_size(stride)),))
+
+
 def seed001_mirror_job(*, size: int, runtime_s: float, ramp_time_s: float = 0, name: str = "mirror") -> FioJob:
     """Seed 001's job for its create-then-delete experiment (figures 5 and 6, 'Impact of snapshot removal'):
 

@@ -83,3 +83,28 @@ def test_fits_refuse_data_that_cannot_identify_them():
         mc.fit_misses(np.array([1.0, 1.0, 0.5]), np.array([0.0, 0.0, 0.5]))
     with pytest.raises(ValueError, match="four points"):
         mc.fit_cost(np.array([0.5, 0.5, 0.0, 0.0]), np.array([2.0, 2.1, 1.2, 1.1]))
+
+
+def test_read_job_prediction_and_its_inverses_on_synthetic_counts():
+    # one slice per miss: a read-only job at 1/8 coverage reads 1 + 7/8 host reads per guest read, none extra at 1
+    assert mc.read_host_reads_per_read(1 / 8) == pytest.approx(1.875)
+    assert mc.read_host_reads_per_read(1.0, slices_per_miss=3.0) == pytest.approx(1.0)
+    assert mc.read_host_reads_per_read(np.array([0.5, 0.75]), 2.0) == pytest.approx([2.0, 1.5])
+    # synthetic counters: 40 000 guest reads, each missing with probability 1 - c and a miss reading 1.02 slices
+    c, s_r, reads = 1 / 8, 1.02, 40_000
+    host = reads + (1 - c) * s_r * reads
+    assert mc.read_slices_per_miss(host / reads, c) == pytest.approx(s_r)
+    assert mc.read_slices_per_miss(mc.read_host_reads_per_read([0.5, 0.25], 1.3), [0.5, 0.25]) == \
+        pytest.approx([1.3, 1.3])
+    with pytest.raises(ValueError, match="below 1"):
+        mc.read_slices_per_miss(1.0, 1.0)
+    # a mixed job (read share r) whose reads miss as the read job's and whose writes read s_w slices per miss
+    r, s_w, ios = 0.5, 2.8, 80_000
+    m = (1 - c) * (r * ios * s_r + (1 - r) * ios * s_w) / ios
+    assert mc.write_slices_per_miss(m, c, r, s_r) == pytest.approx(s_w)
+    assert mc.write_slices_per_miss(m, c, 0.0, 5.0) == pytest.approx(m / (1 - c))     # a write-only job: all writes
+    # with the same slices per miss for both, the write share is the miss model's mu
+    assert mc.write_slices_per_miss(mc.metadata_reads_per_io(c, 1.9), c, 0.3, 1.9) == pytest.approx(1.9)
+    for bad in ((m, 1.0, r, s_r), (m, c, 1.0, s_r), (m, c, -0.1, s_r)):
+        with pytest.raises(ValueError):
+            mc.write_slices_per_miss(*bad)

@@ -38,6 +38,21 @@ a given read rate, gives a prediction's interval and the coverage a loss implies
 the model cannot reach at any coverage (below its full-coverage floor beyond the interval) is reported as such.
 μ enters those at its estimate (its interval is a fraction of a per cent wide in the runs: the miss counts are
 nearly deterministic).
+
+Reads and writes per miss. μ is per guest I/O of the whole job: seed 001's random job reads and writes half each, and
+a read miss and a write miss need not read the same number of slices (a write into a fresh overlay also allocates a
+cluster, and updates the L2 entry it looked up, after other requests may have evicted its slice). A read-only job
+through an overlay whose L2 tables exist (a read of a cluster the overlay lacks still looks its entry up; a read
+through an overlay without tables looks nothing up) reads each guest read's data once, from whichever layer holds it,
+plus the slices of its lookup's misses:
+
+    h(c) = 1 + (1 − c) · s_r                                        [host reads per guest read]
+
+with s_r the slices read per read miss [slices per miss]; one slice per miss (s_r = 1) is the prediction (the
+calibration study's seed 000 experiment reads the same way, on the same preset at c = 1/8). Given s_r, a mixed
+job's metadata reads per guest I/O m, at read share r, give its writes' share:
+
+    m = (1 − c) · (r · s_r + (1 − r) · s_w)  ⇒  s_w = (m / (1 − c) − r · s_r) / (1 − r)   [slices per write miss]
 """
 from __future__ import annotations
 
@@ -78,6 +93,34 @@ def coverage_for_loss(loss_fraction: float, lambda0: float, kappa: float, mu: fl
     """The cache coverage c at which the loss equals `loss_fraction`: c = 1 − m/μ with m = reads_for_loss(…).
     Above 1 when the loss is below the full-coverage floor (out of the cache's reach: reported, not clipped)."""
     return 1.0 - reads_for_loss(loss_fraction, lambda0, kappa, alpha) / mu
+
+
+def read_host_reads_per_read(coverage: np.ndarray | float, slices_per_miss: float = 1.0) -> np.ndarray:
+    """h(c) = 1 + (1 − c)·s_r: host reads per guest read of a read-only random job at cache coverage c (fraction of
+    the L2 tables cached, 0 < c ≤ 1) through an overlay whose L2 tables exist, when a read miss reads s_r slices
+    [slices per miss]; s_r = 1 (the default) is one slice per miss."""
+    c = np.asarray(coverage, dtype=float)
+    return 1.0 + (1.0 - c) * slices_per_miss
+
+
+def read_slices_per_miss(host_reads_per_read: np.ndarray | float, coverage: np.ndarray | float) -> np.ndarray:
+    """s_r = (h − 1)/(1 − c): the slices a read miss read [slices per miss], from a read-only job's host reads per
+    guest read h at coverage c < 1 (h(c)'s inverse). Raises at full coverage, where no lookup misses."""
+    c = np.asarray(coverage, dtype=float)
+    if np.any(c >= 1):
+        raise ValueError("slices per miss need a coverage below 1 (with every table cached no lookup misses)")
+    return (np.asarray(host_reads_per_read, dtype=float) - 1.0) / (1.0 - c)
+
+
+def write_slices_per_miss(reads_per_io: np.ndarray | float, coverage: np.ndarray | float,
+                          read_share: np.ndarray | float, read_slices: np.ndarray | float) -> np.ndarray:
+    """s_w = (m/(1 − c) − r·s_r)/(1 − r): the slices a write miss read [slices per miss], from a mixed job's metadata
+    reads per guest I/O m at coverage c < 1, its read share r (reads ÷ guest I/Os, 0 ≤ r < 1) and the slices a read
+    miss reads s_r (from a read-only job: read_slices_per_miss)."""
+    c, r = np.asarray(coverage, dtype=float), np.asarray(read_share, dtype=float)
+    if np.any(c >= 1) or np.any((r < 0) | (r >= 1)):
+        raise ValueError("slices per write miss need a coverage below 1 and a read share in [0, 1)")
+    return (np.asarray(reads_per_io, dtype=float) / (1.0 - c) - r * np.asarray(read_slices, dtype=float)) / (1.0 - r)
 
 
 @dataclass(frozen=True)
@@ -306,6 +349,7 @@ def implied_coverage(loss_fraction: float, cost: CostFit, misses: MissFit, step:
     return ImpliedCoverage(loss_fraction, est, ends[0], ends[1], True)
 
 
-__all__ = ["metadata_reads_per_io", "slowdown", "loss", "reads_for_loss", "coverage_for_loss", "MissFit", "CostFit",
+__all__ = ["metadata_reads_per_io", "slowdown", "loss", "reads_for_loss", "coverage_for_loss",
+           "read_host_reads_per_read", "read_slices_per_miss", "write_slices_per_miss", "MissFit", "CostFit",
            "fit_misses", "fit_cost", "ImpliedCoverage", "implied_coverage", "ALPHA_RANGE", "LOWER", "UPPER",
            "NAMES"]

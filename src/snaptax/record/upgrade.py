@@ -30,7 +30,7 @@ Format 3 → 4:
 Format 4, fields a study's scale gained later (SCALE_FIELDS_ADDED, filled in for any run that lacks them, with the
 value the runs before them ran with): the independent replicates of 2026-11-28 evening — chain_length's and
 db_snapshots' and chain_bulk's `replicates` (1: every variant once, on one engine) and memory_dump's
-`extra_replicates` (0).
+`extra_replicates` (0); metadata_cache's read job (`read_coverages` none, `read_runtime_s` unused).
 """
 from __future__ import annotations
 
@@ -80,6 +80,8 @@ SCALE_FIELDS_ADDED: dict[str, dict[str, Any]] = {
     "db_snapshots": {"replicates": 1},
     "memory_dump": {"extra_replicates": 0},
     "chain_bulk": {"replicates": 1},
+    # the runs before the read job measured seed 001's random job only
+    "metadata_cache": {"read_coverages": [], "read_runtime_s": 1.0},
 }
 # the memory_dump guest phase's scale fields among its guest parameters in format 3
 GUEST_SCALE_FIELDS = ("memory_mib", "repeats", "precopy_points", "background")
