@@ -9,6 +9,7 @@ from ...record import RunSession
 from ...spindle.measure import CAPACITY, ServedSpindle
 from ...spindle.profiles import DeviceSpec, DiskSpec, ZeroProfile
 from ...spindle.rigfiles import disk
+from .. import standin_settings
 from ..contract import Setup
 from . import plan as planmod
 
@@ -40,16 +41,19 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup
     dev = reads_double_device(rig, device)
     study = planmod.build_plan(profile)
     work_dir = rig.rig_work_dir / STUDY
+    coverage, used = standin_settings.coverage(rig.name, planmod.STAND_IN, profile.disk_size,
+                                               planmod.PRESET_COVERAGE)
+    config = planmod.reads_double_config(profile, coverage)
 
     def measure(session: RunSession) -> None:
         for vp in study.variants:
             if vp.variant == planmod.READS_DOUBLE:
-                with Qcow2ChainEngine(rig, dev, planmod.reads_double_config(profile), profile.disk_size) as engine:
+                with Qcow2ChainEngine(rig, dev, config, profile.disk_size) as engine:
                     with session.in_variant(vp.variant, engine.describe()):
                         engine.execute(vp.plan, session)
             else:
                 with ServedSpindle(spindle_spec(vp.variant), CAPACITY, work_dir, vp.variant) as served:
                     with session.in_variant(vp.variant, served.describe()):
                         served.execute(vp.plan, session)
-    return Setup(planmod.parameters(profile, study, dev.name), (dev.name,), study.points(),
-                 planmod.planned_seconds(profile), measure)
+    params = planmod.parameters(profile, study, dev.name, coverage, (used,) if used else ())
+    return Setup(params, (dev.name,), study.points(), planmod.planned_seconds(profile), measure)

@@ -13,12 +13,15 @@ Variants, executed in this order in one session:
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ... import profiles
-from ...engines.qcow2 import Qcow2Config, metadata_configs
+from ...engines.qcow2 import Qcow2Config, l2_cache_size_for, metadata_configs
 from ...fio import FioJob, prefill_job
+from ...operatingpoints import UsedPoint
 from ...plan import Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan, disk_needs
 from ...spindle.measure import CAPACITY, qd_job, span_job
 from ...studyparams import StudyParameters
@@ -81,10 +84,22 @@ def drive_plan(profile: profiles.Profile) -> Plan:
     return Plan(tuple(steps))
 
 
-def reads_double_config(profile: profiles.Profile) -> Qcow2Config:
-    """Seed 000's redo log stood in for by qcow2 with the on-disk-metadata preset (an L2 cache of 1/8 of the
-    tables, as SEsparse keeps its block map on disk)."""
-    return metadata_configs(profile.disk_size)[0]
+# Seed 000's redo-log stand-in (standins.esx35_redolog), and its preset where no operating point is inferred on the
+# rig: the on-disk-metadata preset's eighth of the tables (the runs before operating points).
+STAND_IN = "esx35_redolog"
+PRESET_COVERAGE = Fraction(1, 8)
+
+
+def reads_double_config(profile: profiles.Profile, coverage: Fraction = PRESET_COVERAGE) -> Qcow2Config:
+    """Seed 000's redo log stood in for by qcow2 (the on-disk-metadata preset's clusters and cache slices) with an
+    L2 cache holding `coverage` of its tables: the stand-in's inferred operating point (standin_settings.coverage),
+    so a guest read misses the block map with probability 1 − coverage."""
+    preset = metadata_configs(profile.disk_size)[0]
+    if coverage == PRESET_COVERAGE:
+        return preset
+    return dataclasses.replace(preset, name="esx35-redo-log", analogue="vmfsSparse redo log (ESX 3.5)",
+                               l2_cache_size=l2_cache_size_for(preset.l2_bytes_for(profile.disk_size), coverage,
+                                                               preset.cluster_size))
 
 
 def reads_double_read_job(profile: profiles.Profile) -> FioJob:
@@ -133,12 +148,17 @@ class CalibrationParameters(StudyParameters):
     capacity: int
     span_runtime_s: float
     reads_double_config: str
+    # seed 000's stand-in's inferred operating point the reads-double variant measured at (None: the runs before
+    # operating points, at the preset)
+    operating_points: tuple[UsedPoint, ...] | None = None
 
 
-def parameters(profile: profiles.Profile, study: StudyPlan, device: str) -> CalibrationParameters:
+def parameters(profile: profiles.Profile, study: StudyPlan, device: str, coverage: Fraction = PRESET_COVERAGE,
+               used: tuple[UsedPoint, ...] = ()) -> CalibrationParameters:
     return CalibrationParameters(scale=scale(profile), device=device, drive_profiles=tuple(drive_variants(study)),
                                  capacity=CAPACITY, span_runtime_s=span_runtime_s(profile),
-                                 reads_double_config=reads_double_config(profile).name)
+                                 reads_double_config=reads_double_config(profile, coverage).name,
+                                 operating_points=used)
 
 
 def _runs(n: int) -> str:

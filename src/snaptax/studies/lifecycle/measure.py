@@ -25,6 +25,7 @@ from ...host.rig import Device, Rig
 from ...profiles import Profile
 from ...record import RunSession
 from ...timeline import HostSampler, Load, Timeline, attempt, job_text, stunned, wait_event
+from .. import standin_settings
 from ..contract import Setup
 from . import plan as planmod
 
@@ -241,7 +242,8 @@ def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
     """Every timeline and the model grid on the rig's raid1_10k (or `device`)."""
     dev = spindle_device(rig, device)
     s = planmod.scale(profile)
-    cfg = planmod.qcow2_config(s)
+    coverage, used = standin_settings.coverage(rig.name, planmod.STAND_IN, s.disk_bytes, planmod.PRESET_COVERAGE)
+    cfg = planmod.qcow2_config(s, coverage)
 
     def measure(session: RunSession) -> None:
         for load_name, method in planmod.variants():
@@ -252,8 +254,8 @@ def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
         attempt(session, planmod.GRID, functools.partial(grid, s=s),
                 lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes),
                 {"method": "iterative", "rates": list(s.grid_rates), "device": dev.name})
-    return Setup(planmod.parameters(s, dev.name, dev.capacity), (dev.name,), planmod.planned_points(s),
-                 planmod.planned_seconds(profile), measure)
+    params = planmod.parameters(s, dev.name, dev.capacity, coverage, (used,) if used else ())
+    return Setup(params, (dev.name,), planmod.planned_points(s), planmod.planned_seconds(profile), measure)
 
 
 __all__ = ["LifecycleEngine", "HostSampler", "Timeline", "delete_active", "delete_iterative", "delete_mirror",

@@ -39,12 +39,15 @@ Model grid: the iterative deletion of a full delta beside the workload with the 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ... import profiles
-from ...engines.qcow2 import Qcow2Config, metadata_configs
+from ...engines.qcow2 import Qcow2Config, l2_cache_size_for, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, FioTarget, format_size
+from ...operatingpoints import UsedPoint
 from ...plan import disk_needs
 from ...studyparams import StudyParameters
 
@@ -162,11 +165,22 @@ HANG_NOTE = (
     "channel and CPU time of each thread of every process the engine started (the run's attempt_failed events).")
 
 
-def qcow2_config(s: LifecycleScale) -> Qcow2Config:
-    """The delta: qcow2 with an L2 cache covering its tables (engines.qcow2's `in-memory-metadata` preset), so
-    lookups never read metadata from the device (the seed's metadata reads, 'reads double', are measured by the
-    calibration study)."""
-    return metadata_configs(s.disk_bytes)[1]
+# Seed 000's redo-log stand-in (standins.esx35_redolog) and its preset where no operating point is inferred on the
+# rig: an L2 cache covering every table (the runs before operating points: no block-map reads at all).
+STAND_IN = "esx35_redolog"
+PRESET_COVERAGE = Fraction(1)
+
+
+def qcow2_config(s: LifecycleScale, coverage: Fraction = PRESET_COVERAGE) -> Qcow2Config:
+    """The delta: qcow2 (64 KiB clusters, extended L2) with an L2 cache holding `coverage` of its tables (the
+    stand-in's inferred operating point: standin_settings.coverage), so a lookup reads the block map from the
+    device with probability 1 − coverage, as the seed's redo log does ('reads double')."""
+    preset = metadata_configs(s.disk_bytes)[1]          # the runs before operating points: every table cached
+    if coverage == PRESET_COVERAGE:
+        return preset
+    l2_total = preset.l2_bytes_for(s.disk_bytes)
+    return dataclasses.replace(preset, name="esx35-redo-log", analogue="vmfsSparse redo log (ESX 3.5)",
+                               l2_cache_size=l2_cache_size_for(l2_total, coverage, preset.cluster_size))
 
 
 def variants() -> list[tuple[str, str]]:
@@ -274,13 +288,17 @@ class LifecycleParameters(StudyParameters):
     bs: int
     device_scale: float
     qcow2: str
+    # the stand-in's inferred operating point it measured at (None: the runs before operating points, at the preset)
+    operating_points: tuple[UsedPoint, ...] | None = None
 
 
-def parameters(s: LifecycleScale, device: str, capacity: int = 16 << 30) -> LifecycleParameters:
+def parameters(s: LifecycleScale, device: str, capacity: int = 16 << 30, coverage: Fraction = PRESET_COVERAGE,
+               used: tuple[UsedPoint, ...] = ()) -> LifecycleParameters:
     return LifecycleParameters(scale=s, device_capacity=capacity, helper_threshold_bytes=s.helper_threshold_bytes,
                                max_consolidate_s=s.max_consolidate_s, device=device, loads=LOADS, methods=METHODS,
                                thinktime_ms=THINKTIME_MS, iodepth=IODEPTH, random_percent=RANDOM_PERCENT, bs=BS,
-                               device_scale=s.device_scale, qcow2=qcow2_config(s).name)
+                               device_scale=s.device_scale, qcow2=qcow2_config(s, coverage).name,
+                               operating_points=used)
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
