@@ -102,7 +102,8 @@ def test_format_3_nests_each_study_s_scale_and_rebuilds_what_it_did_not_record(t
     assert cal["scale"]["span_runtime_factor"] == calibration.scale(quick).span_runtime_factor
     meta = upgraded("metadata_cache", {"pairs": 4, "runtime_s": 4, "coverage": {"cover-1-1": 1.0, "cover-1-8": 0.13,
                                                                                  "cover-15-16": 0.94}})
-    assert meta["scale"] == {"pairs": 4, "runtime_s": 4, "coverages": ["1/8", "15/16", "1"]}
+    assert meta["scale"] == {"pairs": 4, "runtime_s": 4, "coverages": ["1/8", "15/16", "1"], "read_coverages": [],
+                             "read_runtime_s": 1.0}
     assert "pairs" not in meta and meta["coverage"]["cover-1-8"] == 0.13
     guest = {"memory_mib": 384, "fill_mib": 200, "repeats": 3, "dirty_pages_s": 1, "baseline_s": 1.0,
              "background": True, "precopy_points": [[2048, 2.0], [256, 25]], "bandwidth_role": "ssd",

@@ -104,10 +104,11 @@ PRESET_COVERAGES = (Fraction(1, 8), Fraction(1))
 
 
 def nearest_coverage(coverage: float, disk_size: int, extended_l2: bool = True) -> Fraction:
-    """The coverage a cache of whole L2 slices realises nearest to `coverage` (0 < c ≤ 1) for an image of
-    `disk_size` bytes: n / N of its N slices, at least the two QEMU requires."""
-    if not (0 < coverage <= 1):
-        raise ConfigError("qcow2", "coverage", f"{coverage!r} is not in (0, 1]")
+    """The coverage a cache of whole L2 slices realises nearest to `coverage` (0 ≤ c ≤ 1: none, as seed 000's
+    inferred point may be, is the two slices QEMU requires) for an image of `disk_size` bytes: n / N of its N slices,
+    at least two."""
+    if not (0 <= coverage <= 1):
+        raise ConfigError("qcow2", "coverage", f"{coverage!r} is not in [0, 1]")
     slices = max(1, Qcow2Config("probe", extended_l2=extended_l2).l2_bytes_for(disk_size) // L2_SLICE)
     return Fraction(min(slices, max(2, round(coverage * slices))), slices)
 

@@ -341,7 +341,10 @@ def implied_coverage(loss_fraction: float, cost: CostFit, misses: MissFit, step:
         while inside != limit:
             nxt = min(max(inside + side * step, 0.0), 1.0)
             if excess(nxt) > 0:
-                ends.append(float(optimize.brentq(excess, *sorted((inside, nxt)), xtol=1e-6)))
+                # the estimate itself outside the region (a fit with as many parameters as coverages can put it
+                # there): the interval ends at it rather than at a root that does not exist
+                ends.append(inside if excess(inside) >= 0 else
+                            float(optimize.brentq(excess, *sorted((inside, nxt)), xtol=1e-6)))
                 break
             inside = nxt
         else:

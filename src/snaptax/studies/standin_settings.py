@@ -1,8 +1,9 @@
-"""A stand-in's L2-cache coverage at the rig's inferred operating point (issue 46), for every study that measures a
-qcow2 redo-log stand-in: the point from rigs/operating-points/<rig>.yaml (snaptax.operatingpoints) rounded to whole
-L2 slices at the run's disk size, or the study's preset where the stand-in has not been inferred on the rig. The
-run records each point it measured at (its parameters' `operating_points`: snaptax.judged counts the calibrating
-statement as calibration for that run only)."""
+"""A stand-in's L2-cache coverage at the rig's inferred operating point (issue 46), for the studies that measure seed
+000's qcow2 redo-log stand-in (lifecycle, calibration): the point from rigs/operating-points/<rig>.yaml
+(snaptax.operatingpoints) rounded to whole L2 slices at the run's disk size, or the study's preset where the stand-in
+has not been inferred on the rig. The run records each point it measured at (its parameters' `operating_points`:
+snaptax.judged counts the calibrating statement as calibration for that run only). Seed 001's two stand-ins have
+their own module (seed001_standins), as they come in a pair."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -10,6 +11,7 @@ from fractions import Fraction
 from .. import operatingpoints
 from ..engines.qcow2 import nearest_coverage
 from ..operatingpoints import UsedPoint
+from ..values import Value
 
 
 def coverage(rig: str, stand_in: str, disk_size: int, preset: Fraction) -> tuple[Fraction, UsedPoint | None]:
@@ -21,4 +23,18 @@ def coverage(rig: str, stand_in: str, disk_size: int, preset: Fraction) -> tuple
     return c, UsedPoint.of(point, float(c))
 
 
-__all__ = ["coverage"]
+def operating_point_values(prefix: str, stand_in: str, preset: Fraction,
+                           used: tuple[UsedPoint, ...] | None) -> list[Value]:
+    """What a run's analysis quotes of its stand-in's setting: `<prefix>.coverage` (the coverage it measured at),
+    `<prefix>.coverage_source` (inferred from a run, or the preset) and, for an inferred one,
+    `<prefix>.coverage_inferred` (the value inferred, with its interval). used: the run's recorded operating points
+    (None: a run before them, at the preset)."""
+    p = next((u for u in used or () if u.stand_in == stand_in), None)
+    out = [Value(f"{prefix}.coverage", p.realised if p else float(preset), "", digits=3),
+           Value(f"{prefix}.coverage_source", text=f"inferred ({p.run})" if p else "preset")]
+    if p:
+        out.append(Value(f"{prefix}.coverage_inferred", p.inferred, "", p.low, p.high, digits=3))
+    return out
+
+
+__all__ = ["coverage", "operating_point_values"]

@@ -146,7 +146,7 @@ def test_the_read_job_s_reads_per_read_slices_per_miss_and_the_writes_share(tmp_
            "each (paired by repeat" in text
     assert text.endswith(f"lost {v[f'{rd}.loss.cover-1-8'].formatted_ci()}\u2009% with 1/8 of the tables cached and "
                          f"{v[f'{rd}.loss.cover-1-1'].formatted_ci()}\u2009% with every table cached.")
-    a.results()          # every key once
+    a.derived_values()   # every key once
 
 
 def test_a_run_without_the_read_job_keeps_every_randrw_value_and_says_so(tmp_path):
@@ -166,7 +166,7 @@ def test_a_run_without_the_read_job_keeps_every_randrw_value_and_says_so(tmp_pat
             y = new.value(x.key)
             assert x.text == y.text, x.key
             assert [x.value, x.low, x.high] == pytest.approx([y.value, y.low, y.high], nan_ok=True), x.key
-    assert old.results().values.keys() <= new.results().values.keys()
+    assert old.derived_values().values.keys() <= new.derived_values().values.keys()
 
 
 def test_words_for_coverages_and_intervals():

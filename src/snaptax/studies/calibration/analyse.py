@@ -21,6 +21,8 @@ from ...spindle.measure import clat_log, predicted_iops, read_clat_log, span_of
 from ...spindle.profiles import DeviceSpec, DiskSpec, DriveProfile, spec_from_json
 from ...stats import Interval, geometric_mean_interval, mean_interval, paired_ratio_interval
 from ...values import Value
+from .. import standin_settings
+from . import plan as planmod
 from .plan import READS_DOUBLE, STUDY, ZERO, CalibrationParameters
 
 HOST_READS = "host.reads"
@@ -281,6 +283,9 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
         tables = -(-disk_size // int(cfg["cluster_size"])) * (16 if cfg.get("extended_l2") else 8)
         out += [Value(f"{k}.reads_double.l2_cache_kib", cfg["l2_cache_size"] / 1024, "KiB"),
                 Value(f"{k}.reads_double.l2_tables_kib", tables / 1024, "KiB")]
+    # seed 000's stand-in's setting: the inferred operating point it measured at, or the preset (standin_settings)
+    out += standin_settings.operating_point_values(f"{k}.reads_double", planmod.STAND_IN, planmod.PRESET_COVERAGE,
+                                                   params.operating_points)
     t = a.reads_double
     for phase in ("none", "snapshot"):
         out.append(_v(f"reads_double.host_reads_per_vm_read.{phase}", _interval(t, phase, "host_reads_per_vm_read"),

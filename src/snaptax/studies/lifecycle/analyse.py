@@ -37,7 +37,18 @@ from ...stats import (
 )
 from ...timeline import STUN_SETTLE_S
 from ...values import Value
-from .plan import FIXED_COMMIT_S, GRID, LOADS, METHODS, SEED_MAX_CONSOLIDATE_S, STUDY, LifecycleParameters
+from .. import standin_settings
+from .plan import (
+    FIXED_COMMIT_S,
+    GRID,
+    LOADS,
+    METHODS,
+    PRESET_COVERAGE,
+    SEED_MAX_CONSOLIDATE_S,
+    STAND_IN,
+    STUDY,
+    LifecycleParameters,
+)
 
 MiB = 1 << 20
 CITE = "zandboer"
@@ -346,9 +357,11 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
     vals.append(Value(f"{k}.seek.predicted_service_without_over_with", 100 * a.seek["service_without_ms"]
                       / a.seek["service_with_ms"], "%", n=1, digits=1))
 
+    # the stand-in's setting: the inferred operating point it measured at, or the preset (standin_settings)
+    vals += standin_settings.operating_point_values(k, STAND_IN, PRESET_COVERAGE, p.operating_points)
     a.values = vals
     vd = {v.key: v for v in vals}
-    a.outcomes = [outcome(c, vd) for c in claims() if c.value_key in vd]
+    a.outcomes = [outcome(c, vd) for c in claims(vd[f"{k}.coverage"].value) if c.value_key in vd]
     return a
 
 
@@ -369,9 +382,16 @@ def predictions_table(deletions: pd.DataFrame, f: cm.ConsolidationFit, p: Lifecy
     return pd.DataFrame(rows)
 
 
-def claims() -> list[Claim]:
-    """Seed 000's claims (Zandboer 2009, vmdamentals.com), each with the value of ours that tests it."""
-    stand = "emulated 2 x Savvio 10K.4 RAID1 (raid1_10k), qcow2 delta (L2 tables cached) in the same device"
+def cache_words(coverage: float) -> str:
+    """The delta's L2 cache in the claims' stand-in text: 'L2 tables cached' (every one), else the fraction."""
+    return "L2 tables cached" if coverage >= 1 else f"L2 cache holding {coverage:.3f} of the tables"
+
+
+def claims(coverage: float = 1.0) -> list[Claim]:
+    """Seed 000's claims (Zandboer 2009, vmdamentals.com), each with the value of ours that tests it; coverage: the
+    delta's L2-cache coverage the run measured at (its stand-in's operating point, or the preset: every table)."""
+    stand = (f"emulated 2 x Savvio 10K.4 RAID1 (raid1_10k), qcow2 delta ({cache_words(coverage)}) in the same "
+             "device")
     return [
         Claim(f"{STUDY}.C000-1a", CITE, "Graph 1, samples 13 and 36 (25 ms)",
               "light load: the VM's read IOPS unchanged with a snapshot (with / before)", 100.0, "%", 100.0, 10.0,
