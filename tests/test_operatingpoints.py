@@ -59,20 +59,36 @@ def test_a_run_records_the_points_it_measured_at_and_its_values_say_so():
 
 @pytest.mark.committed
 def test_the_committed_points_are_what_the_committed_sweeps_infer(monkeypatch):
-    """rigs/operating-points/ is written by `snaptax infer` only: each committed point is what the newest committed
-    quick run of its sweep gives now (to printed precision: nothing may rest on a float's last bits)."""
+    """rigs/operating-points/ is written by `snaptax infer` only: each committed point is what the committed quick run
+    it names gives now (to printed precision: nothing may rest on a float's last bits), a run of the study that
+    infers its stand-in."""
+    from snaptax import standins
     from snaptax.host import rig as rigmod
 
     monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)      # the checkout's data/, also under `make unit`
 
     for rig in rigmod.names():
-        committed = op.read(rig)
-        if not committed:
-            continue
-        inferred = inferpoints.infer(rig, "quick")
-        assert set(committed) <= set(inferred), f"{rig}: a committed point no run infers"
-        for sid, p in committed.items():
-            q = inferred[sid]
+        for sid, p in op.read(rig).items():
+            s = standins.get(sid)
+            run = inferpoints.recorded_run(rig, p)
+            assert run.parent.name == s.value_key.split(".")[0] and run.name.endswith("-quick"), sid
+            q = inferpoints.point_of(s, run)
+            assert q is not None, f"{rig}: {sid}'s run {p.run} gives no point"
             assert p.run == q.run and p.calibrating == q.calibrating
             assert [round(x, 6) for x in (p.value, p.low, p.high)] == [round(x, 6) for x in (q.value, q.low, q.high)]
             assert op.refused(p) == ""
+
+
+def test_inferring_one_stand_in_keeps_the_others_where_the_file_has_them(rig_dir, monkeypatch):
+    from pathlib import Path
+
+    inferpoints.write("r", {"vmfs_sesparse": point()})
+    runs = {"metadata_cache": [Path("/runs/metadata_cache/20991231T000000Z-quick")]}
+    monkeypatch.setattr(inferpoints, "published_runs", lambda rig, study, profile: runs.get(study, []))
+    moved = {"vmfs_sesparse": point(value=0.97, low=0.91, high=1.0), "esx35_redolog": point("esx35_redolog", 0.5)}
+    monkeypatch.setattr(inferpoints, "point_of", lambda s, run: moved.get(s.id))
+    every = inferpoints.infer("r", "quick")
+    assert every["vmfs_sesparse"].value == 0.97 and "esx35_redolog" in every
+    one = inferpoints.infer("r", "quick", ["esx35_redolog"])
+    assert one["vmfs_sesparse"] == point() and one["esx35_redolog"].value == 0.5
+    assert set(one) == {"vmfs_sesparse", "esx35_redolog"}        # vsan: in neither the file nor the selection

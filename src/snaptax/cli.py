@@ -219,7 +219,11 @@ def cmd_infer(args: argparse.Namespace) -> int:
     from .errors import ConfigError
 
     _check_rig_and_profile(args)
-    points = inferpoints.infer(args.rig, args.profile)
+    known = [s.id for s in standins.STAND_INS if s.source == "inferred"]
+    for sid in args.stand_in or ():
+        if sid not in known:
+            raise ConfigError("--stand-in", sid, f"not an inferred stand-in (one of: {', '.join(known)})")
+    points = inferpoints.infer(args.rig, args.profile, args.stand_in)
     for point in points.values():
         why = operatingpoints.refused(point)
         if why:
@@ -342,6 +346,8 @@ def parser() -> argparse.ArgumentParser:
     inf.add_argument("--rig", default="local")
     inf.add_argument("--profile", default=profiles.DEFAULT)
     inf.add_argument("--dry-run", action="store_true", help="print what would be written, write nothing")
+    inf.add_argument("--stand-in", action="append", metavar="ID",
+                     help="infer only this stand-in (repeatable); the others keep the points the rig's file gives")
     inf.set_defaults(func=cmd_infer)
     b = sub.add_parser("bench", help="harness and engine benchmarks -> bench/latest.json")
     b.add_argument("--only", nargs="*", default=None, help="run only these benchmark groups")
