@@ -34,9 +34,11 @@ STAND_INS: tuple[StandIn, ...] = (
             "every VM read with a snapshot reads the redo log's block map as well as the data: two host reads",
             "a qcow2 overlay (64 KiB clusters, extended L2) over a raw base on the emulated 10K RAID1",
             "L2-cache coverage c (fraction of the overlay's L2 tables cached)", "inferred",
-            "the coverage at which the read job's host reads per VM read, h(c) = 1 + (1 − c)·s_r (s_r: slices per "
-            "read miss, measured), equal the seed's 2: swept by the metadata-cache study's read job",
-            calibrating="lifecycle.C000-1b", value_key="metadata_cache.implied.esx35.coverage",
+            "the coverage at which a read job's host reads per VM read, h(c) = 1 + (1 − c)·s_r, equal the seed's 2, "
+            "with s_r (slices read per read miss) measured on the stand-in's own device by the calibration study's "
+            "reads-double runs (on the SSD-class file the metadata-cache study's read job reads 2 per miss, on the "
+            "emulated RAID1 about 1), constrained to [0, 1]",
+            calibrating="calibration.reads_double", value_key="calibration.implied.esx35.coverage",
             bound="vmfsSparse grain tables are read through the host's metadata heap (at most 192 MiB per host, KB "
                   "343426): not a bound on a 1 GiB test file's tables"),
     StandIn("vmfs_sesparse", "001", "VMFS6 SEsparse snapshot (vSphere 7.0 U2, SATA SSD)",

@@ -112,6 +112,16 @@ def read_slices_per_miss(host_reads_per_read: np.ndarray | float, coverage: np.n
     return (np.asarray(host_reads_per_read, dtype=float) - 1.0) / (1.0 - c)
 
 
+def coverage_for_reads_per_read(host_reads_per_read: float, slices_per_miss: np.ndarray | float) -> np.ndarray:
+    """c = 1 − (h − 1)/s_r: the coverage at which a read-only job's host reads per guest read equal h, given the
+    slices a read miss reads s_r > 0 (h(c)'s inverse in c). Not clipped: below 0 when even no cache gives fewer than
+    h host reads per read (s_r < h − 1)."""
+    s_r = np.asarray(slices_per_miss, dtype=float)
+    if np.any(s_r <= 0):
+        raise ValueError("the coverage for a number of reads needs a read miss that reads something (s_r > 0)")
+    return 1.0 - (host_reads_per_read - 1.0) / s_r
+
+
 def write_slices_per_miss(reads_per_io: np.ndarray | float, coverage: np.ndarray | float,
                           read_share: np.ndarray | float, read_slices: np.ndarray | float) -> np.ndarray:
     """s_w = (m/(1 − c) − r·s_r)/(1 − r): the slices a write miss read [slices per miss], from a mixed job's metadata
@@ -353,6 +363,7 @@ def implied_coverage(loss_fraction: float, cost: CostFit, misses: MissFit, step:
 
 
 __all__ = ["metadata_reads_per_io", "slowdown", "loss", "reads_for_loss", "coverage_for_loss",
-           "read_host_reads_per_read", "read_slices_per_miss", "write_slices_per_miss", "MissFit", "CostFit",
+           "read_host_reads_per_read", "read_slices_per_miss", "coverage_for_reads_per_read",
+           "write_slices_per_miss", "MissFit", "CostFit",
            "fit_misses", "fit_cost", "ImpliedCoverage", "implied_coverage", "ALPHA_RANGE", "LOWER", "UPPER",
            "NAMES"]

@@ -177,3 +177,26 @@ def test_a_failed_fit_raises(tmp_path):
     record = make_run(tmp_path, profile="smoke", requests=10)
     with pytest.raises(seek.FitError, match="usable requests"):
         an.analyse(record)
+
+
+def test_seed_000_s_operating_point_is_where_one_slice_per_miss_gives_two_reads_constrained_to_0_1():
+    from snaptax.values import Value
+
+    def run(h, lo, hi, c):
+        return {v.key: v for v in an.implied_values([
+            Value("calibration.reads_double.host_reads_per_vm_read.snapshot", h, "×", lo, hi, 3, 2),
+            Value("calibration.reads_double.coverage", c, "")])}
+
+    # 1/8 cached, 1.89 host reads per read: s_r = 0.89/0.875 = 1.017 slices per miss, c* = 1 − 1/s_r = 0.017
+    v = run(1.89, 1.88, 1.90, 0.125)
+    assert v["calibration.reads_double.slices_per_miss"].value == pytest.approx(0.89 / 0.875)
+    assert v["calibration.implied.esx35.coverage"].value == pytest.approx(1 - 0.875 / 0.89)
+    assert v["calibration.implied.esx35.coverage"].low == pytest.approx(1 - 0.875 / 0.88)
+    assert v["calibration.implied.esx35.bound"].text == "inside [0, 1]"
+    # half cached, 1.48: s_r = 0.96 < 1, so even no cache gives fewer than two: the point is the bound, 0
+    v = run(1.48, 1.47, 1.50, 0.5)
+    assert v["calibration.implied.esx35.unconstrained"].value == pytest.approx(1 - 0.5 / 0.48)
+    assert (v["calibration.implied.esx35.coverage"].value, v["calibration.implied.esx35.coverage"].high) == (0, 0)
+    assert v["calibration.implied.esx35.bound"].text.startswith("at the bound")
+    # every table cached: no read misses, nothing to infer from
+    assert run(1.0, 1.0, 1.0, 1.0) == {}

@@ -137,3 +137,21 @@ def test_claims_name_values_the_analysis_makes(tmp_path):
     a = an.analyse(make_run(tmp_path))
     keys = {x.key for x in a.values}
     assert {c.value_key for c in an.claims()} <= keys
+
+
+def test_the_raid1_balance_the_vm_after_the_commit_and_the_deletion_s_rates_are_claims(tmp_path):
+    a = an.analyse(make_run(tmp_path))
+    v = {x.key: x for x in a.values}
+    # host reads per host write before the snapshot: r reads and w writes per second, one host I/O each
+    assert v["lifecycle.saturated.before.host_reads_per_host_write"].value == pytest.approx(1.0)
+    assert v["lifecycle.light.vm_total_after_over_before"].value == pytest.approx(100)
+    # (the synthetic timelines' per-second series do not model the deletion window: only that the values exist)
+    for key in ("light.vm", "light.host", "saturated.host", "saturated.read"):
+        assert f"lifecycle.{key}_during_iterative_over_before" in v
+    o = {x.claim.seed_label: x for x in a.outcomes}
+    assert {"C000-3c", "C000-7", "C000-8", "C000-9", "C000-10"} <= set(o)
+    assert verdict(o["C000-3c"].claim, o["C000-3c"].ours) == "differs"       # 1 against 'about twice'
+    assert verdict(o["C000-9"].claim, o["C000-9"].ours) == "agrees"          # three timelines, all as before
+    # the deletion's per-second samples come from one timeline: not judged
+    for label in ("C000-7", "C000-8", "C000-10"):
+        assert verdict(o[label].claim, o[label].ours) == "not judged", label

@@ -15,7 +15,7 @@ import pandas as pd
 from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...errors import AnalysisError
-from ...models import seek
+from ...models import metadata_cache as mc, seek
 from ...record import Measurement, RunRecord
 from ...spindle.measure import clat_log, predicted_iops, read_clat_log, span_of
 from ...spindle.profiles import DeviceSpec, DiskSpec, DriveProfile, spec_from_json
@@ -291,11 +291,46 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
         out.append(_v(f"reads_double.host_reads_per_vm_read.{phase}", _interval(t, phase, "host_reads_per_vm_read"),
                       "×", 2))
         out.append(_v(f"reads_double.iops.{phase}", _interval(t, phase, "iops"), "IOPS", 0))
+    out += implied_values(out)
     none = t[t.phase == "none"].set_index("repeat").iops
     snap = t[t.phase == "snapshot"].set_index("repeat").iops
     common = none.index.intersection(snap.index)
     out.append(_v("reads_double.iops_ratio", paired_ratio_interval(snap.loc[common].to_numpy(),
                                                                    none.loc[common].to_numpy()), "", 2))
+    return out
+
+
+# Seed 000 (Zandboer, "reads double"): every VM read with a snapshot is two host reads, the block map's and the data's.
+SEED000_READS_PER_READ = 2.0
+
+
+def implied_values(values: list[Value]) -> list[Value]:
+    """Seed 000's stand-in's operating point on its own device (standins.esx35_redolog): from the reads-double runs'
+    host reads per VM read h with the snapshot at the run's coverage c < 1, the slices a read miss read,
+    s_r = (h − 1)/(1 − c) (models.metadata_cache.read_slices_per_miss; interval: the transform of h's ends), and the
+    coverage at which h(c) = 1 + (1 − c)·s_r is the seed's 2, c* = 1 − 1/s_r. The operating point is c* constrained
+    to [0, 1] (its interval ends too): where even no cache gives fewer than two host reads per read (s_r < 1), the
+    nearest setting is no cache (QEMU's two slices); `implied.esx35.bound` says whether the constraint acted. None
+    at full coverage (no read misses) or without an interval."""
+    k = STUDY
+    by = {v.key: v for v in values}
+    h, cov = by.get(f"{k}.reads_double.host_reads_per_vm_read.snapshot"), by.get(f"{k}.reads_double.coverage")
+    if h is None or cov is None or cov.value >= 1 or not h.has_interval:
+        return []
+    s = [float(mc.read_slices_per_miss(x, cov.value)) for x in (h.value, h.low, h.high)]
+    out = [Value(f"{k}.reads_double.slices_per_miss", s[0], "slices", s[1], s[2], h.n, 2,
+                 method="the transform of the host reads per VM read's t interval")]
+    if min(s) <= 0:
+        return out
+    c = [float(mc.coverage_for_reads_per_read(SEED000_READS_PER_READ, x)) for x in s]
+    clipped = [min(max(x, 0.0), 1.0) for x in c]
+    out += [Value(f"{k}.implied.esx35.coverage", clipped[0], "", clipped[1], clipped[2], h.n, 3,
+                  method="1 − 1/s_r, constrained to [0, 1]"),
+            Value(f"{k}.implied.esx35.unconstrained", c[0], "", c[1], c[2], h.n, 3, method="1 − 1/s_r"),
+            Value(f"{k}.implied.esx35.bound", text="inside [0, 1]" if clipped == c else
+                  "at the bound: even with no cache a VM read costs fewer than two host reads on this device, so no "
+                  "cache (QEMU's two slices) is the nearest setting" if c[0] < 0 else
+                  "an interval end constrained to [0, 1]")]
     return out
 
 

@@ -201,14 +201,14 @@ def _paired(meas: pd.DataFrame, load: str, num_phase: str, den_phase: str, col: 
 
 
 def _replicated(meas: pd.DataFrame, load: str, num_phase: str, den_phase: str, col: str, scale: Scale,
-                norm: tuple[str, str] | None = None) -> Estimate:
+                norm: tuple[str, str] | None = None, den_col: str | None = None) -> Estimate:
     """Paired (per timeline) ratio of num_phase over den_phase at a load level as an estimate over independent
     replicates (issue 47.3). The timelines of a load level are replicates of the phases before the deletion:
     each has a fresh engine, emulated array, volume and fio processes, and they run the same create, before,
     refill and with phases; the deletion method, the one thing that differs, acts only after them. The `after`
     phase follows deletions by different methods, each of which leaves the delta's data in the base's own blocks,
     so it too measures the base alone (the paper's lifecycle section says so)."""
-    return ratio_estimate(*_pairs(meas, load, num_phase, den_phase, col, None, norm), scale=scale)
+    return ratio_estimate(*_pairs(meas, load, num_phase, den_phase, col, den_col, norm), scale=scale)
 
 
 def seek_prediction(record: RunRecord) -> dict[str, float]:
@@ -226,6 +226,33 @@ def seek_prediction(record: RunRecord) -> dict[str, float]:
     s_without = seekmod.mean_service_s(without, prof.seek_read, prof, cap)
     return {"span_with": with_span, "span_without": without, "service_with_ms": s_with * 1e3,
             "service_without_ms": s_without * 1e3, "iops_ratio": s_with / s_without}
+
+
+DIRECTIONS = ("read", "write")
+
+
+def during_iterative(a: LifecycleAnalysis, meas: pd.DataFrame, load: str, level: str,
+                     directions: tuple[str, ...]) -> Interval | None:
+    """IOPS (the sum over `directions`) at `level` (VM, host) per second while the iterative deletion of the `load`
+    timeline ran, against its `before` phase: ratio of means over the per-second samples (one timeline: samples,
+    not replicates), from the second after the deletion started until the load stopped or the deletion ended. None
+    when the run has no such timeline."""
+    variant = f"{load}-iterative"
+    ser = a.timeline
+    sel = ser[(ser.variant == variant) & (ser.level == level) & ser.direction.isin(directions)]
+    ph = meas[meas.variant == variant].set_index("phase")
+    d = a.deletions
+    if sel.empty or not {"before", "delete"} <= set(ph.index) or d.empty or variant not in set(d.variant):
+        return None
+    # the reader's and the writer's logs (and the host's two counters) tick together: summed per whole second
+    per_s = sel.assign(t_s=sel.t_s.round()).groupby("t_s").iops.sum().reset_index()
+    dl = d[d.variant == variant].iloc[0]
+    t_del0 = float(ph.loc["delete", "t_start_s"])
+    during = per_s[(per_s.t_s > t_del0 + 1) & (per_s.t_s <= t_del0 + 1 + max(float(dl.seconds)
+                                                                             - float(dl.after_load_s), 1.0))].iops
+    bef = per_s[(per_s.t_s > float(ph.loc["before", "t_start_s"])) & (per_s.t_s <= float(ph.loc["before",
+                                                                                                "t_end_s"]))]
+    return ratio_of_means_interval(during, bef.iops)
 
 
 def analyse(record: RunRecord) -> LifecycleAnalysis:
@@ -272,6 +299,13 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
         vals.append(Value.of_estimate(f"{k}.{load}.host_writes_per_vm_write_refill_factor",
                                       _replicated(meas, load, "refill", "create", "host_writes", "log",
                                                   norm=("host_writes", "vm_writes")), "×", 2))
+        # the host's reads per write (the RAID1's balance: C000-3c), and the VM's IOPS once the delta is gone
+        # against before the snapshot (C000-9), over the timelines as the other phases before and after the deletion
+        vals.append(Value.of_estimate(f"{k}.{load}.before.host_reads_per_host_write",
+                                      _replicated(meas, load, "before", "before", "host_read_iops", "log",
+                                                  den_col="host_write_iops"), "×", 2))
+        vals.append(Value.of_estimate(f"{k}.{load}.vm_total_after_over_before",
+                                      _replicated(tot, load, "after", "before", "vm_iops", "pct_log"), "%", 0))
         vals.append(Value.of(f"{k}.{load}.vm_read_delete_over_before",
                              _paired(meas, load, "delete", "before", "vm_read_iops").scaled(100), "%", 1))
         vals.append(Value.of_estimate(f"{k}.{load}.service_after_over_with",
@@ -309,18 +343,14 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
     lit = tl[(tl.load == "light") & tl.method.isin(["active", "iterative"])] if not tl.empty else tl
     vals.append(Value.of(f"{k}.light.converged_pct",
                          proportion_interval(lit.converged if len(lit) else []).scaled(100.0), "%", 0))
-    # seed's read collapse during the deletion, on the per-second series of the saturated iterative timeline
-    ser = a.timeline
-    sel = ser[(ser.variant == "saturated-iterative") & (ser.level == "VM") & (ser.direction == "read")]
-    ph = meas[meas.variant == "saturated-iterative"].set_index("phase")
-    if not sel.empty and {"before", "delete"} <= set(ph.index):
-        dl = d[d.variant == "saturated-iterative"].iloc[0]
-        t_del0 = float(ph.loc["delete", "t_start_s"])
-        during = sel[(sel.t_s > t_del0 + 1) & (sel.t_s <= t_del0 + 1 + max(float(dl.seconds) - float(
-            dl.after_load_s), 1.0))].iops
-        bef = sel[(sel.t_s > float(ph.loc["before", "t_start_s"])) & (sel.t_s <= float(ph.loc["before", "t_end_s"]))]
-        vals.append(Value.of(f"{k}.saturated.read_during_iterative_over_before",
-                             ratio_of_means_interval(during, bef.iops).scaled(100), "%", 1))
+    # during VMware's (iterative) deletion against before the snapshot, on the per-second series of each load's
+    # iterative timeline: the VM's reads (C000-3b), the VM's reads and writes (C000-8), the host's (C000-7, C000-10)
+    for load, level, directions, name in (("saturated", "VM", ("read",), "read"), ("light", "VM", DIRECTIONS, "vm"),
+                                          ("light", "host", DIRECTIONS, "host"),
+                                          ("saturated", "host", DIRECTIONS, "host")):
+        iv = during_iterative(a, meas, load, level, directions)
+        if iv is not None:
+            vals.append(Value.of(f"{k}.{load}.{name}_during_iterative_over_before", iv.scaled(100), "%", 1))
 
     # ---- the consolidation model
     its = a.iterations
@@ -418,6 +448,27 @@ def claims(coverage: float = 1.0) -> list[Claim]:
               "a judgment: ±5 pp around 5.5 % separates a collapse from a halving; interval over the per-second "
               "samples of our one saturated iterative deletion (ratio of means), not over repeats",
               f"{STUDY}.saturated.read_during_iterative_over_before", stand + "; VMware-style iterative deletion"),
+        Claim(f"{STUDY}.saturated_read_write", CITE, "Graph 2, samples 7-25",
+              "saturated, before the snapshot: host reads per host write (the RAID1 write penalty)", 2.0, "×", 1.0,
+              0.3, "'about twice' read from a graph", f"{STUDY}.saturated.before.host_reads_per_host_write", stand,
+              "about twice as many ROPS as WOPS", label="C000-3c"),
+        Claim(f"{STUDY}.delete_host_iops", CITE, "Graph 1, samples 43-52",
+              "light load: host IOPS while deleting against before (the deletion 'shoots disk IOPS to the roof')",
+              110.0, "%", 100.0, 5.0, DIRECTION_BASIS, f"{STUDY}.light.host_during_iterative_over_before",
+              stand + "; VMware-style iterative deletion", "to the roof (no number)", label="C000-7", direction=1),
+        Claim(f"{STUDY}.delete_vm_steady", CITE, "Graph 1, samples 43-60",
+              "light load: the VM's IOPS while deleting against before", 100.0, "%", 100.0, 5.0,
+              "read from a graph of 20-s samples", f"{STUDY}.light.vm_during_iterative_over_before",
+              stand + "; VMware-style iterative deletion", "the VM's IOPS stay steady", label="C000-8"),
+        Claim(f"{STUDY}.after_vm_as_before", CITE, "Graph 1, sample 60",
+              "light load: the VM's IOPS after the commit against before the snapshot", 100.0, "%", 100.0, 5.0,
+              "read from a graph of 20-s samples", f"{STUDY}.light.vm_total_after_over_before", stand,
+              "performing as before", label="C000-9"),
+        Claim(f"{STUDY}.saturated_delete_total", CITE, "Graph 2, samples 51-60",
+              "saturated: host IOPS (reads + writes) while deleting against before", 100.0, "%", 100.0, 10.0,
+              "'remain the same' read from a graph whose samples scatter by about ±10 %",
+              f"{STUDY}.saturated.host_during_iterative_over_before", stand + "; VMware-style iterative deletion",
+              "overall IOPS remain the same", label="C000-10"),
         Claim(f"{STUDY}.C000-4", CITE, "Graph 2, samples 51-128",
               "saturated: deletions (active commit, iterative) that finished while the load ran", 0.0, "%", 100.0,
               45.0, "binary outcomes: the seed's deletion did not finish until IOmeter was stopped (0 %); with our "

@@ -231,25 +231,6 @@ def implied_coverage(cost: mc.CostFit, misses: mc.MissFit) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# Seed 000 (Zandboer, "reads double"): every VM read with a snapshot is two host reads, the redo log's block map and
-# the data (the registration's C000-1b: 2.0 host reads per VM read).
-SEED000_READS_PER_READ = 2.0
-
-
-def implied_read_coverage(s_read: Interval, reads_per_read: float = SEED000_READS_PER_READ) -> tuple[float, float,
-                                                                                                       float, bool]:
-    """The coverage c at which the read job's host reads per guest read, h(c) = 1 + (1 − c)·s_r, equal
-    `reads_per_read` (seed 000's 2): c = 1 − (h − 1)/s_r, with the interval its monotone transform of s_r's. Not
-    reachable (nan, False) when even no cache falls short (s_r < h − 1) or s_r has no estimate; an interval end
-    below 0 is reported as such, never clipped (the paper says the coverage is not reachable there)."""
-    if not s_read.n or not math.isfinite(s_read.estimate) or s_read.estimate <= 0:
-        return math.nan, math.nan, math.nan, False
-    c = 1.0 - (reads_per_read - 1.0) / s_read.estimate
-    lo = 1.0 - (reads_per_read - 1.0) / s_read.low if s_read.low > 0 else -math.inf
-    hi = 1.0 - (reads_per_read - 1.0) / s_read.high if s_read.high > 0 else math.nan
-    return c, lo, hi, 0.0 <= c <= 1.0
-
-
 PREDICTS = "the slowdown (IOPS with no snapshot / with one) at a cache coverage, from the coverage alone"
 
 
@@ -353,13 +334,6 @@ def _job_values(record: RunRecord, summary: pd.DataFrame, jobs: pd.DataFrame, pa
         if s_read.n:
             out.append(_iv(f"{rd}.slices_per_miss", s_read.estimate, s_read.low, s_read.high, s_read.n, "slices", 2,
                            "t"))
-            # seed 000's redo-log stand-in (standins.esx35_redolog): the coverage at which reads double
-            c, lo, hi, reachable = implied_read_coverage(s_read)
-            out += [Value(f"{STUDY}.implied.esx35.coverage", c if reachable else math.nan, "",
-                          lo if reachable else math.nan, hi if reachable else math.nan, s_read.n, 3),
-                    Value(f"{STUDY}.implied.esx35.reachable", text="yes" if reachable else
-                          f"no: a read miss reads {s_read.estimate:.2f} slices, so even no cache gives fewer than "
-                          f"{SEED000_READS_PER_READ:g} host reads per guest read")]
             s_write = write_slices(pairs, read_pairs)
             if s_write.n:
                 out.append(_iv(f"{JOB}.slices_per_write_miss", s_write.estimate, s_write.low, s_write.high,
@@ -387,5 +361,4 @@ def analyse(record: RunRecord) -> MetadataCacheAnalysis:
 
 __all__ = ["MetadataCacheAnalysis", "analyse", "measurements", "pair_table", "summarize", "job_summary",
            "read_slices", "write_slices", "coverage_words", "against", "read_finding", "implied_coverage",
-           "implied_read_coverage", "SEED000_READS_PER_READ",
            "heldout_test", "PUBLISHED_LOSS", "PAIR_COLUMNS", "JOB_COLUMNS"]
