@@ -158,14 +158,17 @@ def test_infer_writes_the_points_and_refuses_one_outside_its_range(monkeypatch, 
     monkeypatch.setattr(operatingpoints, "path", lambda rig: where)
     monkeypatch.setattr(inferpoints, "path", lambda rig: where)
     good = operatingpoints.OperatingPoint("vsan_sparse", 0.99, 0.97, 1.0, "metadata_cache/r", "c")
-    monkeypatch.setattr(inferpoints, "infer", lambda rig, profile: {"vsan_sparse": good})
+    monkeypatch.setattr(inferpoints, "infer", lambda rig, profile, only=None: {"vsan_sparse": good})
     assert cli.main(["infer", "--dry-run"]) == 0 and not where.exists()
     assert cli.main(["infer"]) == 0 and operatingpoints.read("local") == {"vsan_sparse": good}
     out = capsys.readouterr().out
     assert "vsan_sparse: 0.9900 [0.9700, 1.0000] from metadata_cache/r" in out and "vmfs_sesparse: not inferred" in out
     bad = operatingpoints.OperatingPoint("vsan_sparse", 0.99, 0.96, 1.07, "metadata_cache/r", "c")
-    monkeypatch.setattr(inferpoints, "infer", lambda rig, profile: {"vsan_sparse": bad})
+    monkeypatch.setattr(inferpoints, "infer", lambda rig, profile, only=None: {"vsan_sparse": bad})
     assert cli.main(["infer"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "vsan_sparse" in err and "outside [0, 1]" in err
     assert operatingpoints.read("local") == {"vsan_sparse": good}        # nothing written
+    assert cli.main(["infer", "--stand-in", "bogus"]) == 2                # not an inferred stand-in: one line
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--stand-in" in err and "bogus" in err and "esx35_redolog" in err

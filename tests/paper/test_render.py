@@ -168,3 +168,18 @@ def test_the_verdicts_clause_says_why_rows_are_not_judged():
     assert render.verdicts_clause(rows) == ("4 are not judged (1 rest on fewer than three independent runs, 2 on "
                                             "samples within one run and 1 by the pre-registration (not registered, "
                                             "registered as not judged, or registered as another quantity))")
+
+
+def test_the_stand_ins_table_prints_the_point_in_use_before_what_the_newest_sweep_gives():
+    from snaptax import operatingpoints as op
+    from snaptax.values import Value
+
+    newest = {"calibration.implied.esx35.coverage": Value("calibration.implied.esx35.coverage", 0.02, "", 0.01, 0.03,
+                                                          3, 3)}
+    in_use = {"esx35_redolog": op.OperatingPoint("esx35_redolog", 0.0, 0.0, 0.0, "calibration/20990101T000000Z-quick",
+                                                 "calibration.reads_double")}
+    row = next(line for line in render.stand_ins_tex(newest, None, in_use).splitlines() if "ESX 3.5" in line)
+    assert "0.000 [0.000, 0.000] from run calibration/20990101T000000Z-quick" in row.replace("\\_", "_")
+    row = next(line for line in render.stand_ins_tex(newest, None).splitlines() if "ESX 3.5" in line)
+    assert "0.020 [0.010, 0.030]" in row
+    assert "not yet inferred" in next(line for line in render.stand_ins_tex({}, None).splitlines() if "ESX 3.5" in line)

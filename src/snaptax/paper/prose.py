@@ -113,8 +113,11 @@ FACTS: tuple[Fact, ...] = (
          "engines.tex: LVM thin is at base-disk speed once the sharing is broken"),
     Fact("engines.first_ratio.lvmthin-c64k", "below", 1.0,
          "engines.tex: ... but the breaking itself is not free at small queue depth"),
-    Fact("lifecycle.saturated.vm_total_with_over_before", "above", 100.0,
-         "lifecycle.tex: without the block-map reads the snapshot took no IOPS from our saturated VM"),
+    # the seed's VM kept (110 + 100) / (510 + 250) = 27.6 % (C000-3a): "far less" is more than twice that left
+    Fact("lifecycle.saturated.vm_total_with_over_before", "above", 2 * 27.63,
+         "lifecycle.tex: the snapshot took far less from our saturated VM than from the seed's"),
+    Fact("lifecycle.saturated.vm_total_with_over_before", "below", 100.0,
+         "lifecycle.tex: ... though it took some"),
     Fact("lifecycle.saturated.read_during_iterative_over_before", "below",
          "lifecycle.saturated.vm_with_over_before",
          "lifecycle.tex: our reader's share fell from that with the snapshot to that during the deletion"),
@@ -137,9 +140,14 @@ FACTS: tuple[Fact, ...] = (
            "lifecycle.tex, seek span: the model predicts a change within the claim's tolerance of no change (C000-5's "
            "band; a prediction from the datasheet figures, without an interval)")
       for relation, bound in zip(ESTIMATE_WITHIN, SEEK_BAND, strict=True)),
-    *(Fact("calibration.reads_double.host_reads_per_vm_read.snapshot", relation, bound,
-           "conclusion.tex: ... and, on an emulated 10K RAID1, seed 000's doubled reads (within the claim's "
-           "tolerance of 2)") for relation, bound in zip(WITHIN, READS_DOUBLE_BAND, strict=True)),
+    Fact("calibration.reads_double.host_reads_per_vm_read.snapshot", "above", READS_DOUBLE_BAND[1],
+         "conclusion.tex and calibration.tex: at the point inferred for seed 000 (QEMU's least cache) a VM read cost "
+         "more than the seed's two host reads, beyond the claim's tolerance: the inference did not hold there"),
+    Fact("calibration.implied.esx35.unconstrained", "above", 0.0,
+         "calibration.tex: this run's own counts would put the point elsewhere (inside (0, 1], away from no cache)"),
+    Fact("lifecycle.light.host_reads_per_vm_read_factor", "above", 1.0,
+         "lifecycle.tex: with QEMU's least cache the delta's lookups read the device (more than one host read per "
+         "VM read)"),
     Fact("memory_dump.fit.raid1_10k.oversleep.delta_aic", "equals", 0.0,
          "memory_dump.tex, the grid: the oversleep model's lower AIC on the mirror (it is the mirror's best by AIC), "
          "read as a term for rotational misses, not as the timer's behaviour"),
@@ -163,10 +171,8 @@ FACTS: tuple[Fact, ...] = (
     Fact("metadata_cache.control_reads_per_io", "estimate_below", 1e-4,
          "metadata_cache.tex: without a snapshot the metadata reads are below 10^-4 per I/O"),
     Fact("lifecycle.model.outcomes_total", "equals", 7.0,
-         "lifecycle.tex and discussion.tex: the consolidation model does no better than always naming the more "
-         "common outcome (which gets at least 4 of these 7 right) ..."),
-    Fact("lifecycle.model.outcomes_predicted", "estimate_below", 4.5,
-         "lifecycle.tex and discussion.tex: ... since it predicted at most 4 of the 7"),
+         "lifecycle.tex, discussion.tex and intro.tex: a predictor that always names the more common outcome gets at "
+         "least half of these 7 right (rounded up)"),
     *(Fact(f"tiering.predict.{name}", "includes", 100.0,
            "tiering.tex, the misplacement model: both predictions hold (their intervals include 100 %), so the simple "
            "mix accounts for the tiered pool's seconds") for name in ("hdd_fit_over_model", "sas_with_over_hdd")),

@@ -15,6 +15,7 @@ from .. import (
     compare,
     derived,
     judged,
+    operatingpoints,
     paths,
     profiles,
     provenance,
@@ -399,17 +400,20 @@ def dirty_runs_tex(manifests: list[Manifest]) -> str:
                    rf"{runs}.}}}}\par\medskip" + "\n")
 
 
-def stand_ins_tex(values: dict[str, Value], reg: registration.Registration | None) -> str:
+def stand_ins_tex(values: dict[str, Value], reg: registration.Registration | None,
+                  points: dict[str, operatingpoints.OperatingPoint] | None = None) -> str:
     """The stand-in record (snaptax.standins) as the paper's method prints it: per seed system the mechanism, the
     setting that carries it, where its value comes from, and for an inferred one the calibrating seed statement
-    (marked) and the value inferred, with its interval where a run gives it."""
+    (marked) and the operating point in use: the rig's (points: rigs/operating-points, with the run it was inferred
+    from), else the value the newest run of the sweep gives, with its interval where a run gives it."""
     esc = macros.tex_escape
     rows = []
     for s in standins.STAND_INS:
         if s.source == "inferred":
             label = reg.claims[s.calibrating].label if reg and s.calibrating in reg.claims else s.calibrating
-            v = values.get(s.value_key)
-            got = v.formatted_ci() if v is not None else "not yet inferred"
+            v, p = values.get(s.value_key), (points or {}).get(s.id)
+            got = (f"{p.value:.3f} [{p.low:.3f}, {p.high:.3f}] from run {p.run}" if p is not None else
+                   v.formatted_ci() if v is not None else "not yet inferred")
             source = f"inferred from {label} (calibrating: not judged): {s.basis}; value {got}"
         else:
             source = f"{s.source}: {s.basis}"
@@ -487,7 +491,8 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     sources.check_sources(tex_files, made)
     macros.write_table("glance", article.glance_tex(glance), generated_dir)
     newest_registration = registration.newest()
-    macros.write_table("stand-ins", stand_ins_tex({v.key: v for v in values}, newest_registration), generated_dir)
+    macros.write_table("stand-ins", stand_ins_tex({v.key: v for v in values}, newest_registration,
+                                                  operatingpoints.read(rig)), generated_dir)
     write_atomic(generated_dir / "unjudged.tex", unjudged_tex(newest_registration))
     macros.write_table("artifact", article.artifact_tex(times), generated_dir)
     write_atomic(generated_dir / "sources.tex", sources.sources_tex(made.values()))

@@ -200,3 +200,14 @@ def test_seed_000_s_operating_point_is_where_one_slice_per_miss_gives_two_reads_
     assert v["calibration.implied.esx35.bound"].text.startswith("at the bound")
     # every table cached: no read misses, nothing to infer from
     assert run(1.0, 1.0, 1.0, 1.0) == {}
+
+
+def test_one_repeat_gives_the_operating_point_s_estimate_without_an_interval():
+    from snaptax.values import Value
+
+    v = {x.key: x for x in an.implied_values([
+        Value("calibration.reads_double.host_reads_per_vm_read.snapshot", 1.89, "×", n=1),
+        Value("calibration.reads_double.coverage", 0.125, "")])}
+    assert v["calibration.implied.esx35.coverage"].value == pytest.approx(1 - 0.875 / 0.89)
+    assert not v["calibration.implied.esx35.coverage"].has_interval
+    assert v["calibration.implied.esx35.bound"].text == "inside [0, 1]"

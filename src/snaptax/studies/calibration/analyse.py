@@ -311,23 +311,27 @@ def implied_values(values: list[Value]) -> list[Value]:
     coverage at which h(c) = 1 + (1 − c)·s_r is the seed's 2, c* = 1 − 1/s_r. The operating point is c* constrained
     to [0, 1] (its interval ends too): where even no cache gives fewer than two host reads per read (s_r < 1), the
     nearest setting is no cache (QEMU's two slices); `implied.esx35.bound` says whether the constraint acted. None
-    at full coverage (no read misses) or without an interval."""
+    at full coverage (no read misses); estimates without intervals from one repeat."""
     k = STUDY
     by = {v.key: v for v in values}
     h, cov = by.get(f"{k}.reads_double.host_reads_per_vm_read.snapshot"), by.get(f"{k}.reads_double.coverage")
-    if h is None or cov is None or cov.value >= 1 or not h.has_interval:
+    if h is None or cov is None or cov.value >= 1 or not math.isfinite(h.value):
         return []
-    s = [float(mc.read_slices_per_miss(x, cov.value)) for x in (h.value, h.low, h.high)]
+    # without an interval (one repeat: smoke) the estimates alone
+    ends = (h.low, h.high) if h.has_interval else (math.nan, math.nan)
+    s = [float(mc.read_slices_per_miss(x, cov.value)) for x in (h.value, *ends)]
     out = [Value(f"{k}.reads_double.slices_per_miss", s[0], "slices", s[1], s[2], h.n, 2,
                  method="the transform of the host reads per VM read's t interval")]
-    if min(s) <= 0:
+    if not all(x > 0 for x in s if math.isfinite(x)):
         return out
-    c = [float(mc.coverage_for_reads_per_read(SEED000_READS_PER_READ, x)) for x in s]
-    clipped = [min(max(x, 0.0), 1.0) for x in c]
+    c = [float(mc.coverage_for_reads_per_read(SEED000_READS_PER_READ, x)) if math.isfinite(x) else math.nan
+         for x in s]
+    clipped = [min(max(x, 0.0), 1.0) if math.isfinite(x) else math.nan for x in c]
     out += [Value(f"{k}.implied.esx35.coverage", clipped[0], "", clipped[1], clipped[2], h.n, 3,
                   method="1 − 1/s_r, constrained to [0, 1]"),
             Value(f"{k}.implied.esx35.unconstrained", c[0], "", c[1], c[2], h.n, 3, method="1 − 1/s_r"),
-            Value(f"{k}.implied.esx35.bound", text="inside [0, 1]" if clipped == c else
+            Value(f"{k}.implied.esx35.bound", text="inside [0, 1]" if 0 <= c[0] <= 1 and all(
+                  not math.isfinite(x) or 0 <= x <= 1 for x in c) else
                   "at the bound: even with no cache a VM read costs fewer than two host reads on this device, so no "
                   "cache (QEMU's two slices) is the nearest setting" if c[0] < 0 else
                   "an interval end constrained to [0, 1]")]
