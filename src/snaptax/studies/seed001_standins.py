@@ -12,9 +12,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import operatingpoints
-from ..engines.qcow2 import PRESET_COVERAGES, nearest_coverage
+from ..engines.qcow2 import PRESET_COVERAGES
 from ..operatingpoints import UsedPoint
 from ..values import Value
+from . import standin_settings
 
 # the stand-in of each configuration, in engines.qcow2.metadata_configs' order
 STAND_INS = {"on-disk-metadata": "vmfs_sesparse", "in-memory-metadata": "vsan_sparse"}
@@ -23,17 +24,12 @@ STAND_INS = {"on-disk-metadata": "vmfs_sesparse", "in-memory-metadata": "vsan_sp
 def coverages(rig: str, disk_size: int) -> tuple[tuple[Fraction, Fraction], tuple[UsedPoint, ...]]:
     """The two configurations' L2-cache coverages on `rig` at `disk_size`, and the operating points they realise
     (none for a preset)."""
-    points = operatingpoints.read(rig)
     found: list[Fraction] = []
     used: list[UsedPoint] = []
     for preset, stand_in in zip(PRESET_COVERAGES, STAND_INS.values(), strict=True):
-        point = points.get(stand_in)
-        if point is None:
-            found.append(preset)
-            continue
-        c = nearest_coverage(point.value, disk_size)
+        c, point = standin_settings.coverage(rig, stand_in, disk_size, preset)
         found.append(c)
-        used.append(UsedPoint.of(point, float(c)))
+        used += [point] if point else []
     return (found[0], found[1]), tuple(used)
 
 

@@ -6,10 +6,11 @@ snaptax.judged counts the calibrating statement as calibration for that run only
 their own module (seed001_standins), as they come in a pair."""
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 from .. import operatingpoints
-from ..engines.qcow2 import nearest_coverage
+from ..engines.qcow2 import Qcow2Config, l2_cache_size_for, nearest_coverage
 from ..operatingpoints import UsedPoint
 from ..values import Value
 
@@ -21,6 +22,17 @@ def coverage(rig: str, stand_in: str, disk_size: int, preset: Fraction) -> tuple
         return preset, None
     c = nearest_coverage(point.value, disk_size)
     return c, UsedPoint.of(point, float(c))
+
+
+def esx35_config(preset: Qcow2Config, disk_size: int, coverage: Fraction, preset_coverage: Fraction) -> Qcow2Config:
+    """Seed 000's redo log: `preset` (a study's qcow2 preset, at `preset_coverage`) with an L2 cache holding
+    `coverage` of its tables (the preset itself at its own coverage), so a lookup reads the block map from the device
+    with probability 1 − coverage."""
+    if coverage == preset_coverage:
+        return preset
+    return dataclasses.replace(preset, name="esx35-redo-log", analogue="vmfsSparse redo log (ESX 3.5)",
+                               l2_cache_size=l2_cache_size_for(preset.l2_bytes_for(disk_size), coverage,
+                                                               preset.cluster_size))
 
 
 def operating_point_values(prefix: str, stand_in: str, preset: Fraction,
@@ -37,4 +49,4 @@ def operating_point_values(prefix: str, stand_in: str, preset: Fraction,
     return out
 
 
-__all__ = ["coverage", "operating_point_values"]
+__all__ = ["coverage", "esx35_config", "operating_point_values"]

@@ -13,18 +13,18 @@ Variants, executed in this order in one session:
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 from ... import profiles
-from ...engines.qcow2 import Qcow2Config, l2_cache_size_for, metadata_configs
+from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...fio import FioJob, prefill_job
 from ...operatingpoints import UsedPoint
 from ...plan import Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan, disk_needs
 from ...spindle.measure import CAPACITY, qd_job, span_job
 from ...studyparams import StudyParameters
+from ..standin_settings import esx35_config
 
 STUDY = "calibration"
 ZERO = "zero"
@@ -94,12 +94,7 @@ def reads_double_config(profile: profiles.Profile, coverage: Fraction = PRESET_C
     """Seed 000's redo log stood in for by qcow2 (the on-disk-metadata preset's clusters and cache slices) with an
     L2 cache holding `coverage` of its tables: the stand-in's inferred operating point (standin_settings.coverage),
     so a guest read misses the block map with probability 1 − coverage."""
-    preset = metadata_configs(profile.disk_size)[0]
-    if coverage == PRESET_COVERAGE:
-        return preset
-    return dataclasses.replace(preset, name="esx35-redo-log", analogue="vmfsSparse redo log (ESX 3.5)",
-                               l2_cache_size=l2_cache_size_for(preset.l2_bytes_for(profile.disk_size), coverage,
-                                                               preset.cluster_size))
+    return esx35_config(metadata_configs(profile.disk_size)[0], profile.disk_size, coverage, PRESET_COVERAGE)
 
 
 def reads_double_read_job(profile: profiles.Profile) -> FioJob:

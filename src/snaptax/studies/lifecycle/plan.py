@@ -39,17 +39,17 @@ Model grid: the iterative deletion of a full delta beside the workload with the 
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
 from ... import profiles
-from ...engines.qcow2 import Qcow2Config, l2_cache_size_for, metadata_configs
+from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, FioTarget, format_size
 from ...operatingpoints import UsedPoint
 from ...plan import disk_needs
 from ...studyparams import StudyParameters
+from ..standin_settings import esx35_config
 
 STUDY = "lifecycle"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -175,12 +175,8 @@ def qcow2_config(s: LifecycleScale, coverage: Fraction = PRESET_COVERAGE) -> Qco
     """The delta: qcow2 (64 KiB clusters, extended L2) with an L2 cache holding `coverage` of its tables (the
     stand-in's inferred operating point: standin_settings.coverage), so a lookup reads the block map from the
     device with probability 1 − coverage, as the seed's redo log does ('reads double')."""
-    preset = metadata_configs(s.disk_bytes)[1]          # the runs before operating points: every table cached
-    if coverage == PRESET_COVERAGE:
-        return preset
-    l2_total = preset.l2_bytes_for(s.disk_bytes)
-    return dataclasses.replace(preset, name="esx35-redo-log", analogue="vmfsSparse redo log (ESX 3.5)",
-                               l2_cache_size=l2_cache_size_for(l2_total, coverage, preset.cluster_size))
+    # the runs before operating points: every table cached (the in-memory-metadata preset)
+    return esx35_config(metadata_configs(s.disk_bytes)[1], s.disk_bytes, coverage, PRESET_COVERAGE)
 
 
 def variants() -> list[tuple[str, str]]:
