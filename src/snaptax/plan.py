@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -64,7 +65,16 @@ class Clone:
     target: Target = "live"
 
 
-Step = TakeSnapshot | DeleteSnapshot | Measure | Clone
+@dataclass(frozen=True)
+class SetCache:
+    """Resize the live layer's metadata cache, in place, to hold `coverage` (0 ≤ c ≤ 1) of its tables: qcow2's L2
+    cache, reopened with the new size (its data and tables stay as they are). What a sweep of cache coverages on one
+    filled and rewritten overlay needs; engines without such a cache refuse the plan."""
+
+    coverage: Fraction
+
+
+Step = TakeSnapshot | DeleteSnapshot | Measure | Clone | SetCache
 
 # The host's answer when a gated Measure is reached: Gate(gate name, the step's repeat) -> run it?
 Gate = Callable[[str, int], bool]

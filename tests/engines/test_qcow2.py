@@ -127,3 +127,33 @@ def test_a_diagnosis_reads_each_side_without_stopping_anything(work_dir):
         assert daemon and all(t["state"] and t["cpu_s_in_window"] >= 0 for t in daemon[0])
         assert not any(isinstance(v, list) for v in d["device_levels"]["emulator"].values())
         e.daemon.execute("query-version")                     # the monitor still works afterwards
+
+
+def test_a_cache_resized_in_place_keeps_the_chain_and_its_bytes_and_changes_what_a_read_costs(work_dir, tmp_path):
+    from fractions import Fraction
+
+    from snaptax.errors import EngineError
+
+    a0, a1 = writer("a0", 0, 21), writer("a1", 0, 22)
+    read = fio.FioJob("r", "randread", bs=4096, iodepth=4, size=SIZE, runtime_s=1, log_avg_msec=None)
+    with engine() as e:
+        with pytest.raises(EngineError, match="take a snapshot first"):
+            e.set_cache(Fraction(1, 2))
+        fio.run(a0, e.fio_target(), tmp_path / "a0")
+        e.take_snapshot()
+        fio.run(a1, e.fio_target(), tmp_path / "a1")
+        fio.run(writer("b1", HALF, 23), e.fio_target(), tmp_path / "b1")
+        reads = {}
+        # 64 MiB, 64 KiB clusters, extended L2: 16 KiB of tables, 4 slices; at least QEMU's two
+        for c, slices in ((Fraction(0), 2), (Fraction(1), None)):
+            got = e.set_cache(c)
+            assert got["l2_cache_size"] == (slices * 4096 if slices else 16384 + 65536)
+            before = e.counters()
+            run = fio.run(read, e.fio_target(), tmp_path / f"r{c}")
+            after = e.counters()
+            guest = sum(r["ios"] for r in fio.tidy_rows(run.result) if r["direction"] == "read")
+            reads[c] = (after["host.reads"] - before["host.reads"]) / guest
+        assert e.chain_length == 1
+        check(a1, e.fio_target(), tmp_path / "a1-after")             # the overlay's data, through the new cache
+        assert reads[Fraction(0)] > reads[Fraction(1)] == pytest.approx(1.0, abs=0.02)
+    assert no_daemons()

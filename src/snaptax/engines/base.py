@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import abc
 import time
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from .. import fio
 from ..errors import EngineError
-from ..plan import Clone, DeleteSnapshot, Gate, GateKeeper, Measure, Plan, TakeSnapshot
+from ..plan import Clone, DeleteSnapshot, Gate, GateKeeper, Measure, Plan, SetCache, TakeSnapshot
 
 if TYPE_CHECKING:
     from ..record import RunSession
@@ -55,6 +56,11 @@ class SnapshotEngine(abc.ABC):
         the copy to finish, and remove it; returns the bytes copied. Engines that cannot clone raise EngineError."""
         raise EngineError(f"the {self.kind} engine cannot clone a volume")
 
+    def set_cache(self, coverage: Fraction) -> dict[str, Any]:
+        """Resize the live layer's metadata cache to hold `coverage` of its tables, in place; returns what was set
+        (for the run's events). Engines without such a cache raise EngineError."""
+        raise EngineError(f"the {self.kind} engine has no metadata cache to resize")
+
     @abc.abstractmethod
     def counters(self) -> dict[str, float]:
         """Cumulative host-level and engine counters (backend reads/writes/bytes, copies, ...)."""
@@ -94,6 +100,9 @@ class SnapshotEngine(abc.ABC):
                                   chain_length=self.chain_length,
                                   seconds=seconds, bytes=copied,
                                   host={k: after[k] - before[k] for k in after if k in before})
+            elif isinstance(step, SetCache):
+                set_to = self.set_cache(step.coverage)
+                session.log_event("set_cache", index=index, coverage=str(step.coverage), **set_to)
             elif isinstance(step, Measure):
                 directory = session.measurement_dir(index, step)
                 before = self.counters()

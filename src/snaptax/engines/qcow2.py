@@ -256,6 +256,22 @@ class Qcow2ChainEngine(SnapshotEngine):
         self.layers.append(_Layer(name, region))
         return name
 
+    def set_cache(self, coverage: Fraction) -> dict[str, Any]:
+        """Reopen the newest overlay with an L2 cache holding `coverage` of its tables (whole slices, at least
+        QEMU's two: l2_cache_size_for at the nearest whole slice); its backing, file and every other option as it
+        was opened. Returns the cache size set and the coverage it realises."""
+        assert self.daemon and self.daemon.qmp
+        if self.chain_length == 0:
+            raise EngineError("no overlay to resize the cache of: take a snapshot first")
+        realised = nearest_coverage(float(coverage), self.disk_size, self.config.extended_l2)
+        l2_total = self.config.l2_bytes_for(self.disk_size)
+        size = l2_cache_size_for(l2_total, realised, self.config.cluster_size)
+        top, below = self.layers[-1], self.layers[-2]
+        options = {"driver": "qcow2", "node-name": top.name, "file": top.region.node, "backing": below.name,
+                   **self.config.open_options(), "l2-cache-size": size}
+        self.daemon.qmp.execute("blockdev-reopen", options=[options])
+        return {"l2_cache_size": size, "realised": float(realised)}
+
     def layer_bytes(self, index: int) -> float:
         """Highest offset written in layer `index`'s region: the qcow2 image's allocated size, metadata included."""
         assert self.daemon

@@ -30,7 +30,8 @@ Format 3 → 4:
 Format 4, fields a study's scale gained later (SCALE_FIELDS_ADDED, filled in for any run that lacks them, with the
 value the runs before them ran with): the independent replicates of 2026-11-28 evening — chain_length's and
 db_snapshots' and chain_bulk's `replicates` (1: every variant once, on one engine) and memory_dump's
-`extra_replicates` (0); metadata_cache's read job (`read_coverages` none, `read_runtime_s` unused).
+`extra_replicates` (0); metadata_cache's read job (`read_coverages` none, `read_runtime_s` unused); calibration's
+coverage sweep (`reads_double_sweep` none).
 """
 from __future__ import annotations
 
@@ -82,6 +83,8 @@ SCALE_FIELDS_ADDED: dict[str, dict[str, Any]] = {
     "chain_bulk": {"replicates": 1},
     # the runs before the read job measured seed 001's random job only
     "metadata_cache": {"read_coverages": [], "read_runtime_s": 1.0},
+    # the runs before seed 000's coverage sweep read the overlay at its one coverage
+    "calibration": {"reads_double_sweep": []},
 }
 # the memory_dump guest phase's scale fields among its guest parameters in format 3
 GUEST_SCALE_FIELDS = ("memory_mib", "repeats", "precopy_points", "background")

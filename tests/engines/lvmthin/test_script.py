@@ -62,6 +62,11 @@ def test_compile_rejects_bad_plans():
         compile_plan(Plan((DeleteSnapshot(),)), LvmThinConfig(), 16 * MiB, ["pv0"])
     with pytest.raises(ConfigError, match="exceeds the thin volume"):
         compile_plan(Plan((Measure(fill_job(32 * MiB), "x"),)), LvmThinConfig(), 16 * MiB, ["pv0"])
+    from fractions import Fraction
+
+    from snaptax.plan import SetCache
+    with pytest.raises(ConfigError, match="no cache to resize"):
+        compile_plan(Plan((TakeSnapshot(), SetCache(Fraction(1, 2)))), LvmThinConfig(), 16 * MiB, ["pv0"])
 
 
 def test_a_gate_name_that_is_not_a_shell_name_is_refused():

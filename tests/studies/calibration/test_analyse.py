@@ -211,3 +211,26 @@ def test_one_repeat_gives_the_operating_point_s_estimate_without_an_interval():
     assert v["calibration.implied.esx35.coverage"].value == pytest.approx(1 - 0.875 / 0.89)
     assert not v["calibration.implied.esx35.coverage"].has_interval
     assert v["calibration.implied.esx35.bound"].text == "inside [0, 1]"
+
+
+def test_the_crossing_of_two_reads_is_interpolated_between_the_coverages_that_bracket_it():
+    cov = [1 / 32, 1 / 16, 1 / 8, 1 / 2]
+    assert an.crossing(cov, [2.9, 2.4, 1.9, 1.5]) == pytest.approx(1 / 16 + 0.4 / 0.5 * (1 / 16))
+    assert an.crossing(cov, [1.9, 1.8, 1.7, 1.5]) == -math.inf       # below the sweep: no cache is nearest
+    assert an.crossing(cov, [3.0, 2.9, 2.5, 2.1]) == math.inf        # above it
+    assert math.isnan(an.crossing(cov, [math.nan] * 4))
+
+
+def test_the_sweep_s_point_and_its_interval_come_from_the_estimates_and_their_interval_curves():
+    import pandas as pd
+
+    sweep = pd.DataFrame({"coverage": [0.03125, 0.0625, 0.125], "realised": [0.03125, 0.0625, 0.125],
+                          "label": ["1-32", "1-16", "1-8"], "n": [2, 2, 2], "h": [2.9, 2.2, 1.9],
+                          "h_low": [2.8, 2.1, 1.8], "h_high": [3.0, 2.3, 2.0]})
+    v = {x.key: x for x in an.sweep_values(sweep)}
+    p = v["calibration.implied.esx35.coverage"]
+    assert p.value == pytest.approx(an.crossing(list(sweep.realised), list(sweep.h)))
+    assert p.low < p.value < p.high and p.high == pytest.approx(0.125)   # the upper curve reaches 2 only at 1/8
+    assert v["calibration.implied.esx35.method"].text == "read off the coverage sweep"
+    assert v["calibration.sweep.host_reads_per_vm_read.1-16"].value == 2.2
+    assert an.sweep_values(sweep.iloc[0:0]) == []

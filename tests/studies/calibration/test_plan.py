@@ -93,3 +93,20 @@ def test_every_committed_run_s_parameters_load(monkeypatch):
         assert params.capacity > 0 and params.drive_profiles
         runtime_s = profiles.get(run.split("-")[1]).runtime_s
         assert params.scale.span_runtime_factor * runtime_s == params.span_runtime_s, run
+
+
+def test_the_reads_double_variant_sweeps_the_overlay_s_cache_after_its_reads():
+    from snaptax.plan import SetCache
+
+    p = profiles.get("quick")
+    steps = planmod.reads_double_plan(p).steps
+    sets = [s for s in steps if isinstance(s, SetCache)]
+    assert [s.coverage for s in sets] == list(planmod.scale(p).reads_double_sweep) and len(sets) == 6
+    first = steps.index(sets[0])
+    # the stand-in's own reads come first, unchanged; each coverage's reads follow its SetCache
+    assert [s.phase for s in steps[:first] if hasattr(s, "phase")][-p.repeats:] == ["snapshot"] * p.repeats
+    for s in sets:
+        i = steps.index(s)
+        assert [m.phase for m in steps[i + 1:i + 1 + p.repeats]] == [planmod.sweep_phase(s.coverage)] * p.repeats
+        assert planmod.sweep_coverage(planmod.sweep_phase(s.coverage)) == s.coverage
+    assert planmod.sweep_coverage("snapshot") is None

@@ -13,7 +13,7 @@ from ...errors import ConfigError, EngineError
 from ...fio import FioTarget
 from ...guest.vm import GATE_ASK, GATE_GO, GATE_NAME, GATE_TOLD, STEP_MARK, ConsoleLines, GateAnswers, pipe_writer
 from ...host.procs import popen_owned, signals_deferred, stop_group
-from ...plan import Clone, DeleteSnapshot, Gate, Measure, Plan, TakeSnapshot
+from ...plan import Clone, DeleteSnapshot, Gate, Measure, Plan, SetCache, TakeSnapshot
 from .config import CONTROL, EXTENT, ORIGIN, POOL, VG, LvmThinConfig, round_up
 
 
@@ -205,6 +205,8 @@ def compile_plan(plan: Plan, config: LvmThinConfig, disk_size: int, pv_serials: 
             measures[index] = (step, len(st.frozen), volume)
         elif isinstance(step, Clone):
             raise ConfigError("plan", f"steps[{index}]", "the LVM thin guest does not clone volumes")
+        elif isinstance(step, SetCache):
+            raise ConfigError("plan", f"steps[{index}]", "LVM thin keeps its mapping in memory: no cache to resize")
         else:  # pragma: no cover - Step is a closed union
             raise TypeError(f"unknown plan step {step!r}")
         if config.integrity and (last or not (isinstance(step, Measure) and step.gate is not None)):

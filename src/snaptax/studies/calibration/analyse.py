@@ -8,7 +8,9 @@ is today, so an old run is analysed with the profiles it was measured with.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import pandas as pd
 
@@ -209,6 +211,39 @@ def reads_double_table(record: RunRecord) -> pd.DataFrame:
     return m[["phase", "repeat", "read_ios", HOST_READS, "host_reads_per_vm_read", "iops"]].reset_index(drop=True)
 
 
+def sweep_table(record: RunRecord) -> pd.DataFrame:
+    """Seed 000's coverage sweep (plan.reads_double_plan): per coverage the snapshot's reads after the overlay's cache
+    was resized to it, host reads per VM read as the mean over the repeats with its t interval; the coverage the
+    engine realised (the run's set_cache events; whole slices). Empty for the runs before the sweep."""
+    meas = record.per_measurement(counters=(HOST_READS,))
+    m = meas[meas.variant == READS_DOUBLE].copy()
+    m["coverage"] = [planmod.sweep_coverage(p) for p in m.phase]
+    m = m[m.coverage.notna()]
+    realised = {Fraction(e["coverage"]): float(e["realised"]) for e in record.manifest.events
+                if e.get("event") == "set_cache" and "realised" in e}
+    rows = []
+    for c, g in m.groupby("coverage", sort=True):
+        iv = mean_interval((g[HOST_READS] / g["read_ios"].where(g["read_ios"] > 0)).dropna().to_numpy())
+        rows.append({"coverage": float(c), "realised": realised.get(c, float(c)), "label": f"{c.numerator}-"
+                     f"{c.denominator}", "n": iv.n, "h": iv.estimate, "h_low": iv.low, "h_high": iv.high})
+    return pd.DataFrame(rows, columns=["coverage", "realised", "label", "n", "h", "h_low", "h_high"])
+
+
+def crossing(coverage: Sequence[float], h: Sequence[float], target: float = 2.0) -> float:
+    """The coverage at which h, decreasing with the coverage, first falls to `target`: linear interpolation between
+    the two neighbouring coverages that bracket it; -inf when even the least coverage gives less, +inf when even the
+    greatest gives more, nan when h is not finite there."""
+    pts = [(c, v) for c, v in zip(coverage, h, strict=True) if math.isfinite(v)]
+    if not pts:
+        return math.nan
+    if pts[0][1] < target:
+        return -math.inf
+    for (c0, h0), (c1, h1) in zip(pts, pts[1:], strict=False):
+        if h0 >= target > h1:
+            return c0 + (h0 - target) / (h0 - h1) * (c1 - c0)
+    return math.inf
+
+
 def _interval(t: pd.DataFrame, phase: str, column: str) -> Interval:
     """Over the repeats of `phase`: IOPS (strictly positive) as a geometric mean with its log-t interval; host reads
     per VM read, a count per I/O that can be 0 (reads the host never saw), as an arithmetic mean with its t
@@ -291,7 +326,8 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
         out.append(_v(f"reads_double.host_reads_per_vm_read.{phase}", _interval(t, phase, "host_reads_per_vm_read"),
                       "×", 2))
         out.append(_v(f"reads_double.iops.{phase}", _interval(t, phase, "iops"), "IOPS", 0))
-    out += implied_values(out)
+    sweep = sweep_table(record)
+    out += sweep_values(sweep) if not sweep.empty else implied_values(out)
     none = t[t.phase == "none"].set_index("repeat").iops
     snap = t[t.phase == "snapshot"].set_index("repeat").iops
     common = none.index.intersection(snap.index)
@@ -302,6 +338,29 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
 
 # Seed 000 (Zandboer, "reads double"): every VM read with a snapshot is two host reads, the block map's and the data's.
 SEED000_READS_PER_READ = 2.0
+
+
+def sweep_values(sweep: pd.DataFrame) -> list[Value]:
+    """The sweep's host reads per VM read per coverage, and seed 000's operating point read off it: the realised
+    coverage at which the estimates cross the seed's 2 (crossing), its interval where the intervals' upper and lower
+    curves cross it (a curve higher at every coverage crosses at a greater one), constrained to [0, 1] as the
+    model-based point is; `implied.esx35.method` says which way the point was found."""
+    k = STUDY
+    if sweep.empty:
+        return []
+    out = [Value(f"{k}.sweep.coverages", text=", ".join(f"{c:.3f}" for c in sweep.realised))]
+    out += [Value(f"{k}.sweep.host_reads_per_vm_read.{r.label}", r.h, "×", r.h_low, r.h_high, int(r.n), 2)
+            for r in sweep.itertuples(index=False)]
+    cov = list(sweep.realised)
+    est, lo, hi = (crossing(cov, list(sweep[col])) for col in ("h", "h_low", "h_high"))
+    clip = [min(max(x, 0.0), 1.0) if not math.isnan(x) else math.nan for x in (est, lo, hi)]
+    out += [Value(f"{k}.implied.esx35.coverage", clip[0], "", clip[1], clip[2], int(sweep.n.min()), 3,
+                  method="where the sweep's host reads per VM read cross 2 (linear between neighbours)"),
+            Value(f"{k}.implied.esx35.method", text="read off the coverage sweep"),
+            Value(f"{k}.implied.esx35.bound", text="inside the sweep" if math.isfinite(est) else
+                  "below the sweep's least coverage (no cache is the nearest setting)" if est < 0 else
+                  "above the sweep's greatest coverage" if est > 0 else "no finite counts")]
+    return out
 
 
 def implied_values(values: list[Value]) -> list[Value]:
@@ -330,6 +389,7 @@ def implied_values(values: list[Value]) -> list[Value]:
     out += [Value(f"{k}.implied.esx35.coverage", clipped[0], "", clipped[1], clipped[2], h.n, 3,
                   method="1 − 1/s_r, constrained to [0, 1]"),
             Value(f"{k}.implied.esx35.unconstrained", c[0], "", c[1], c[2], h.n, 3, method="1 − 1/s_r"),
+            Value(f"{k}.implied.esx35.method", text="from the one coverage measured, through h(c) = 1 + (1 − c)·s_r"),
             Value(f"{k}.implied.esx35.bound", text="inside [0, 1]" if 0 <= c[0] <= 1 and all(
                   not math.isfinite(x) or 0 <= x <= 1 for x in c) else
                   "at the bound: even with no cache a VM read costs fewer than two host reads on this device, so no "

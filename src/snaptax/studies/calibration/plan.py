@@ -21,7 +21,7 @@ from ... import profiles
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...fio import FioJob, prefill_job
 from ...operatingpoints import UsedPoint
-from ...plan import Measure, Plan, StudyPlan, TakeSnapshot, VariantPlan, disk_needs
+from ...plan import Measure, Plan, SetCache, StudyPlan, TakeSnapshot, VariantPlan, disk_needs
 from ...spindle.measure import CAPACITY, qd_job, span_job
 from ...studyparams import StudyParameters
 from ..standin_settings import esx35_config
@@ -42,15 +42,25 @@ class CalibrationScale:
     spans: tuple[float, ...]
     span_runtime_factor: float   # QD1 span runs are longer: the per-request fit wants requests
     reads_double_iodepth: int = 4
+    # seed 000's operating point: the reads-double overlay's cache resized in place to each of these coverages (of
+    # its tables) and read again, so the coverage at which a VM read costs two host reads is read off the sweep
+    # (none: the runs before it, whose point came from one coverage through the model h(c) = 1 + (1 - c)·s_r)
+    reads_double_sweep: tuple[Fraction, ...] = ()
 
+
+# Dense where the runs before the sweep put the crossing of two host reads per VM read (between 2/64 and 8/64 of the
+# tables on quick's 1 GiB volume: 2.91 and 1.89), and out to half the tables (1.48), so the sweep brackets it.
+_SWEEP = tuple(Fraction(n, 64) for n in (2, 4, 6, 8, 16, 32))
 
 SCALES = {
     # smoke: span runs as long as the other points (2 s, some 300 requests each): enough for the fit to run
-    "smoke": CalibrationScale(depths=(1, 4, 32), spans=(0.01, 0.1, 1.0), span_runtime_factor=1),
+    "smoke": CalibrationScale(depths=(1, 4, 32), spans=(0.01, 0.1, 1.0), span_runtime_factor=1,
+                              reads_double_sweep=(Fraction(1, 8), Fraction(1, 2))),
     # quick keeps within the 10-minute budget of a quick study: four depths, 10 s span runs
-    "quick": CalibrationScale(depths=(1, 4, 16, 32), spans=(0.003, 0.01, 0.03, 0.1, 0.3, 1.0), span_runtime_factor=2),
+    "quick": CalibrationScale(depths=(1, 4, 16, 32), spans=(0.003, 0.01, 0.03, 0.1, 0.3, 1.0), span_runtime_factor=2,
+                              reads_double_sweep=_SWEEP),
     "full": CalibrationScale(depths=(1, 2, 4, 8, 16, 32), spans=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
-                   span_runtime_factor=2),
+                             span_runtime_factor=2, reads_double_sweep=_SWEEP),
 }
 
 
@@ -102,13 +112,29 @@ def reads_double_read_job(profile: profiles.Profile) -> FioJob:
                   size=profile.disk_size, runtime_s=profile.runtime_s, log_avg_msec=None)
 
 
+def sweep_phase(coverage: Fraction) -> str:
+    """The phase of the reads at one coverage of the sweep: 'sweep-1-32'."""
+    return f"sweep-{coverage.numerator}-{coverage.denominator}"
+
+
+def sweep_coverage(phase: str) -> Fraction | None:
+    """sweep_phase's inverse (None: not a sweep phase)."""
+    if not phase.startswith("sweep-"):
+        return None
+    num, den = phase.removeprefix("sweep-").split("-")
+    return Fraction(int(num), int(den))
+
+
 def reads_double_plan(profile: profiles.Profile) -> Plan:
-    """Fill the base, random reads; snapshot; rewrite the disk; random reads again."""
+    """Fill the base, random reads; snapshot; rewrite the disk; random reads again (at the stand-in's coverage);
+    then, for each coverage of the sweep, the overlay's cache resized in place and the reads again."""
     read = reads_double_read_job(profile)
     steps: list = [Measure(prefill_job(profile.disk_size), "prefill")]
     steps += [Measure(read, "none", r) for r in range(profile.repeats)]
     steps += [TakeSnapshot(), Measure(prefill_job(profile.disk_size, name="rewrite"), "rewrite")]
     steps += [Measure(read, "snapshot", r) for r in range(profile.repeats)]
+    for c in scale(profile).reads_double_sweep:
+        steps += [SetCache(c), *(Measure(read, sweep_phase(c), r) for r in range(profile.repeats))]
     return Plan(tuple(steps))
 
 
