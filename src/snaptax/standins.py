@@ -34,10 +34,10 @@ STAND_INS: tuple[StandIn, ...] = (
             "every VM read with a snapshot reads the redo log's block map as well as the data: two host reads",
             "a qcow2 overlay (64 KiB clusters, extended L2) over a raw base on the emulated 10K RAID1",
             "L2-cache coverage c (fraction of the overlay's L2 tables cached)", "inferred",
-            "the coverage at which a read job's host reads per VM read, h(c) = 1 + (1 − c)·s_r, equal the seed's 2, "
-            "with s_r (slices read per read miss) measured on the stand-in's own device by the calibration study's "
-            "reads-double runs (on the SSD-class file the metadata-cache study's read job reads 2 per miss, on the "
-            "emulated RAID1 about 1), constrained to [0, 1]",
+            "the coverage at which the calibration study's reads-double runs, on the stand-in's own device, cost "
+            "the seed's 2 host reads per VM read: read off a sweep of coverages in one run (interpolated between "
+            "the two that bracket it); runs before the sweep took it from one coverage through h(c) = 1 + (1 − c)·s_r "
+            "(s_r: host reads per read miss), which missed at QEMU's least cache",
             calibrating="calibration.reads_double", value_key="calibration.implied.esx35.coverage",
             bound="vmfsSparse grain tables are read through the host's metadata heap (at most 192 MiB per host, KB "
                   "343426): not a bound on a 1 GiB test file's tables"),

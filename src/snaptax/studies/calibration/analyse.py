@@ -326,8 +326,11 @@ def _values(record: RunRecord, a: CalibrationAnalysis) -> list[Value]:
         out.append(_v(f"reads_double.host_reads_per_vm_read.{phase}", _interval(t, phase, "host_reads_per_vm_read"),
                       "×", 2))
         out.append(_v(f"reads_double.iops.{phase}", _interval(t, phase, "iops"), "IOPS", 0))
-    sweep = sweep_table(record)
-    out += sweep_values(sweep) if not sweep.empty else implied_values(out)
+    # seed 000's point: read off the sweep where the run has one (the one-coverage model's values beside it, but not
+    # its point), else from the one coverage through the model
+    sweep, model = sweep_table(record), implied_values(out)
+    point = {f"{k}.implied.esx35.{name}" for name in ("coverage", "bound", "method")}
+    out += [v for v in model if v.key not in point] + sweep_values(sweep) if not sweep.empty else model
     none = t[t.phase == "none"].set_index("repeat").iops
     snap = t[t.phase == "snapshot"].set_index("repeat").iops
     common = none.index.intersection(snap.index)
