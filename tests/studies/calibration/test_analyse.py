@@ -226,11 +226,14 @@ def test_the_sweep_s_point_and_its_interval_come_from_the_estimates_and_their_in
 
     sweep = pd.DataFrame({"coverage": [0.03125, 0.0625, 0.125], "realised": [0.03125, 0.0625, 0.125],
                           "label": ["1-32", "1-16", "1-8"], "n": [2, 2, 2], "h": [2.9, 2.2, 1.9],
-                          "h_low": [2.8, 2.1, 1.8], "h_high": [3.0, 2.3, 2.0]})
+                          "h_low": [2.8, 2.1, 1.8], "h_high": [3.0, 2.3, 1.95]})
     v = {x.key: x for x in an.sweep_values(sweep)}
     p = v["calibration.implied.esx35.coverage"]
     assert p.value == pytest.approx(an.crossing(list(sweep.realised), list(sweep.h)))
-    assert p.low < p.value < p.high and p.high == pytest.approx(0.125)   # the upper curve reaches 2 only at 1/8
+    # the upper curve crosses later, between 1/16 and 1/8
+    assert p.low < p.value < p.high == pytest.approx(0.0625 + 0.3 / 0.35 * 0.0625)
+    # a curve that never falls below 2 in the sweep puts that end at the sweep's top (constrained to 1)
+    assert an.sweep_values(sweep.assign(h_high=[3.0, 2.3, 2.0]))[-3].high == 1.0
     assert v["calibration.implied.esx35.method"].text == "read off the coverage sweep"
     assert v["calibration.sweep.host_reads_per_vm_read.1-16"].value == 2.2
     assert an.sweep_values(sweep.iloc[0:0]) == []

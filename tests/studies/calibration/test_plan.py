@@ -44,10 +44,11 @@ def test_variants_and_points(name):
 def test_reads_double_snapshots_then_rewrites():
     p = profiles.get("quick")
     plan = planmod.build_plan(p).variant("reads-double").plan
-    phases = ["TAKE" if isinstance(s, TakeSnapshot) else s.phase for s in plan.steps]
-    assert phases == ["prefill", "none", "none", "TAKE", "rewrite", "snapshot", "snapshot"]
+    phases = ["TAKE" if isinstance(s, TakeSnapshot) else getattr(s, "phase", "SET") for s in plan.steps]
+    sweep = [x for c in planmod.scale(p).reads_double_sweep for x in ("SET", *[planmod.sweep_phase(c)] * 2)]
+    assert phases == ["prefill", "none", "none", "TAKE", "rewrite", "snapshot", "snapshot", *sweep]
     chains = {m.phase: n for _, m, n in plan.measurements()}
-    assert chains == {"prefill": 0, "none": 0, "rewrite": 1, "snapshot": 1}
+    assert chains == {"prefill": 0, "none": 0, "rewrite": 1, "snapshot": 1} | {x: 1 for x in sweep if x != "SET"}
     cfg = planmod.reads_double_config(p)
     assert cfg.name == "on-disk-metadata" and cfg.l2_cache_size < cfg.l2_bytes_for(p.disk_size)
     read = [m for _, m, _ in plan.measurements() if m.phase == "none"][0].job
@@ -74,8 +75,9 @@ def test_describe_counts_come_from_the_plan(name):
 
 
 def test_quick_plan_time_is_the_sum_of_its_jobs():
-    # smoke: 3 drives × (6 × 2 s + 3 × 2 s) + harness 4 s + reads double 2 × 2 s (prefills are not time-based)
-    assert planmod.build_plan(profiles.get("smoke")).fio_seconds() == 3 * (6 * 2 + 3 * 2) + 4 + 2 * 2
+    # smoke: 3 drives × (6 × 2 s + 3 × 2 s) + harness 4 s + reads double 2 × 2 s and its sweep's 2 coverages × 2 s
+    # (prefills are not time-based)
+    assert planmod.build_plan(profiles.get("smoke")).fio_seconds() == 3 * (6 * 2 + 3 * 2) + 4 + 2 * 2 + 2 * 2
 
 
 def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
