@@ -354,6 +354,11 @@ def sweep_values(sweep: pd.DataFrame) -> list[Value]:
     out = [Value(f"{k}.sweep.coverages", text=", ".join(f"{c:.3f}" for c in sweep.realised))]
     out += [Value(f"{k}.sweep.host_reads_per_vm_read.{r.label}", r.h, "×", r.h_low, r.h_high, int(r.n), 2)
             for r in sweep.itertuples(index=False)]
+    # the ends of the sweep under names every profile's sweep has (smoke sweeps fewer coverages than quick)
+    for end, r in (("least", sweep.iloc[0]), ("greatest", sweep.iloc[-1])):
+        out += [Value(f"{k}.sweep.{end}.coverage", float(r.realised), "", digits=3),
+                Value(f"{k}.sweep.{end}.host_reads_per_vm_read", float(r.h), "×", float(r.h_low), float(r.h_high),
+                      int(r.n), 2)]
     cov = list(sweep.realised)
     est, lo, hi = (crossing(cov, list(sweep[col])) for col in ("h", "h_low", "h_high"))
     clip = [min(max(x, 0.0), 1.0) if not math.isnan(x) else math.nan for x in (est, lo, hi)]
