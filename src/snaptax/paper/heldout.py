@@ -20,7 +20,9 @@ MODEL_WORDS = {("metadata_cache", "cost"): "metadata cache: misses and cost",
                ("memory_dump", "after"): "dump time: wait after the write",
                ("memory_dump", "overlap"): "dump time: wait overlaps the write",
                ("memory_dump", "oversleep"): "dump time: wait plus delta",
-               ("memory_dump", "zero_skip"): "dump time: zero blocks skipped"}
+               ("memory_dump", "zero_skip"): "dump time: zero blocks skipped",
+               ("lifecycle", "consolidation"): "consolidation by helper snapshots",
+               ("lifecycle", "seek"): "seek span (datasheet)"}
 
 
 @dataclass(frozen=True)

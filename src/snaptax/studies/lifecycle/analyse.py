@@ -24,7 +24,7 @@ import pandas as pd
 from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...inference import Estimate, Scale, ratio_estimate
-from ...models import consolidation as cm, seek as seekmod
+from ...models import consolidation as cm, heldout as ho, seek as seekmod
 from ...record import RunRecord
 from ...spindle.profiles import DriveProfile
 from ...spindle.rigfiles import disk
@@ -38,6 +38,7 @@ from ...stats import (
 from ...timeline import STUN_SETTLE_S
 from ...values import Value
 from .. import standin_settings
+from .heldout import OutcomeCheck, heldout_tests
 from .plan import (
     FIXED_COMMIT_S,
     GRID,
@@ -48,6 +49,7 @@ from .plan import (
     STAND_IN,
     STUDY,
     LifecycleParameters,
+    variant_name,
 )
 
 MiB = 1 << 20
@@ -72,6 +74,8 @@ class LifecycleAnalysis(Analysis):
     fit: cm.ConsolidationFit | None = None
     predictions: pd.DataFrame = field(default_factory=pd.DataFrame)  # measured vs predicted per deletion
     seek: dict[str, float] = field(default_factory=dict)
+    heldout: dict = field(default_factory=dict)        # (model, test) → models.heldout.HeldOut
+    heldout_outcomes: OutcomeCheck | None = None       # leave-one-deletion-out outcomes (heldout.py)
 
 
 def _host_series(record: RunRecord, variant: str) -> pd.DataFrame:
@@ -228,6 +232,19 @@ def seek_prediction(record: RunRecord) -> dict[str, float]:
             "service_without_ms": s_without * 1e3, "iops_ratio": s_with / s_without}
 
 
+def seek_heldout(meas: pd.DataFrame, predicted: float) -> ho.HeldOut:
+    """The seek-span model's test (issue 48): the member drives' service time after the deletion over with the
+    snapshot, predicted from the layout alone (seek_prediction: exact, no fitted parameter) against the ratio
+    measured over the timelines of each load (its t interval on the log scale)."""
+    points = []
+    for load in LOADS:
+        e = _replicated(meas, load, "after", "with", "member_service_ms", "pct_log")
+        if e is not None and e.defined:
+            points.append(ho.PointError(load, predicted, 0.0, math.nan, math.exp(e.pivot), e.se, e.dof, e.n))
+    return ho.judge(points, 0, SEEK_PREDICTS, not_tested="no load with an after/with service ratio")
+
+
+SEEK_PREDICTS = "the drives' service time once the delta is gone, over with it (seek span, datasheet figures)"
 DIRECTIONS = ("read", "write")
 
 
@@ -382,10 +399,27 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
             vals.append(Value(f"{k}.model.outcomes_predicted", float(agree.sum()), "", n=len(agree)))
             vals.append(Value(f"{k}.model.outcomes_total", float(len(agree)), "", n=len(agree)))
 
+    # ---- the consolidation model's held-out test: leave one iterative deletion out (plan.HELDOUT)
+    a.heldout, a.heldout_outcomes = heldout_tests(a.deletions, a.iterations, float(p.helper_threshold_bytes),
+                                                  int(sc.max_iterations), float(p.max_consolidate_s))
+    vals += [Value(f"{k}.{model}.heldout.{test}.{name}", **q._asdict())
+             for (model, test), h in sorted(a.heldout.items()) for name, q in h.quoted().items()]
+    oc = a.heldout_outcomes
+    vals += [Value(f"{k}.model.heldout_outcomes_predicted", float(oc.predicted), "", n=oc.tested),
+             Value(f"{k}.model.heldout_outcomes_tested", float(oc.tested), "deletions", n=oc.tested),
+             Value(f"{k}.model.heldout_outcomes_majority", float(oc.majority), "", n=oc.tested)]
+    # seed 000's two deletions (light: converges, saturated: does not), each held out in turn
+    vals += [Value(f"{k}.{load}.heldout_outcome", text=oc.words(variant_name(load, "iterative")) or "not measured")
+             for load in LOADS]
+
     # ---- seek span
     a.seek = seek_prediction(record)
     vals.append(Value(f"{k}.seek.predicted_service_without_over_with", 100 * a.seek["service_without_ms"]
                       / a.seek["service_with_ms"], "%", n=1, digits=1))
+    # held out by construction: the prediction uses the plan's layout and the drive's datasheet seek figures only
+    seek_test = seek_heldout(meas, a.seek["service_without_ms"] / a.seek["service_with_ms"])
+    a.heldout[("seek", "after_over_with")] = seek_test
+    vals += [Value(f"{k}.seek.heldout.{name}", **q._asdict()) for name, q in seek_test.quoted().items()]
 
     # the stand-in's setting: the inferred operating point it measured at, or the preset (standin_settings)
     vals += standin_settings.operating_point_values(k, STAND_IN, PRESET_COVERAGE, p.operating_points)
