@@ -22,7 +22,8 @@ MODEL_WORDS = {("metadata_cache", "cost"): "metadata cache: misses and cost",
                ("memory_dump", "oversleep"): "dump time: wait plus delta",
                ("memory_dump", "zero_skip"): "dump time: zero blocks skipped",
                ("lifecycle", "consolidation"): "consolidation by helper snapshots",
-               ("lifecycle", "seek"): "seek span (datasheet)"}
+               ("lifecycle", "seek"): "seek span (datasheet)",
+               ("tiering", "misplacement"): "tiering misplacement"}
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from .heldout import MODEL_WORDS
 
 FIGURE = "heldout-predicted"
 # The model a study's `heldout` holds when it holds one test (its name in the values `<study>.<model>.heldout.*`).
-SINGLE_MODEL = {"metadata_cache": "cost", "db_snapshots": "copy_work"}
+SINGLE_MODEL = {"metadata_cache": "cost", "db_snapshots": "copy_work", "tiering": "misplacement"}
 COLUMNS = ["study", "test", "point", "row", "ratio", "low", "high", "verdict", "bound"]
 
 

@@ -151,6 +151,12 @@ FACTS: tuple[Fact, ...] = (
     # lifecycle's 256 MiB volume has 8 L2 slices: a point below 5/16 rounds to its least cache, two slices
     Fact("calibration.implied.esx35.coverage", "estimate_below", 2.5 / 8,
          "calibration.tex: the lifecycle study's smaller volume cannot realise so small a share of its tables"),
+    Fact("tiering.misplacement.heldout.error", "above", 10.0,
+         "tiering.tex: held out, the share of I/O on flash does not by itself give the tiered pool's rate in every "
+         "phase (the worst phase's error beyond the held-out bound)"),
+    Fact("lifecycle.consolidation.heldout.commit.error", "above", 10.0,
+         "lifecycle.tex: the consolidation model does not predict deletions it was not fitted to (its worst commit "
+         "time beyond the held-out bound)"),
     Fact("lifecycle.coverage_inferred", "below", "lifecycle.coverage",
          "lifecycle.tex: the point inferred on the calibration study's volume is less than this volume's least cache"),
     Fact("calibration.implied.esx35.unconstrained", "above", 0.0,

@@ -22,11 +22,12 @@ import pandas as pd
 
 from ...analysis import Analysis
 from ...claims import Claim, outcome
-from ...models import tiering as tm
+from ...models import heldout as ho, tiering as tm
 from ...record import Manifest, RunRecord
 from ...spindle.profiles import DeviceSpec, Raid5Spec, TierSpec, spec_from_json
 from ...stats import Interval, ratio_of_ratios_interval
 from ...values import Value
+from .heldout import heldout_test
 from .lvmthin import lvmthin_values
 from .misplacement import at_tier_speed, fit_model, model_time_per_io, what_if_curves, what_if_table
 from .plan import (
@@ -42,6 +43,7 @@ from .tables import (
     RATIO_PHASES,
     events_table,
     measurements_table,
+    phase_samples,
     phases_table,
     seconds_table,
     variant_chunk_size,
@@ -58,6 +60,8 @@ AFTER_BASIS = ("a judgment: the seed reads its 2650 after 2450 as recovered ('ev
 RELATIVE_BASIS = ("a judgment: the ratio of two ratios each read to ±5 pp; ±15 pp separates 'loses a larger "
                   "fraction' (below 100 %) from the same fraction")
 SAS_STAND_IN = "qcow2 on the emulated SAS-only pool (sas_pool)"
+# the held-out test's engines: label → (SAS-only pool variant, tiered pool variant)
+HELDOUT_ENGINES = {"qcow2": ("sas_pool", TIERED), "LVM thin": (f"sas_pool.{LVM_THIN}", f"{TIERED}.{LVM_THIN}")}
 TIER_SPEED = ("misplacement model at the measured SSD-served shares, SSD tier at its emulated speed "
               "(the harness cannot time it)")
 
@@ -73,6 +77,7 @@ class TieringAnalysis(Analysis):
     model_us: dict[str, dict[str, float]] = field(default_factory=dict)    # per pool: the emulator's own τ's
     at_tier_speed: pd.DataFrame = field(default_factory=pd.DataFrame)      # tier_pool ratios at the SSD's speed
     what_if_curves: pd.DataFrame = field(default_factory=pd.DataFrame)     # what_if_curves()
+    heldout: ho.HeldOut | None = None                                        # the misplacement model's (heldout.py)
 
 
 def _claims(pools: set[str]) -> list[Claim]:
@@ -302,11 +307,13 @@ def analyse(record: RunRecord) -> TieringAnalysis:
                               params.scale.span_model_ios)
     chunks = {variant_chunk_size(record, v) for v in layout}
     values.append(Value(f"{STUDY}.{LVM_THIN}.chunk_kib", chunks.pop() / 1024 if len(chunks) == 1 else math.nan, "KiB"))
+    test = heldout_test(phases, lambda pool, phase: phase_samples(seconds, meas, pool, phase), HELDOUT_ENGINES)
+    values += [Value(f"{STUDY}.misplacement.heldout.{name}", **q._asdict()) for name, q in test.quoted().items()]
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(set(meas.pool))]
     curves = what_if_curves(fit, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit else math.nan))
     return TieringAnalysis(record, values, outcomes, meas, seconds, phases, events, fit, what_if, model_us, speed,
-                           curves)
+                           curves, test)
 
 
 __all__ = ["TieringAnalysis", "analyse", "pool_specs", "pool_values", "read_fraction"]
