@@ -178,6 +178,54 @@ def test_least_squares_recovers_a_line_and_has_no_interval_when_exact():
     assert exact.beta == pytest.approx((1.0, 1.0)) and all(np.isnan(v) for ci in exact.ci for v in ci)
 
 
+def _chain_design(n):
+    return np.column_stack([np.ones_like(n), (n >= 1).astype(float), np.maximum(n - 1, 0)])
+
+
+def test_bounded_least_squares_is_least_squares_where_no_bound_is_active():
+    n = np.array([0, 0, 1, 1, 2, 3, 4, 5] * 2, dtype=float)
+    x = _chain_design(n)
+    y = x @ [100.0, 20.0, 5.0] + np.random.default_rng(1).normal(0, 3, len(n))
+    plain, bounded = stats.least_squares(x, y), stats.bounded_least_squares(x, y, 0.0)
+    assert bounded.beta == pytest.approx(plain.beta) and not any(bounded.at_bound)
+    # the profile-likelihood interval of a linear model is its t interval
+    assert np.asarray(bounded.ci) == pytest.approx(np.asarray(plain.ci), rel=1e-6)
+
+
+def test_bounded_least_squares_stops_at_the_bound_without_clipping():
+    n = np.array([0, 0, 1, 1, 2, 3, 4, 5] * 2, dtype=float)
+    x = _chain_design(n)
+    y = x @ [100.0, 0.0, -1.0] + np.random.default_rng(1).normal(0, 3, len(n))
+    plain, bounded = stats.least_squares(x, y), stats.bounded_least_squares(x, y, 0.0)
+    assert plain.beta[2] < 0                                   # unbounded, a layer would remove work
+    assert bounded.beta[2] == pytest.approx(0.0, abs=1e-9) and bounded.at_bound[2]
+    assert min(bounded.beta) >= 0
+    low, high = bounded.ci[2]
+    assert low == 0.0 and 0 < high < plain.ci[2][1] + 1       # the profile's end, not the t interval's
+    assert all(lo >= 0 for lo, _ in bounded.ci)
+    # the RSS at each end of a free coefficient's interval is the cut (the profile is exact, not clipped)
+    rss = float(np.sum((y - x @ np.asarray(bounded.beta)) ** 2))
+    cut = rss * (1 + float(stats.sps.f.ppf(0.95, 1, bounded.dof)) / bounded.dof)
+    for v in bounded.ci[0]:
+        assert stats._profile_rss(x, y, np.zeros(3), 0, v) == pytest.approx(cut, rel=1e-6)
+
+
+def test_bounded_least_squares_recovers_known_parameters_in_repeated_samples():
+    n = np.array([0, 0, 1, 1, 2, 3, 4, 5], dtype=float)
+    x = _chain_design(n)
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(200):
+        b = stats.bounded_least_squares(x, x @ [100.0, 20.0, 5.0] + rng.normal(0, 3, len(n)), 0.0)
+        hits += all(lo <= t <= hi for (lo, hi), t in zip(b.ci, (100.0, 20.0, 5.0), strict=True))
+    assert hits / 200 > 0.8           # three 95 % intervals together: about 0.86 if independent
+
+
+def test_bounded_least_squares_has_no_interval_when_exact():
+    b = stats.bounded_least_squares(np.column_stack([np.ones(2), [0.0, 1.0]]), np.array([1.0, 2.0]), 0.0)
+    assert b.beta == pytest.approx((1.0, 1.0)) and all(np.isnan(v) for ci in b.ci for v in ci)
+
+
 def test_ratio_of_ratios_interval_adds_log_half_widths_in_quadrature():
     # log half-widths 0.3 and 0.4 combine to 0.5 (a 3-4-5 triangle)
     a, b = (math.exp(-0.3), math.exp(0.3)), (2 * math.exp(-0.4), 2 * math.exp(0.4))

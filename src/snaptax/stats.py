@@ -30,6 +30,7 @@ class _LazyModule:
 
 
 sps: Any = _LazyModule("scipy.stats")
+optimize: Any = _LazyModule("scipy.optimize")
 
 CONFIDENCE = 0.95
 
@@ -86,6 +87,80 @@ def least_squares(X: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) ->
     return LeastSquares(tuple(float(b) for b in beta),
                         tuple((float(b - h), float(b + h)) for b, h in zip(beta, half, strict=True)),
                         1 - ss_res / ss_tot if ss_tot > 0 else 1.0, dof)
+
+
+@dataclass(frozen=True)
+class BoundedLeastSquares(LeastSquares):
+    """A least-squares fit with lower bounds on the coefficients (their physical range) and profile-likelihood
+    intervals; at_bound: the coefficients whose estimate lies on its bound."""
+
+    at_bound: tuple[bool, ...] = ()
+
+
+def _profile_rss(X: np.ndarray, y: np.ndarray, lower: np.ndarray, j: int, v: float) -> float:
+    """min |y − Xβ|² over β ≥ lower with β_j = v."""
+    others = [i for i in range(X.shape[1]) if i != j]
+    r = y - X[:, j] * v
+    if not others:
+        return float(r @ r)
+    sub = optimize.lsq_linear(X[:, others], r, bounds=(lower[others], np.inf))
+    res = r - X[:, others] @ sub.x
+    return float(res @ res)
+
+
+def bounded_least_squares(X: ArrayLike, y: ArrayLike, lower: ArrayLike,
+                          confidence: float = CONFIDENCE) -> BoundedLeastSquares:
+    """β = argmin |y − Xβ|² subject to β ≥ lower (scipy's lsq_linear), with each coefficient's profile-likelihood
+    interval {v ≥ lower_j : RSS_j(v) ≤ RSS_min·(1 + F(confidence; 1, dof)/dof)}, RSS_j(v) the least RSS with β_j = v
+    and the others within their bounds. Where no bound is active this is exactly the t interval of
+    least_squares (the model is linear); where one is, the interval ends at the bound instead of crossing it (no
+    clipping: the ends are where the data put them within the physical range). nan intervals without residual
+    degrees of freedom (dof = 0); points exactly on the model give zero-width ones, as least_squares does. r2 as
+    least_squares."""
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    lo = np.broadcast_to(np.asarray(lower, dtype=float), (X.shape[1],)).copy()
+    beta = optimize.lsq_linear(X, y, bounds=(lo, np.inf), lsmr_tol="auto", tol=1e-12).x
+    beta = np.maximum(beta, lo)
+    resid = y - X @ beta
+    dof = len(y) - X.shape[1]
+    rss = float(resid @ resid)
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    at_bound = tuple(bool(np.isclose(b, lb, rtol=0, atol=1e-9 * max(1.0, abs(float(np.max(np.abs(y))))))
+                          and np.isfinite(lb)) for b, lb in zip(beta, lo, strict=True))
+    if dof < 1:
+        ci = tuple((math.nan, math.nan) for _ in beta)
+    elif rss <= 1e-24 * max(float(y @ y), 1e-300):     # points exactly on the model (to rounding): no spread
+        ci = tuple((float(b), float(b)) for b in beta)
+    else:
+        factor = 1 + float(sps.f.ppf(confidence, 1, dof)) / dof
+        scale = math.sqrt(rss / dof) * np.sqrt(np.diag(np.linalg.pinv(X.T @ X)))
+        ends = []
+        for j, b in enumerate(beta):
+            # the solver's own RSS at the estimate, should it exceed the joint minimum by its tolerance
+            cut = max(rss, _profile_rss(X, y, lo, j, float(b))) * factor
+
+            def excess(v: float, j: int = j, cut: float = cut) -> float:
+                return _profile_rss(X, y, lo, j, v) - cut
+            step = max(float(scale[j]), 1e-12 * max(1.0, abs(float(b))))
+            hi = float(b) + step
+            while excess(hi) <= 0:
+                step *= 2
+                hi = float(b) + step
+            high = optimize.brentq(excess, float(b), hi, xtol=1e-10 * max(1.0, abs(float(b))))
+            if np.isfinite(lo[j]) and excess(float(lo[j])) <= 0:
+                low = float(lo[j])
+            else:
+                step = max(float(scale[j]), 1e-12 * max(1.0, abs(float(b))))
+                down = float(b) - step
+                while (not np.isfinite(lo[j]) or down > lo[j]) and excess(down) <= 0:
+                    step *= 2
+                    down = float(b) - step
+                down = max(down, float(lo[j])) if np.isfinite(lo[j]) else down
+                low = optimize.brentq(excess, down, float(b), xtol=1e-10 * max(1.0, abs(float(b))))
+            ends.append((float(low), float(high)))
+        ci = tuple(ends)
+    return BoundedLeastSquares(tuple(float(b) for b in beta), ci, 1 - rss / ss_tot if ss_tot > 0 else 1.0, dof,
+                               at_bound)
 
 
 def mean_interval(samples: ArrayLike, confidence: float = CONFIDENCE) -> Interval:

@@ -9,7 +9,9 @@ C / IOPS. The model splits the aggregate time per I/O, τ(n) = 1/IOPS(n) in µs 
   τ1  µs per I/O added by the first snapshot (a redo log appears: lookups, allocation, metadata writes),
   τL  µs per I/O added by each further layer (lookups that fall through one more layer's metadata).
 
-It is linear in its parameters, so the fit is ordinary least squares with t-based 95 % confidence intervals.
+It is linear in its parameters. The fit is least squares bounded to the physical range (τ0, τ1, τL ≥ 0: a layer
+adds work, it cannot remove it) with profile-likelihood 95 % intervals (stats.bounded_least_squares): the t intervals
+where no bound is active, ending at 0 where one is (at_bound says which), never clipped.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stats import least_squares
+from ..stats import bounded_least_squares
 
 
 def time_per_io_us(n: np.ndarray | int, tau0_us: float, tau1_us: float, tau_layer_us: float) -> np.ndarray:
@@ -39,13 +41,14 @@ class ChainFit:
     ci95: tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
     r2: float
     points: int
+    at_bound: tuple[bool, ...] = ()     # (τ0, τ1, τL) on their bound 0
 
     def predict_iops(self, n: np.ndarray | int) -> np.ndarray:
         return iops(n, self.tau0_us, self.tau1_us, self.tau_layer_us)
 
 
 def fit(chain_length: np.ndarray, measured_iops: np.ndarray) -> ChainFit:
-    """Least-squares fit of τ0, τ1, τL to measured IOPS at chain lengths (repeats as separate points).
+    """Bounded least-squares fit of τ0, τ1, τL ≥ 0 to measured IOPS at chain lengths (repeats as separate points).
 
     Needs points at n = 0, n = 1 and some n ≥ 2; with only three points the fit is exact and has no CIs.
     """
@@ -54,5 +57,5 @@ def fit(chain_length: np.ndarray, measured_iops: np.ndarray) -> ChainFit:
     if not ((n == 0).any() and (n == 1).any() and (n >= 2).any()):
         raise ValueError("the chain model needs points at n = 0, n = 1 and some n ≥ 2")
     X = np.column_stack([np.ones_like(n), (n >= 1).astype(float), np.maximum(n - 1, 0)])
-    ls = least_squares(X, y)
-    return ChainFit(ls.beta[0], ls.beta[1], ls.beta[2], ls.ci, ls.r2, len(y))  # type: ignore[arg-type]
+    ls = bounded_least_squares(X, y, 0.0)
+    return ChainFit(ls.beta[0], ls.beta[1], ls.beta[2], ls.ci, ls.r2, len(y), ls.at_bound)  # type: ignore[arg-type]

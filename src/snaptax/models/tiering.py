@@ -10,7 +10,8 @@ I/Os is served by SSD extents and 1 − p by HDD extents, and each tier's aggreg
 A snapshot sends new writes — and the reads that then find their data in the delta — to freshly allocated
 extents, which Easy Tier places on the HDD tier until a cycle's plan promotes them: p falls, and IOPS with it,
 harmonically (a small HDD share costs much: at τ_hdd = 20 τ_ssd, p = 0.9 already halves IOPS). The model is
-linear in (τ_ssd, τ_hdd), so the fit is ordinary least squares with t-based 95 % intervals.
+linear in (τ_ssd, τ_hdd), so the fit is least squares bounded to τ ≥ 0 (the physical range) with
+profile-likelihood 95 % intervals, which are the t intervals when no bound is active (stats.bounded_least_squares).
 
 What it predicts that the measurements can refute: (1) IOPS at any measured p (the per-second points of a
 timeline lie on one curve, before, with and after the snapshot); (2) τ_hdd, fitted on the tiered pool, is the
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stats import least_squares
+from ..stats import bounded_least_squares
 
 MIN_SHARE_SPREAD = 0.3      # the fit needs points across the p range to tell τ_ssd from τ_hdd
 
@@ -59,6 +60,7 @@ class TierFit:
     ci95: tuple[tuple[float, float], tuple[float, float]]
     r2: float              # on τ (µs per I/O)
     points: int
+    at_bound: tuple[bool, ...] = ()     # (τ_ssd, τ_hdd) on their bound 0 (bounded_least_squares)
 
     def predict_iops(self, p: np.ndarray | float) -> np.ndarray:
         return iops(p, self.tau_ssd_us, self.tau_hdd_us)
@@ -82,8 +84,8 @@ def fit(share: np.ndarray, measured_iops: np.ndarray) -> TierFit:
     if len(p) < 3 or float(p.max() - p.min()) < MIN_SHARE_SPREAD:
         raise ValueError(f"the tiering model needs at least 3 points whose SSD-served shares span "
                          f"≥ {MIN_SHARE_SPREAD} (got {len(p)} points)")
-    ls = least_squares(np.column_stack([p, 1 - p]), y)
-    return TierFit(ls.beta[0], ls.beta[1], ls.ci, ls.r2, len(y))  # type: ignore[arg-type]
+    ls = bounded_least_squares(np.column_stack([p, 1 - p]), y, 0.0)      # times per I/O are ≥ 0
+    return TierFit(ls.beta[0], ls.beta[1], ls.ci, ls.r2, len(y), ls.at_bound)  # type: ignore[arg-type]
 
 
 __all__ = ["MIN_SHARE_SPREAD", "time_per_io_us", "iops", "write_cache_share", "loss_duration_s", "TierFit", "fit"]

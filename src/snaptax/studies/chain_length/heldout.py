@@ -2,8 +2,9 @@
 service-time model (snaptax.models.chain) fitted on the sweep's chains up to the plan's HELDOUT_FIT_MAX_CHAIN (with
 the no-snapshot runs before the sweep at n = 0) predicts the IOPS at every longer chain of the sweep's create phase.
 
-Prediction interval: the fit is linear in (τ0, τ1, τL) on 1/IOPS, so τ(n)'s standard error is √(x Σ xᵀ) with Σ the
-least-squares covariance, t with the fit's degrees of freedom (its residuals are the spread of the no-snapshot
+Prediction interval: the fit is linear in (τ0, τ1, τL) on 1/IOPS (bounded to ≥ 0 as models.chain fits it), so
+τ(n)'s standard error is √(x Σ xᵀ) with Σ the least-squares covariance (where a bound is active, a first-order
+approximation), t with the fit's degrees of freedom (its residuals are the spread of the no-snapshot
 runs: the fit passes through n = 1 and n = 2 exactly); on the log scale, se/τ. Measurement interval: each longer
 chain is one run at quick, so its spread is taken from the no-snapshot runs before the sweep (the same job on the
 same volume, independent fio runs): the standard deviation of their log IOPS, with their degrees of freedom. Pure.
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...models import heldout as ho
+from ...stats import bounded_least_squares
 from .plan import HELDOUT_FIT_MAX_CHAIN
 
 Key = tuple[str, str]
@@ -32,7 +34,7 @@ def predict(fit_n: np.ndarray, fit_iops: np.ndarray, n: int) -> tuple[float, flo
     """(IOPS, log-scale standard error, dof) at chain length n from the chain model fitted on (fit_n, fit_iops)
     (nan se without degrees of freedom)."""
     x, y = design(fit_n), 1e6 / np.asarray(fit_iops, dtype=float)
-    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    beta = np.asarray(bounded_least_squares(x, y, 0.0).beta)      # the model's fit: τ's ≥ 0 (models.chain)
     dof = len(y) - x.shape[1]
     x0 = design(np.array([n]))[0]
     tau = float(x0 @ beta)
