@@ -1,5 +1,6 @@
 """Integration: a real qemu-storage-daemon, qcow2 overlays over QMP, fio over NBD."""
 import subprocess
+from fractions import Fraction
 
 import pytest
 
@@ -130,7 +131,6 @@ def test_a_diagnosis_reads_each_side_without_stopping_anything(work_dir):
 
 
 def test_a_cache_resized_in_place_keeps_the_chain_and_its_bytes_and_changes_what_a_read_costs(work_dir, tmp_path):
-    from fractions import Fraction
 
     from snaptax.errors import EngineError
 
@@ -156,4 +156,32 @@ def test_a_cache_resized_in_place_keeps_the_chain_and_its_bytes_and_changes_what
         assert e.chain_length == 1
         check(a1, e.fio_target(), tmp_path / "a1-after")             # the overlay's data, through the new cache
         assert reads[Fraction(0)] > reads[Fraction(1)] == pytest.approx(1.0, abs=0.02)
+    assert no_daemons()
+
+
+@requires_root
+@requires_qsd
+def test_a_read_through_the_nbd_export_looks_its_l2_entry_up_twice(work_dir, tmp_path):
+    # QEMU's NBD server reads the data and then asks the block status of the same range for the structured reply's
+    # holes (nbd/server.c, nbd_co_send_sparse_read): two L2 lookups per read. With as many reads in flight as
+    # slices cached, the slice is still there for the second lookup; with more, it has been evicted and misses
+    # again. A write looks up once. (The metadata-cache study's μ ≈ 2 and calibration's cliff at two slices.)
+    fill = fio.FioJob("f", "write", bs=64 << 10, iodepth=4, size=SIZE, time_based=False, log_avg_msec=None)
+    with engine() as e:
+        fio.run(fill, e.fio_target(), tmp_path / "base")
+        e.take_snapshot()
+        fio.run(fio.FioJob("f1", "write", bs=64 << 10, iodepth=4, size=SIZE, time_based=False, log_avg_msec=None),
+                e.fio_target(), tmp_path / "overlay")
+        e.set_cache(Fraction(1, 2))      # 64 MiB: 4 slices of tables; 2 cached, so a lookup misses with p = 1/2
+        per_io = {}
+        for rw, qd in (("randread", 1), ("randread", 16), ("randwrite", 16)):
+            job = fio.FioJob(f"{rw}{qd}", rw, bs=4096, iodepth=qd, size=SIZE, runtime_s=2, log_avg_msec=None)
+            before = e.counters()
+            run = fio.run(job, e.fio_target(), tmp_path / f"{rw}{qd}")
+            after = e.counters()
+            ios = sum(r["ios"] for r in fio.tidy_rows(run.result) if r["direction"] == rw.removeprefix("rand"))
+            per_io[(rw, qd)] = (after["host.reads"] - before["host.reads"]) / ios
+    assert per_io[("randread", 1)] == pytest.approx(1.5, abs=0.05)      # the data read + one miss in two
+    assert per_io[("randread", 16)] > 1.85                               # + a second miss in two, most of the time
+    assert per_io[("randwrite", 16)] == pytest.approx(0.5, abs=0.05)    # an overwrite: one lookup, no data read
     assert no_daemons()
