@@ -108,6 +108,22 @@ def _profile_rss(X: np.ndarray, y: np.ndarray, lower: np.ndarray, j: int, v: flo
     return float(res @ res)
 
 
+def _profile_end(excess: Any, b: float, step: float, sign: int, limit: float) -> float:
+    """One end of a profile interval: walking from the estimate b in direction `sign` (doubling the step), where
+    `excess` (the profile's RSS less its cut) crosses 0; `limit` (the bound on that side, ±inf for none) when the
+    profile stays within the cut up to it."""
+    if math.isfinite(limit) and excess(limit) <= 0:
+        return limit
+    x = b + sign * step
+    while excess(x) <= 0:
+        step *= 2
+        x = b + sign * step
+    if math.isfinite(limit) and sign * (x - limit) > 0:
+        x = limit                # the crossing lies between b and the bound, where excess > 0
+    lo, hi = sorted((b, x))
+    return float(optimize.brentq(excess, lo, hi, xtol=1e-10 * max(1.0, abs(b))))
+
+
 def bounded_least_squares(X: ArrayLike, y: ArrayLike, lower: ArrayLike,
                           confidence: float = CONFIDENCE) -> BoundedLeastSquares:
     """β = argmin |y − Xβ|² subject to β ≥ lower (scipy's lsq_linear), with each coefficient's profile-likelihood
@@ -142,22 +158,8 @@ def bounded_least_squares(X: ArrayLike, y: ArrayLike, lower: ArrayLike,
             def excess(v: float, j: int = j, cut: float = cut) -> float:
                 return _profile_rss(X, y, lo, j, v) - cut
             step = max(float(scale[j]), 1e-12 * max(1.0, abs(float(b))))
-            hi = float(b) + step
-            while excess(hi) <= 0:
-                step *= 2
-                hi = float(b) + step
-            high = optimize.brentq(excess, float(b), hi, xtol=1e-10 * max(1.0, abs(float(b))))
-            if np.isfinite(lo[j]) and excess(float(lo[j])) <= 0:
-                low = float(lo[j])
-            else:
-                step = max(float(scale[j]), 1e-12 * max(1.0, abs(float(b))))
-                down = float(b) - step
-                while (not np.isfinite(lo[j]) or down > lo[j]) and excess(down) <= 0:
-                    step *= 2
-                    down = float(b) - step
-                down = max(down, float(lo[j])) if np.isfinite(lo[j]) else down
-                low = optimize.brentq(excess, down, float(b), xtol=1e-10 * max(1.0, abs(float(b))))
-            ends.append((float(low), float(high)))
+            ends.append((_profile_end(excess, float(b), step, -1, float(lo[j])),
+                         _profile_end(excess, float(b), step, +1, math.inf)))
         ci = tuple(ends)
     return BoundedLeastSquares(tuple(float(b) for b in beta), ci, 1 - rss / ss_tot if ss_tot > 0 else 1.0, dof,
                                at_bound)

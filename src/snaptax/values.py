@@ -125,6 +125,12 @@ class Value:
         return cls(**d)
 
 
+def heldout_values(prefix: str, test: Any) -> list[Value]:
+    """`<prefix>.<name>` for each number or text a held-out test quotes (models.heldout.HeldOut.quoted: error, worst,
+    rms_pct, bound, n, fit_points, verdict, reason, predicts)."""
+    return [Value(f"{prefix}.{name}", **q._asdict()) for name, q in test.quoted().items()]
+
+
 def format_number(x: float, digits: int = 0) -> str:
     """A number as the paper prints it: "n/a" unless finite; with digits = 0 rounded to a whole number, thousands
     separated by a thin space (U+2009; TeX `\\,` after macros.tex_escape); else fixed-point with `digits`

@@ -55,9 +55,9 @@ def next_delta(d: ArrayLike, u: float, c: float, t0: float = 0.0, working_set: f
     return np.minimum(working_set, u * (t0 + np.asarray(d, dtype=float) / c))
 
 
-def commit_time_s(d: ArrayLike, c: float, t0: float = 0.0) -> np.ndarray:
+def commit_time_s(d: ArrayLike, c: ArrayLike, t0: float = 0.0) -> np.ndarray:
     """t = t0 + D/c: seconds to commit D bytes at c B/s plus the fixed cost t0 (s)."""
-    return t0 + np.asarray(d, dtype=float) / c
+    return t0 + np.asarray(d, dtype=float) / np.asarray(c, dtype=float)
 
 
 def fixed_point(u: float, c: float, t0: float = 0.0) -> float:

@@ -25,7 +25,7 @@ from ...stats import (
     ratio_across_time_interval,
     ratio_of_means_interval,
 )
-from ...values import Value
+from ...values import Value, heldout_values
 from ..seed001_standins import operating_point_values
 from .heldout import heldout_tests
 from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, ChainLengthParameters, pairs_needed
@@ -570,8 +570,8 @@ def analyse(record: RunRecord) -> ChainAnalysis:
     values = _values(record, meas, summary, pairs, recovery, fits, chain_end, guest, mirror, by_second, settling,
                      estimates)
     heldout = heldout_tests(sw, record.manifest.profile.name)
-    values += [Value(f"{STUDY}.chain.heldout.{v}.{j}.{name}", **q._asdict())
-               for (v, j), h in sorted(heldout.items()) for name, q in h.quoted().items()]
+    values += [v for (variant, j), h in sorted(heldout.items())
+               for v in heldout_values(f"{STUDY}.chain.heldout.{variant}.{j}", h)]
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(pairs, recovery, chain_end, mirror)]
     return ChainAnalysis(record, values, outcomes, meas, summary, pairs, recovery, mirror, fits, guest, by_second,

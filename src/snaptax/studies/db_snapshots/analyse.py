@@ -33,7 +33,7 @@ from ...stats import (
     ratio_of_means_interval,
     ratio_of_ratios_interval,
 )
-from ...values import Value
+from ...values import Value, heldout_values
 from .heldout import THREE_LEVELS, heldout_test
 from .plan import PHASE, SEED_BASELINE_S, SNAPSHOT_DEVICES, STUDY, DbSnapshotParameters
 
@@ -341,13 +341,13 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
     dof = heldout.fit_points - 2
     half = (float(sps.t.ppf(0.975, dof)) * np.sqrt(np.diag(cov)) if dof > 0 and np.all(np.isfinite(cov))
             else np.full(2, np.nan))
-    values += [Value(f"{STUDY}.copy_work.heldout.{name}", **q._asdict()) for name, q in heldout.quoted().items()]
+    values += heldout_values(f"{STUDY}.copy_work.heldout", heldout)
     values += [Value(f"{STUDY}.copy_work.fit.t0_s", float(beta[0]), "s", float(beta[0] - half[0]),
                      float(beta[0] + half[0]), heldout.fit_points, 2, None, "least squares, t"),
                Value(f"{STUDY}.copy_work.fit.beta", float(beta[1]), "", float(beta[1] - half[1]),
                      float(beta[1] + half[1]), heldout.fit_points, 3, None, "least squares, t")]
     three = ho.judge([], int(len(runs)), "nothing beyond the levels it is fitted on", not_tested=THREE_LEVELS)
-    values += [Value(f"{STUDY}.cost.heldout.{name}", **q._asdict()) for name, q in three.quoted().items()]
+    values += heldout_values(f"{STUDY}.cost.heldout", three)
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in claims(record.manifest.emulator_version)]
     return DbSnapshotAnalysis(record, values, outcomes, runs, summary, fits, model, heldout)

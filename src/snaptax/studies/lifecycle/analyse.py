@@ -36,7 +36,7 @@ from ...stats import (
     ratio_of_means_interval,
 )
 from ...timeline import STUN_SETTLE_S
-from ...values import Value
+from ...values import Value, heldout_values
 from .. import standin_settings
 from .heldout import OutcomeCheck, heldout_tests
 from .plan import (
@@ -402,8 +402,8 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
     # ---- the consolidation model's held-out test: leave one iterative deletion out (plan.HELDOUT)
     a.heldout, a.heldout_outcomes = heldout_tests(a.deletions, a.iterations, float(p.helper_threshold_bytes),
                                                   int(sc.max_iterations), float(p.max_consolidate_s))
-    vals += [Value(f"{k}.{model}.heldout.{test}.{name}", **q._asdict())
-             for (model, test), h in sorted(a.heldout.items()) for name, q in h.quoted().items()]
+    vals += [v for (model, test), h in sorted(a.heldout.items())
+             for v in heldout_values(f"{k}.{model}.heldout.{test}", h)]
     oc = a.heldout_outcomes
     vals += [Value(f"{k}.model.heldout_outcomes_predicted", float(oc.predicted), "", n=oc.tested),
              Value(f"{k}.model.heldout_outcomes_tested", float(oc.tested), "deletions", n=oc.tested),
@@ -419,7 +419,7 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
     # held out by construction: the prediction uses the plan's layout and the drive's datasheet seek figures only
     seek_test = seek_heldout(meas, a.seek["service_without_ms"] / a.seek["service_with_ms"])
     a.heldout[("seek", "after_over_with")] = seek_test
-    vals += [Value(f"{k}.seek.heldout.{name}", **q._asdict()) for name, q in seek_test.quoted().items()]
+    vals += heldout_values(f"{k}.seek.heldout", seek_test)
 
     # the stand-in's setting: the inferred operating point it measured at, or the preset (standin_settings)
     vals += standin_settings.operating_point_values(k, STAND_IN, PRESET_COVERAGE, p.operating_points)

@@ -61,11 +61,13 @@ class OutcomeCheck:
         return sum(r[3] is not None and r[4] == r[2] for r in self.rows)
 
 
-def _spread(logs: np.ndarray, params: int) -> tuple[float, int]:
-    dof = len(logs) - params
+def _new_observation_se(log_resid: np.ndarray, params: int) -> tuple[float, int]:
+    """A new observation's standard error on the log scale from the fit set's log residuals (`params` fitted):
+    their spread × √(1 + 1/n), with n − params degrees of freedom (nan without any)."""
+    dof = len(log_resid) - params
     if dof < 1:
         return math.nan, 0
-    return float(np.sqrt(np.sum((logs - (logs.mean() if params == 1 else 0.0)) ** 2) / dof)), dof
+    return float(np.sqrt(np.sum(log_resid ** 2) / dof)) * math.sqrt(1 + 1 / len(log_resid)), dof
 
 
 def _fit(its: pd.DataFrame) -> cm.ConsolidationFit | None:
@@ -78,25 +80,25 @@ def _fit(its: pd.DataFrame) -> cm.ConsolidationFit | None:
 def _commit_points(f: cm.ConsolidationFit, fit_its: pd.DataFrame, held: pd.DataFrame, label: str
                    ) -> list[ho.PointError]:
     def predicted(t: pd.DataFrame) -> np.ndarray:
-        c = f.c(t.writer_iops.to_numpy())
-        return np.where(c > 0, f.t0.value + t.delta.to_numpy() / np.where(c > 0, c, 1.0), np.nan)
+        c = f.c(t.writer_iops.to_numpy())     # no commit throughput left beside the writer: no prediction
+        return np.where(c > 0, cm.commit_time_s(t.delta.to_numpy(), np.where(c > 0, c, 1.0), f.t0.value), np.nan)
 
     fitted = predicted(fit_its)
     ok = np.isfinite(fitted) & (fitted > 0)
-    s, dof = _spread(np.log(fit_its.seconds.to_numpy()[ok] / fitted[ok]), 3)
-    se = s * math.sqrt(1 + 1 / max(int(ok.sum()), 1))
+    se, dof = _new_observation_se(np.log(fit_its.seconds.to_numpy()[ok] / fitted[ok]), 3)
     return [ho.PointError(f"{label}k{int(k)}", float(p), se, dof, float(t), 0.0, math.nan)
             for k, p, t in zip(held.k, predicted(held), held.seconds, strict=True)]
 
 
 def _growth_points(f: cm.ConsolidationFit, fit_its: pd.DataFrame, held: pd.DataFrame, label: str
                    ) -> list[ho.PointError]:
-    x = (fit_its.writer_iops * fit_its.seconds).to_numpy()
-    ok = (x > 0) & (fit_its.grown.to_numpy() > 0)
-    s, dof = _spread(np.log(fit_its.grown.to_numpy()[ok] / (f.a.value * x[ok])), 1)
-    se = s * math.sqrt(1 + 1 / max(int(ok.sum()), 1))
-    return [ho.PointError(f"{label}k{int(k)}", f.a.value * float(r) * float(t), se, dof, float(g), 0.0, math.nan)
-            for k, r, t, g in zip(held.k, held.writer_iops, held.seconds, held.grown, strict=True)]
+    fitted = f.u(fit_its.writer_iops.to_numpy()) * fit_its.seconds.to_numpy()     # D_{k+1} = a·r·t_k
+    ok = (fitted > 0) & (fit_its.grown.to_numpy() > 0)
+    logs = np.log(fit_its.grown.to_numpy()[ok] / fitted[ok])
+    se, dof = _new_observation_se(logs - logs.mean(), 1)      # a is one mean ratio: its residuals about it
+    predicted = f.u(held.writer_iops.to_numpy()) * held.seconds.to_numpy()
+    return [ho.PointError(f"{label}k{int(k)}", float(p), se, dof, float(g), 0.0, math.nan)
+            for k, p, g in zip(held.k, predicted, held.grown, strict=True)]
 
 
 def heldout_tests(deletions: pd.DataFrame, iterations: pd.DataFrame, threshold: float, max_iterations: int,
@@ -106,7 +108,7 @@ def heldout_tests(deletions: pd.DataFrame, iterations: pd.DataFrame, threshold: 
     its = iterations[np.isfinite(iterations.writer_iops)] if not iterations.empty else iterations
     dels = deletions[deletions.method == "iterative"] if not deletions.empty else deletions
     points: dict[str, list[ho.PointError]] = {"commit": [], "growth": []}
-    fitted_on: dict[str, list[int]] = {"commit": [], "growth": []}
+    fitted_on: list[int] = []        # iterations each fit used (both tests share the fit)
     outcomes: list[tuple[str, int, bool, bool | None, bool]] = []
     for _, d in dels.iterrows():
         mine = (its.variant == d.variant) & (its["index"] == d["index"]) if not its.empty else None
@@ -121,16 +123,13 @@ def heldout_tests(deletions: pd.DataFrame, iterations: pd.DataFrame, threshold: 
         label = f"{d.variant}#{int(d['index'])} "
         points["commit"] += _commit_points(f, fit_its, held, label)
         points["growth"] += _growth_points(f, fit_its, held, label)
-        fitted_on["commit"].append(len(fit_its))
-        fitted_on["growth"].append(len(fit_its))
+        fitted_on.append(len(fit_its))
         tr = f.simulate(float(d.delta0_mib) * (1 << 20), float(d.writer_iops), threshold,
                         max_iterations=max_iterations, max_stun_s=max_stun_s)
         outcomes.append((str(d.variant), int(d["index"]), bool(d.converged), bool(tr.converged), majority))
-    tests = {}
-    for name in ("commit", "growth"):
-        n_fit = min(fitted_on[name]) if fitted_on[name] else 0
-        tests[("consolidation", name)] = ho.judge(points[name], n_fit, PREDICTS[name],
-                                                  not_tested="fewer than two iterative deletions to fit and hold out")
+    tests = {("consolidation", name): ho.judge(points[name], min(fitted_on, default=0), PREDICTS[name],
+                                               not_tested="fewer than two iterative deletions to fit and hold out")
+             for name in ("commit", "growth")}
     return tests, OutcomeCheck(tuple(outcomes))
 
 

@@ -23,7 +23,7 @@ from ...models import memory_dump as md
 from ...plan import split_replicate
 from ...record import RunRecord
 from ...stats import LOG_T, Interval, geometric_mean_interval, paired_ratio_interval, ratio_of_means_interval
-from ...values import Value
+from ...values import Value, heldout_values
 from .heldout import heldout_tests
 from .plan import DEFAULT, GUEST_FILE, PHASE, SEED_MEMORY, SPINDLE, SSD, STUDY, TUNED, MemoryDumpParameters
 
@@ -520,8 +520,8 @@ def analyse(record: RunRecord) -> MemoryDumpAnalysis:
     gsum = guest_summarize(guest, meas, fits) if len(guest) else pd.DataFrame()
     values = _values(record, meas, summary, fits, preds) + _guest_values(doc, gsum)
     heldout = heldout_tests(meas, summary)
-    values += [Value(f"{STUDY}.{model}.heldout.{role}.{name}", **q._asdict())
-               for (role, model), h in sorted(heldout.items()) for name, q in h.quoted().items()]
+    values += [v for (role, model), h in sorted(heldout.items())
+               for v in heldout_values(f"{STUDY}.{model}.heldout.{role}", h)]
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims()]
     return MemoryDumpAnalysis(record, values, outcomes, meas, summary, fits, preds, best_curve(fits), guest=guest,

@@ -26,7 +26,7 @@ from ...errors import AnalysisError
 from ...models import heldout as ho, metadata_cache as mc
 from ...record import RunRecord
 from ...stats import Interval, mean_interval, paired_ratio_interval
-from ...values import Value
+from ...values import Value, heldout_values
 from .plan import JOB, READ_JOB, STUDY, MetadataCacheParameters, heldout_coverages, variant_name
 
 HOST = ("host.reads", "host.writes")
@@ -302,7 +302,7 @@ def _values(record: RunRecord, summary: pd.DataFrame, pairs: pd.DataFrame, misse
                 Value(f"{k}.implied.{r.stand_for}.reads_per_io", r.reads_per_io, "", digits=2),
                 Value(f"{k}.implied.{r.stand_for}.published_pct", r.published_loss_pct, "%", digits=0,
                       text=None)]
-    out += [Value(f"{k}.cost.heldout.{name}", **q._asdict()) for name, q in heldout.quoted().items()]
+    out += heldout_values(f"{k}.cost.heldout", heldout)
     return out
 
 

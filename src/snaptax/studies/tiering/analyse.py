@@ -26,7 +26,7 @@ from ...models import heldout as ho, tiering as tm
 from ...record import Manifest, RunRecord
 from ...spindle.profiles import DeviceSpec, Raid5Spec, TierSpec, spec_from_json
 from ...stats import Interval, ratio_of_ratios_interval
-from ...values import Value
+from ...values import Value, heldout_values
 from .heldout import heldout_test
 from .lvmthin import lvmthin_values
 from .misplacement import at_tier_speed, fit_model, model_time_per_io, what_if_curves, what_if_table
@@ -308,7 +308,7 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     chunks = {variant_chunk_size(record, v) for v in layout}
     values.append(Value(f"{STUDY}.{LVM_THIN}.chunk_kib", chunks.pop() / 1024 if len(chunks) == 1 else math.nan, "KiB"))
     test = heldout_test(phases, lambda pool, phase: phase_samples(seconds, meas, pool, phase), HELDOUT_ENGINES)
-    values += [Value(f"{STUDY}.misplacement.heldout.{name}", **q._asdict()) for name, q in test.quoted().items()]
+    values += heldout_values(f"{STUDY}.misplacement.heldout", test)
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(set(meas.pool))]
     curves = what_if_curves(fit, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit else math.nan))
