@@ -259,10 +259,12 @@ def cmd_texlog(args: argparse.Namespace) -> int:
 
 def cmd_build_plugin(args: argparse.Namespace) -> int:
     from .cofw.build import build_plugin
+    from .nbdclient import build_shim
     from .spindle import build as spindle_build
     print(f"cofw plugin: {build_plugin(force=args.force)}")
     print(f"spindle plugin: {spindle_build.build_plugin(force=args.force)}")
     print(f"spindle model core: {spindle_build.build_core(force=args.force)}")
+    print(f"nbd simple-replies shim: {build_shim(force=args.force)}")
     return 0
 
 
@@ -356,9 +358,9 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("log")
     tl.add_argument("--allow-overfull", action="store_true", help="report only undefined references and macros")
     tl.set_defaults(func=cmd_texlog)
-    bp = sub.add_parser("build-plugin", help="compile the C nbdkit plugins (the cofw engine's, the spindle "
-                        "emulator's and its model core) when missing or older than their sources (make setup runs "
-                        "it; $CC picks the compiler)")
+    bp = sub.add_parser("build-plugin", help="compile the C objects (the cofw engine's and the spindle "
+                        "emulator's nbdkit plugins, the emulator's model core, fio's NBD simple-replies shim) when "
+                        "missing or older than their sources (make setup runs it; $CC picks the compiler)")
     bp.add_argument("--force", action="store_true", help="rebuild even when the plugin is current")
     bp.set_defaults(func=cmd_build_plugin)
     _document_choices(p)

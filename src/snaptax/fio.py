@@ -53,6 +53,25 @@ class FioTarget:
     ioengine: Literal["nbd", "libaio", "io_uring"]
     uri: str | None = None
     filename: str | None = None
+    # nbd only: let libnbd negotiate structured replies (its default). Off for every measurement: QEMU's server
+    # then looks a read's L2 entry up a second time for the reply's block status, which a VM's disk never asks
+    # (snaptax.nbdclient); on only to show that artefact.
+    structured_replies: bool = False
+
+    def environment(self) -> dict[str, str]:
+        """What fio's environment needs beyond the caller's for this target."""
+        if self.ioengine == "nbd" and not self.structured_replies:
+            from .nbdclient import simple_replies_environment
+            return simple_replies_environment()
+        return {}
+
+    def comments(self) -> list[str]:
+        """Job-file comments recording what the options cannot (the NBD client's reply mode)."""
+        if self.ioengine != "nbd":
+            return []
+        mode = "structured (libnbd's default)" if self.structured_replies else \
+            "simple (snaptax.nbdclient preloaded: no block-status lookup per read)"
+        return [f"# nbd replies: {mode}"]
 
     def options(self) -> dict[str, str]:
         if self.ioengine == "nbd":
@@ -144,7 +163,7 @@ class FioJob:
 
     def job_file(self, target: FioTarget, log_prefix: str | None = None) -> str:
         """The fio job file text: [global] carries the target, the job section carries the workload."""
-        lines = ["# written by snaptax; fio reads exactly this file", "[global]"]
+        lines = ["# written by snaptax; fio reads exactly this file", *target.comments(), "[global]"]
         lines += [f"{k}={v}" for k, v in target.options().items()]
         if log_prefix and self.log_avg_msec:
             lines += [f"write_iops_log={log_prefix}", f"write_lat_log={log_prefix}",
@@ -304,7 +323,7 @@ def run(job: FioJob, target: FioTarget, directory: Path, *, timeout_margin_s: fl
         cpu_before = procs.machine_cpu_times()
         t0 = time.monotonic()
         cp = procs.run(["fio", "--output-format=json", f"--output={JSON_FILE}", JOB_FILE], cwd=directory,
-                       timeout=timeout, check=False)
+                       timeout=timeout, check=False, env_extra=target.environment())
         wall = time.monotonic() - t0
         cpu_after = procs.machine_cpu_times()
     if cp.returncode != 0 or not (directory / JSON_FILE).exists():

@@ -46,6 +46,8 @@ SPINDLE_CORE_HEADER = SPINDLE_C_DIR / "spindle_core.h"
 SPINDLE_PLUGIN_SOURCE = SPINDLE_C_DIR / "spindle_plugin.c"
 SPINDLE_PLUGIN = BUILD_DIR / "nbdkit-spindle.so"      # the spindle emulator's nbdkit plugin (core + timing)
 SPINDLE_CORE_LIB = BUILD_DIR / "libspindle-core.so"   # the core alone, for the trace-equivalence test (ctypes)
+NBD_SIMPLE_REPLIES_SOURCE = PACKAGE_DIR / "nbdclient" / "simple_replies.c"
+NBD_SIMPLE_REPLIES_SHIM = BUILD_DIR / "libnbd-simple-replies.so"   # preloaded into fio: its nbd engine's replies
 
 DEFAULT_WORK_DIR = Path("/var/tmp/snaptax")
 # One lock for the whole machine: measurements are timing-sensitive and must never overlap,

@@ -166,12 +166,14 @@ class Timeline(Generic[E]):
         self.index += 1
         directory = self.session.measurement_dir(self.index, step)
         job_file = directory / fio.JOB_FILE
-        job_file.write_text(text_of(self.engine.fio_target(), str(directory / "fio")))
+        target = self.engine.fio_target()
+        job_file.write_text(text_of(target, str(directory / "fio")))
+        env = {**os.environ, **target.environment()}
         before = self.engine.counters()
         cpu_before = procs.machine_cpu_times()
         child = self.engine.group.spawn(["fio", "--output-format=json", f"--output={directory / fio.JSON_FILE}",
                                          str(job_file)], name=f"fio[{step.label}]",
-                                        log_path=directory / "fio.stderr")
+                                        log_path=directory / "fio.stderr", env=env)
         return Load(child, directory, self.now(), step, self.index, before, cpu_before)
 
     def finish(self, load: Load, extra: dict[str, Any] | None = None, margin_s: float = 60) -> None:

@@ -74,16 +74,19 @@ def _child_setup() -> None:  # runs in the child between fork and exec
 
 
 def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = None,
-        cwd: Path | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
-    """A short-lived command, captured; raises EngineError with its stderr tail on failure."""
+        cwd: Path | None = None, input: bytes | None = None,
+        env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """A short-lived command, captured; raises EngineError with its stderr tail on failure. env_extra: variables
+    set on top of this process's environment."""
     require(argv[0])
+    env = {**os.environ, **env_extra} if env_extra else None
     proc: subprocess.Popen | None = None
     try:
         # A signal between the fork and `proc` being bound would leave the child (and what it forks) unowned.
         with signals_deferred(redeliver=True):
             proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                    cwd=cwd, start_new_session=True, preexec_fn=_child_setup)
+                                    cwd=cwd, start_new_session=True, preexec_fn=_child_setup, env=env)
         out, err = proc.communicate(input=input, timeout=timeout)
     except BaseException:
         if proc is not None:
