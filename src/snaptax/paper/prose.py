@@ -184,6 +184,12 @@ FACTS: tuple[Fact, ...] = (
     Fact("chain_length.iodepth", "estimate_above", 16.0,
          "seed001.tex, metadata_cache.tex and threats.tex: fio's depth per job is more than the 16 requests the "
          "daemon serves per NBD connection, so the effective queue depth is numjobs x 16, not numjobs x iodepth"),
+    Fact("metadata_cache.randread.slices_per_miss", "includes", 1.0,
+         "metadata_cache.tex: with simple NBD replies a read miss reads one slice (the excess of mu is the writes')"),
+    Fact("metadata_cache.randrw.slices_per_write_miss", "above", 1.5,
+         "metadata_cache.tex: a write miss reads about two slices (the excess of mu is the writes')"),
+    Fact("calibration.reads_double.slices_per_miss", "includes", 1.0,
+         "metadata_cache.tex: the calibration study's read job also counts one slice per read miss"),
     Fact("metadata_cache.control_reads_per_io", "estimate_below", 1e-4,
          "metadata_cache.tex: without a snapshot the metadata reads are below 10^-4 per I/O"),
     Fact("lifecycle.model.outcomes_total", "equals", 7.0,
