@@ -78,3 +78,18 @@ def test_fit_refuses_too_few_iterations():
     with pytest.raises(ValueError, match="need at least 2"):
         m.fit_dirty([1.0], [1.0], [1.0])
     assert np.isfinite(m.fixed_point(1, 2, 1))
+
+
+def test_the_commit_fit_stays_in_the_physical_range_and_says_where_it_is_on_a_bound():
+    # commits that got faster under load (b < 0 unbounded) and start at no cost: the fit holds b and t0 at 0
+    truth = dict(t0=0.0, c0=24 * MiB, b=0.0, a=40_000.0)
+    data = m.synthetic_iterations(32 * MiB, [0, 50, 100, 200, 300, 400], threshold=0.5 * MiB,
+                                  max_iterations=5, noise=0.0, seed=3, **truth)
+    faster = data["seconds"] * (1 - 2e-4 * data["rate"])        # beyond b = 0: the load would speed the commit
+    t0, c0, b = m.fit_commit(data["delta"], faster, data["rate"])
+    assert t0.value >= 0 and c0.value > 0 and b.value >= 0
+    assert t0.low >= 0 and b.low >= 0
+    assert "b" in m.commit_at_bound(t0, c0, b)
+    t0, c0, b = m.fit_commit(data["delta"], data["seconds"] + 0.1, data["rate"])
+    assert m.commit_at_bound(t0, c0, b) == ("b",) or m.commit_at_bound(t0, c0, b) == ()
+    assert t0.value == pytest.approx(0.1, abs=1e-3)

@@ -181,9 +181,22 @@ class ConsolidationFit:
         return iterate(d0, float(self.u(rate)), c, threshold, t0=self.t0.value, c_idle=self.c0.value, **kw)
 
 
+# Lower bounds of (t0 s, c0 MiB/s, b MiB/s per write/s) in fit_commit: c0 strictly positive (it divides)
+COMMIT_LOWER = (0.0, 1e-6, 0.0)
+
+
+def commit_at_bound(t0: Estimate, c0: Estimate, b: Estimate, *, tolerance: float = 1e-9) -> tuple[str, ...]:
+    """The names of fit_commit's parameters whose estimate lies on its lower bound (c0 in B/s)."""
+    mib = float(1 << 20)
+    values = (t0.value, c0.value / mib, b.value / mib)
+    return tuple(name for name, v, lower in zip(("t0", "c0", "b"), values, COMMIT_LOWER, strict=True)
+                 if v <= lower + tolerance)
+
+
 def fit_commit(delta: ArrayLike, seconds: ArrayLike, rate: ArrayLike) -> tuple[Estimate, Estimate, Estimate]:
     """Fit t = t0 + D / (c0 − b·r) to measured commits (D bytes committed in t seconds beside a guest writing r
-    writes/s); returns (t0 s, c0 B/s, b B/s per write/s) with 95 % intervals. Least squares on t."""
+    writes/s); returns (t0 s, c0 B/s, b B/s per write/s) with 95 % intervals. Least squares on t within the
+    physical range (COMMIT_LOWER; commit_at_bound names a parameter on its bound)."""
     d, t, r = (np.asarray(x, dtype=float) for x in (delta, seconds, rate))
     if len(d) < 4:
         raise ValueError(f"consolidation fit: {len(d)} commits, need at least 4")
@@ -194,8 +207,16 @@ def fit_commit(delta: ArrayLike, seconds: ArrayLike, rate: ArrayLike) -> tuple[E
         return t0 + (dd / mib) / np.maximum(c0m - bm * rr, 1e-6)
 
     c_guess = float(np.median(d / np.maximum(t, 1e-3))) / mib
-    popt, pcov = optimize.curve_fit(model, (d, r), t, p0=(0.1, max(c_guess, 0.1), 0.0), maxfev=20000)
-    t0e, c0e, be = _estimates(popt, pcov, len(d))
+    # The physical range: a commit takes no negative time to start (t0 ≥ 0), the helper commits at a positive
+    # rate (c0 > 0), and the guest's writes can only slow it (b ≥ 0). Bounded least squares (trust-region
+    # reflective); an interval is cut at its bound (COMMIT_LOWER), and a parameter on it is reported as such.
+    # tolerances tighter than least_squares' defaults (1e-8), which stop the bounded solver visibly short of the
+    # optimum on noise-free commits; x_scale from the Jacobian, as the three parameters differ in scale
+    popt, pcov = optimize.curve_fit(model, (d, r), t, p0=(0.1, max(c_guess, 0.1), 1e-3), max_nfev=20000,
+                                    bounds=(COMMIT_LOWER, (np.inf, np.inf, np.inf)), x_scale="jac",
+                                    ftol=1e-12, xtol=1e-12, gtol=1e-12)
+    t0e, c0e, be = (Estimate(e.value, max(e.low, lower), e.high)
+                    for e, lower in zip(_estimates(popt, pcov, len(d)), COMMIT_LOWER, strict=True))
     return t0e, Estimate(c0e.value * mib, c0e.low * mib, c0e.high * mib), \
         Estimate(be.value * mib, be.low * mib, be.high * mib)
 

@@ -382,7 +382,9 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
                  Value(f"{k}.model.t0_s", f.t0.value, "s", f.t0.low, f.t0.high, f.n_commit, 2,
                        method="least squares, t"),
                  Value(f"{k}.model.a_kib_per_write", f.a.value / 1024, "KiB", f.a.low / 1024, f.a.high / 1024,
-                       f.n_dirty, 1, method="least squares through 0, t")]
+                       f.n_dirty, 1, method="least squares through 0, t"),
+                 # the commit fit's parameters on a bound of their physical range (t0, b ≥ 0; c0 > 0)
+                 Value(f"{k}.model.at_bound", text=", ".join(cm.commit_at_bound(f.t0, f.c0, f.b)) or "none")]
         sat_rate = float(a.deletions[a.deletions.load == "saturated"].writer_iops.mean()) \
             if not a.deletions.empty else math.nan
         if math.isfinite(sat_rate):
