@@ -159,7 +159,8 @@ def test_chromium_draws_every_chart_and_nothing_leaves_the_machine(built):
                 want = parsed(root / name).charts
                 page = chromium.page(url)
                 charts = page.wait_for(f"(() => {{ const c = {CHARTS}; return c.length === {want} && "
-                                       "c.every(x => x.drawn && x.marks > 0) ? c : null })()", timeout_s=45)
+                                       "c.every(x => x.drawn && x.marks > 0) ? {charts: c} : null })()",
+                                       timeout_s=45)["charts"]
                 if name == NOTEBOOKS[0].page and "$" in NOTEBOOKS[0].path.read_text():
                     assert page.wait_for("document.querySelectorAll('mjx-container svg').length", timeout_s=30)
                 drawn[url] = charts
