@@ -21,7 +21,7 @@ $(error STUDY=$(STUDY): no notebook notebooks/*_$(STUDY).ipynb (studies: $(shell
 endif
 endif
 
-.PHONY: help setup setup-read paper pdf notebooks notebooks-commit render claims compare test unit nbval lab bench clean
+.PHONY: help setup setup-read paper pdf notebooks notebooks-commit render claims site compare test unit nbval lab bench clean
 
 help:
 	@echo "make paper [RIG=local] [PROFILE=quick] [STUDY=<id>]"
@@ -29,6 +29,9 @@ help:
 	@echo "make pdf                  rebuild the PDF from data/ alone (no measuring)"
 	@echo "make claims [FORMAT=text] the claims table (published, ours with 95 % CI, verdict) and a tally per seed,"
 	@echo "                          from data/ alone; FORMAT=markdown, csv or json (what checks read)"
+	@echo "make site                 the interactive offline companion site -> build/site/index.html: the committed"
+	@echo "                          notebooks and a page per seed with its claims rows, from data/ alone; charts"
+	@echo "                          drawn by vendored Vega (tools/site-js.txt, fetched once with npm), nothing online"
 	@echo "make compare              every rerun (a run git does not track) against the committed run of its study"
 	@echo "make test                 unit + integration tests, nbval on the committed notebooks, paper from smoke data"
 	@echo "make unit                 pytest on tests/ (unit and integration tests; no notebooks, no paper)"
@@ -77,6 +80,12 @@ paper: notebooks
 
 claims: setup-read
 	@$(PY) -m snaptax claims --rig $(RIG) --profile $(PROFILE) --format $(FORMAT)
+
+# The site's JavaScript is fetched once (tools/site-js.sh: npm pack, pinned versions and integrity) into
+# build/site-js/; the site itself (snaptax.site) executes no notebook and fetches nothing.
+site: setup-read
+	@bash tools/site-js.sh
+	@$(PY) -m snaptax site --rig $(RIG) --profile $(PROFILE)
 
 compare: setup-read
 	@$(PY) -m snaptax compare --rig $(RIG) --profile $(PROFILE)

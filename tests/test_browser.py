@@ -18,6 +18,7 @@ NOTEBOOKS = sorted((paths.REPO_ROOT / "notebooks").glob("*.ipynb"))
 @pytest.mark.parametrize("url,local", [
     ("http://127.0.0.1:8888/lab", True), ("http://localhost/x", True), ("ws://[::1]:1/api", True),
     ("data:image/png;base64,AAAA", True), ("blob:http://127.0.0.1:1/uuid", True), ("about:blank", True),
+    ("file:///tmp/site/index.html", True),
     ("https://cdn.jsdelivr.net/npm/vega@5", False), ("http://127.0.0.2/", True),
     ("https://localhost.example.com/", False), ("http://10.0.0.1/", False), ("wss://jupyterlab.github.io/", False),
 ])

@@ -70,7 +70,7 @@ def test_declared_dependencies_are_pinned_within_their_ranges():
 MEASURING_TOOLS = {"fio", "qemu-utils", "qemu-system-common", "qemu-block-extra", "qemu-system-x86", "nbdkit",
                    "nbdkit-plugin-python", "nbdkit-plugin-dev", "libnbd-bin", "libnbd-dev", "python3-libnbd", "lvm2",
                    "thin-provisioning-tools", "gcc"}
-READING_TARGETS = ("lab", "claims", "pdf", "render", "compare", "nbval", "notebooks-commit")
+READING_TARGETS = ("lab", "claims", "site", "pdf", "render", "compare", "nbval", "notebooks-commit")
 
 
 def apt_packages(name):

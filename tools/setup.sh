@@ -6,6 +6,8 @@
 #   Debian packages: tools/apt-packages.txt, or with --read tools/apt-packages-read.txt (a subset of it)
 #                    (apt-get, via sudo when not root, and only for what is missing)
 #   Python:          requirements.txt (exact pins) into .venv, plus the package itself and a Jupyter kernel
+#   JavaScript:      (not with --read) the companion site's (make site), pinned in tools/site-js.txt, by
+#                    tools/site-js.sh into build/site-js/ (make site runs it too)
 #   C:               (not with --read) the nbdkit plugins of the cofw engine and the spindle emulator, rebuilt
 #                    when a source is newer; $CC picks the compiler (default gcc)
 set -euo pipefail
@@ -50,6 +52,9 @@ fi
 
 # Reading needs no compiled plugin: only measuring serves the cofw engine or the compiled emulator.
 [ "$mode" = read ] && exit 0
+
+# The companion site's vendored JavaScript (make site fetches it itself; here for the tests that build the site).
+bash tools/site-js.sh
 
 # The C plugins (cofw engine, spindle emulator). A missing compiler or header package is one line naming the Debian
 # package.

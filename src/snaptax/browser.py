@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from .errors import SnaptaxError
 from .host import procs
 
-LOCAL_SCHEMES = frozenset({"data", "blob", "about", "chrome", "devtools"})   # never leave the browser
+LOCAL_SCHEMES = frozenset({"data", "blob", "about", "chrome", "devtools", "file"})   # never leave the machine
 FLAGS = (
     "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--no-default-browser-check", "--disable-extensions",

@@ -182,6 +182,16 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_site(args: argparse.Namespace) -> int:
+    from . import site
+
+    _check_rig_and_profile(args)
+    built = site.build(Path(args.output) if args.output else None, args.rig, args.profile)
+    print(f"{len(built.pages)} pages ({built.rows} claims rows, {built.charts} interactive charts), offline: "
+          f"{built.index}")
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from . import compare, studies
     from .errors import ConfigError
@@ -334,6 +344,13 @@ def parser() -> argparse.ArgumentParser:
     cl.add_argument("--width", default=str(claimstable.WIDTH), metavar="COLUMNS",
                     help=f"the text form's width (default {claimstable.WIDTH}, at least {claimstable.MIN_WIDTH})")
     cl.set_defaults(func=cmd_claims)
+    st = sub.add_parser("site", help="the interactive offline companion site from the committed notebooks and the "
+                        "claims table of data/ (nothing measured or executed; vendored Vega, nothing fetched) -> "
+                        "build/site/index.html")
+    st.add_argument("--rig", default="local")
+    st.add_argument("--profile", default=profiles.DEFAULT)
+    st.add_argument("--output", default=None, metavar="DIR", help=f"where the site goes (default {paths.SITE_DIR})")
+    st.set_defaults(func=cmd_site)
     cmp = sub.add_parser("compare", help="compare two runs' values and verdicts (exit 1 if a verdict differs); "
                          "without runs: every rerun (a run git does not track) against the committed run of its "
                          "study and profile")

@@ -37,3 +37,8 @@ class MeasurementError(SnaptaxError):
 class AnalysisError(SnaptaxError):
     """A run's data cannot be analysed (measurements missing, or a model that cannot be fitted to them), or two
     runs cannot be compared; names the run."""
+
+
+class SiteError(SnaptaxError):
+    """The companion site cannot be built: a vendored file is missing, or a chart declares a Vega version other than
+    the vendored one; names the file."""

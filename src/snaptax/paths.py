@@ -17,6 +17,7 @@ REPO_ROOT = PACKAGE_DIR.parents[1]
 RIGS_DIR = REPO_ROOT / "rigs"
 SPINDLES_DIR = RIGS_DIR / "spindles"                  # drive profiles and device specs (snaptax.spindle.rigfiles)
 PAPER_DIR = REPO_ROOT / "paper"
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"               # the study notebooks, NN_<study>.ipynb, with their outputs
 
 
 def figures_dir(paper_dir: Path) -> Path:
@@ -48,6 +49,9 @@ SPINDLE_PLUGIN = BUILD_DIR / "nbdkit-spindle.so"      # the spindle emulator's n
 SPINDLE_CORE_LIB = BUILD_DIR / "libspindle-core.so"   # the core alone, for the trace-equivalence test (ctypes)
 NBD_SIMPLE_REPLIES_SOURCE = PACKAGE_DIR / "nbdclient" / "simple_replies.c"
 NBD_SIMPLE_REPLIES_SHIM = BUILD_DIR / "libnbd-simple-replies.so"   # preloaded into fio: its nbd engine's replies
+SITE_DIR = BUILD_DIR / "site"                         # the offline companion site (`snaptax site`, make site)
+SITE_JS_PINS = REPO_ROOT / "tools" / "site-js.txt"    # the site's JavaScript: npm packages, versions, integrity
+SITE_JS_DIR = BUILD_DIR / "site-js"                   # ... fetched once by tools/site-js.sh: <name>-<version>/
 
 DEFAULT_WORK_DIR = Path("/var/tmp/snaptax")
 # One lock for the whole machine: measurements are timing-sensitive and must never overlap,
