@@ -105,7 +105,11 @@ def test_ratios_deletions_and_model(tmp_path):
     assert f is not None
     for name in ("t0", "c0", "b", "a"):
         est = getattr(f, name)
-        assert est.value == pytest.approx(TRUTH[name], rel=0.02) and est.low <= TRUTH[name] <= est.high
+        # noise-free iterations: the interval may shrink to the estimate's last bits, so it is widened by 1e-9
+        # relative before asking it to hold the truth (nothing may depend on a float's last bits)
+        slack = 1e-9 * abs(TRUTH[name]) + 1e-12
+        assert est.value == pytest.approx(TRUTH[name], rel=0.02)
+        assert est.low - slack <= TRUTH[name] <= est.high + slack
     assert (a.predictions.converged == a.predictions.predicted_converged).all()
     assert {o.claim.id for o in a.outcomes} >= {"lifecycle.C000-1a", "lifecycle.C000-4", "lifecycle.C000-6"}
     o = {x.claim.id: x for x in a.outcomes}
