@@ -1,10 +1,14 @@
 # snaptax — three commands: make pdf (reads data/, measures nothing), make paper (measures, root), make test (root)
-# Variables: RIG (a file in rigs/, default local), PROFILE (smoke | quick | full, default quick),
+# Variables: RIG (a file in rigs/, default local), PROFILE (smoke | quick | full, default quick; what `paper`,
+#            `notebooks` and `notebooks-commit` measure or open; `pdf`, `render`, `claims` and `site` read the runs
+#            named by PROFILE when it is given, else the paper's selection: each study's full run, else its quick one),
 #            STUDY (one study id, e.g. chain_length: `notebooks` and `notebooks-commit` run only its notebook),
 #            ALLOW_DIRTY=1 (measure although the code has uncommitted changes; the runs keep their diff),
 #            FORMAT (make claims: text | markdown | csv | json, default text).
 RIG      ?= local
 PROFILE  ?= quick
+# the runs the reading targets use: PROFILE when it is given (command line or environment), else the paper's
+RUNS     := $(if $(filter command line environment,$(origin PROFILE)),$(PROFILE),paper)
 STUDY    ?=
 FORMAT   ?= text
 PY       := .venv/bin/python
@@ -67,7 +71,7 @@ notebooks-commit: setup-read
 	@$(PY) -m snaptax notebooks $(SELECTED) --in-place --rig $(RIG) --profile $(PROFILE)
 
 render: setup-read
-	@$(PY) -m snaptax render --rig $(RIG) --profile $(PROFILE)
+	@$(PY) -m snaptax render --rig $(RIG) --profile $(RUNS)
 
 pdf: render
 	@cd paper && latexmk -pdf -quiet snaptax.tex >/dev/null 2>&1 || \
@@ -79,13 +83,13 @@ paper: notebooks
 	@$(MAKE) --no-print-directory pdf RIG=$(RIG) PROFILE=$(PROFILE)
 
 claims: setup-read
-	@$(PY) -m snaptax claims --rig $(RIG) --profile $(PROFILE) --format $(FORMAT)
+	@$(PY) -m snaptax claims --rig $(RIG) --profile $(RUNS) --format $(FORMAT)
 
 # The site's JavaScript is fetched once (tools/site-js.sh: npm pack, pinned versions and integrity) into
 # build/site-js/; the site itself (snaptax.site) executes no notebook and fetches nothing.
 site: setup-read
 	@bash tools/site-js.sh
-	@$(PY) -m snaptax site --rig $(RIG) --profile $(PROFILE)
+	@$(PY) -m snaptax site --rig $(RIG) --profile $(RUNS)
 
 compare: setup-read
 	@$(PY) -m snaptax compare --rig $(RIG) --profile $(PROFILE)

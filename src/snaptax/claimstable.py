@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import claims as claimsmod, judged, registration
+from . import claims as claimsmod, judged, profiles, registration
 from .claims import Outcome
 from .errors import ConfigError
 from .values import DerivedValues, Value, format_number
@@ -182,7 +182,7 @@ def _legend(rows: list[Row]) -> list[str]:
 
 
 def _headline(rows: list[Row], rig: str, profile: str) -> str:
-    return (f"claims of the newest {profile} runs on rig {rig}: {len(rows)} rows testing "
+    return (f"claims of {profiles.runs_words(profile)} on rig {rig}: {len(rows)} rows testing "
             f"{len(claimsmod.seed_claims(r.outcome for r in rows))} seed claims; verdicts Holm-adjusted within each "
             "seed's family, as the paper prints them")
 

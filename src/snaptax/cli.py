@@ -74,12 +74,13 @@ def _tool_drift(rig: str) -> str:
     return provenance.tool_drift(recorded, provenance.tool_versions())
 
 
-def _check_rig_and_profile(args: argparse.Namespace) -> None:
-    """Every command that takes --rig/--profile validates both before doing anything (one line, exit 2)."""
+def _check_rig_and_profile(args: argparse.Namespace, reading: bool = False) -> None:
+    """Every command that takes --rig/--profile validates both before doing anything (one line, exit 2). A command
+    that only reads runs (`reading`) also takes a run selection (profiles.SELECTIONS)."""
     from .host import rig as rigmod
 
     if getattr(args, "profile", None) is not None:
-        profiles.get(args.profile)
+        profiles.run_profiles(args.profile) if reading else profiles.get(args.profile)
     if getattr(args, "rig", None) is not None:
         rigmod.load(args.rig)
 
@@ -111,7 +112,7 @@ def _allow_dirty(args: argparse.Namespace) -> None:
 def cmd_render(args: argparse.Namespace) -> int:
     from .paper import render
 
-    _check_rig_and_profile(args)
+    _check_rig_and_profile(args, reading=True)
     paper = render.render_all(args.rig, args.profile, paper_dir=Path(args.paper_dir) if args.paper_dir else None)
     for r in paper.studies:
         print(f"{r.study}: {r.run}")
@@ -171,7 +172,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     from . import claimstable
     from .errors import ConfigError
 
-    _check_rig_and_profile(args)
+    _check_rig_and_profile(args, reading=True)
     try:
         width = int(args.width)
     except ValueError:
@@ -185,7 +186,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
 def cmd_site(args: argparse.Namespace) -> int:
     from . import site
 
-    _check_rig_and_profile(args)
+    _check_rig_and_profile(args, reading=True)
     built = site.build(Path(args.output) if args.output else None, args.rig, args.profile)
     print(f"{len(built.pages)} pages ({built.rows} claims rows, {built.charts} interactive charts), offline: "
           f"{built.index}")
@@ -393,7 +394,8 @@ def _document_choices(p: argparse.ArgumentParser) -> None:
 
     choices = {
         "rig": (None, f"a rig in rigs/ ({', '.join(rigmod.names())}) or the path of a rig file"),
-        "profile": ("{" + ",".join(profiles.PROFILES) + "}", f"default {profiles.DEFAULT}"),
+        "profile": ("{" + ",".join(profiles.PROFILES) + "}", f"default {profiles.DEFAULT}"
+                    + "; render, claims and site also read 'paper': each study's full run, else its quick one"),
         "study": ("STUDY", f"one of: {', '.join(studies.ids())}"),
     }
     for action in p._actions:       # argparse has no public walk over a parser's arguments

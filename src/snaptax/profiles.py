@@ -3,6 +3,11 @@
   smoke  CI and nbval: every study end to end in a few minutes; numbers are not paper-grade.
   quick  the default: minutes per study; what the committed data/ and the paper are built from.
   full   paper-grade: long runs, more repeats, larger disks (hours; see README).
+
+A run selection names, for reading only (render, claims, site, compare), which profile's newest run stands for each
+study: `paper` is each study's paper-grade (full) run where it has one and its quick run otherwise, so the paper
+moves to paper-grade data study by study as those runs are measured (a full run takes hours; issue 49) and says
+which study rests on which.
 """
 from __future__ import annotations
 
@@ -29,6 +34,9 @@ PROFILES: dict[str, Profile] = {
     "full": Profile("full", repeats=3, runtime_s=30, ramp_time_s=5, disk_size=4 << 30),
 }
 DEFAULT = "quick"
+# selection -> the profiles whose newest run stands for a study, first choice first
+SELECTIONS: dict[str, tuple[str, ...]] = {"paper": ("full", "quick")}
+PAPER = "paper"
 
 
 def get(name: str) -> Profile:
@@ -36,6 +44,29 @@ def get(name: str) -> Profile:
         return PROFILES[name]
     except KeyError:
         raise ConfigError("profile", "PROFILE", f"unknown profile {name!r} (one of: {', '.join(PROFILES)})") from None
+
+
+def run_profiles(name: str) -> tuple[str, ...]:
+    """The profiles whose runs `name` reads, first choice first: a profile itself, or a selection's profiles.
+    Raises one ConfigError line for a name that is neither."""
+    if name in SELECTIONS:
+        return SELECTIONS[name]
+    if name in PROFILES:
+        return (name,)
+    raise ConfigError("profile", "PROFILE", f"unknown profile {name!r} (one of: {', '.join(PROFILES)}; or, to read "
+                      f"runs only, {', '.join(SELECTIONS)})")
+
+
+def is_selection(name: str) -> bool:
+    return name in SELECTIONS
+
+
+def runs_words(name: str) -> str:
+    """Which runs `name` reads, in words: 'the newest quick runs', or a selection's choice."""
+    if name in SELECTIONS:
+        first, *rest = SELECTIONS[name]
+        return f"each study's newest {first} run, else its newest {' or '.join(rest)} run ('{name}')"
+    return f"the newest {name} runs"
 
 
 Scale = TypeVar("Scale")

@@ -164,12 +164,13 @@ def test_the_aio_comparison_says_how_io_uring_came_out_against_native(tmp_path, 
     assert "paper.bench.io_uring_vs_native" not in {v.key for v in article.bench_values(p)}
 
 
-def times(study, smoke=(), quick=(), planned=(60.0, 600.0, 6000.0), why=article.NO_PLANNED_TIME):
-    """StudyTimes of synthetic runs: smoke and quick as (minutes, planned seconds) pairs, oldest first; planned:
-    what the plan predicts now at smoke, quick and full (s)."""
+def times(study, smoke=(), quick=(), planned=(60.0, 600.0, 6000.0), why=article.NO_PLANNED_TIME, full=()):
+    """StudyTimes of synthetic runs: smoke, quick and full as (minutes, planned seconds) pairs, oldest first;
+    planned: what the plan predicts now at smoke, quick and full (s)."""
     return article.StudyTimes(study, f"0_{study}.ipynb",
                               {"smoke": tuple(run(study, m, p, "smoke", h) for h, (m, p) in enumerate(smoke)),
-                               "quick": tuple(run(study, m, p, "quick", h) for h, (m, p) in enumerate(quick))},
+                               "quick": tuple(run(study, m, p, "quick", h) for h, (m, p) in enumerate(quick)),
+                               "full": tuple(run(study, m, p, "full", h) for h, (m, p) in enumerate(full))},
                               dict(zip(("smoke", "quick", "full"), planned, strict=True)), why)
 
 
@@ -183,7 +184,8 @@ def test_full_is_the_full_plans_prediction_times_the_quick_runs_measured_over_pl
     assert t.why_not_extrapolated() is None
     assert t.extrapolated() == pytest.approx(6000 / 60 * 1.25)        # 125 min
     assert row(article.artifact_tex([t]), "alpha") == \
-        "alpha & \\texttt{0\\_alpha.ipynb} & 2.0 & 12.0, 13.0 & 10.0, 10.0 & 1.25 & 100.0 & 125.0 \\\\"
+        "alpha & \\texttt{0\\_alpha.ipynb} & 2.0 & 12.0, 13.0 & 10.0, 10.0 & 1.25 & 100.0 & 125.0 & " \
+        "---\\textsuperscript{a} \\\\"
 
 
 def test_one_quick_run_and_no_smoke_run_give_one_time_and_an_honest_dash():
@@ -191,7 +193,7 @@ def test_one_quick_run_and_no_smoke_run_give_one_time_and_an_honest_dash():
     assert t.extrapolated() == pytest.approx(15 * 1.2)
     cells = row(article.artifact_tex([t]), "beta").split(" & ")
     assert cells[2] == "---\\textsuperscript{a}" and cells[3] == "6.0" and cells[5] == "1.20"
-    assert cells[7] == "18.0 \\\\"
+    assert cells[7] == "18.0"
 
 
 def test_a_plan_that_predicts_no_time_is_not_extrapolated_and_says_why():
@@ -199,7 +201,7 @@ def test_a_plan_that_predicts_no_time_is_not_extrapolated_and_says_why():
     assert math.isnan(t.ratio()) and math.isnan(t.extrapolated())
     assert t.why_not_extrapolated() == "jobs are counted, not timed"
     cells = row(article.artifact_tex([t]), "gamma").split(" & ")
-    assert cells[3:] == ["5.6, 5.6", "---", "---", "---", "---\\textsuperscript{b} \\\\"]
+    assert cells[3:] == ["5.6, 5.6", "---", "---", "---", "---\\textsuperscript{b}", "---\\textsuperscript{a} \\\\"]
 
 
 def test_a_quick_run_planned_with_an_earlier_estimate_is_shown_but_left_out_of_the_ratio():
@@ -218,7 +220,7 @@ def test_a_study_without_quick_runs_has_dashes_and_no_full_time():
     assert t.why_not_extrapolated() == "no quick run is published"
     cells = row(article.artifact_tex([t]), "epsilon").split(" & ")
     assert cells[2] == "1.0" and cells[3] == cells[4] == "---\\textsuperscript{a}"
-    assert cells[5] == "---" and cells[6] == "100.0" and cells[7] == "---\\textsuperscript{b} \\\\"
+    assert cells[5] == "---" and cells[6] == "100.0" and cells[7] == "---\\textsuperscript{b}"
 
 
 def test_totals_per_profile_count_the_newest_run_of_each_study_and_say_how_many_studies():
@@ -231,28 +233,44 @@ def test_totals_per_profile_count_the_newest_run_of_each_study_and_say_how_many_
     assert vals["paper.time.smoke.total"].value == pytest.approx(2.5) and vals["paper.time.smoke.studies"].value == 1
     assert vals["paper.time.quick.total"].value == pytest.approx(13.0 + 6.0 + 5.6)
     assert vals["paper.time.quick.studies"].value == 3
-    assert vals["paper.time.full.total"].value == pytest.approx(125.0 + 18.0)
-    assert vals["paper.time.full.studies"].value == 2
-    assert vals["paper.time.full.alpha"].value == pytest.approx(125.0)
-    assert math.isnan(vals["paper.time.full.gamma"].value)
+    assert vals["paper.time.full_extrapolated.total"].value == pytest.approx(125.0 + 18.0)
+    assert vals["paper.time.full_extrapolated.studies"].value == 2
+    assert vals["paper.time.full_extrapolated.alpha"].value == pytest.approx(125.0)
+    assert math.isnan(vals["paper.time.full_extrapolated.gamma"].value)
     assert vals["paper.time.smoke.clause"].text == "the newest smoke runs of the 1 of 4 studies that have one took " \
         "2.5 min in all (beta, gamma and epsilon: none yet)"
-    assert vals["paper.time.full.clause"].text == "143.0 min (about 2.4 h) in all for the 2 of 4 studies where it " \
-        "can be formed"
-    assert vals["paper.time.full.gaps"].text == "gamma: counted, not timed; epsilon: no quick run is published"
+    assert vals["paper.time.full_extrapolated.clause"].text == \
+        "143.0 min (about 2.4 h) in all for the 2 of 4 studies where it can be formed"
+    assert vals["paper.time.full_extrapolated.gaps"].text == \
+        "gamma: counted, not timed; epsilon: no quick run is published"
     total = next(line for line in article.artifact_tex(ts).splitlines() if "total" in line)
-    assert total == "\\midrule total &  & 2.5 (1 of 4) & 24.6 (3 of 4) &  &  &  & 143.0 (2 of 4) \\\\"
+    assert total == "\\midrule total &  & 2.5 (1 of 4) & 24.6 (3 of 4) &  &  &  & 143.0 (2 of 4) & --- \\\\"
 
 
 def test_the_clauses_read_right_with_every_study_and_with_none():
     vals = {v.key: v for v in article.time_values([times("alpha", smoke=[(2.0, 60.0)], quick=[(12.0, 600.0)])])}
     assert vals["paper.time.smoke.clause"].text == "the newest smoke run of each of the 1 studies took 2.0 min in all"
-    assert vals["paper.time.full.clause"].text == "120.0 min (about 2.0 h) in all for all 1 studies"
-    assert vals["paper.time.full.gaps"].text == "none"
+    assert vals["paper.time.full_extrapolated.clause"].text == "120.0 min (about 2.0 h) in all for all 1 studies"
+    assert vals["paper.time.full_extrapolated.gaps"].text == "none"
     vals = {v.key: v for v in article.time_values([times("alpha")])}
     assert vals["paper.time.quick.clause"].text == "no study has a published quick run yet"
-    assert vals["paper.time.full.clause"].text == "no study's full time can be extrapolated from the published runs"
+    assert vals["paper.time.full_extrapolated.clause"].text == \
+        "no study's full time can be extrapolated from the published runs"
     assert math.isnan(vals["paper.time.quick.total"].value) and vals["paper.time.quick.studies"].value == 0
+
+
+def test_a_measured_full_run_is_shown_beside_the_prediction_it_is_held_against():
+    ts = [times("alpha", quick=[(12.0, 600.0)], full=[(131.5, 6000.0)]), times("beta", quick=[(6.0, 300.0)])]
+    cells = row(article.artifact_tex(ts), "alpha").split(" & ")
+    assert cells[7] == "120.0" and cells[8] == "131.5 \\\\"          # extrapolated 100 min x 1.2; measured
+    assert row(article.artifact_tex(ts), "beta").split(" & ")[8] == "---\\textsuperscript{a} \\\\"
+    vals = {v.key: v for v in article.time_values(ts)}
+    assert vals["paper.time.full.alpha"].value == pytest.approx(131.5)
+    assert math.isnan(vals["paper.time.full.beta"].value)
+    assert vals["paper.time.full.studies"].value == 1
+    assert vals["paper.time.full.clause"].text == \
+        "the newest full runs of the 1 of 2 studies that have one took 131.5 min in all (beta: none yet)"
+    assert vals["paper.time.full_extrapolated.alpha"].value == pytest.approx(120.0)
 
 
 @pytest.mark.parametrize("measured,word", [(0.955, "lies"), (0.99, "does not lie"), (0.92, "does not lie")])

@@ -33,18 +33,20 @@ def test_update_leaves_the_file_alone_at_printed_precision_and_rewrites_a_change
 
 
 @pytest.mark.committed
-def test_the_committed_data_print_what_the_committed_file_says(tmp_path, monkeypatch):
-    """`make pdf` on the committed data, without LaTeX: every value the paper can print is what
-    paper/printed/local-quick.tsv says (at printed precision), so an analysis change must come with a rendered and
-    committed file, and rendering on a clean checkout, whatever the host's CPU, leaves the file untouched."""
+@pytest.mark.parametrize("selection", ["quick", "paper"])
+def test_the_committed_data_print_what_the_committed_file_says(tmp_path, monkeypatch, selection):
+    """`make pdf` on the committed data (the paper's selection of runs, and all quick runs as `make paper` builds),
+    without LaTeX: every value the paper can print is what paper/printed/local-<selection>.tsv says (at printed
+    precision), so an analysis change must come with a rendered and committed file, and rendering on a clean
+    checkout, whatever the host's CPU, leaves the file untouched."""
     from snaptax.paper import render
 
     monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)   # the checkout's data/, even inside make test
     paper = tmp_path / "paper"
     shutil.copytree(paths.PAPER_DIR, paper, ignore=shutil.ignore_patterns("generated", "figures", "*.pdf", "*.aux",
                                                                           "*.log"))
-    committed = printedvalues.path_for(paths.PAPER_DIR, "local", "quick")
-    assert committed.is_file(), "no committed paper/printed/local-quick.tsv: run make pdf and commit it"
-    result = render.render_all("local", "quick", paper_dir=paper)
+    committed = printedvalues.path_for(paths.PAPER_DIR, "local", selection)
+    assert committed.is_file(), f"no committed {committed.name}: run make pdf and commit it"
+    result = render.render_all("local", selection, paper_dir=paper)
     assert result.printed_changes == [], (f"{len(result.printed_changes)} printed values differ from {committed.name} "
                                           f"(run make pdf and commit it): {result.printed_changes[:5]}")

@@ -1,6 +1,6 @@
 """What render gathers from data/ for the paper, beyond each study's own analysis."""
 from snaptax import compare, profiles, studies
-from snaptax.paper import article, render
+from snaptax.paper import article, render, repro
 from snaptax.record import RunWriter
 from tests.synthetic import judged, rig
 
@@ -42,13 +42,13 @@ def test_the_reruns_table_names_each_runs_commit_and_host_and_counts_pairs_on_on
         manifests[run_id] = RunRecord.load(publish(tmp_path, "chain_length", run_id, 1.0)).manifest
     across = compare.RunComparison("a", "20260101T000000Z-quick", "20260102T000000Z-quick", (), ())
     alike = compare.RunComparison("b", "20260102T000000Z-quick", "20260103T000000Z-quick", (), ())
-    values = {v.key: v for v in render.repro_values([across, alike], manifests)}
+    values = {v.key: v for v in repro.repro_values([across, alike], manifests)}
     assert values["paper.repro.same_host"].value == 1 and values["paper.repro.studies"].value == 2
     assert values["paper.repro.hosts"].text.startswith("1 of the 2 pairs ran both runs on one host model; the others")
-    alone = {v.key: v for v in render.repro_values([alike], manifests)}
+    alone = {v.key: v for v in repro.repro_values([alike], manifests)}
     assert alone["paper.repro.hosts"].text == "all 1 pairs ran both their runs on one host model"
-    assert not render.same_host(alike, {})        # an unrecorded host is never the same
-    table = render.repro_tex([across], manifests)
+    assert not repro.same_host(alike, {})        # an unrecorded host is never the same
+    table = repro.repro_tex([across], manifests)
     assert "(cccccccccc+; AMD EPYC)" in table and "(cccccccccc+; Intel Xeon)" in table
 
 

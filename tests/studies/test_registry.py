@@ -49,3 +49,26 @@ def test_a_study_opens_the_newest_run_of_its_profile(data_dir):
     assert study.newest_run("local", "smoke").name == "20260102T000000Z-smoke"
     with pytest.raises(studies.NoPublishedRun):
         study.newest_run("local", "full")
+
+
+def test_the_paper_selection_opens_a_studys_full_run_else_its_quick_run(data_dir):
+    """'paper' reads, per study, the newest full run where one is published, else the newest quick run; never a
+    smoke run; and it is a way of reading runs, not of measuring them."""
+    def publish(study, name):
+        run = data_dir / "local" / study / name
+        run.mkdir(parents=True)
+        (run / "manifest.json").write_text(json.dumps({"profile": {"name": name.rsplit("-", 1)[1]}}))
+
+    for name in ("20260101T000000Z-quick", "20260102T000000Z-full", "20260103T000000Z-quick"):
+        publish("chain_length", name)
+    publish("lifecycle", "20260101T000000Z-quick")
+    publish("tiering", "20260105T000000Z-smoke")
+    assert studies.get("chain_length").newest_run("local", "paper").name == "20260102T000000Z-full"
+    assert studies.get("lifecycle").newest_run("local", "paper").name == "20260101T000000Z-quick"
+    with pytest.raises(studies.NoPublishedRun, match="'full' or 'quick'"):
+        studies.get("tiering").newest_run("local", "paper")
+    assert profiles.run_profiles("paper") == ("full", "quick") and profiles.run_profiles("smoke") == ("smoke",)
+    with pytest.raises(profiles.ConfigError, match="unknown profile 'paper'"):
+        profiles.get("paper")
+    with pytest.raises(profiles.ConfigError, match="unknown profile 'fast'.*or, to read runs only, paper"):
+        profiles.run_profiles("fast")

@@ -132,10 +132,6 @@ FACTS: tuple[Fact, ...] = (
       for pool in ("sas_pool", "tier_pool")),
     Fact("lifecycle.light.converged_pct", "includes", "lifecycle.saturated.converged_pct",
          "discussion.tex: the light-load interval of converged deletions includes the saturated estimate"),
-    Fact("lifecycle.saturated.iterative.converged", "equals", 0.0,
-         "intro.tex and discussion.tex: the saturated iterative deletion did not converge"),
-    Fact("lifecycle.saturated.iterative.writer_iops", "estimate_below", "lifecycle.model.critical_rate",
-         "intro.tex and discussion.tex: ... although its guest wrote below the estimate of r*"),
     *(Fact("lifecycle.seek.predicted_service_without_over_with", relation, bound,
            "lifecycle.tex, seek span: the model predicts a change within the claim's tolerance of no change (C000-5's "
            "band; a prediction from the datasheet figures, without an interval)")
@@ -196,9 +192,6 @@ FACTS: tuple[Fact, ...] = (
          "seed001.tex and intro.tex: ... and less than the seed's vSAN loss"),
     Fact("metadata_cache.control_reads_per_io", "estimate_below", 1e-4,
          "metadata_cache.tex: without a snapshot the metadata reads are below 10^-4 per I/O"),
-    Fact("lifecycle.model.outcomes_total", "equals", 7.0,
-         "lifecycle.tex, discussion.tex and intro.tex: a predictor that always names the more common outcome gets at "
-         "least half of these 7 right (rounded up)"),
     *(Fact(f"tiering.predict.{name}", "includes", 100.0,
            "tiering.tex, the misplacement model: both predictions hold (their intervals include 100 %), so the simple "
            "mix accounts for the tiered pool's seconds") for name in ("hdd_fit_over_model", "sas_with_over_hdd")),

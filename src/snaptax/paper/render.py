@@ -12,7 +12,6 @@ from pathlib import Path
 
 from .. import (
     claims as claimsmod,
-    compare,
     derived,
     judged,
     operatingpoints,
@@ -28,7 +27,7 @@ from ..host import rig as rigmod
 from ..record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
 from ..record.lateness import FLASH
 from ..values import DerivedValues, Value
-from . import article, figures, heldout, heldoutfigure, macros, printedvalues, prose, sources
+from . import article, clauses, figures, heldout, heldoutfigure, macros, printedvalues, prose, repro, sources
 
 
 @dataclass(frozen=True)
@@ -54,9 +53,10 @@ class RenderedPaper:
 
 
 def analyse_newest(rig: str, profile: str) -> list[Rendered]:
-    """Analyse the newest published run of every registered study for the rig and profile (its derived values
-    cached, snaptax.derived). Raises (one line) for an unknown profile or rig, or a study without a run."""
-    profiles.get(profile)
+    """Analyse the newest published run of every registered study for the rig and profile, or the run a selection
+    (profiles.SELECTIONS) picks for it (its derived values cached, snaptax.derived). Raises (one line) for an
+    unknown profile or rig, or a study without a run."""
+    profiles.run_profiles(profile)
     rigmod.load(rig)
     out = []
     for study in studies.REGISTRY:
@@ -163,6 +163,7 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
     outcomes = paper_outcomes(rendered)
     lateness = [v for v in run_column(rendered, "worst_lateness_pct") if math.isfinite(v)]
     vals = [Value("paper.rig", text=rig), Value("paper.profile", text=profile),
+            Value("paper.profile.clause", text=repro.selection_clause(rendered, profile)),
             Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE),
             Value("paper.registration.rule", text=registration.TOLERANCE_RULE)]
     vals += claims_count_values(outcomes)
@@ -301,87 +302,6 @@ def runs_tex(rendered: list[Rendered]) -> str:
                                rows, align="llrlrrl")
 
 
-def rerun_comparisons(rig: str, profile: str, rendered: list[Rendered]) \
-        -> tuple[list[compare.RunComparison], dict[str, Manifest]]:
-    """Each study's newest run against the newest run of the same profile before it at the same inferred operating
-    points (a rerun on the same rig: a run at other settings measured another stand-in), and the manifest of each
-    compared run (run id -> Manifest: the code and host it measured with), from the records loaded for it."""
-    out, manifests = [], {}
-    for r in rendered:
-        runs = published_runs(rig, r.study, profile)
-        if len(runs) < 2 or runs[-1] != r.run:
-            continue
-        points = compare.operating_points_of(r.derived)
-        earlier = next(((run, d) for run in reversed(runs[:-1])      # analysed newest first, only as far as needed
-                        if compare.operating_points_of(d := derived.values_of(run)) == points), None)
-        if earlier is not None:
-            run, values = earlier
-            previous = RunRecord.load(run)
-            out.append(compare.compare_derived(values, r.derived, (previous.manifest.registration,
-                                                                   r.analysis.record.manifest.registration)))
-            for m in (previous.manifest, r.analysis.record.manifest):
-                manifests[m.run_id] = m
-    return out, manifests
-
-
-def same_host(comparison: compare.RunComparison, manifests: dict[str, Manifest]) -> bool:
-    """Both runs of a comparison measured on the same host model (Manifest.host_label; an unrecorded host is
-    never the same)."""
-    hosts = {manifests[r].host_label if r in manifests else "?" for r in (comparison.run_a, comparison.run_b)}
-    return len(hosts) == 1 and "?" not in hosts
-
-
-def repro_values(comparisons: list[compare.RunComparison], manifests: dict[str, Manifest]) -> list[Value]:
-    same = sum(c.verdicts_reproduced for c in comparisons)
-    total = sum(len(c.verdicts) for c in comparisons)
-    decisive_same = sum(c.decisive_reproduced for c in comparisons)
-    decisive = sum(len(c.decisive) for c in comparisons)
-    largest = [c.largest for c in comparisons if c.largest is not None]
-    worst = max(largest, key=lambda v: v.distance) if largest else None
-    inconsistent = sum(len(c.inconsistent) for c in comparisons)
-    comparable = sum(sum(v.comparable for v in c.values) for c in comparisons)
-    on_one_host = sum(same_host(c, manifests) for c in comparisons)
-    hosts = (f"all {on_one_host} pairs ran both their runs on one host model" if on_one_host == len(comparisons)
-             else f"{on_one_host} of the {len(comparisons)} pairs ran both runs on one host model; the others "
-                  "straddle a move between the two 2-core hosts this paper was built on")
-    return [Value("paper.repro.studies", float(len(comparisons)), "studies"),
-            Value("paper.repro.same_host", float(on_one_host), "studies"),
-            Value("paper.repro.hosts", text=hosts),
-            Value("paper.repro.verdicts_same", float(same), "rows"),
-            Value("paper.repro.verdicts_total", float(total), "rows"),
-            Value("paper.repro.decisive_same", float(decisive_same), "rows"),
-            Value("paper.repro.decisive_total", float(decisive), "rows"),
-            Value("paper.repro.inconclusive_both", float(total - decisive), "rows"),
-            Value("paper.repro.values_inconsistent", float(inconsistent), "values"),
-            Value("paper.repro.values_compared", float(comparable), "values"),
-            Value("paper.repro.largest_distance", worst.distance if worst else math.nan, "intervals", digits=1),
-            Value("paper.repro.largest_key", text=worst.key if worst else "none")]
-
-
-def repro_tex(comparisons: list[compare.RunComparison], manifests: dict[str, Manifest] | None = None) -> str:
-    """The reruns table: per study its two runs, each with the code (Manifest.code_label) and host
-    (Manifest.host_label) it measured with, the verdicts that reproduced and the values that were inconsistent."""
-    manifests = manifests or {}
-
-    def run_cell(run_id: str) -> str:
-        m = manifests.get(run_id)
-        label = f"{m.code_label}; {m.host_label}" if m else "?"
-        return f"\\texttt{{{macros.tex_escape(run_id)}}} ({macros.tex_escape(label)})"
-
-    rows = []
-    for c in comparisons:
-        big = c.largest
-        rows.append([macros.tex_escape(c.study), run_cell(c.run_a), run_cell(c.run_b),
-                     f"{c.verdicts_reproduced} of {len(c.verdicts)}",
-                     f"{len(c.inconsistent)} of {sum(v.comparable for v in c.values)}",
-                     f"{big.distance:.1f} ({macros.breakable(big.key)})" if big else "--"])
-    if not rows:
-        return "% generated by snaptax from data/; do not edit\n\\emph{No study has a rerun of this profile yet.}\n"
-    return macros.render_table(["study", "run (commit; host)", "rerun (commit; host)", "same verdicts",
-                                "values inconsistent", "largest difference (intervals)"], rows,
-                               align="lllrrp{0.3\\linewidth}")
-
-
 def dirty_runs_tex(manifests: list[Manifest]) -> str:
     """The paper's first-page note on the code that measured: every run it uses (each study's cited run and the
     run it is compared with) whose measuring code had uncommitted changes, by study, run and commit ('+': the
@@ -468,8 +388,10 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
         made.update(traced)
         values += list(r.derived.values.values())
     values += paper_values(rig, profile, rendered)
-    comparisons, compared = rerun_comparisons(rig, profile, rendered)
-    values += repro_values(comparisons, compared)
+    comparisons, compared = repro.rerun_comparisons(rig, rendered)
+    values += repro.repro_values(comparisons, compared)
+    across, across_runs = repro.profile_comparisons(rig, rendered)
+    values += repro.profile_values(across)
     outcomes = paper_outcomes(rendered)
     glance = article.glance_rows(outcomes, [r.study for r in rendered])
     manifests = {r.study: r.analysis.record.manifest for r in rendered}
@@ -479,12 +401,14 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     values += article.time_values(times)
     values += article.bench_values(paths.BENCH_LATEST)
     values += heldout.heldout_values({v.key: v for v in values})
+    values += clauses.clause_values({v.key: v for v in values})
     frame = heldoutfigure.points_frame(heldoutfigure.heldouts_of({r.study: r.analysis for r in rendered}))
     figures.save(heldoutfigure.chart(frame), heldoutfigure.FIGURE, figure_dir)
     made[heldoutfigure.FIGURE] = sources.Source(heldoutfigure.FIGURE, "snaptax.paper.heldoutfigure.chart")
-    for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro_tex),
-                     ("glance", article.glance_tex), ("artifact", article.artifact_tex),
-                     ("stand-ins", stand_ins_tex), ("heldout", heldout.heldout_tex)):
+    for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro.repro_tex),
+                     ("profiles", repro.profile_tex), ("glance", article.glance_tex),
+                     ("artifact", article.artifact_tex), ("stand-ins", stand_ins_tex),
+                     ("heldout", heldout.heldout_tex)):
         made[stem] = sources.Source(stem, f"{fn.__module__}.{fn.__name__}")
     tex_files = sorted(paper_dir.glob("*.tex")) + sorted((paper_dir / "sections").glob("*.tex"))
     macros.check_available(macros.keys_used(tex_files), (v.key for v in values))
@@ -500,9 +424,10 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     write_atomic(generated_dir / "claims-notes.tex", claims_notes_tex(outcomes))
     write_atomic(generated_dir / "claims-tolerances.tex", tolerance_bases_tex(outcomes))
     macros.write_table("runs", runs_tex(rendered), generated_dir)
-    macros.write_table("reruns", repro_tex(comparisons, compared), generated_dir)
+    macros.write_table("reruns", repro.repro_tex(comparisons, compared), generated_dir)
+    macros.write_table("profiles", repro.profile_tex(across, across_runs), generated_dir)
     macros.write_table("heldout", heldout.heldout_tex({v.key: v for v in values}), generated_dir)
-    used = [r.analysis.record.manifest for r in rendered] + list(compared.values())
+    used = [r.analysis.record.manifest for r in rendered] + list(compared.values()) + list(across_runs.values())
     write_atomic(generated_dir / "frontnote.tex", dirty_runs_tex(used) + prose.outdated_tex(outdated))
     write_atomic(generated_dir / "values.tex", macros.render_tex(values))
     printed_file = printedvalues.path_for(paper_dir, rig, profile)

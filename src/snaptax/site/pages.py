@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__, claims as claimsmod, claimstable, seeds, standins
+from .. import __version__, claims as claimsmod, claimstable, profiles, seeds, standins
 from ..claimstable import Row
 from .assets import Assets
 
@@ -255,7 +255,7 @@ def index_body(rows: Sequence[Row], links: Sequence[SeedLinks], notebooks: Seque
            "from disk or from any local web server; every chart is interactive (hover for values; its menu saves "
            "it as SVG or PNG) and drawn by the Vega vendored with the site: nothing is fetched.</p>",
            f"<p>Built by snaptax {esc(__version__)} from the committed notebooks (as committed, not executed) and "
-           f"the newest {esc(profile)} runs on rig {esc(rig)} under data/: the rows `make claims` prints.</p>",
+           f"{esc(profiles.runs_words(profile))} on rig {esc(rig)} under data/: the rows `make claims` prints.</p>",
            "<h2>The seeds</h2><p>Five documents whose measurements the paper reproduces; a page for each, with its "
            "claims rows and the notebooks that serve it.</p><table><thead><tr><th>seed</th><th>what it measured"
            "</th><th>notebooks</th></tr></thead><tbody>"]

@@ -109,13 +109,17 @@ class Study:
         return self.analyse_module().analyse(record)
 
     def newest_run(self, rig: str, profile: str) -> Path:
+        """The newest published run at `profile`; for a run selection (profiles.SELECTIONS), the newest run of the
+        first of its profiles that has one."""
         from ..record import published_runs
 
-        runs = published_runs(rig, self.id, profile)
-        if not runs:
-            raise NoPublishedRun(f"no published run of study {self.id!r} at profile {profile!r} for rig {rig!r} "
-                                 f"(measure one: python -m snaptax run {self.id} --rig {rig} --profile {profile})")
-        return runs[-1]
+        for name in profiles.run_profiles(profile):
+            if runs := published_runs(rig, self.id, name):
+                return runs[-1]
+        last = profiles.run_profiles(profile)[-1]
+        raise NoPublishedRun(f"no published run of study {self.id!r} at profile "
+                             f"{' or '.join(repr(p) for p in profiles.run_profiles(profile))} for rig {rig!r} "
+                             f"(measure one: python -m snaptax run {self.id} --rig {rig} --profile {last})")
 
     def open(self, rig: str, profile: str, run_dir: str | Path | None = None, measure: bool = False) -> RunRecord:
         """The run a notebook explores: measured now (measure=True), the given run_dir, or the newest published
