@@ -350,7 +350,8 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
         f"x{s.untiered_factor:g} on sas_pool)",
         f"learning: {s.learn_segment_s:g}-s runs until a cycle has ended and >= {s.learned_fraction:.0%} of I/O is "
         f"SSD-served, at most {s.learn_limit_s:g} s (re-learning at most {s.relearn_limit_s:g} s)",
-        *([f"then {LVM_THIN} ({t.analogue}) once on each pool (a contrast, not a claim), in the TCG guest where the kernel has no device-mapper: "
+        *([f"then {LVM_THIN} ({t.analogue}) once on each pool (a contrast, not a claim), in the TCG guest where "
+            f"the kernel has no device-mapper: "
             f"{t.chunk_size // KiB} KiB chunks, snapshot of the origin, deleted by lvremove (no load window: it "
             f"copies nothing back); learning and re-learning in {s.guest_segment_s:g}-s runs that the host ends by "
             f"the same rule from the pool's counters, asked before each run; the phases as long as qcow2's on "
