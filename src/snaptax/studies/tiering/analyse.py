@@ -9,9 +9,18 @@ the claims; the LVM thin rows are the array-native contrast. An LVM thin run's o
 SSD-served share, tiering cycles and emulator lateness are cut from the host series at the run's start and end
 (the guest's step lines, stamped on the host's clock).
 
+Replicates (issue 47.3). The qcow2 timelines of each pool may be measured several times, each an independent
+replicate (`sas_pool`, `tier_pool`, `sas_pool@r1`, ...; plan.qcow2_variants). The claims' values, every qcow2
+phase ratio and the ratios at the SSD tier's speed, are formed per replicate and their intervals taken over the
+replicates (replicates.py); with one replicate they are not judged (n < 3). Everything else the paper describes
+(IOPS, SSD-served shares, the commit's times, learning, the misplacement fit and its what-ifs, the held-out test,
+the figures and the phases table) is the first replicate's, the timeline every run has; the lateness and the
+cycles that ended inside steady phases are checked over every replicate. The LVM thin contrast is measured once.
+
 Modules. tables.py reads the run into tables (per fio run, per second, per phase); misplacement.py fits the
 misplacement model and computes its predictions and what-ifs; lvmthin.py gives the LVM thin contrast's values and
-its models of the loss after lvremove; this module puts them together into the values and the claims' verdicts.
+its models of the loss after lvremove; replicates.py the claims' values over replicates; this module puts them
+together into the values and the claims' verdicts.
 """
 from __future__ import annotations
 
@@ -37,7 +46,10 @@ from .plan import (
     TIERED,
     TieringParameters,
     engine_of,
+    pool_of,
+    replicate_of,
 )
+from .replicates import estimates, over_replicates, per_replicate, replicate_values
 from .tables import (
     BATCH_S,
     RATIO_PHASES,
@@ -78,6 +90,7 @@ class TieringAnalysis(Analysis):
     at_tier_speed: pd.DataFrame = field(default_factory=pd.DataFrame)      # tier_pool ratios at the SSD's speed
     what_if_curves: pd.DataFrame = field(default_factory=pd.DataFrame)     # what_if_curves()
     heldout: ho.HeldOut | None = None                                        # the misplacement model's (heldout.py)
+    replicates: pd.DataFrame = field(default_factory=pd.DataFrame)   # per qcow2 replicate and phase (replicates.py)
 
 
 def _claims(pools: set[str]) -> list[Claim]:
@@ -184,8 +197,10 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
            Value(f"{k}.guest_segment_s", float(s.guest_segment_s), "s", digits=0),
            Value(f"{k}.learned_fraction_pct", 100 * float(s.learned_fraction), "%", digits=0),
            Value(f"{k}.untiered_factor", float(s.untiered_factor), "", digits=0),
+           # over every qcow2 replicate: a cycle inside any of their steady phases would change what it measured
            Value(f"{k}.cycles_inside_steady", float(phases[phases.phase.isin(("initial", "with", "after"))
-                                                           & phases.pool.isin(POOLS)].cycles_inside.sum())
+                                                           & (phases.pool.map(engine_of) == "qcow2")
+                                                           ].cycles_inside.sum())
                  if not phases.empty else math.nan, "")]
     for pool in POOLS:
         for phase in ("initial", *RATIO_PHASES):
@@ -224,7 +239,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
             load_end = float(dels.t_start_s.iloc[0]) + float(dels.fio_runtime_s.iloc[0])
             under_load = info["t_done"] < load_end - LOAD_END_MARGIN_S
         out.append(Value(f"{k}.{pool}.commit_under_load", text=("yes" if under_load else "no") if info else "n/a"))
-        q = meas[meas.pool == pool] if not meas.empty else meas
+        # every replicate's qcow2 timeline on the pool
+        q = meas[(meas.pool.map(pool_of) == pool) & (meas.pool.map(engine_of) == "qcow2")] if not meas.empty else meas
         out.append(Value(f"{k}.{pool}.worst_lateness_pct", float(q.lateness_pct.max()) if len(q) else math.nan, "%",
                          digits=0))
     for phase in RATIO_PHASES:
@@ -291,13 +307,22 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     seconds = seconds_table(record)
     events = events_table(record)
     phases = phases_table(seconds, meas)
-    fit = fit_model(seconds)
+    fit = fit_model(seconds)                       # the first replicate's timeline
     model_us = model_time_per_io(record)
-    speed = at_tier_speed(phases, fit, model_us)
+    first = phases[phases.replicate == 0] if not phases.empty else phases
+    speed = at_tier_speed(first, fit, model_us)
     what_if = what_if_table(fit, phases, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit
                                                                          else math.nan), read_fraction(record))
     values = _values(record, meas, phases, events, fit, what_if, speed, model_us)
     params = record.parameters(TieringParameters)
+    # the claims' values (and every qcow2 phase ratio) over the independent replicates (replicates.py)
+    reps = per_replicate(seconds, phases, model_us)
+    est = estimates(reps)
+    values = [over_replicates(v, est[v.key]) if v.key in est else v for v in values]
+    learned = events[(events.event == "learn_done") & (events.pool.map(pool_of) == TIERED)
+                     & (events.pool.map(engine_of) == "qcow2")] if not events.empty else events
+    values += replicate_values(reps, params.scale.replicates,
+                               {replicate_of(r.pool): bool(r.learned) for r in learned.itertuples()})
     values += pool_values(pool_specs(record.manifest, params.devices))
     layout = {v: {"span_model": (meta.get("study") or {}).get("span_model") or {},
                   "chunk_size": variant_chunk_size(record, v)}
@@ -313,7 +338,7 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     outcomes = [outcome(c, by_key) for c in _claims(set(meas.pool))]
     curves = what_if_curves(fit, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit else math.nan))
     return TieringAnalysis(record, values, outcomes, meas, seconds, phases, events, fit, what_if, model_us, speed,
-                           curves, test)
+                           curves, test, reps)
 
 
 __all__ = ["TieringAnalysis", "analyse", "pool_specs", "pool_values", "read_fraction"]

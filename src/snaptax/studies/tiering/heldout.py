@@ -16,7 +16,12 @@ the speed it was served at, not the flash model's: the test asks whether the sha
 Standard errors, on the log scale: the measured ratio's from the batch means of the phase and of the initial phase
 (Welch); the prediction's from the SAS-only pool's batch means (τ_hdd's relative standard error, carried through
 the prediction's sensitivity to τ_hdd numerically), with its n − 1 degrees of freedom. Per engine: qcow2 on the
-two pools, and LVM thin where its per-second samples exist. Pure."""
+two pools, and LVM thin where its per-second samples exist.
+
+Replicates: the test reads the first replicate's timelines (the variants named as the pools, which every run has,
+and beside which the LVM thin contrast was measured once); the engines' variant names given to it select them. Its
+standard errors are therefore within one timeline (batch means), as before replicates; pooling the replicates
+would predict each replicate's phases from its own initial phases and is left for the paper-grade runs. Pure."""
 from __future__ import annotations
 
 import math

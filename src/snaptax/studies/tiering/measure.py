@@ -1,4 +1,6 @@
-"""Measure the tiering study (needs root): one timeline per pool, the qcow2 redo log on it, in one RunSession.
+"""Measure the tiering study (needs root): the qcow2 redo log's timeline on each pool, `replicates` times
+(plan.qcow2_variants: replicate-major, the pools interleaved; each replicate a fresh engine, emulated pool and fio
+processes), in one RunSession.
 
 Each timeline is fill → (learn) → initial → snapshot → settle → with → delete (QEMU's active commit under the load)
 → after → (relearn → relearned), every phase one fio run through snaptax.timeline, the pool's counters sampled
@@ -150,13 +152,13 @@ def learning_verdict(before: dict[str, float], after: dict[str, float], cycles_n
 
 
 def wait_until_learned(tl: Timeline[Qcow2ChainEngine], s: planmod.TieringScale, phase: str, limit_s: float,
-                       cycles_needed: float) -> bool:
+                       cycles_needed: float, replicate: int = 0) -> bool:
     """Run the workload in short runs until a cycle ended past `cycles_needed` and a run's SSD-served share is at
     least s.learned_fraction, or `limit_s` passed. Returns whether the pool learned; logs the decision."""
     t0 = tl.now()
     repeat = 0
     while True:
-        job = planmod.workload(s, s.learn_segment_s, phase, repeat)
+        job = planmod.workload(s, s.learn_segment_s, phase, repeat, replicate=replicate)
         repeat += 1
         before = tl.engine.counters()
         tl.run(job_text(job), job, phase)
@@ -168,30 +170,32 @@ def wait_until_learned(tl: Timeline[Qcow2ChainEngine], s: planmod.TieringScale, 
             return v.learned
 
 
-def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringScale, pool: str) -> None:
+def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringScale, pool: str,
+             replicate: int = 0) -> None:
+    """One qcow2 timeline on `pool` (replicate `replicate`: its fio offsets, plan.phase_seed), on `engine`, fresh."""
     tl = Timeline[Qcow2ChainEngine](session, engine, session.variant)
 
     def steady(phase: str, seconds: float) -> None:
-        job = planmod.workload(s, s.phase_length(pool, seconds), phase)
+        job = planmod.workload(s, s.phase_length(pool, seconds), phase, replicate=replicate)
         tl.run(job_text(job), job, phase)
 
     with HostSampler(engine._host_counters, tl.t0, sampled_keys(engine.counters())) as sampler:
         fill = planmod.fill_job(s)
         tl.run(job_text(fill), fill, "fill")
         if planmod.tiered(pool):
-            wait_until_learned(tl, s, "learn", s.learn_limit_s, 1)
+            wait_until_learned(tl, s, "learn", s.learn_limit_s, 1, replicate)
         steady("initial", s.phase_s)
         tl.event("snapshot", name=engine.take_snapshot())
         steady("settle", s.settle_s)
         steady("with", s.with_s)
         cycles_before = engine.counters().get("host.tier_cycles", 0.0)
-        job = planmod.workload(s, s.phase_length(pool, s.delete_window_s), "delete")
+        job = planmod.workload(s, s.phase_length(pool, s.delete_window_s), "delete", replicate=replicate)
         load = tl.start(job_text(job), job, "delete")
         info = delete_active(tl, load)
         tl.finish(load, {"deletion": info})
         steady("after", s.phase_s)
         if planmod.tiered(pool):
-            wait_until_learned(tl, s, "relearn", s.relearn_limit_s, cycles_before + 1)
+            wait_until_learned(tl, s, "relearn", s.relearn_limit_s, cycles_before + 1, replicate)
             steady("relearned", s.phase_s)
     sampler.write(host_series_path(session))
 
@@ -267,11 +271,14 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup
                         "model_time_per_io": emulated_time_per_io(specs[pool], dev.capacity, s)}
                  for pool, dev in devices.items()}
         span = {pool: span_model(specs[pool], dev.capacity, s) for pool, dev in devices.items()} if lvmthin else {}
-        for pool, dev in devices.items():
-            attempt(session, pool, functools.partial(timeline, s=s, pool=pool),
+        # each replicate a timeline on a fresh engine: attempt opens the device anew (the emulated pool starts
+        # afresh, its tiering cycles counted from its start), in plan.qcow2_variants' order
+        for name, pool, replicate in planmod.qcow2_variants(s):
+            dev = devices[pool]
+            attempt(session, name, functools.partial(timeline, s=s, pool=pool, replicate=replicate),
                     functools.partial(Qcow2ChainEngine, rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
-                    study[pool])
-        if lvmthin:
+                    {**study[pool], "replicate": replicate})
+        if lvmthin:      # the contrast: once per pool, after every qcow2 replicate
             for pool, dev in devices.items():
                 plan = planmod.lvmthin_plan(s, pool)
                 execute_variant(rig, dev, planmod.lvmthin_config(), s.disk_bytes, planmod.lvmthin_variant(pool),

@@ -55,11 +55,12 @@ def at_tier_speed(phases: pd.DataFrame, fit: tm.TierFit | None, model_us: dict[s
     return pd.DataFrame(rows, columns=columns)
 
 
-def fit_model(seconds: pd.DataFrame) -> tm.TierFit | None:
+def fit_model(seconds: pd.DataFrame, variant: str = TIERED) -> tm.TierFit | None:
     """The misplacement model on the tiered pool's per-second (p, IOPS) points outside consolidation and
-    learning (migrations and the commit's copy add I/O the model does not describe); None when the points do
-    not span the share (the pool did not learn, e.g. at smoke)."""
-    s = seconds[(seconds.pool == TIERED) & seconds.phase.isin(MODEL_PHASES) & (seconds.t_in_phase_s > 1.0)]
+    learning (migrations and the commit's copy add I/O the model does not describe), of one timeline: `variant`,
+    the first replicate's by default (another replicate's for the claims' values over replicates, replicates.py);
+    None when the points do not span the share (the pool did not learn, e.g. at smoke)."""
+    s = seconds[(seconds.pool == variant) & seconds.phase.isin(MODEL_PHASES) & (seconds.t_in_phase_s > 1.0)]
     try:
         return tm.fit(s.ssd_share.to_numpy(), s.iops.to_numpy())
     except ValueError:

@@ -32,6 +32,13 @@ On tier_pool, learn ends a few seconds after a cycle end, and initial ... after 
 that cycle's plan would promote the delta and `with` would measure a recovered pool: the scales keep them within
 the cycle and the analysis reports any cycle that ended inside a phase.
 
+Replicates (issue 47.3): the qcow2 timeline of each pool runs `replicates` times, each an independent run (a
+fresh emulated pool, engine, daemon and fio processes, its own fill, learning and phases, its own fio offsets:
+phase_seed), named by plan.replicate_name (`sas_pool`, `tier_pool`, `sas_pool@r1`, `tier_pool@r1`, ...: the
+first keeps the pool's name, so a run of one replicate reads as runs always did). The claims' values are formed
+per replicate and their intervals taken over the replicates (analyse, replicates.py); smoke and quick run one
+(their claims are not judged, n < 3), full three. The order is replicate-major (qcow2_variants).
+
 LVM thin (array-native), for contrast, on each pool after the qcow2 timeline: a thin volume of the same size in a
 thin pool (64 KiB chunks, snapshots of the origin, fio on the origin), in the TCG guest where the kernel has no
 device-mapper. A snapshot makes every write to a shared chunk allocate a new pool chunk: further into the pool's LBA
@@ -53,7 +60,7 @@ from ...engines.lvmthin.config import LvmThinConfig
 from ...engines.qcow2 import Qcow2Config, metadata_configs
 from ...errors import ConfigError
 from ...fio import FioJob, format_size
-from ...plan import DeleteSnapshot, Measure, Plan, Step, TakeSnapshot, disk_needs
+from ...plan import DeleteSnapshot, Measure, Plan, Step, TakeSnapshot, disk_needs, replicate_name, split_replicate
 from ...studyparams import StudyParameters
 
 STUDY = "tiering"
@@ -87,7 +94,8 @@ class TieringScale:
     for the pool to learn; learn_limit_s/relearn_limit_s: how long to wait at most; learned_fraction: the
     SSD-served share of I/O that counts as learned; untiered_factor: how much longer the runs are on the pool
     without tiering (phase_length); span_model_ios: requests per closed loop of the untiered pool's span model
-    (measure.span_model: 25 loops, about 60 µs of CPU per request)."""
+    (measure.span_model: 25 loops, about 60 µs of CPU per request); replicates: independent qcow2 timelines per
+    pool (issue 47.3: a fresh pool, engine and fio processes each; the LVM thin contrast runs once)."""
 
     disk_bytes: int
     phase_s: float
@@ -101,6 +109,7 @@ class TieringScale:
     untiered_factor: float = 2.0
     guest_segment_s: float = 10.0
     span_model_ios: int = 6000
+    replicates: int = 1     # runs recorded before replicates existed (2026-11-29) had one (record.upgrade)
 
     def __post_init__(self) -> None:
         src = "tiering scale"
@@ -117,6 +126,8 @@ class TieringScale:
             raise ConfigError(src, "learned_fraction", f"must be in (0, 1], got {self.learned_fraction}")
         if not self.span_model_ios >= 100:
             raise ConfigError(src, "span_model_ios", f"must be at least 100, got {self.span_model_ios}")
+        if not (isinstance(self.replicates, int) and self.replicates >= 1):
+            raise ConfigError(src, "replicates", f"must be a whole number >= 1, got {self.replicates}")
         if not self.untiered_factor >= 1:
             raise ConfigError(src, "untiered_factor", f"must be ≥ 1, got {self.untiered_factor}")
 
@@ -133,17 +144,19 @@ class TieringScale:
 
 SCALES: dict[str, TieringScale] = {
     # smoke: every phase once, short; the pool does not get to learn (no cycle ends): numbers are not meaningful;
-    # the span model with a tenth of the requests (1 s of CPU, not 9)
+    # the span model with a tenth of the requests (1 s of CPU, not 9); one replicate
     "smoke": TieringScale(32 * MiB, phase_s=2, settle_s=2, with_s=2, delete_window_s=4, learn_segment_s=2,
-                          learn_limit_s=2, relearn_limit_s=2, untiered_factor=1.0, span_model_ios=600),
+                          learn_limit_s=2, relearn_limit_s=2, untiered_factor=1.0, span_model_ios=600, replicates=1),
     # quick: the seed's disk scaled; learning takes one 120 s cycle; initial ... after take 95 s of the ~110 s
     # left in the next cycle; sas_pool's runs twice as long (its claims' intervals were about ±6 pp with 3-s
     # batches of 20 s, against ±5 pp tolerances). The LVM thin guest learns in 10-s runs the host ends from the
-    # pool's counters (lvmthin_plan's gated runs, measure.LearningGate), as the qcow2 timeline does.
+    # pool's counters (lvmthin_plan's gated runs, measure.LearningGate), as the qcow2 timeline does. One replicate:
+    # quick's whole-suite budget (90 min) is nearly used, so its claims stay not judged (n < 3).
     "quick": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
-                          learn_limit_s=200, relearn_limit_s=150),
+                          learn_limit_s=200, relearn_limit_s=150, replicates=1),
+    # full: three independent qcow2 timelines per pool, the least that is judged (science plan §5)
     "full": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
-                         learn_limit_s=260, relearn_limit_s=260),
+                         learn_limit_s=260, relearn_limit_s=260, replicates=3),
 }
 
 
@@ -160,12 +173,30 @@ def lvmthin_variant(pool: str) -> str:
 
 
 def pool_of(variant: str) -> str:
-    """The pool a variant ran on."""
-    return variant.split(".")[0]
+    """The pool a variant ran on (of any replicate: `sas_pool@r1` ran on sas_pool)."""
+    return split_replicate(variant)[0].split(".")[0]
 
 
 def engine_of(variant: str) -> str:
-    return variant.split(".")[1] if "." in variant else "qcow2"
+    base = split_replicate(variant)[0]
+    return base.split(".")[1] if "." in base else "qcow2"
+
+
+def replicate_of(variant: str) -> int:
+    """The replicate a recorded variant belongs to (0 for the first, and for runs made before replicates)."""
+    return split_replicate(variant)[1]
+
+
+def qcow2_variants(s: TieringScale) -> tuple[tuple[str, str, int], ...]:
+    """The qcow2 timelines in measuring order: (recorded variant name, pool, replicate).
+
+    Replicate-major, the pools interleaved within each replicate (r0 sas_pool, r0 tier_pool, r1 sas_pool, r1
+    tier_pool, ...), as plan.replicated orders other studies' variants: the host's disk and CPU drift over a
+    sitting of an hour or more (platform notes: ±30 % between runs), and pool-major order would put all of one
+    pool's replicates in one part of the sitting and all of the other's in another, so drift would enter the
+    comparison of the two pools (C002-3 is a ratio of their ratios, formed within each replicate). Interleaved,
+    each replicate's two timelines are neighbours in time, and drift between sittings falls on both pools alike."""
+    return tuple((replicate_name(pool, r), pool, r) for r in range(s.replicates) for pool in POOLS)
 
 
 def lvmthin_plan(s: TieringScale, pool: str) -> Plan:
@@ -203,21 +234,26 @@ def qcow2_config(s: TieringScale) -> Qcow2Config:
     return metadata_configs(s.disk_bytes)[1]
 
 
-def workload(s: TieringScale, runtime_s: float, phase: str, repeat: int = 0, name: str = "iometer") -> FioJob:
+def workload(s: TieringScale, runtime_s: float, phase: str, repeat: int = 0, name: str = "iometer",
+             replicate: int = 0) -> FioJob:
     """Seed 002's IOmeter pattern: 32 KiB, 80 % read, 90 % random, over the whole disk, with the random seed of
-    `phase`'s `repeat`-th run (phase_seed).
+    `phase`'s `repeat`-th run in replicate `replicate` (phase_seed).
 
     The seed's IOmeter ran on through every phase, so each phase met offsets it had not met before. fio's default
     seed would replay one sequence in every phase: the with-snapshot phase would rewrite what the settle phase had
     just written, and after a deletion the load would touch only chunks the snapshot phases had already copied."""
     return FioJob(name, "randrw", bs=BS, iodepth=IODEPTH, numjobs=1, size=s.disk_bytes, runtime_s=runtime_s,
-                  rwmixread=READ_PERCENT, percentage_random=RANDOM_PERCENT, randseed=phase_seed(phase, repeat))
+                  rwmixread=READ_PERCENT, percentage_random=RANDOM_PERCENT,
+                  randseed=phase_seed(phase, repeat, replicate))
 
 
-def phase_seed(phase: str, repeat: int = 0) -> int:
-    """fio's randseed for the `repeat`-th run of `phase`: CRC-32 of "phase/repeat" — fixed from run to run (a rerun
-    draws the same offsets), different between phases and repeats."""
-    return zlib.crc32(f"{phase}/{repeat}".encode())
+def phase_seed(phase: str, repeat: int = 0, replicate: int = 0) -> int:
+    """fio's randseed for the `repeat`-th run of `phase` in replicate `replicate`: CRC-32 of "phase/repeat" (the
+    first replicate: the seeds runs have always used) or "phase/repeat/r<replicate>" — fixed from run to run (a
+    rerun draws the same offsets), different between phases, repeats and replicates (each replicate is another
+    draw of the seed's random load, so the spread between replicates includes the offsets' own)."""
+    key = f"{phase}/{repeat}" if replicate == 0 else f"{phase}/{repeat}/r{replicate}"
+    return zlib.crc32(key.encode())
 
 
 def fill_job(s: TieringScale) -> FioJob:
@@ -239,11 +275,13 @@ GUEST_FIO_START_S = 1.5    # fio's start and exit in the TCG guest, per run
 
 
 def estimated_seconds(s: TieringScale, lvmthin: bool = True) -> float:
-    """Planned time (s), for the ETA: the qcow2 timelines with the tier pool's waits at their limits (learning
-    ends earlier when the counters say so), the phases, 5 s per fill and engine start; then (lvmthin) the LVM thin
-    timelines' fixed plans, with the guest's start and fio's start in it."""
+    """Planned time (s), for the ETA: the qcow2 timelines (each pool's `replicates` times) with the tier pool's
+    waits at their limits (learning ends earlier when the counters say so), the phases, 5 s per fill and engine
+    start; then (lvmthin) the LVM thin timelines' fixed plans, once per pool, with the guest's start and fio's
+    start in it."""
     per_pool = s.between_cycles_s + 10
-    total = per_pool * (1 + s.untiered_factor) + s.learn_limit_s + s.relearn_limit_s + s.phase_s
+    per_replicate = per_pool * (1 + s.untiered_factor) + s.learn_limit_s + s.relearn_limit_s + s.phase_s
+    total = per_replicate * s.replicates
     if lvmthin:
         for pool in POOLS:
             plan = lvmthin_plan(s, pool)
@@ -257,9 +295,10 @@ def planned_seconds(profile: profiles.Profile, lvmthin: bool = True) -> float:
 
 
 def planned_points(s: TieringScale, lvmthin: bool = True) -> int:
-    """fio runs at most: every phase of both pools, learning segments at their limits; the LVM thin plans' runs."""
+    """fio runs at most: every phase of both pools in every replicate, learning segments at their limits; the LVM
+    thin plans' runs (once)."""
     learn = -(-s.learn_limit_s // s.learn_segment_s) + -(-s.relearn_limit_s // s.learn_segment_s)
-    qcow2 = len(phases_of("sas_pool")) + len(phases_of(TIERED)) - 2 + int(learn)
+    qcow2 = (len(phases_of("sas_pool")) + len(phases_of(TIERED)) - 2 + int(learn)) * s.replicates
     return qcow2 + (sum(len(list(lvmthin_plan(s, p).measurements())) for p in POOLS) if lvmthin else 0)
 
 
@@ -300,14 +339,19 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
         f"profile {profile.name}: IOmeter as seed 002, {BS // KiB} KiB, {READ_PERCENT} % read, {RANDOM_PERCENT} % "
         f"random, QD{IODEPTH}, over a {format_size(s.disk_bytes)} disk (the seed's 100 GB scaled by "
         f"{s.disk_bytes / SEED_DISK_BYTES:.2e}), qcow2 redo log ({qcow2_config(s).name}); every run draws its own "
-        f"offsets (fio randseed per phase and run)",
+        f"offsets (fio randseed per phase, run and replicate)",
         f"pools {', '.join(POOLS)}; phases {', '.join(phases_of(TIERED))} (sas_pool without learn/relearn)",
+        f"replicates: {s.replicates} independent qcow2 timeline{'s' if s.replicates != 1 else ''} per pool (a fresh "
+        f"pool, engine and fio processes each, the pools interleaved: "
+        f"{', '.join(v for v, _, _ in qcow2_variants(s))}); the claims' intervals are over them"
+        + (" (fewer than 3: the claims are not judged)" if s.replicates < 3 else ""),
         f"runs: initial/after/relearned {s.phase_s:g} s, settle {s.settle_s:g} s, with {s.with_s:g} s, "
         f"consolidation window {s.delete_window_s:g} s ({s.between_cycles_s:g} s from learned to after; "
         f"x{s.untiered_factor:g} on sas_pool)",
         f"learning: {s.learn_segment_s:g}-s runs until a cycle has ended and >= {s.learned_fraction:.0%} of I/O is "
         f"SSD-served, at most {s.learn_limit_s:g} s (re-learning at most {s.relearn_limit_s:g} s)",
-        *([f"then {LVM_THIN} ({t.analogue}) on each pool, in the TCG guest where the kernel has no device-mapper: "
+        *([f"then {LVM_THIN} ({t.analogue}) once on each pool (a contrast, not a claim), in the TCG guest where "
+            f"the kernel has no device-mapper: "
             f"{t.chunk_size // KiB} KiB chunks, snapshot of the origin, deleted by lvremove (no load window: it "
             f"copies nothing back); learning and re-learning in {s.guest_segment_s:g}-s runs that the host ends by "
             f"the same rule from the pool's counters, asked before each run; the phases as long as qcow2's on "
@@ -320,5 +364,5 @@ __all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "BS", "IODEPTH", "SPAN_MODEL_FR
            "TieringScale", "HELDOUT_PHASES", "SCALES", "scale",
            "qcow2_config", "workload", "phase_seed", "fill_job", "tiered", "phases_of", "estimated_seconds",
            "planned_seconds", "planned_points", "LVM_THIN", "lvmthin_config", "lvmthin_variant", "pool_of",
-           "engine_of", "lvmthin_plan",
+           "engine_of", "replicate_of", "qcow2_variants", "lvmthin_plan",
            "TieringParameters", "parameters", "describe"]

@@ -1,4 +1,8 @@
-"""Charts and TeX tables of the tiering study, from its analysis."""
+"""Charts and TeX tables of the tiering study, from its analysis.
+
+Replicates: the figures and the phases table show the first replicate's timelines (the variants named as the pools,
+and the LVM thin contrast measured once beside them; first_replicate), as every run has them; the claims' values
+over all replicates are in the claims table and the values the prose quotes."""
 from __future__ import annotations
 
 import math
@@ -26,6 +30,12 @@ MEASURED, MODEL = "measured", "model at the SSD tier's speed"    # the ratio cha
 MARKS = ("snapshot", "delete_start", "delete_done", "learn_done", "relearn_done", "delete")
 LVM_THIN_VARIANTS = tuple(lvmthin_variant(p) for p in POOLS)
 SERIES = (*POOLS, *LVM_THIN_VARIANTS)
+
+
+def first_replicate(a: TieringAnalysis) -> pd.DataFrame:
+    """The phases table's rows of the first replicate (every variant of a run of one replicate)."""
+    p = a.phases
+    return p[p.replicate == 0] if "replicate" in p.columns else p
 
 
 def variant_words(variant: str) -> str:
@@ -63,7 +73,8 @@ def ratio_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
     qcow2 points), per pool and engine (colour); for the tiered pool also the misplacement model's ratio at the SSD
     tier's own speed (misplacement.at_tier_speed), a model value, told from the measured ones by its shape (legend:
     MEASURED, MODEL)."""
-    p = a.phases[a.phases.phase.isin(list(PHASE_TITLES)[1:])].copy().assign(kind=MEASURED)
+    first = first_replicate(a)
+    p = first[first.phase.isin(list(PHASE_TITLES)[1:])].copy().assign(kind=MEASURED)
     variants = [v for v in SERIES if v in set(p.pool)]
     p["series"] = p.pool
     if not a.at_tier_speed.empty:
@@ -147,7 +158,7 @@ def phases_tex(a: TieringAnalysis) -> str:
         return titles.get(r.phase, r.phase)
     rows = [[variant_label(r.pool), phase(r), macros.fmt(r.iops, 0), ci(r), at_speed(r),
              macros.fmt(100 * r.ssd_share, 0) if math.isfinite(r.ssd_share) else "--", *seed(r)]
-            for r in a.phases.itertuples()]
+            for r in first_replicate(a).itertuples()]
     return macros.render_table(["pool, engine", "phase", "IO/s", "measured: \\% of initial [95\\% CI]",
                                 "model: at SSD speed \\%", "SSD-served \\%", "seed IO/s", "seed \\%"], rows,
                                align="llrrrrrr")
@@ -176,7 +187,8 @@ def what_if_chart(a: TieringAnalysis) -> alt.HConcatChart:
                                                                                           y2="high:Q"),
                                alt.Chart(ratio).mark_line(color="black").encode(x=x, y=y)]
     points = []
-    for r in a.phases[(a.phases.phase == "with") & (a.phases.pool.map(pool_of) == TIERED)].itertuples():
+    first = first_replicate(a)
+    for r in first[(first.phase == "with") & (first.pool.map(pool_of) == TIERED)].itertuples():
         points.append({"ssd_pct": 100 * r.ssd_share, "label": f"share measured, {ENGINE_WORDS[engine_of(r.pool)]}"})
     cache = a.what_if[a.what_if.what == "flash write cache"] if not a.what_if.empty else a.what_if
     if len(cache):
@@ -196,9 +208,10 @@ def what_if_chart(a: TieringAnalysis) -> alt.HConcatChart:
 def engines_table(a: TieringAnalysis) -> pd.DataFrame:
     """qcow2 against LVM thin per pool and phase: the SSD-served share, the measured ratio to the initial phase and,
     on the tiered pool, the ratio at the SSD tier's speed."""
-    if a.phases.empty:
+    first = first_replicate(a)
+    if first.empty:
         return pd.DataFrame(columns=["pool", "engine", "phase", "ssd_pct", "ratio_pct", "at_tier_speed_pct"])
-    p = a.phases.assign(engine=a.phases.pool.map(engine_of))
+    p = first.assign(engine=first.pool.map(engine_of))
     speed = {(r.pool, r.phase): r.ratio_pct for r in a.at_tier_speed.itertuples()}
     p["at_tier_speed_pct"] = [speed.get((r.pool, r.phase), 100.0 if r.phase == "initial" and pool_of(r.pool) == TIERED
                                         else math.nan) for r in p.itertuples()]

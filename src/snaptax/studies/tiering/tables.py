@@ -6,7 +6,12 @@ the timeline's events, and per pool and phase the VM-level IOPS and their ratios
 Intervals. A phase is one fio run; its per-second IOPS are not independent (a second's queue carries into the
 next), so each phase is cut into BATCH_S-second batches and the ratio of two phases' means is formed from their
 batch means (ratio of means, Welch, snaptax.stats) — the batch-means method of simulation output analysis. Both
-phases of a ratio are minutes apart in one timeline on one device.
+phases of a ratio are minutes apart in one timeline on one device. These intervals describe one timeline; the
+claims' intervals are over independent replicates (replicates.py), which batch means never count as.
+
+Replicates. `pool` in every table is the variant as recorded: the first replicate keeps the pool's name
+(`sas_pool`, `tier_pool.lvmthin`), later ones carry plan.replicate_name's mark (`sas_pool@r1`); plan.pool_of,
+engine_of and replicate_of read it.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from .plan import (
     LVM_THIN,
     engine_of,
     pool_of,
+    replicate_of,
 )
 
 BATCH_S = 3                                   # seconds per batch mean
@@ -228,6 +234,10 @@ def phase_samples(seconds: pd.DataFrame, meas: pd.DataFrame, pool: str, phase: s
 
 
 def phases_table(seconds: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
+    """Per timeline (`pool`: the recorded variant, every replicate; `replicate` its number) and phase: the mean of
+    the phase's batch means, their ratio to the initial phase's with the Welch interval within the timeline
+    (descriptive: the claims' intervals are over replicates, replicates.py), the SSD-served share, cycles inside and
+    the seed's figures."""
     rows = []
     for pool in sorted(meas.pool.unique()):
         initial = phase_samples(seconds, meas, pool, "initial")
@@ -237,7 +247,8 @@ def phases_table(seconds: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
                 continue
             x = phase_samples(seconds, meas, pool, phase)
             r = ratio_of_means_interval(x, initial)
-            rows.append({"pool": pool, "phase": phase, "iops": float(np.mean(x)) if len(x) else math.nan,
+            rows.append({"pool": pool, "replicate": replicate_of(pool), "phase": phase,
+                         "iops": float(np.mean(x)) if len(x) else math.nan,
                          "batches": len(x), "ratio_pct": 100 * r.estimate, "ratio_low": 100 * r.low,
                          "ratio_high": 100 * r.high, "n": r.n, "ssd_share": float(m.ssd_share.iloc[0]),
                          "cycles_inside": float(m.tier_cycles.iloc[0]),
