@@ -5,15 +5,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from .. import compare, derived
+from ..analysis import Analysis
 from ..record import Manifest, RunRecord, published_runs
-from ..values import Value
+from ..values import DerivedValues, Value
 from . import article, macros
 
-if TYPE_CHECKING:
-    from .render import Rendered
+
+class Rendered(Protocol):
+    """A study's run as render analysed it (render.Rendered; a protocol, so that render may import this module)."""
+
+    @property
+    def study(self) -> str: ...
+
+    @property
+    def run(self) -> Path: ...
+
+    @property
+    def analysis(self) -> Analysis: ...
+
+    @property
+    def derived(self) -> DerivedValues: ...
 
 PAPER_GRADE, EVERYDAY = "full", "quick"
 Comparisons = tuple[list[compare.RunComparison], dict[str, Manifest]]
