@@ -18,10 +18,10 @@ def verdict(claim, quick, full):
 def test_the_first_page_says_which_studies_rest_on_paper_grade_runs():
     mixed = [rendered("chain_length", "quick"), rendered("lifecycle", "full"), rendered("tiering", "quick"),
              rendered("db_snapshots", "full")]
-    assert repro.selection_clause(mixed, "paper") == (
-        "paper: each study's newest paper-grade run where it has one, else its quick run (full for lifecycle and "
+    assert repro.selection_clause(mixed) == (
+        "each study's newest paper-grade run where it has one, else its quick run (full for lifecycle and "
         "db_snapshots; quick for chain_length and tiering)")
-    assert repro.selection_clause([rendered("a", "quick"), rendered("b", "quick")], "paper") == \
+    assert repro.selection_clause([rendered("a", "quick"), rendered("b", "quick")]) == \
         "every study's newest quick run"
 
 

@@ -163,7 +163,7 @@ def paper_values(rig: str, profile: str, rendered: list[Rendered]) -> list[Value
     outcomes = paper_outcomes(rendered)
     lateness = [v for v in run_column(rendered, "worst_lateness_pct") if math.isfinite(v)]
     vals = [Value("paper.rig", text=rig), Value("paper.profile", text=profile),
-            Value("paper.profile.clause", text=repro.selection_clause(rendered, profile)),
+            Value("paper.profile.clause", text=repro.selection_clause(rendered)),
             Value("paper.verdict_rule", text=claimsmod.VERDICT_RULE),
             Value("paper.registration.rule", text=registration.TOLERANCE_RULE)]
     vals += claims_count_values(outcomes)

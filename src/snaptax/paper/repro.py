@@ -167,8 +167,9 @@ def profile_tex(comparisons: list[compare.RunComparison], manifests: dict[str, M
                      runs=("quick run", "paper-grade run"))
 
 
-def selection_clause(rendered: Sequence[Rendered], selection: str) -> str:
-    """Which profile each study's run in this build comes from, in words for the first page."""
+def selection_clause(rendered: Sequence[Rendered]) -> str:
+    """Which profile each study's run in this build comes from, in words for the first page (after the name of the
+    profile or selection)."""
     by_profile: dict[str, list[str]] = {}
     for r in rendered:
         by_profile.setdefault(run_profile(r), []).append(r.study)
@@ -176,7 +177,7 @@ def selection_clause(rendered: Sequence[Rendered], selection: str) -> str:
         (only,) = by_profile
         return f"every study's newest {only} run"
     parts = [f"{p} for {article.join_words(by_profile[p])}" for p in sorted(by_profile, key=_profile_rank)]
-    return f"{selection}: each study's newest paper-grade run where it has one, else its quick run ({'; '.join(parts)})"
+    return f"each study's newest paper-grade run where it has one, else its quick run ({'; '.join(parts)})"
 
 
 def _profile_rank(profile: str) -> int:
