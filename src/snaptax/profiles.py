@@ -4,7 +4,7 @@
   quick  the default: minutes per study; what the committed data/ and the paper are built from.
   full   paper-grade: long runs, more repeats, larger disks (hours; see README).
 
-A run selection names, for reading only (render, claims, site, compare), which profile's newest run stands for each
+A run selection names, for reading only (render, claims, site), which profile's newest run stands for each
 study: `paper` is each study's paper-grade (full) run where it has one and its quick run otherwise, so the paper
 moves to paper-grade data study by study as those runs are measured (a full run takes hours; issue 49) and says
 which study rests on which.
@@ -36,7 +36,6 @@ PROFILES: dict[str, Profile] = {
 DEFAULT = "quick"
 # selection -> the profiles whose newest run stands for a study, first choice first
 SELECTIONS: dict[str, tuple[str, ...]] = {"paper": ("full", "quick")}
-PAPER = "paper"
 
 
 def get(name: str) -> Profile:
@@ -55,10 +54,6 @@ def run_profiles(name: str) -> tuple[str, ...]:
         return (name,)
     raise ConfigError("profile", "PROFILE", f"unknown profile {name!r} (one of: {', '.join(PROFILES)}; or, to read "
                       f"runs only, {', '.join(SELECTIONS)})")
-
-
-def is_selection(name: str) -> bool:
-    return name in SELECTIONS
 
 
 def runs_words(name: str) -> str:

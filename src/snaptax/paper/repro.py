@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from .. import compare, derived
+from .. import compare, derived, profiles
 from ..analysis import Analysis
 from ..record import Manifest, RunRecord, published_runs
 from ..values import DerivedValues, Value
@@ -30,7 +30,7 @@ class Rendered(Protocol):
     @property
     def derived(self) -> DerivedValues: ...
 
-PAPER_GRADE, EVERYDAY = "full", "quick"
+PAPER_GRADE, EVERYDAY = profiles.SELECTIONS["paper"]    # the paper's first choice, and what make paper measures
 Comparisons = tuple[list[compare.RunComparison], dict[str, Manifest]]
 
 

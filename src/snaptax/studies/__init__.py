@@ -113,13 +113,13 @@ class Study:
         first of its profiles that has one."""
         from ..record import published_runs
 
-        for name in profiles.run_profiles(profile):
+        names = profiles.run_profiles(profile)
+        for name in names:
             if runs := published_runs(rig, self.id, name):
                 return runs[-1]
-        last = profiles.run_profiles(profile)[-1]
         raise NoPublishedRun(f"no published run of study {self.id!r} at profile "
-                             f"{' or '.join(repr(p) for p in profiles.run_profiles(profile))} for rig {rig!r} "
-                             f"(measure one: python -m snaptax run {self.id} --rig {rig} --profile {last})")
+                             f"{' or '.join(repr(p) for p in names)} for rig {rig!r} "
+                             f"(measure one: python -m snaptax run {self.id} --rig {rig} --profile {names[-1]})")
 
     def open(self, rig: str, profile: str, run_dir: str | Path | None = None, measure: bool = False) -> RunRecord:
         """The run a notebook explores: measured now (measure=True), the given run_dir, or the newest published
