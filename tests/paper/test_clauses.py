@@ -38,7 +38,10 @@ def test_the_mix_predictions_are_described_as_their_intervals_came_out():
     assert clauses.tiering_mix_predictions({}) == "this build's tiering run has no tests of the mix"
 
 
-def heldout(error, verdict="descriptive only", reason="the 90 % interval of the error is not within ±10 % at qcow2 with"):
+REASON = "the 90 % interval of the error is not within ±10 % at qcow2 with"
+
+
+def heldout(error, verdict="descriptive only", reason=REASON):
     return {v.key: v for v in (Value("tiering.misplacement.heldout.error", error[0], "%", error[1], error[2]),
                                Value("tiering.misplacement.heldout.bound", 10.0, "%"),
                                Value("tiering.misplacement.heldout.verdict", text=verdict),

@@ -250,12 +250,12 @@ def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: Arr
     at_bound = tuple(bool(np.isfinite(lower[j]) and math.isclose(theta[j], lower[j], abs_tol=1e-6)
                           or np.isfinite(upper[j]) and math.isclose(theta[j], upper[j], abs_tol=1e-6))
                      for j in range(k))
-    if dof > 0:
-        for j in range(k):
-            # where a bound is active or the t interval crosses one, the interval is the profile likelihood's
-            # within the physical range (no clipping of the t interval's ends)
-            if at_bound[j] or ends[j][0] < lower[j] or ends[j][1] > upper[j] or not np.isfinite(half[j]):
-                ends[j] = _profile_interval(resid, theta, rss, dof, lower, upper, j, half[j])
+    crosses = [ends[j][0] < lower[j] or ends[j][1] > upper[j] or not np.isfinite(half[j]) for j in range(k)]
+    if dof > 0 and (any(at_bound) or any(crosses)):
+        # where a bound is active (or a t interval would cross one), every parameter's interval is the profile
+        # likelihood's within the physical range: no clipping of t ends, and the others' intervals account for the
+        # bound as well (a parameter held on its bound moves the estimates of those it trades off with)
+        ends = [_profile_interval(resid, theta, rss, dof, lower, upper, j, half[j]) for j in range(k)]
     params: dict[str, float] = {"s0_ms": float(theta[0])}
     ci: dict[str, tuple[float, float]] = {"s0_ms": ends[0]}
     tau, (tau_lo, tau_hi) = float(theta[1]), ends[1]

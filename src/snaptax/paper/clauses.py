@@ -42,8 +42,8 @@ def tiering_mix_predictions(values: Mapping[str, Value]) -> str:
         return "this build's tiering run has no tests of the mix"
     fit, sas = (values[k] for k in keys)
     if fit.includes(100.0) and sas.includes(100.0):
-        found = "both intervals include 100 %: at this run's resolution the simple mix accounts for the tiered pool's " \
-                "seconds"
+        found = ("both intervals include 100 %: at this run's resolution the simple mix accounts for the tiered "
+                 "pool's seconds")
     elif fit.includes(100.0) or sas.includes(100.0):
         found = (f"the first interval {fit.side_of(100)} % and the second {sas.side_of(100)} %: the simple mix does "
                  "not account for all of the tiered pool's seconds")
@@ -80,7 +80,8 @@ def tiering_heldout(values: Mapping[str, Value]) -> str:
         reason = values[keys[3]].text if keys[3] in values else None
         found = ("the share of I/O on flash is not shown to give the tiered pool's rate in every phase"
                  + (f" ({reason})" if reason else ""))
-    return f"{found}, so the rates the model gives at the tier's own speed above are what-ifs of the model, not predictions"
+    return (f"{found}, so the rates the model gives at the tier's own speed above are what-ifs of the model, not "
+            "predictions")
 
 
 def clause_values(values: Mapping[str, Value]) -> list[Value]:
