@@ -36,6 +36,9 @@ def test_rig_check_refuses_the_disabled_example_without_failing():
     (("claims", "--width", "40"), "field 'WIDTH'"),
     (("notebook", "notebooks/01_chain_length.ipynb", "{tmp}/x.ipynb", "--rig", "nosuchrig"), "field '(file)'"),
     (("rig", "check", "rigs/"), "is a directory"),
+    (("run", "chain_length", "--profile", "smoke", "--part", "lvm"),
+     "field 'part': unknown part 'lvm' (one of: on-disk-metadata, in-memory-metadata, lvm-thin)"),
+    (("run", "tiering", "--profile", "smoke", "--part", "sas"), "field 'part': 'sas': the study has no parts"),
 ])
 def test_bad_input_gives_one_line(args, needle, data_dir, tmp_path):
     out = snaptax(*(a.format(tmp=tmp_path) for a in args))
