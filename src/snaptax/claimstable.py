@@ -16,7 +16,6 @@ import json
 import math
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from . import claims as claimsmod, judged, profiles, registration

@@ -219,19 +219,19 @@ def reruns(rig: str, profile: str, studies: list[str]) -> list[Rerun]:
     study and profile. A set is tracked when all its part runs are."""
     from .record import PartSet, readable_runs
 
+    def dirs(r: RunRef) -> tuple[Path, ...]:
+        return r.runs if isinstance(r, PartSet) else (r,)
+
     out = []
     for study in studies:
         runs = readable_runs(rig, study, profile)
         tracked = tracked_run_names(rig, study)
-
-        def is_tracked(r: RunRef) -> bool:
-            return all(d.name in tracked for d in (r.runs if isinstance(r, PartSet) else (r,)))
-        committed = [r for r in runs if is_tracked(r)]
-        out += [Rerun(study, r, committed[-1] if committed else None) for r in runs if not is_tracked(r)]
+        committed = [r for r in runs if all(d.name in tracked for d in dirs(r))]
+        out += [Rerun(study, r, committed[-1] if committed else None) for r in runs if r not in committed]
     return out
 
 
-def shown(path: Path | RunRef) -> str:
+def shown(path: RunRef) -> str:
     """A run's directory as a message names it (a set of part runs: the study's directory and the set's name):
     relative to the repository when inside it."""
     place = Path(str(path))
