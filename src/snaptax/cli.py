@@ -209,7 +209,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise ConfigError("compare", "RUNS", "give two run directories, or none (with --rig/--profile)")
         pairs: list[tuple[RunRef | None, RunRef, str]] = [(Path(args.runs[0]), Path(args.runs[1]), "")]
     else:
+        from .record import incomplete_sets
+
         _check_rig_and_profile(args)
+        # a set of part runs is compared once complete; until then it is named, not silently left out
+        for sid in studies.ids():
+            for gap in incomplete_sets(args.rig, sid, args.profile):
+                print(f"{sid}: {gap.line()}")
         found = compare.reruns(args.rig, args.profile, studies.ids())
         if not found:
             print(f"no rerun to compare: every {args.profile} run under {compare.shown(paths.data_dir() / args.rig)}"
