@@ -179,3 +179,15 @@ def test_a_part_records_its_name_and_set_and_a_whole_run_none(data_dir, tmp_path
     assert json.loads((disk / "manifest.json").read_text())["part"] == {"name": "on-disk-metadata", "set": list(SET)}
     assert RunRecord.load(disk).manifest.part == RunPart("on-disk-metadata", SET)
     assert json.loads((whole / "manifest.json").read_text())["part"] is None
+
+
+def test_the_plan_of_a_study_says_which_sets_lack_a_part(data_dir, tmp_path):
+    from snaptax import expect
+
+    study, profile = studies.get(STUDY), profiles.get("quick")
+    publish(tmp_path, "20260102T000000Z-quick-on-disk-metadata", ["on-disk-metadata", "on-disk-metadata@r1"],
+            part="on-disk-metadata")
+    lines = expect.part_lines(study, "t", profile)
+    assert [line.split(":")[0].strip() for line in lines[1:3]] == list(SET)
+    assert any("incomplete set of parts" in line and "lacks in-memory-metadata" in line for line in lines)
+    assert expect.part_lines(studies.get("tiering"), "t", profile) == []
