@@ -143,6 +143,20 @@ def test_parts_measured_by_different_code_are_not_combined(data_dir, tmp_path):
                                                                                ("on-disk-metadata",)]
 
 
+def test_parts_of_one_commit_with_different_uncommitted_changes_are_not_combined(data_dir, tmp_path):
+    from snaptax import provenance
+
+    disk = publish(tmp_path, "20260102T000000Z-quick-on-disk-metadata", ["on-disk-metadata", "on-disk-metadata@r1"],
+                   part="on-disk-metadata")
+    memory = publish(tmp_path, "20260102T030000Z-quick-in-memory-metadata",
+                     ["in-memory-metadata", "in-memory-metadata@r1"], part="in-memory-metadata")
+    assert readable_runs("t", STUDY, "quick") == [PartSet((disk, memory))]
+    (disk / provenance.UNCOMMITTED_DIFF).write_text("+a = 1\n")
+    assert readable_runs("t", STUDY, "quick") == []
+    (memory / provenance.UNCOMMITTED_DIFF).write_text("+a = 1\n")        # the same changes: the same code
+    assert readable_runs("t", STUDY, "quick") == [PartSet((disk, memory))]
+
+
 def test_parts_that_ran_with_other_parameters_or_out_of_their_set_are_refused(data_dir, tmp_path):
     disk = publish(tmp_path, "20260102T000000Z-quick-on-disk-metadata", ["on-disk-metadata", "on-disk-metadata@r1"],
                    part="on-disk-metadata")

@@ -78,15 +78,12 @@ def _sort_key(ref: RunRef) -> tuple[str, str]:
 
 
 def code_of(m: Manifest, run: Path) -> str:
-    """The code a run measured with: its provenance's commit, with a hash of its uncommitted diff when it had one
-    (two runs of one commit with different uncommitted changes measured different code)."""
-    git = m.provenance.get("git", {})
-    commit = str(git.get("commit") or "unknown")
-    if not git.get("dirty"):
-        return commit
+    """The code a run measured with: its provenance's commit, with a hash of its uncommitted diff when it kept one
+    (two runs of one commit with different uncommitted changes measured different code). A run keeps no diff when
+    its changes left the code that measures as committed (provenance.uncommitted_diff was empty): the commit's code."""
+    commit = str(m.provenance.get("git", {}).get("commit") or "unknown")
     diff = run / provenance.UNCOMMITTED_DIFF
-    # dirty without a kept diff: nothing says what code it was, so it is a set of its own
-    return commit + "+" + (hashlib.sha256(diff.read_bytes()).hexdigest()[:12] if diff.is_file() else run.name)
+    return commit + "+" + hashlib.sha256(diff.read_bytes()).hexdigest()[:12] if diff.is_file() else commit
 
 
 def _set_key(m: Manifest, part: RunPart, run: Path) -> tuple[str, str, str, str, tuple[str, ...]]:

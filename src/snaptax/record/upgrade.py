@@ -31,8 +31,8 @@ Format 4 → 5:
 - part: None (a whole run). Format 5 records the part of the study a run measured (issue 49.1: a study too long for
   one measuring window is measured in parts, record.parts); every run before it measured its study whole.
 
-Format 4 and later, fields a study's scale gained later (SCALE_FIELDS_ADDED, filled in for any run that lacks them, with the
-value the runs before them ran with): the independent replicates of 2026-11-28 evening — chain_length's and
+Format 4 and later, fields a study's scale gained later (SCALE_FIELDS_ADDED, filled in for any run that lacks them,
+with the value the runs before them ran with): the independent replicates of 2026-11-28 evening — chain_length's and
 db_snapshots' and chain_bulk's `replicates` (1: every variant once, on one engine) and memory_dump's
 `extra_replicates` (0); metadata_cache's read job (`read_coverages` none, `read_runtime_s` unused); calibration's
 coverage sweep (`reads_double_sweep` none); tiering's `replicates` (1: one qcow2 timeline per pool, the runs before

@@ -157,7 +157,7 @@ class Study:
     def open(self, rig: str, profile: str, run_dir: str | Path | None = None, measure: bool = False) -> RunRecord:
         """The run a notebook explores: measured now (measure=True), the given run_dir, or the newest readable
         run of the study for the rig and profile (a whole run, or a complete set of part runs read as one)."""
-        from ..record import RunRef, load_run
+        from ..record import load_run
 
         ref: RunRef
         if measure:

@@ -1,6 +1,7 @@
 """Every registered study's four modules typed by the contract (studies.contract), so that mypy checks each study
 against it: its plan and measure against PlanModule and MeasureModule (and, for a study measured in parts, its plan
-against PartedPlanModule), and that its present takes the Analysis its analyse returns. tests/studies/test_registry.py keeps MODULES and REGISTRY the same studies.
+against PartedPlanModule), and that its present takes the Analysis its analyse returns.
+tests/studies/test_registry.py keeps MODULES and REGISTRY the same studies.
 
 Importing this module imports every study's modules (altair with the present ones); Study itself imports a study's
 modules only when it is used.

@@ -110,4 +110,5 @@ class Modules(Generic[A]):
     present: PresentModule[A]
 
 
-__all__ = ["Setup", "PlanModule", "PartedPlanModule", "MeasureModule", "whole_study", "AnalyseModule", "PresentModule", "Modules"]
+__all__ = ["Setup", "PlanModule", "PartedPlanModule", "MeasureModule", "whole_study", "AnalyseModule",
+           "PresentModule", "Modules"]
