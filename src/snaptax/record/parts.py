@@ -133,10 +133,15 @@ def load_run(ref: RunRef | str) -> RunRecord:
 
 
 def _same(where: str, field: str, values: Sequence[Any], names: Sequence[str]) -> Any:
-    if any(v != values[0] for v in values[1:]):
-        shown = "; ".join(f"{n}: {v!r}" for n, v in zip(names, values, strict=True))
-        raise RecordError(f"{where}: the parts differ in {field} ({shown}); they are not one set")
-    return values[0]
+    """The one value every part recorded for `field`; RecordError naming the parts' values where they differ (for
+    objects, only the keys that differ: a study's parameters are long)."""
+    if all(v == values[0] for v in values[1:]):
+        return values[0]
+    if all(isinstance(v, dict) for v in values):
+        keys = sorted({k for v in values for k in v if any(v.get(k) != w.get(k) for w in values)})
+        values = [{k: v.get(k) for k in keys} for v in values]
+    shown = "; ".join(f"{n}: {v!r}" for n, v in zip(names, values, strict=True))
+    raise RecordError(f"{where}: the parts differ in {field} ({shown}); they are not one set")
 
 
 def combined_manifest(parts: Sequence[RunRecord], where: str) -> Manifest:
