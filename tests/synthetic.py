@@ -7,7 +7,7 @@ from pathlib import Path
 from snaptax import fio, profiles
 from snaptax.host.rig import Device, Rig
 from snaptax.plan import Measure
-from snaptax.record import RunWriter
+from snaptax.record import RunPart, RunWriter
 
 
 def fio_result(job: str, read_iops: float = 0.0, write_iops: float = 0.0, runtime_s: float = 1.0,
@@ -32,10 +32,13 @@ Measured = Callable[[str, int, Measure, int], tuple[dict, dict, dict, dict]]
 
 def write_run(tmp: Path, study: str, profile: str, parameters: dict,
               points: list[tuple[str, int, Measure, int]], measured: Measured,
-              variants: dict[str, dict] | None = None) -> Path:
-    """Publish a run of `study` into tmp/data/t/<study>/<run> holding one measurement per point."""
-    w = RunWriter(rig(tmp), study, profiles.get(profile), parameters, tmp / "staging" / study,
-                  run_id=f"20260101T000000Z-{profile}")
+              variants: dict[str, dict] | None = None, run_id: str | None = None,
+              part: RunPart | None = None) -> Path:
+    """Publish a run of `study` into tmp/data/t/<study>/<run> holding one measurement per point; `part`: the part
+    of the study it measured (None: a whole run)."""
+    run_id = run_id or f"20260101T000000Z-{profile}"
+    w = RunWriter(rig(tmp), study, profiles.get(profile), parameters, tmp / "staging" / study / run_id,
+                  run_id=run_id, part=part)
     for variant, index, step, chain in points:
         with w.in_variant(variant, (variants or {}).get(variant, {})):
             d = w.measurement_dir(index, step)

@@ -36,6 +36,9 @@ def test_rig_check_refuses_the_disabled_example_without_failing():
     (("claims", "--width", "40"), "field 'WIDTH'"),
     (("notebook", "notebooks/01_chain_length.ipynb", "{tmp}/x.ipynb", "--rig", "nosuchrig"), "field '(file)'"),
     (("rig", "check", "rigs/"), "is a directory"),
+    (("run", "chain_length", "--profile", "smoke", "--part", "lvm"),
+     "field 'part': unknown part 'lvm' (one of: on-disk-metadata, in-memory-metadata, lvm-thin)"),
+    (("run", "tiering", "--profile", "smoke", "--part", "sas"), "field 'part': 'sas': the study has no parts"),
 ])
 def test_bad_input_gives_one_line(args, needle, data_dir, tmp_path):
     out = snaptax(*(a.format(tmp=tmp_path) for a in args))
@@ -138,7 +141,7 @@ def test_help_lists_the_rigs_profiles_and_studies():
 
 
 def test_plan_prints_one_line_per_study_and_the_total(data_dir):
-    from snaptax import studies
+    from snaptax import profiles, studies
     out = snaptax("plan", "--profile", "quick", "--rig", "local")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -149,6 +152,10 @@ def test_plan_prints_one_line_per_study_and_the_total(data_dir):
     assert lines[-1].startswith("total at least")                                   # engines' time is not known
     one = snaptax("plan", "chain_length", "--profile", "smoke").stdout
     assert "fio runs" in one and sum(line.startswith("chain_length") for line in one.splitlines()) == 1
+    # a study measured in parts: each part with its planned minutes and the command that measures it
+    assert "--part NAME" in one and all(f"  {p}: plan's prediction" in one for p in
+                                        studies.get("chain_length").parts(profiles.get("smoke")))
+    assert "--part" not in snaptax("plan", "tiering", "--profile", "smoke").stdout
 
 
 def test_infer_writes_the_points_and_refuses_one_outside_its_range(monkeypatch, tmp_path, capsys):

@@ -1,6 +1,6 @@
 """Older run formats are upgraded on load, in one place (record.upgrade): the format-2 manifests of the committed
-runs become format 3 with what they ran with, and format 3 becomes 4 (each study's scale nested in its parameters);
-a run too old to upgrade is refused in one line."""
+runs become format 3 with what they ran with, format 3 becomes 4 (each study's scale nested in its parameters) and
+format 4 becomes 5 (the part a run measured: none); a run too old to upgrade is refused in one line."""
 import copy
 import json
 import math
@@ -34,7 +34,7 @@ def test_a_format_2_run_reads_as_the_current_format_with_what_it_ran_with(tmp_pa
     run, man = _v2(tmp_path, emulated=True)
     before = copy.deepcopy(man)
     m = RunRecord.load(run).manifest
-    assert m.format_version == RECORD_VERSION == 4
+    assert m.format_version == RECORD_VERSION == 5
     assert m.lock_wait_s == 0.0 and m.planned_seconds == 0.0 and m.planned_points == 0
     assert m.emulator_version == 1                      # every format-2 run predates the flush fix
     assert json.loads((run / "manifest.json").read_text()) == before     # the raw run is not rewritten
@@ -62,7 +62,8 @@ def test_a_current_run_records_every_field_and_an_unknown_format_is_refused(tmp_
     run = write_run(tmp_path, "unit", "smoke", {}, [("v", 0, Measure(JOB, "create"), 0)],
                     lambda *a: (fio_result("randrw", 1, 1), {}, {}, {}))
     man = json.loads((run / "manifest.json").read_text())
-    assert man["format_version"] == 4 and man["emulator_version"] is None and "lock_wait_s" in man
+    assert man["format_version"] == 5 and man["emulator_version"] is None and "lock_wait_s" in man
+    assert man["part"] is None                          # a whole run: it measured all of its study
     with pytest.raises(RecordError, match="not a snaptax run record"):
         upgrade({**man, "format": "other"}, run)
 
@@ -129,3 +130,26 @@ def test_a_scale_field_added_later_gets_what_older_runs_ran_with(tmp_path):
     man["study"] = "memory_dump"
     del man["parameters"]["scale"]["replicates"]
     assert upgrade(man, run)["parameters"]["scale"]["extra_replicates"] == 0
+
+
+def test_a_format_4_run_measured_its_study_whole(tmp_path):
+    """Format 5 records the part of a study a run measured (record.parts); every run before it measured the whole."""
+    run = write_run(tmp_path, "unit", "smoke", {}, [("v", 0, Measure(JOB, "create"), 0)],
+                    lambda *a: (fio_result("randrw", 1, 1), {}, {}, {}))
+    man = json.loads((run / "manifest.json").read_text())
+    man["format_version"] = 4
+    man.pop("part")
+    (run / "manifest.json").write_text(json.dumps(man))
+    m = RunRecord.load(run).manifest
+    assert m.format_version == 5 and m.part is None
+    assert "part" not in json.loads((run / "manifest.json").read_text())      # the raw run is not rewritten
+    with pytest.raises(RecordError, match="manifest field missing or malformed"):   # format 5 must say it
+        RunRecord.load(_without_part(run))
+
+
+def _without_part(run):
+    man = json.loads((run / "manifest.json").read_text())
+    man["format_version"] = 5
+    man.pop("part", None)
+    (run / "manifest.json").write_text(json.dumps(man))
+    return run

@@ -16,7 +16,6 @@ import json
 import math
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from . import claims as claimsmod, judged, profiles, registration
@@ -103,10 +102,12 @@ def _count(v: Value | None) -> int:
 def rows(rig: str, profile: str) -> list[Row]:
     """The claim rows of each registered study's newest run at `profile` (studies.NoPublishedRun if one has none)."""
     from . import derived, studies
+    from .record import PartSet, RunRef
 
-    newest: list[Path] = [s.newest_run(rig, profile) for s in studies.REGISTRY]
+    newest: list[RunRef] = [s.newest_run(rig, profile) for s in studies.REGISTRY]
+    # a set's parts all recorded the same registration (record.parts checks it when it combines them)
     return rows_of([(run.name, derived.values_of(run)) for run in newest],
-                   [registration.recorded_in(run) for run in newest])
+                   [registration.recorded_in(run.runs[0] if isinstance(run, PartSet) else run) for run in newest])
 
 
 def tally(rows: list[Row]) -> dict[str, dict[str, int]]:

@@ -5,9 +5,13 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__, paths, profiles
 from .errors import DeviceRefused, SnaptaxError
+
+if TYPE_CHECKING:
+    from .record import RunRef
 
 
 def _engine_support(rig) -> list[str]:
@@ -67,10 +71,10 @@ def cmd_rig_check(args: argparse.Namespace) -> int:
 def _tool_drift(rig: str) -> str:
     """How the installed measuring tools differ from those the newest quick run of each study recorded."""
     from . import provenance, studies
-    from .record import RunRecord, published_runs
+    from .record import load_run, readable_runs
 
-    recorded = [RunRecord.load(runs[-1]).manifest.provenance.get("tools", {}) for s in studies.REGISTRY
-                if (runs := published_runs(rig, s.id, profiles.DEFAULT))]
+    recorded = [load_run(runs[-1]).manifest.provenance.get("tools", {}) for s in studies.REGISTRY
+                if (runs := readable_runs(rig, s.id, profiles.DEFAULT))]
     return provenance.tool_drift(recorded, provenance.tool_versions())
 
 
@@ -90,8 +94,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .record import RunRecord
 
     _check_rig_and_profile(args)
+    study = studies.get(args.study)
+    study.check_part(profiles.get(args.profile), args.part)     # before the code's state is asked about
     _allow_dirty(args)
-    out = studies.get(args.study).run(args.rig, args.profile, device=args.device)
+    out = study.run(args.rig, args.profile, device=args.device, part=args.part)
     print(out)
     print(RunRecord.load(out).validity_line())
     return 0
@@ -139,6 +145,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print()
         print(chosen[0].describe_plan(profile))
         print()
+        print("\n".join(expect.part_lines(chosen[0], args.rig, profile)))
         print("\n".join(expect.power_lines(chosen[0], args.rig, profile)))
     return 0
 
@@ -200,9 +207,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.runs:
         if len(args.runs) != 2:
             raise ConfigError("compare", "RUNS", "give two run directories, or none (with --rig/--profile)")
-        pairs: list[tuple[Path | None, Path, str]] = [(Path(args.runs[0]), Path(args.runs[1]), "")]
+        pairs: list[tuple[RunRef | None, RunRef, str]] = [(Path(args.runs[0]), Path(args.runs[1]), "")]
     else:
+        from .record import incomplete_sets
+
         _check_rig_and_profile(args)
+        # a set of part runs is compared once complete; until then it is named, not silently left out
+        for sid in studies.ids():
+            for gap in incomplete_sets(args.rig, sid, args.profile):
+                print(f"{sid}: {gap.line()}")
         found = compare.reruns(args.rig, args.profile, studies.ids())
         if not found:
             print(f"no rerun to compare: every {args.profile} run under {compare.shown(paths.data_dir() / args.rig)}"
@@ -311,6 +324,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--rig", default="local")
     run.add_argument("--profile", default=profiles.DEFAULT)
     run.add_argument("--device", default=None, help="rig device to measure (default: the study's choice)")
+    run.add_argument("--part", default=None, metavar="NAME", help="measure one part of a study measured in parts "
+                     "(`snaptax plan STUDY` lists them with their planned minutes); the analyses read a set once "
+                     "every part is published (default: the whole study)")
     run.add_argument("--allow-dirty", action="store_true", help="measure even though the code has uncommitted "
                      "changes (the run keeps their diff; the paper lists it)")
     run.set_defaults(func=cmd_run)

@@ -16,10 +16,14 @@ import math
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import paths, registration
 from .errors import AnalysisError
 from .values import DerivedValues, Value
+
+if TYPE_CHECKING:
+    from .record import RunRef
 
 
 @dataclass(frozen=True)
@@ -150,12 +154,16 @@ def operating_points_of(d: DerivedValues) -> str:
     return judged.operating_points_of(d)
 
 
-def compare_runs(run_a: Path, run_b: Path) -> RunComparison:
-    """Two published runs compared, their verdicts judged by the registration each was measured under."""
+def compare_runs(run_a: RunRef, run_b: RunRef) -> RunComparison:
+    """Two published runs (or complete sets of part runs) compared, their verdicts judged by the registration each
+    was measured under."""
     from . import derived
+    from .record import PartSet
 
+    # a set's parts all recorded the same registration (record.parts checks it when it combines them)
+    a, b = (r.runs[0] if isinstance(r, PartSet) else r for r in (run_a, run_b))
     return compare_derived(derived.values_of(run_a), derived.values_of(run_b),
-                           (registration.recorded_in(run_a), registration.recorded_in(run_b)))
+                           (registration.recorded_in(a), registration.recorded_in(b)))
 
 
 def report(c: RunComparison, all_values: bool = False) -> list[str]:
@@ -185,8 +193,8 @@ class Rerun:
     is none)."""
 
     study: str
-    rerun: Path
-    committed: Path | None
+    rerun: RunRef
+    committed: RunRef | None
 
 
 def tracked_run_names(rig: str, study: str) -> set[str]:
@@ -206,22 +214,28 @@ def tracked_run_names(rig: str, study: str) -> set[str]:
 
 
 def reruns(rig: str, profile: str, studies: list[str]) -> list[Rerun]:
-    """Every published run of the given studies at `profile` that git does not track, oldest first per study, each
-    with the newest tracked run of that study and profile."""
-    from .record import published_runs
+    """Every readable run of the given studies at `profile` (a whole run, or a complete set of part runs:
+    record.readable_runs) that git does not track, oldest first per study, each with the newest tracked run of that
+    study and profile. A set is tracked when all its part runs are."""
+    from .record import PartSet, readable_runs
+
+    def dirs(r: RunRef) -> tuple[Path, ...]:
+        return r.runs if isinstance(r, PartSet) else (r,)
 
     out = []
     for study in studies:
-        runs = published_runs(rig, study, profile)
+        runs = readable_runs(rig, study, profile)
         tracked = tracked_run_names(rig, study)
-        committed = [r for r in runs if r.name in tracked]
-        out += [Rerun(study, r, committed[-1] if committed else None) for r in runs if r.name not in tracked]
+        committed = [r for r in runs if all(d.name in tracked for d in dirs(r))]
+        out += [Rerun(study, r, committed[-1] if committed else None) for r in runs if r not in committed]
     return out
 
 
-def shown(path: Path) -> str:
-    """A run's directory as a message names it: relative to the repository when inside it."""
+def shown(path: RunRef) -> str:
+    """A run's directory as a message names it (a set of part runs: the study's directory and the set's name):
+    relative to the repository when inside it."""
+    place = Path(str(path))
     try:
-        return str(path.resolve().relative_to(paths.REPO_ROOT.resolve()))
+        return str(place.resolve().relative_to(paths.REPO_ROOT.resolve()))
     except ValueError:
-        return str(path)
+        return str(place)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import paths
-from .record import MANIFEST, RunRecord, write_atomic
+from .record import MANIFEST, PartSet, RunRef, load_run, write_atomic
 from .values import DerivedValues, DerivedValuesFormatError
 
 if TYPE_CHECKING:
@@ -32,34 +32,37 @@ def code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def cache_path(run: Path) -> Path:
-    """Where the derived values of a run are cached: named by the run's place, its manifest and the code."""
-    run = Path(run).resolve()
-    h = hashlib.sha256(f"{run}\0{code_fingerprint()}\0".encode() + (run / MANIFEST).read_bytes())
-    return paths.derived_dir() / run.parent.name / f"{run.name}-{h.hexdigest()[:20]}.json"
+def cache_path(run: RunRef) -> Path:
+    """Where the derived values of a run are cached: named by the run's place, its manifest and the code (a set of
+    part runs: by each part's place and manifest)."""
+    dirs = [r.resolve() for r in run.runs] if isinstance(run, PartSet) else [Path(run).resolve()]
+    h = hashlib.sha256(f"{code_fingerprint()}\0".encode())
+    for d in dirs:
+        h.update(f"{d}\0".encode() + (d / MANIFEST).read_bytes())
+    return paths.derived_dir() / dirs[0].parent.name / f"{run.name}-{h.hexdigest()[:20]}.json"
 
 
-def store(run: Path, derived: DerivedValues) -> None:
+def store(run: RunRef, derived: DerivedValues) -> None:
     """Keep a run's derived values in the cache (and drop those of other code for the same run)."""
     path = cache_path(run)
-    for stale in path.parent.glob(f"{Path(run).name}-*.json"):
+    for stale in path.parent.glob(f"{run.name}-*.json"):
         if stale != path:
             stale.unlink(missing_ok=True)
     write_atomic(path, json.dumps(derived.to_json(), indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
-def analyse(run: Path) -> Analysis:
-    """A published run analysed by its study now (tables, fits, figures' data), its values cached for later
-    reads."""
+def analyse(run: RunRef) -> Analysis:
+    """A published run (or a complete set of part runs) analysed by its study now (tables, fits, figures' data), its
+    values cached for later reads."""
     from . import studies
 
-    record = RunRecord.load(run)
+    record = load_run(run)
     analysis = studies.get(record.manifest.study).analyse(record)
     store(run, analysis.derived_values())
     return analysis
 
 
-def values_of(run: Path) -> DerivedValues:
+def values_of(run: RunRef) -> DerivedValues:
     """A published run's derived values: from the cache when the same code made them, else analysed now."""
     try:
         return DerivedValues.from_json(json.loads(cache_path(run).read_text()), cache_path(run))

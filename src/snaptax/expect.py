@@ -39,10 +39,10 @@ class Expectation:
 
 def expect(study: Study, rig: str, profile: profiles.Profile) -> Expectation:
     from .paper.article import measured_minutes
-    from .record import RunRecord, published_runs
+    from .record import load_run, readable_runs
 
-    runs = published_runs(rig, study.id, profile.name)
-    minutes = measured_minutes(RunRecord.load(runs[-1]).manifest) if runs else math.nan
+    runs = readable_runs(rig, study.id, profile.name)
+    minutes = measured_minutes(load_run(runs[-1]).manifest) if runs else math.nan
     if not math.isnan(minutes):
         basis = f"measured: newest {profile.name} run {runs[-1].name}"
     else:
@@ -82,12 +82,12 @@ def power_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
     its registered tolerance and role (snaptax.judged: the registration that run was measured under)."""
     from . import claims, derived, judged, power
     from .paper.article import measured_minutes
-    from .record import RunRecord, published_runs
+    from .record import load_run, readable_runs
 
-    runs = published_runs(rig, study.id, profile.name) or published_runs(rig, study.id, "quick")
+    runs = readable_runs(rig, study.id, profile.name) or readable_runs(rig, study.id, "quick")
     if not runs:
         return [f"power: no published run of {study.id} on rig {rig} to measure a spread from"]
-    manifest = RunRecord.load(runs[-1]).manifest
+    manifest = load_run(runs[-1]).manifest
     found = derived.values_of(runs[-1])
     outcomes = judged.for_run([claims.from_json(row) for row in found.claims], manifest.registration,
                               judged.inferred_in(found))
@@ -101,3 +101,20 @@ def power_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
             cost = f"; ≈{minutes * p.needed / p.n_now:.0f} min of measuring at that run's time per replicate"
         lines.append(f"  {p.line()}{cost}")
     return lines if outcomes else [*lines, "  (the study judges no claim)"]
+
+
+def part_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
+    """A study measured in parts (issue 49.1): each part with its plan's predicted minutes and the command that
+    measures it, and the sets of part runs at this profile that lack a part (never read until complete). Empty for
+    a study measured whole only. The parts are those of a rig with every engine the study uses (measuring narrows
+    them to the rig's)."""
+    from .record import incomplete_sets
+
+    seconds = study.part_seconds(profile)
+    if not seconds:
+        return []
+    lines = [f"parts (each a run of its own, read together once all are published; python -m snaptax run {study.id} "
+             f"--profile {profile.name} --part NAME):"]
+    lines += [f"  {name}: plan's prediction {s / 60:.1f} min" for name, s in seconds.items()]
+    lines += [f"  {gap.line()}" for gap in incomplete_sets(rig, study.id, profile.name)]
+    return [*lines, ""]

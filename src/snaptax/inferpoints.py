@@ -15,10 +15,10 @@ import yaml
 
 from . import derived, operatingpoints, paths, standins, studies
 from .operatingpoints import HEADER, OperatingPoint, path
-from .record import published_runs, write_atomic
+from .record import RunRef, readable_runs, write_atomic
 
 
-def point_of(s: standins.StandIn, run: Path) -> OperatingPoint | None:
+def point_of(s: standins.StandIn, run: RunRef) -> OperatingPoint | None:
     """The operating point `run` (a run of the study that infers `s`) gives, or None when it gives no finite value."""
     v = derived.values_of(run).values.get(s.value_key)
     if v is None or not math.isfinite(v.value):
@@ -42,7 +42,7 @@ def infer(rig: str, profile: str, only: Iterable[str] | None = None) -> dict[str
                 out[s.id] = kept[s.id]
             continue
         study = s.value_key.split(".")[0]
-        runs = published_runs(rig, study, profile) if study in studies.ids() else []
+        runs = readable_runs(rig, study, profile) if study in studies.ids() else []
         point = point_of(s, runs[-1]) if runs else None
         if point is not None:
             out[s.id] = point

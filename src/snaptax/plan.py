@@ -210,6 +210,24 @@ def replicated(study: StudyPlan, replicates: int) -> StudyPlan:
                            for r in range(replicates) for v in study.variants))
 
 
+def configuration_parts(study: StudyPlan) -> tuple[str, ...]:
+    """The parts a study measured in parts (issue 49.1, record.parts) is split into when each part is one
+    configuration: the variants' names without their replicate suffix (split_replicate), in the plan's order. A part
+    so holds all of its configuration's replicates and the baselines its plan measures beside them."""
+    return tuple(dict.fromkeys(split_replicate(v.variant)[0] for v in study.variants))
+
+
+def configuration_part(study: StudyPlan, part: str | None, source: str) -> StudyPlan:
+    """`study` whole (part None), or only the variants of configuration `part` (configuration_parts), every replicate
+    in the plan's order. An unknown part is one ConfigError line naming `source`, the field and the valid parts."""
+    if part is None:
+        return study
+    names = configuration_parts(study)
+    if part not in names:
+        raise ConfigError(source, "part", f"unknown part {part!r} (one of: {', '.join(names)})")
+    return StudyPlan(tuple(v for v in study.variants if split_replicate(v.variant)[0] == part))
+
+
 def with_replicates(frame: Any, column: str = "variant") -> Any:
     """A per-measurement frame (pandas) with its recorded variant names split: `column` the variant, `replicate`
     the replicate, `recorded_variant` the name as recorded (the key of the run's directories)."""

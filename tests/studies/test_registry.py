@@ -72,3 +72,30 @@ def test_the_paper_selection_opens_a_studys_full_run_else_its_quick_run(data_dir
         profiles.get("paper")
     with pytest.raises(profiles.ConfigError, match="unknown profile 'fast'.*or, to read runs only, paper"):
         profiles.run_profiles("fast")
+
+
+def test_the_studies_with_parts_are_typed_as_such_and_measure_a_part_as_planned():
+    """studies.checked.PARTED holds exactly the studies whose plan has parts (mypy checks them against
+    contract.PartedPlanModule); measuring a part plans the part's points and seconds and records its set, and a
+    study without parts refuses one in one line."""
+    from snaptax.errors import ConfigError
+    from snaptax.studies import checked
+
+    rig = rigmod.load("local")
+    profile = profiles.get("quick")
+    assert sorted(checked.PARTED) == sorted(s.id for s in studies.REGISTRY if s.parts(profile))
+    for study_id in checked.PARTED:
+        study = studies.get(study_id)
+        for part, seconds in study.part_seconds(profile).items():
+            setup = study.measure_module().setup(rig, profile, None, part)
+            assert setup.planned_seconds == seconds and setup.part_set == study.parts(profile), (study_id, part)
+            assert 0 < setup.planned_points < study.measure_module().setup(rig, profile).planned_points
+        assert study.measure_module().setup(rig, profile).part_set == ()
+        with pytest.raises(ConfigError, match=f"{study_id} study: field 'part': unknown part 'x' \\(one of: "):
+            study.check_part(profile, "x")
+    for study in studies.REGISTRY:
+        if study.id not in checked.PARTED:
+            with pytest.raises(ConfigError, match=f"{study.id} study: field 'part': 'x': the study has no parts"):
+                study.check_part(profile, "x")
+            with pytest.raises(ConfigError, match="field 'part'"):
+                study.measure_module().setup(rig, profile, None, "x")

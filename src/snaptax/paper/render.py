@@ -24,7 +24,7 @@ from .. import (
 )
 from ..analysis import Analysis
 from ..host import rig as rigmod
-from ..record import LATENESS_LIMIT, Manifest, RunRecord, published_runs, write_atomic
+from ..record import LATENESS_LIMIT, Manifest, RunRef, load_run, readable_runs, write_atomic
 from ..record.lateness import FLASH
 from ..values import DerivedValues, Value
 from . import article, clauses, figures, heldout, heldoutfigure, macros, printedvalues, prose, repro, sources
@@ -33,7 +33,7 @@ from . import article, clauses, figures, heldout, heldoutfigure, macros, printed
 @dataclass(frozen=True)
 class Rendered:
     study: str
-    run: Path
+    run: RunRef                  # a whole run's directory, or a complete set of part runs (record.parts)
     analysis: Analysis
     derived: DerivedValues       # analysis.derived_values(), made once
 
@@ -363,7 +363,7 @@ def study_times(rig: str) -> list[article.StudyTimes]:
     its plan predicts at each profile (nothing measured)."""
     out = []
     for study in studies.REGISTRY:
-        runs = {p: tuple(RunRecord.load(r).manifest for r in published_runs(rig, study.id, p)[-article.RUNS_SHOWN:])
+        runs = {p: tuple(load_run(r).manifest for r in readable_runs(rig, study.id, p)[-article.RUNS_SHOWN:])
                 for p in article.MEASURED_PROFILES}
         planned = {p: study.planned_seconds(profiles.get(p))
                    for p in (*article.MEASURED_PROFILES, article.EXTRAPOLATED)}

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol
 
 from .. import compare, derived, profiles
 from ..analysis import Analysis
-from ..record import Manifest, RunRecord, published_runs
+from ..record import Manifest, RunRef, load_run, readable_runs
 from ..values import DerivedValues, Value
 from . import article, macros
 
@@ -22,7 +21,7 @@ class Rendered(Protocol):
     def study(self) -> str: ...
 
     @property
-    def run(self) -> Path: ...
+    def run(self) -> RunRef: ...
 
     @property
     def analysis(self) -> Analysis: ...
@@ -45,7 +44,7 @@ def rerun_comparisons(rig: str, rendered: Sequence[Rendered]) -> Comparisons:
     compared run (run id -> Manifest: the code and host it measured with), from the records loaded for it."""
     out, manifests = [], {}
     for r in rendered:
-        runs = published_runs(rig, r.study, run_profile(r))
+        runs = readable_runs(rig, r.study, run_profile(r))
         if len(runs) < 2 or runs[-1] != r.run:
             continue
         points = compare.operating_points_of(r.derived)
@@ -53,7 +52,7 @@ def rerun_comparisons(rig: str, rendered: Sequence[Rendered]) -> Comparisons:
                         if compare.operating_points_of(d := derived.values_of(run)) == points), None)
         if earlier is not None:
             run, values = earlier
-            previous = RunRecord.load(run)
+            previous = load_run(run)
             out.append(compare.compare_derived(values, r.derived, (previous.manifest.registration,
                                                                    r.analysis.record.manifest.registration)))
             for m in (previous.manifest, r.analysis.record.manifest):
@@ -129,9 +128,9 @@ def profile_comparisons(rig: str, rendered: Sequence[Rendered]) -> Comparisons:
     profiles conclude, not a rerun), and the manifest of each compared run."""
     out, manifests = [], {}
     for r in rendered:
-        if run_profile(r) != PAPER_GRADE or not (quick := published_runs(rig, r.study, EVERYDAY)):
+        if run_profile(r) != PAPER_GRADE or not (quick := readable_runs(rig, r.study, EVERYDAY)):
             continue
-        everyday = RunRecord.load(quick[-1])
+        everyday = load_run(quick[-1])
         out.append(compare.compare_derived(derived.values_of(quick[-1]), r.derived,
                                            (everyday.manifest.registration, r.analysis.record.manifest.registration)))
         for m in (everyday.manifest, r.analysis.record.manifest):

@@ -1,11 +1,11 @@
-"""The run record's format: file names, columns, the manifest and a measurement, typed (format version 3).
+"""The run record's format: file names, columns, the manifest and a measurement, typed (format version 5).
 
 A run is assembled in the rig's work directory (staging) and moved into
     data/<rig>/<study>/<run-id>/
 only after its last measurement and its manifest are written. A failed or interrupted run removes its staging
-directory; nothing of it reaches data/. Layout of a published run (format version 3):
+directory; nothing of it reaches data/. Layout of a published run (format version 5):
     manifest.json        format + version, study, profile, rig and devices, study parameters, variants, events,
-                         provenance, completion time
+                         provenance, completion time, and the part of the study it measured (null: all of it)
     results.csv          one row per measurement and direction: the plan coordinates and fio's summary
     counters.csv         one row per measurement and counter (long form): source.name, kind, unit, before,
                          after, delta (counters only; see snaptax.counters)
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,8 @@ MEASUREMENT = "measurement.json"
 MEASUREMENTS = "measurements"   # measurements/<variant slug>/ in a run
 ENGINE_LOGS = "engine-logs"     # engine-logs/<variant slug>/<engine>/ in a run: an engine's own logs
 RECORD_FORMAT = "snaptax-run"
-RECORD_VERSION = 4      # 3: every field written (no defaults on reading), emulator_version; 4: studies' scales nested
+# 3: every field written (no defaults on reading), emulator_version; 4: studies' scales nested; 5: the part measured
+RECORD_VERSION = 5
 # The spindle emulator's versions, as a run's manifest records them (emulator_version): what a reader of a run must
 # know about the emulator that timed it. Each entry says what changed.
 EMULATOR_VERSIONS = {
@@ -64,6 +66,29 @@ class RecordError(SnaptaxError):
 def slug(text: str) -> str:
     """A variant's or a label's directory name: runs of anything but letters, digits and ._- become one '-'."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")
+
+
+@dataclass(frozen=True)
+class RunPart:
+    """The part of a study a run measured (issue 49.1: a study too long for one measuring window is measured in parts,
+    each a published run with its own baselines, read together as one record once every part of the set is
+    published: record.parts). name: this run's part; set: every part of the study at the run's profile and rig, in
+    the plan's order (the set the run belongs to)."""
+
+    name: str
+    set: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "set": list(self.set)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> RunPart | None:
+        if d is None:
+            return None
+        part = cls(str(d["name"]), tuple(str(n) for n in d["set"]))
+        if part.name not in part.set:
+            raise ValueError(f"part {part.name!r} is not one of its set {list(part.set)}")
+        return part
 
 
 @dataclass(frozen=True)
@@ -93,6 +118,9 @@ class Manifest:
     lock_wait_s: float
     emulator_version: int | None  # the spindle emulator's version (EMULATOR_VERSIONS); None: nothing emulated
     registration: dict[str, str] | None   # the pre-registration in force (file, sha256); None: before any
+    part: RunPart | None = None   # the part of the study measured; None: all of it (a whole run)
+    # A combined record's manifest (record.parts) only, never written: the manifests of the part runs it stands for
+    parts: tuple[Manifest, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def from_json(cls, d: dict[str, Any], where: Path) -> Manifest:
@@ -108,9 +136,21 @@ class Manifest:
                        tuple(d["measured_devices"]), d["parameters"], d["variants"], tuple(d["events"]),
                        d["provenance"], d["started_utc"], d["finished_utc"], int(d["measurements"]),
                        int(d["planned_points"]), float(d["planned_seconds"]), float(d["lock_wait_s"]),
-                       None if ver is None else int(ver), d["registration"])
-        except (KeyError, TypeError) as exc:
+                       None if ver is None else int(ver), d["registration"], RunPart.from_json(d["part"]))
+        except (KeyError, TypeError, ValueError) as exc:
             raise RecordError(f"{where}: manifest field missing or malformed: {exc}") from None
+
+    def measured_seconds(self) -> float:
+        """The time the run measured (s), from holding the lock to publication; a combined record's is the sum of
+        its parts' (the hours between two measuring windows were not measuring); nan when a time is unreadable."""
+        if self.parts:
+            return sum(m.measured_seconds() for m in self.parts)
+        try:
+            start = datetime.fromisoformat(self.started_utc.replace("Z", "+00:00"))
+            end = datetime.fromisoformat(self.finished_utc.replace("Z", "+00:00"))
+        except ValueError:
+            return float("nan")
+        return (end - start).total_seconds()
 
     def measured_device_entries(self) -> list[dict]:
         named = [d for d in self.devices if d["name"] in self.measured_devices]

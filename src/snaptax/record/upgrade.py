@@ -27,8 +27,12 @@ Format 3 → 4:
   span_runtime_factor (its span_runtime_s over the profile's runtime), metadata_cache's coverages (its variants,
   named cover-<p>-<q> after them), and the memory_dump guest phase's walker points as records, not pairs.
 
-Format 4, fields a study's scale gained later (SCALE_FIELDS_ADDED, filled in for any run that lacks them, with the
-value the runs before them ran with): the independent replicates of 2026-11-28 evening — chain_length's and
+Format 4 → 5:
+- part: None (a whole run). Format 5 records the part of the study a run measured (issue 49.1: a study too long for
+  one measuring window is measured in parts, record.parts); every run before it measured its study whole.
+
+Format 4 and later, fields a study's scale gained later (SCALE_FIELDS_ADDED, filled in for any run that lacks them,
+with the value the runs before them ran with): the independent replicates of 2026-11-28 evening — chain_length's and
 db_snapshots' and chain_bulk's `replicates` (1: every variant once, on one engine) and memory_dump's
 `extra_replicates` (0); metadata_cache's read job (`read_coverages` none, `read_runtime_s` unused); calibration's
 coverage sweep (`reads_double_sweep` none); tiering's `replicates` (1: one qcow2 timeline per pool, the runs before
@@ -111,6 +115,9 @@ def upgrade(d: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     if version == 3:
         d = _from_3(d)
         version = 4
+    if version == 4:
+        d = _from_4(d)
+        version = 5
     if version != RECORD_VERSION:
         raise RecordError(f"{where}: run record version {d.get('format_version')!r} is not one this snaptax reads "
                           f"(2 to {RECORD_VERSION})")
@@ -190,6 +197,12 @@ def _from_3(d: dict[str, Any]) -> dict[str, Any]:
                 guest["precopy_points"] = [{"block_pages": b, "wait_ms": w} for b, w in guest["precopy_points"]]
             _nest_scale(guest, GUEST_SCALE_FIELDS)
     d["format_version"] = 4
+    return d
+
+
+def _from_4(d: dict[str, Any]) -> dict[str, Any]:
+    d["part"] = None          # every run before format 5 measured its study whole
+    d["format_version"] = 5
     return d
 
 

@@ -32,6 +32,7 @@ from .schema import (
     RECORD_FORMAT,
     RECORD_VERSION,
     RESULTS,
+    RunPart,
     slug as _slug,
 )
 
@@ -98,6 +99,13 @@ def _write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:
     os.replace(tmp, path)
 
 
+def run_id_now(profile: Profile, part: RunPart | None = None) -> str:
+    """A new run's id: the UTC time it starts, its profile and, for a part of a study, the part's name (so that a
+    set's runs read as such in data/)."""
+    return "-".join([time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), _slug(profile.name),
+                     *([_slug(part.name)] if part else [])])
+
+
 def machine_counters(cpu: CpuTimes | None) -> dict[str, float]:
     """The machine's CPU times as counters (machine.cpu_{busy,idle,steal}_s; none when not sampled)."""
     if cpu is None:
@@ -123,10 +131,11 @@ class RunWriter:
     variants: dict[str, dict] = field(default_factory=dict)
     variant: str = "default"
     published: Path | None = None
+    part: RunPart | None = None         # the part of the study this run measures (None: all of it)
 
     def __post_init__(self) -> None:
         if not self.run_id:
-            self.run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{_slug(self.profile.name)}"
+            self.run_id = run_id_now(self.profile, self.part)
         self.started_utc = provenance.utc_now()
         self.lock_wait_s = 0.0       # a RunSession's wait for the measurement lock, before started_utc
         # the code and tools that measure: taken when a session starts (a commit made while it runs is not its code)
@@ -235,6 +244,7 @@ class RunWriter:
             "planned_points": self.planned_points, "planned_seconds": self.planned_seconds,
             "emulator_version": EMULATOR_VERSION if any(d.emulated for d in self._measured_devices()) else None,
             "registration": registration.recorded(),
+            "part": self.part.to_json() if self.part else None,
         }
         self.staging.mkdir(parents=True, exist_ok=True)
         _write_csv(self.staging / RESULTS, [*KEYS, *FIO_COLUMNS, "path"], self._rows)
@@ -260,14 +270,16 @@ class RunSession(RunWriter):
     """One measured study run on one rig: holds the machine-wide measurement lock, stages in the rig's work
     directory, publishes into data/<rig>/<study>/<run-id>/ on success and discards everything on failure.
 
-    planned_points / planned_seconds (from the study's StudyPlan) drive the progress line and its ETA.
+    planned_points / planned_seconds (from the study's StudyPlan) drive the progress line and its ETA; part: the part
+    of the study it measures (None: all of it), recorded in the manifest.
     """
 
     def __init__(self, rig: Rig, study: str, profile: Profile, parameters: dict[str, Any], *,
-                 devices_used: tuple[str, ...] = (), planned_points: int = 0, planned_seconds: float = 0.0) -> None:
-        run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{_slug(profile.name)}"
+                 devices_used: tuple[str, ...] = (), planned_points: int = 0, planned_seconds: float = 0.0,
+                 part: RunPart | None = None) -> None:
+        run_id = run_id_now(profile, part)
         super().__init__(rig, study, profile, parameters, rig.rig_work_dir / "staging" / study / run_id,
-                         devices_used, planned_points, planned_seconds, run_id)
+                         devices_used, planned_points, planned_seconds, run_id, part=part)
         self.progress.quiet = False
 
     def __enter__(self) -> RunSession:

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, cast
 
 from .. import profiles
 from ..errors import ConfigError, SnaptaxError
-from .contract import AnalyseModule, MeasureModule, PlanModule
+from .contract import AnalyseModule, MeasureModule, PartedPlanModule, PlanModule
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
     from ..plan import DiskNeed
-    from ..record import RunRecord
+    from ..record import RunRecord, RunRef
 
 
 class NeedsRoot(SnaptaxError):
@@ -70,6 +70,34 @@ class Study:
         none)."""
         return float(self.plan_module().planned_seconds(profile))
 
+    def parted_plan_module(self) -> PartedPlanModule | None:
+        """The plan module as a study with parts types it (contract.PartedPlanModule); None: measured whole only."""
+        plan = self.module("plan")
+        return cast(PartedPlanModule, plan) if hasattr(plan, "parts") else None
+
+    def parts(self, profile: profiles.Profile) -> tuple[str, ...]:
+        """The parts the study may be measured in at a profile (issue 49.1; for a rig with every engine the study
+        uses: measure.setup narrows them to the rig's); empty for a study measured whole only."""
+        plan = self.parted_plan_module()
+        return plan.parts(profile) if plan else ()
+
+    def part_seconds(self, profile: profiles.Profile) -> dict[str, float]:
+        """Each part's planned run time at a profile (s), as its run's manifest records it; empty without parts."""
+        plan = self.parted_plan_module()
+        return {name: float(plan.planned_seconds(profile, part=name)) for name in plan.parts(profile)} if plan else {}
+
+    def check_part(self, profile: profiles.Profile, part: str | None) -> None:
+        """Refuse, in one ConfigError line naming the field and the valid names, a part the study does not have at
+        the profile (any part, for a study measured whole only)."""
+        if part is None:
+            return
+        names = self.parts(profile)
+        if not names:
+            raise ConfigError(f"{self.id} study", "part", f"{part!r}: the study has no parts (it is measured whole; "
+                              "measure it without --part)")
+        if part not in names:
+            raise ConfigError(f"{self.id} study", "part", f"unknown part {part!r} (one of: {', '.join(names)})")
+
     def disk(self, profile: profiles.Profile) -> DiskNeed:
         """The space its work directory needs while it runs at a profile (the study's plan.DISK)."""
         return profiles.study_scale(self.module("plan").DISK, profile, self.id, "disk need")
@@ -81,23 +109,27 @@ class Study:
     # Every study measures on loop devices (block devices on attached rigs); reading its runs needs no root.
     measuring_needs_root = True
 
-    def run(self, rig: str, profile: str, device: str | None = None) -> Path:
+    def run(self, rig: str, profile: str, device: str | None = None, part: str | None = None) -> Path:
         """Measure the study on a rig (a name in rigs/ or a rig file) at a profile; `device` names the rig device
-        where the study lets one be chosen (its measure.setup says). Needs root. The one skeleton of every study's
+        where the study lets one be chosen (its measure.setup says); `part` one part of a study measured in parts
+        (parts; the run is published as that part, record.parts). Needs root. The one skeleton of every study's
         measuring: the study's measure.setup says what differs (contract.Setup), this runs it inside one
         RunSession and returns the published run directory under data/."""
         from ..host import rig as rigmod
         from ..host.backends import detach_stale_loops
-        from ..record import RunSession
+        from ..record import RunPart, RunSession
 
         prof = profiles.get(profile)
+        self.check_part(prof, part)          # a wrong part stops before anything else is asked for
         if self.measuring_needs_root and os.geteuid() != 0:
             raise NeedsRoot("measuring needs root (loop devices and block devices); run `sudo make paper` or "
                             "explore the published runs without measuring (measure=False)")
         r = rigmod.load(rig)
-        setup = self.measure_module().setup(r, prof, device)
+        setup = self.measure_module().setup(r, prof, device, part)
+        recorded: RunPart | None = RunPart(part, setup.part_set) if part is not None else None
         with RunSession(r, self.id, prof, setup.parameters.to_json(), devices_used=setup.devices_used,
-                        planned_points=setup.planned_points, planned_seconds=setup.planned_seconds) as session:
+                        planned_points=setup.planned_points, planned_seconds=setup.planned_seconds,
+                        part=recorded) as session:
             # loop devices a killed run left behind, detached while the session holds the measurement lock: no
             # other run can own them now
             detach_stale_loops(r.work_dir)
@@ -108,31 +140,33 @@ class Study:
     def analyse(self, record: RunRecord) -> Analysis:
         return self.analyse_module().analyse(record)
 
-    def newest_run(self, rig: str, profile: str) -> Path:
-        """The newest published run at `profile`; for a run selection (profiles.SELECTIONS), the newest run of the
-        first of its profiles that has one."""
-        from ..record import published_runs
+    def newest_run(self, rig: str, profile: str) -> RunRef:
+        """The newest readable run at `profile` (record.readable_runs: the newer of the newest whole run and the
+        newest complete set of part runs; an incomplete set is never read); for a run selection
+        (profiles.SELECTIONS), the newest of the first of its profiles that has one."""
+        from ..record import readable_runs
 
         names = profiles.run_profiles(profile)
         for name in names:
-            if runs := published_runs(rig, self.id, name):
+            if runs := readable_runs(rig, self.id, name):
                 return runs[-1]
         raise NoPublishedRun(f"no published run of study {self.id!r} at profile "
                              f"{' or '.join(repr(p) for p in names)} for rig {rig!r} "
                              f"(measure one: python -m snaptax run {self.id} --rig {rig} --profile {names[-1]})")
 
     def open(self, rig: str, profile: str, run_dir: str | Path | None = None, measure: bool = False) -> RunRecord:
-        """The run a notebook explores: measured now (measure=True), the given run_dir, or the newest published
-        run of the study for the rig and profile."""
-        from ..record import RunRecord
+        """The run a notebook explores: measured now (measure=True), the given run_dir, or the newest readable
+        run of the study for the rig and profile (a whole run, or a complete set of part runs read as one)."""
+        from ..record import load_run
 
+        ref: RunRef
         if measure:
-            path = self.run(rig, profile)
+            ref = self.run(rig, profile)
         elif run_dir:
-            path = Path(run_dir)
+            ref = Path(run_dir)
         else:
-            path = self.newest_run(rig, profile)
-        return RunRecord.load(path)
+            ref = self.newest_run(rig, profile)
+        return load_run(ref)
 
 
 REGISTRY: tuple[Study, ...] = (

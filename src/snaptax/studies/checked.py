@@ -1,6 +1,7 @@
 """Every registered study's four modules typed by the contract (studies.contract), so that mypy checks each study
-against it: its plan and measure against PlanModule and MeasureModule, and that its present takes the Analysis its
-analyse returns. tests/studies/test_registry.py keeps MODULES and REGISTRY the same studies.
+against it: its plan and measure against PlanModule and MeasureModule (and, for a study measured in parts, its plan
+against PartedPlanModule), and that its present takes the Analysis its analyse returns.
+tests/studies/test_registry.py keeps MODULES and REGISTRY the same studies.
 
 Importing this module imports every study's modules (altair with the present ones); Study itself imports a study's
 modules only when it is used.
@@ -25,7 +26,7 @@ from .chain_length import (
     plan as chain_length_plan,
     present as chain_length_present,
 )
-from .contract import Modules
+from .contract import Modules, PartedPlanModule
 from .db_snapshots import (
     analyse as db_snapshots_analyse,
     measure as db_snapshots_measure,
@@ -77,5 +78,8 @@ MODULES = {
     "tiering": Modules(tiering_plan, tiering_measure, tiering_analyse, tiering_present),
     "db_snapshots": Modules(db_snapshots_plan, db_snapshots_measure, db_snapshots_analyse, db_snapshots_present),
 }
+# The studies that may be measured in parts (issue 49.1), their plans typed as such (a test keeps these the studies
+# whose plan has parts).
+PARTED: dict[str, PartedPlanModule] = {"chain_length": chain_length_plan, "chain_bulk": chain_bulk_plan}
 
-__all__ = ["MODULES"]
+__all__ = ["MODULES", "PARTED"]

@@ -8,6 +8,11 @@ holds exactly the studies of REGISTRY). A module satisfies a Protocol by its mod
 Measuring has one skeleton for every study, Study.run: the profile, root, the rig, the session (the measurement lock,
 staging, publication in one rename), the loop devices a killed run left behind, and the published run it returns.
 A study's measure.setup gives only what differs between studies, as a Setup.
+
+A study too long for one measuring window may be measured in parts (issue 49.1): its plan module then also offers
+parts(profile) and planned_seconds(profile, part=...) (PartedPlanModule), its measure.setup measures the part it is
+given (the Setup's points and seconds are the part's), and the analysis reads a complete set of part runs as one
+record (record.parts). A study without parts refuses a part (whole_study).
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from ..errors import ConfigError
 from ..profiles import Profile
 from ..studyparams import StudyParameters
 
@@ -36,8 +42,10 @@ class Setup:
 
     parameters: the study's parameters record (manifest.parameters, read back only by its analysis);
     devices_used: the rig devices the run measures; planned_points, planned_seconds: the plan's fio runs and the run
-    time it predicts (the progress line, the ETA and the artifact table's extrapolation: plan.planned_seconds);
-    measure: everything measured, run inside the session once it holds the lock.
+    time it predicts (the progress line, the ETA and the artifact table's extrapolation: plan.planned_seconds), of
+    the part when one is measured; measure: everything measured, run inside the session once it holds the lock;
+    part_set: measuring a part, every part of the study on this rig at this profile (the set the run belongs to,
+    recorded in its manifest); empty for a whole run.
     """
 
     parameters: StudyParameters
@@ -45,6 +53,7 @@ class Setup:
     planned_points: int
     planned_seconds: float
     measure: Callable[[RunSession], None]
+    part_set: tuple[str, ...] = ()
 
 
 class PlanModule(Protocol):
@@ -56,10 +65,27 @@ class PlanModule(Protocol):
     def planned_seconds(self, profile: Profile) -> float: ...
 
 
-class MeasureModule(Protocol):
-    """measure.py: what differs in measuring this study (needs root when Study.run runs it)."""
+class PartedPlanModule(PlanModule, Protocol):
+    """plan.py of a study that may be measured in parts: its part names at a profile (for a rig with every engine the
+    study uses; its measure.setup narrows them to the rig's), and the time the plan of one part predicts."""
 
-    def setup(self, rig: Rig, profile: Profile, device: str | None = None) -> Setup: ...
+    def parts(self, profile: Profile) -> tuple[str, ...]: ...
+
+    def planned_seconds(self, profile: Profile, *, part: str | None = None) -> float: ...
+
+
+class MeasureModule(Protocol):
+    """measure.py: what differs in measuring this study (needs root when Study.run runs it); part: the part of the
+    study to measure (None: all of it), which only a study with parts accepts."""
+
+    def setup(self, rig: Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup: ...
+
+
+def whole_study(study: str, part: str | None) -> None:
+    """A study without parts refuses a part, in one ConfigError line."""
+    if part is not None:
+        raise ConfigError(f"{study} study", "part", f"{part!r}: the study has no parts (it is measured whole; "
+                          "measure it without a part)")
 
 
 class AnalyseModule(Protocol[A_co]):
@@ -84,4 +110,5 @@ class Modules(Generic[A]):
     present: PresentModule[A]
 
 
-__all__ = ["Setup", "PlanModule", "MeasureModule", "AnalyseModule", "PresentModule", "Modules"]
+__all__ = ["Setup", "PlanModule", "PartedPlanModule", "MeasureModule", "whole_study", "AnalyseModule",
+           "PresentModule", "Modules"]

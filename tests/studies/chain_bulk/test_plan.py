@@ -82,3 +82,26 @@ def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
 def test_every_committed_run_s_parameters_load(monkeypatch):
     for params in committed_parameters(monkeypatch, "chain_bulk", planmod.ChainBulkParameters).values():
         assert params.scale.max_chain >= 1
+
+
+@pytest.mark.parametrize("name", list(profiles.PROFILES))
+def test_each_part_is_one_configuration_with_its_replicates_and_their_flat_controls(name):
+    """Measured in parts (issue 49.1), each part is one configuration, every replicate of it, and each of its chain
+    measurements has its flat-control pair in the same variant plan; the parts together are the whole plan."""
+    p = profiles.get(name)
+    parts = planmod.parts(p)
+    assert parts == ("on-disk-metadata", "in-memory-metadata")
+    together = []
+    for part in parts:
+        study = planmod.build_plan(p, part=part)
+        assert {split_replicate(v.variant)[0] for v in study.variants} == {part}
+        assert len(study.variants) == planmod.scale(p).replicates
+        for v in study.variants:
+            runs = [(m.phase, m.repeat, n) for _, m, n in v.plan.measurements() if m.phase in planmod.KINDS]
+            flat = [(m.phase.removesuffix(planmod.FLAT_SUFFIX), m.repeat, n) for _, m, n in v.plan.measurements()
+                    if m.phase in {k + planmod.FLAT_SUFFIX for k in planmod.KINDS}]
+            assert sorted(runs) == sorted(flat) and runs
+        together += [v.variant for v in study.variants]
+    assert sorted(together) == sorted(v.variant for v in planmod.build_plan(p).variants)
+    assert sum(planmod.planned_seconds(p, part=part) for part in parts) == pytest.approx(planmod.planned_seconds(p))
+    assert get("chain_bulk").part_seconds(p) == {part: planmod.planned_seconds(p, part=part) for part in parts}

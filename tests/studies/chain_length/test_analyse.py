@@ -5,9 +5,9 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from snaptax import fiolog, profiles
+from snaptax import fiolog, profiles, studies
 from snaptax.plan import split_replicate
-from snaptax.record import RunRecord
+from snaptax.record import RunPart, RunRecord, load_run
 from snaptax.studies.chain_length import analyse as an, plan as planmod
 from tests.synthetic import fio_log, fio_result, write_run
 
@@ -23,13 +23,15 @@ def make_run(tmp_path, profile="quick", noise=0.0, drift=0.0, between=0.0):
     return an.analyse(RunRecord.load(build_run(tmp_path, profile, noise, drift, between)))
 
 
-def build_run(tmp_path, profile="quick", noise=0.0, drift=0.0, between=0.0):
+def build_run(tmp_path, profile="quick", noise=0.0, drift=0.0, between=0.0, part=None, run_id=None):
     """A synthetic run of the plan at `profile`: noise alternates within a replicate; `between` moves every run
     with a snapshot, and every deleting run, of replicate r by (r − 1) × between (the replicates' own spread);
-    drift runs through the run."""
+    drift runs through the run. part: only that part of the plan (planmod.parts), published as that part, each
+    point measured as in the whole run."""
     p = profiles.get(profile)
     study = planmod.build_plan(p)
     points = [(v.variant, i, m, n) for v in study.variants for i, m, n in v.plan.measurements()]
+    kept = [pt for pt in points if part is None or split_replicate(pt[0])[0] == part]
 
     def measured(recorded, index, step, n):
         variant, replicate = split_replicate(recorded)
@@ -55,7 +57,28 @@ def build_run(tmp_path, profile="quick", noise=0.0, drift=0.0, between=0.0):
     described = {name: {"engine": "qcow2", "config": c} for name, c in configs.items()}
     described[planmod.LVM_THIN] = {"engine": "lvmthin", "config": asdict(planmod.lvmthin_config(p))}
     variants = {v.variant: described[split_replicate(v.variant)[0]] for v in study.variants}
-    return write_run(tmp_path, "chain_length", profile, parameters, points, measured, variants=variants)
+    recorded = RunPart(part, planmod.parts(p)) if part else None
+    return write_run(tmp_path, "chain_length", profile, parameters, kept, measured, variants=variants,
+                     run_id=run_id, part=recorded)
+
+
+def test_a_run_measured_in_parts_gives_the_whole_run_s_values(tmp_path, data_dir):
+    """The three parts (one configuration each, its replicates and baselines with it) read as one record give every
+    value of the run that measured the same points in one session (record.parts); the run's own identity aside."""
+    whole = make_run(tmp_path / "whole", noise=0.01, drift=0.02, between=0.01)
+    for k, part in enumerate(planmod.parts(profiles.get("quick"))):
+        build_run(tmp_path, noise=0.01, drift=0.02, between=0.01, part=part,
+                  run_id=f"2026010{k + 2}T000000Z-quick-{part}")
+    parted = an.analyse(load_run(studies.get("chain_length").newest_run("t", "quick")))
+    assert len(parted.record.manifest.parts) == 3 and parted.record.run_id.count("+") == 2
+    mine = {v.key: v for v in parted.values if ".run." not in v.key}
+    theirs = {v.key: v for v in whole.values if ".run." not in v.key}
+    assert mine.keys() == theirs.keys() and len(mine) > 100
+    for key, v in theirs.items():
+        got = mine[key]
+        assert (got.n, got.text, got.method) == (v.n, v.text, v.method), key
+        assert [got.value, got.low, got.high] == pytest.approx([v.value, v.low, v.high], nan_ok=True, rel=1e-9), key
+    assert [o.verdict for o in parted.outcomes] == [o.verdict for o in whole.outcomes]
 
 
 def test_loss_and_host_reads_come_from_the_data(tmp_path):

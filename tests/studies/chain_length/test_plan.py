@@ -3,7 +3,7 @@ import pytest
 
 from snaptax import profiles
 from snaptax.errors import ConfigError
-from snaptax.plan import TakeSnapshot
+from snaptax.plan import TakeSnapshot, split_replicate
 from snaptax.stats import repeats_for
 from snaptax.studies.chain_length import plan as planmod
 from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
@@ -138,3 +138,34 @@ def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
 def test_every_committed_run_s_parameters_load(monkeypatch):
     for params in committed_parameters(monkeypatch, "chain_length", planmod.ChainLengthParameters).values():
         assert params.scale.runtime_s > 0 and params.scale.pairs >= 2
+
+
+@pytest.mark.parametrize("name", list(profiles.PROFILES))
+def test_each_part_is_one_configuration_with_all_its_replicates_and_its_own_baselines(name):
+    """Measured in parts (issue 49.1), each part is one configuration: every replicate of it, and within each
+    replicate the no-snapshot runs its ratios are taken against (the pairs' none, the mirror job's 'before', LVM
+    thin's guest-raw), so no paired ratio crosses two parts; the parts' plans together are the whole plan."""
+    p = profiles.get(name)
+    whole = planmod.build_plan(p)
+    parts = planmod.parts(p)
+    assert parts == ("on-disk-metadata", "in-memory-metadata", planmod.LVM_THIN)
+    assert planmod.parts(p, lvmthin=False) == ("on-disk-metadata", "in-memory-metadata")
+    together = []
+    for part in parts:
+        study = planmod.build_plan(p, part=part)
+        assert {split_replicate(v.variant) for v in study.variants} == \
+            {(part, r) for r in range(planmod.scale(p).replicates)}
+        for v in study.variants:
+            pairs = [(m.job.name, m.repeat, n) for _, m, n in v.plan.measurements() if m.phase == "pair"]
+            assert {(j, r) for j, r, n in pairs if n == 0} == {(j, r) for j, r, n in pairs if n == 1}
+            phases = {m.phase for _, m, _ in v.plan.measurements()}
+            assert planmod.BEFORE in phases and ("guest-raw" in phases) == (part == planmod.LVM_THIN)
+        together += study.variants
+    assert sorted(v.variant for v in together) == sorted(v.variant for v in whole.variants)
+    assert sum(planmod.planned_seconds(p, part=part) for part in parts) == pytest.approx(planmod.planned_seconds(p))
+
+
+def test_an_unknown_part_names_the_field_and_the_parts():
+    with pytest.raises(ConfigError, match="chain_length study: field 'part': unknown part 'lvm-thin' "
+                                          r"\(one of: on-disk-metadata, in-memory-metadata\)"):
+        planmod.build_plan(profiles.get("quick"), lvmthin=False, part=planmod.LVM_THIN)

@@ -10,7 +10,7 @@ from ...spindle.measure import CAPACITY, ServedSpindle
 from ...spindle.profiles import DeviceSpec, DiskSpec, ZeroProfile
 from ...spindle.rigfiles import disk
 from .. import standin_settings
-from ..contract import Setup
+from ..contract import Setup, whole_study
 from . import plan as planmod
 
 STUDY = planmod.STUDY
@@ -35,9 +35,10 @@ def spindle_spec(variant: str) -> DeviceSpec:
     return DiskSpec(ZeroProfile()) if variant == planmod.ZERO else disk(variant)
 
 
-def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup:
+def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """Every variant; `device` names the rig device for the reads-double variant (default: the rig's emulated
     raid1_10k)."""
+    whole_study("calibration", part)
     dev = reads_double_device(rig, device)
     study = planmod.build_plan(profile)
     work_dir = rig.rig_work_dir / STUDY

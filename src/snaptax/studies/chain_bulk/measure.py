@@ -11,10 +11,11 @@ from ..contract import Setup
 from . import plan as planmod
 
 
-def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
-    """Both configurations on `device` (default: the rig's first)."""
+def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
+    """Both configurations on `device` (default: the rig's first); `part`: only that configuration (planmod.parts),
+    every replicate."""
     dev = rig.device(device)
-    study = planmod.build_plan(profile)
+    study = planmod.build_plan(profile, part=part)
     # the stand-ins at the rig's inferred operating points (seed001_standins), recorded in the parameters
     coverages, used = seed001_standins.coverages(rig.name, profile.disk_size)
     configs = {c.name: c for c in planmod.configs(profile, coverages)}
@@ -22,4 +23,5 @@ def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
     def measure(session: RunSession) -> None:
         execute_per_config(rig, dev, configs, study, profile.disk_size, session)
     return Setup(planmod.parameters(profile, dev.name, used), (dev.name,), study.points(),
-                 planmod.planned_seconds(profile), measure)
+                 planmod.planned_seconds(profile, part=part), measure,
+                 planmod.parts(profile) if part is not None else ())

@@ -44,6 +44,8 @@ from ...plan import (
     TakeSnapshot,
     Target,
     VariantPlan,
+    configuration_part,
+    configuration_parts,
     disk_needs,
     replicate_name,
 )
@@ -167,18 +169,26 @@ def variant_plan(profile: profiles.Profile, replicate: int = 0) -> Plan:
     return Plan(tuple(steps))
 
 
-def build_plan(profile: profiles.Profile) -> StudyPlan:
+def build_plan(profile: profiles.Profile, *, part: str | None = None) -> StudyPlan:
     """Every configuration's plan `replicates` times, replicate-major (as plan.replicated, with the pairs' order
-    alternating across replicates)."""
+    alternating across replicates). part: only that configuration's variants (parts), every replicate."""
     s = scale(profile)
-    return StudyPlan(tuple(VariantPlan(replicate_name(c.name, r), variant_plan(profile, r))
-                           for r in range(s.replicates) for c in configs(profile)))
+    return configuration_part(StudyPlan(tuple(VariantPlan(replicate_name(c.name, r), variant_plan(profile, r))
+                                              for r in range(s.replicates) for c in configs(profile))),
+                              part, f"{STUDY} study")
 
 
-def planned_seconds(profile: profiles.Profile) -> float:
-    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession):
-    the plan's time-based fio runtime."""
-    return build_plan(profile).fio_seconds()
+def parts(profile: profiles.Profile) -> tuple[str, ...]:
+    """The parts the study may be measured in, one per configuration (plan.configuration_parts): each holds its
+    configuration's replicates with their flat controls (every chain measurement's pair is in its own variant plan,
+    and its replicate 0 warms the session up), so no ratio crosses two parts."""
+    return configuration_parts(build_plan(profile))
+
+
+def planned_seconds(profile: profiles.Profile, *, part: str | None = None) -> float:
+    """The run time the plan (of `part`, None: the whole study) predicts (s), as the run's manifest records it
+    (measure passes it to RunSession): the plan's time-based fio runtime."""
+    return build_plan(profile, part=part).fio_seconds()
 
 
 @dataclass(frozen=True)

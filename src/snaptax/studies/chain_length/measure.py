@@ -14,12 +14,12 @@ from . import plan as planmod
 STUDY = "chain_length"
 
 
-def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
+def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """The qcow2 configurations on `device` (default: the rig's first), and the LVM thin row when the rig lists the
-    lvmthin engine."""
+    lvmthin engine; `part`: only that configuration (planmod.parts at this rig's engines), every replicate."""
     dev = rig.device(device)
     lvmthin = "lvmthin" in rig.engines
-    study = planmod.build_plan(profile, lvmthin=lvmthin)
+    study = planmod.build_plan(profile, lvmthin=lvmthin, part=part)
     # the stand-ins at the rig's inferred operating points (seed001_standins), recorded in the parameters
     coverages, used = seed001_standins.coverages(rig.name, profile.disk_size)
     configs = {c.name: c for c in planmod.configs(profile, coverages)}
@@ -34,4 +34,5 @@ def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
             else:
                 execute_per_config(rig, dev, configs, StudyPlan((vp,)), profile.disk_size, session)
     return Setup(planmod.parameters(profile, dev.name, used), (dev.name,), study.points(),
-                 planmod.planned_seconds(profile, lvmthin=lvmthin), measure)
+                 planmod.planned_seconds(profile, lvmthin=lvmthin, part=part), measure,
+                 planmod.parts(profile, lvmthin=lvmthin) if part is not None else ())

@@ -46,7 +46,19 @@ from ...errors import ConfigError
 from ...fio import FioJob, prefill_job, seed001_job, seed001_mirror_job
 from ...inference import MIN_REPLICATES
 from ...operatingpoints import UsedPoint
-from ...plan import DeleteSnapshot, Measure, Plan, Step, StudyPlan, TakeSnapshot, VariantPlan, disk_needs, replicated
+from ...plan import (
+    DeleteSnapshot,
+    Measure,
+    Plan,
+    Step,
+    StudyPlan,
+    TakeSnapshot,
+    VariantPlan,
+    configuration_part,
+    configuration_parts,
+    disk_needs,
+    replicated,
+)
 from ...stats import repeats_for
 from ...studyparams import StudyParameters
 from .. import seed001_standins
@@ -184,20 +196,31 @@ def variant_plan(profile: profiles.Profile, guest_raw: bool = False) -> Plan:
     return Plan(tuple(steps))
 
 
-def build_plan(profile: profiles.Profile, lvmthin: bool = True) -> StudyPlan:
+def build_plan(profile: profiles.Profile, lvmthin: bool = True, *, part: str | None = None) -> StudyPlan:
     """The qcow2 configurations, then (lvmthin: the rig has the engine) LVM thin; the whole of it once per
-    replicate (plan.replicated)."""
+    replicate (plan.replicated). part: only that configuration's variants (parts), every replicate."""
     plan = variant_plan(profile)
     variants = [VariantPlan(c.name, plan) for c in configs(profile)]
     if lvmthin:
         variants.append(VariantPlan(LVM_THIN, variant_plan(profile, guest_raw=True)))
-    return replicated(StudyPlan(tuple(variants)), scale(profile).replicates)
+    return configuration_part(replicated(StudyPlan(tuple(variants)), scale(profile).replicates), part,
+                              "chain_length study")
 
 
-def planned_seconds(profile: profiles.Profile, lvmthin: bool = True) -> float:
-    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession):
-    the plan's time-based fio runtime."""
-    return build_plan(profile, lvmthin).fio_seconds()
+def parts(profile: profiles.Profile, lvmthin: bool = True) -> tuple[str, ...]:
+    """The parts the study may be measured in, one per configuration (plan.configuration_parts; LVM thin's only on
+    a rig with the engine, `lvmthin`): each holds its configuration's replicates, and its baselines with them (a
+    configuration's no-snapshot runs, the mirror job's 'before' runs and LVM thin's guest-raw runs are all in its
+    own variant plan), so no paired ratio crosses two parts. Only guest_over_host, a ratio of means of LVM thin's
+    guest-raw runs over the qcow2 host path's no-snapshot runs, compares two configurations; it is unpaired and
+    says its interval ignores drift between them, which between two parts includes a new session."""
+    return configuration_parts(build_plan(profile, lvmthin))
+
+
+def planned_seconds(profile: profiles.Profile, lvmthin: bool = True, *, part: str | None = None) -> float:
+    """The run time the plan (of `part`, None: the whole study) predicts (s), as the run's manifest records it
+    (measure passes it to RunSession): the plan's time-based fio runtime."""
+    return build_plan(profile, lvmthin, part=part).fio_seconds()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from ...host import rig as rigmod
 from ...plan import split_replicate
 from ...profiles import Profile
 from ...record import RunSession
-from ..contract import Setup
+from ..contract import Setup, whole_study
 from . import plan as planmod
 
 
@@ -27,8 +27,9 @@ def snapshot_devices(rig: rigmod.Rig, source: rigmod.Device) -> dict[str, rigmod
     return out
 
 
-def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup:
+def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """Both snapshot devices; `device` names the source device (default: the rig's first)."""
+    whole_study("db_snapshots", part)
     source = rig.device(device)
     snapdevs = snapshot_devices(rig, source)
     s = planmod.scale(profile)

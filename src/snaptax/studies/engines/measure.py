@@ -8,7 +8,7 @@ from ...engines.qcow2 import Qcow2ChainEngine
 from ...host.rig import Device, Rig
 from ...profiles import Profile
 from ...record import RunSession
-from ..contract import Setup
+from ..contract import Setup, whole_study
 from . import plan as planmod
 
 
@@ -21,8 +21,9 @@ def engine_for(v: planmod.Variant, rig: Rig, dev: Device, disk_size: int) -> Sna
     return LvmThinEngine(rig, dev, v.config, disk_size)  # type: ignore[arg-type]
 
 
-def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
+def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """Every engine/grain variant on one rig device (`device`, default: the rig's first)."""
+    whole_study("engines", part)
     dev = rig.device(device)
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)

@@ -26,7 +26,7 @@ from ...profiles import Profile
 from ...record import RunSession
 from ...timeline import HostSampler, Load, Timeline, attempt, job_text, stunned, wait_event
 from .. import standin_settings
-from ..contract import Setup
+from ..contract import Setup, whole_study
 from . import plan as planmod
 
 HOST_KEYS = ("host.reads", "host.writes", "host.member0.reads", "host.member0.writes", "host.member1.reads",
@@ -238,8 +238,9 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
     sampler.write(session.variant_dir() / "host_series.csv")
 
 
-def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
+def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """Every timeline and the model grid on the rig's raid1_10k (or `device`)."""
+    whole_study("lifecycle", part)
     dev = spindle_device(rig, device)
     s = planmod.scale(profile)
     coverage, used = standin_settings.coverage(rig.name, planmod.STAND_IN, s.disk_bytes, planmod.PRESET_COVERAGE)

@@ -19,7 +19,7 @@ from ...host.procs import ProcessGroup
 from ...plan import split_replicate
 from ...profiles import Profile
 from ...record import RunSession
-from ..contract import Setup
+from ..contract import Setup, whole_study
 from . import plan as planmod
 
 
@@ -41,9 +41,10 @@ def role_devices(rig: rigmod.Rig, device: str | None = None) -> dict[str, rigmod
     return {planmod.SSD: ssd[0], planmod.SPINDLE: spindle}
 
 
-def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup:
+def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """The grid on both device roles, then the guest's dumps; `device` names the rig device for the spindle role
     (default: the rig's emulated raid1_10k)."""
+    whole_study("memory_dump", part)
     devs = role_devices(rig, device)
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)

@@ -6,12 +6,13 @@ from ...engines.qcow2 import execute_per_config
 from ...host.rig import Rig
 from ...profiles import Profile
 from ...record import RunSession
-from ..contract import Setup
+from ..contract import Setup, whole_study
 from . import plan as planmod
 
 
-def setup(rig: Rig, profile: Profile, device: str | None = None) -> Setup:
+def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """Every coverage on `device` (default: the rig's first)."""
+    whole_study("metadata_cache", part)
     dev = rig.device(device)
     study = planmod.build_plan(profile)
     configs = {c.name: c for c in planmod.configs(profile)}

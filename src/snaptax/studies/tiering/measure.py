@@ -31,7 +31,7 @@ from ...spindle.predict import Region, closed_loop, closed_loop_mix
 from ...spindle.profiles import DeviceSpec, TierSpec, to_json as spec_to_json
 from ...spindle.rigfiles import parse_device
 from ...timeline import HostSampler, Timeline, attempt, job_text
-from ..contract import Setup
+from ..contract import Setup, whole_study
 from . import plan as planmod
 
 HOST_KEYS = ("host.reads", "host.writes", "host.ssd_reads", "host.ssd_writes", "host.hdd_reads", "host.hdd_writes",
@@ -257,8 +257,9 @@ def lvmthin_timeline(engine: LvmThinEngine, session: RunSession, plan, s: planmo
         session.log_event(kind, **data)
 
 
-def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None) -> Setup:
+def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """Both pools (`device` is not used: the study needs one device per pool, named by the rig)."""
+    whole_study("tiering", part)
     devices = pool_devices(rig)
     s = planmod.scale(profile)
     cfg = planmod.qcow2_config(s)
