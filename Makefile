@@ -77,7 +77,7 @@ render: setup-read
 # the body when that file changes (paper/latexmkrc lists both in this order).
 pdf: render
 	@cd paper && latexmk -pdf -quiet supplement.tex snaptax.tex >/dev/null 2>&1 || \
-	  { for d in supplement snaptax; do tail -n 30 paper/$$d.log 2>/dev/null; done; \
+	  { for d in supplement snaptax; do tail -n 30 $$d.log 2>/dev/null; done; \
 	    echo "latexmk failed: see paper/supplement.log and paper/snaptax.log" >&2; exit 1; }
 	@$(PY) -m snaptax texlog paper/supplement.log
 	@$(PY) -m snaptax texlog paper/snaptax.log
