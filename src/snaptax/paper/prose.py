@@ -104,7 +104,7 @@ FACTS: tuple[Fact, ...] = (
     Fact("metadata_cache.implied.vsan.coverage", "above", 0.9,
          "metadata_cache.tex: a redo log has to keep nearly all of its metadata in memory to lose only vSAN's loss"),
     Fact("memory_dump.vs_estimate.raid1_10k.p64-w25", "above", 1.0,
-         "snaptax.tex (findings, seed 003); memory_dump.tex, the grid, and conclusion.tex: our walker waits as asked and "
+         "snaptax.tex (abstract, findings, seed 003); memory_dump.tex, the grid, and conclusion.tex: our walker waits as asked and "
          "then pays the device on top, "
          "never less than the waits (checked on the mirror: on the SSD-class device the device's share is within a "
          "rerun's noise, though never below the waits by construction)"),
