@@ -128,7 +128,7 @@ FACTS: tuple[Fact, ...] = (
     Fact("tiering.tier_pool.with.ssd_share", "estimate_below", "tiering.tier_pool.initial.ssd_share",
          "snaptax.tex (abstract, findings, seed 002) and tiering.tex, results: with the snapshot the SSD-served share fell"),
     Fact("tiering.tier_pool.delete.ssd_share", "estimate_below", "tiering.tier_pool.with.ssd_share",
-         "tiering.tex, results: ... and fell further during consolidation"),
+         "snaptax.tex (seed 002) and tiering.tex, results: ... and fell further during consolidation"),
     *(Fact(f"tiering.{pool}.lvmthin.after.ratio", "below", 100.0,
            "snaptax.tex (abstract, findings, discussion) and tiering.tex, discussion.tex, conclusion.tex: LVM thin's "
            "loss outlasts its snapshot's deletion")
