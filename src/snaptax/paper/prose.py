@@ -240,6 +240,10 @@ FACTS: tuple[Fact, ...] = (
            "error's interval within the ±10 % bound)")
       for model in ("db_snapshots.copy_work", "lifecycle.seek")
       for relation, bound in zip(WITHIN, (-10.0, 10.0), strict=True)),
+    Fact("chain_length.fit.on-disk-metadata.randrw.tau_layer_us", "below",
+         "chain_length.fit.on-disk-metadata.randrw.tau1_us",
+         "discussion.tex (supplement), the metadata cache: with the metadata partly on disk the first snapshot cost "
+         "more than any further layer"),
     Fact("chain_length.loss.lvm-thin.randrw", "above", 0.0,
          "snaptax.tex, findings: LVM thin lost IOPS with one snapshot"),
     Fact("tiering.sas_pool.lvmthin.after.copied_write_pct", "estimate_above", 0.0,
