@@ -242,3 +242,11 @@ def test_ratio_of_ratios_without_both_intervals_has_none(end):
     iv = stats.ratio_of_ratios_interval(1.5, (end, 2.0), (0.5, 2.0), 4)
     assert iv.estimate == 1.5 and iv.n == 4 and iv.method == "ratio of ratios" and not iv.defined
     assert math.isnan(iv.low) and math.isnan(iv.high)
+
+
+def test_a_profile_end_is_the_crossing_the_bound_or_none():
+    cut = lambda v: v * v - 4.0      # noqa: E731  the profile's excess: within the cut on (−2, 2)
+    assert stats.profile_end(cut, 0.0, 0.5, +1, math.inf) == pytest.approx(2.0)
+    assert stats.profile_end(cut, 0.0, 0.5, -1, -1.0) == -1.0          # within the cut up to the bound
+    assert stats.profile_end(cut, 0.0, 0.5, -1, -3.0) == pytest.approx(-2.0)   # the crossing lies before the bound
+    assert stats.profile_end(lambda v: -1.0, 0.0, 1.0, +1, math.inf, max_doublings=8) == math.inf   # never leaves it

@@ -268,6 +268,21 @@ def cmd_texlog(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_printsize(args: argparse.Namespace) -> int:
+    from .paper import printsize
+    log = Path(args.log)
+    # the figures beside the log's document (make test builds the paper in a temporary copy of paper/)
+    figures = log.parent / "figures"
+    if args.report:
+        small = printsize.smallest(log.read_text(errors="replace") if log.is_file() else "", figures, args.minimum)
+        for p in small:
+            print(f"{p.what}: smallest text {p.smallest_pt:.1f} pt (below {args.minimum:g} pt)")
+        return 0
+    found = printsize.check(log, figures, args.minimum)
+    print(f"{log}: all {len(found)} figures and scaled tables print their text at {args.minimum:g} pt or more")
+    return 0
+
+
 def cmd_build_plugin(args: argparse.Namespace) -> int:
     from .cofw.build import build_plugin
     from .nbdclient import build_shim
@@ -376,6 +391,12 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("log")
     tl.add_argument("--allow-overfull", action="store_true", help="report only undefined references and macros")
     tl.set_defaults(func=cmd_texlog)
+    ps = sub.add_parser("printsize", help="fail if a figure or scaled table of a built paper prints text below "
+                        "7 pt (reads the LaTeX log's print-size lines and the figures' SVGs)")
+    ps.add_argument("log")
+    ps.add_argument("--minimum", type=float, default=7.0, help="smallest legible size in points (default 7)")
+    ps.add_argument("--report", action="store_true", help="list what prints too small and exit 0")
+    ps.set_defaults(func=cmd_printsize)
     bp = sub.add_parser("build-plugin", help="compile the C objects (the cofw engine's and the spindle "
                         "emulator's nbdkit plugins, the emulator's model core, fio's NBD simple-replies shim) when "
                         "missing or older than their sources (make setup runs it; $CC picks the compiler)")

@@ -108,18 +108,24 @@ def _profile_rss(X: np.ndarray, y: np.ndarray, lower: np.ndarray, j: int, v: flo
     return float(res @ res)
 
 
-def _profile_end(excess: Any, b: float, step: float, sign: int, limit: float) -> float:
+def profile_end(excess: Any, b: float, step: float, sign: int, limit: float, max_doublings: int = 60) -> float:
     """One end of a profile interval: walking from the estimate b in direction `sign` (doubling the step), where
     `excess` (the profile's RSS less its cut) crosses 0; `limit` (the bound on that side, ±inf for none) when the
-    profile stays within the cut up to it."""
+    profile stays within the cut up to it; ±inf when it stays within the cut for `max_doublings` doublings of the
+    step towards no bound (the data put no end on that side)."""
     if math.isfinite(limit) and excess(limit) <= 0:
         return limit
     x = b + sign * step
-    while excess(x) <= 0:
+    for _ in range(max_doublings):
+        if math.isfinite(limit) and sign * (x - limit) >= 0:
+            x = limit            # the crossing lies between b and the bound, where excess > 0
+            break
+        if excess(x) > 0:
+            break
         step *= 2
         x = b + sign * step
-    if math.isfinite(limit) and sign * (x - limit) > 0:
-        x = limit                # the crossing lies between b and the bound, where excess > 0
+    else:
+        return sign * math.inf
     lo, hi = sorted((b, x))
     return float(optimize.brentq(excess, lo, hi, xtol=1e-10 * max(1.0, abs(b))))
 
@@ -158,8 +164,8 @@ def bounded_least_squares(X: ArrayLike, y: ArrayLike, lower: ArrayLike,
             def excess(v: float, j: int = j, cut: float = cut) -> float:
                 return _profile_rss(X, y, lo, j, v) - cut
             step = max(float(scale[j]), 1e-12 * max(1.0, abs(float(b))))
-            ends.append((_profile_end(excess, float(b), step, -1, float(lo[j])),
-                         _profile_end(excess, float(b), step, +1, math.inf)))
+            ends.append((profile_end(excess, float(b), step, -1, float(lo[j])),
+                         profile_end(excess, float(b), step, +1, math.inf)))
         ci = tuple(ends)
     return BoundedLeastSquares(tuple(float(b) for b in beta), ci, 1 - rss / ss_tot if ss_tot > 0 else 1.0, dof,
                                at_bound)

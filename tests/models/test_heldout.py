@@ -92,3 +92,9 @@ def test_quoted_makes_values():
     assert by["error"].has_interval and by["predicts"].text == "the dump time"
     with pytest.raises(ValueError):
         ho.judge([], 1, "x", bound=0)
+
+
+def test_a_reason_names_a_few_points_and_counts_many():
+    pts = [ho.point(f"p{i}", 100.0, 99.0, 101.0, 10, *_measured(130.0, 0.02, 8)) for i in range(20)]
+    h = ho.judge(pts, 10, "x")
+    assert h.reason.endswith("at 20 of the 20 points (p0, p1, p2, p3, p4, …)")

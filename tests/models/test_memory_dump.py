@@ -124,3 +124,25 @@ def test_walker_point_and_unfittable_grids():
         md.fit("oversleep", m[waited], b[waited], w[waited], t[waited])
     with pytest.raises(ValueError, match="model"):
         md.fit("nonsense", m, b, w, t)
+
+
+def test_a_per_write_cost_of_nothing_is_fitted_on_its_bound_with_a_profile_interval():
+    m, b, w, t = grid("after", noise=0.02, seed=5)
+    t = md.dump_time_s("after", m, b, w, s0_s=0.0, bw_bytes_s=140 * MiB) * (t / md.dump_time_s("after", m, b, w, **TRUE))
+    f = md.fit("after", m, b, w, t)
+    assert f.params["s0_ms"] >= 0 and f.ci95["s0_ms"][0] >= 0       # never below the physical range
+    assert inside(f.ci95["s0_ms"], 0.0) and inside(f.ci95["bw_mib_s"], 140)
+
+
+def test_a_timer_that_skips_its_shortest_wait_is_fitted_on_the_bound_and_the_interval_ends_there():
+    m, b, w, t = grid("oversleep", delta_s=-3e-3, noise=0.01)     # δ below −2 ms: the 2-ms waits would be negative
+    f = md.fit("oversleep", m, b, w, t)
+    assert f.params["delta_ms"] == pytest.approx(-2.0, abs=1e-6) and "delta_ms" in f.at_bound
+    assert f.ci95["delta_ms"][0] == pytest.approx(-2.0) and f.ci95["delta_ms"][1] > -2.0
+
+
+def test_skipped_blocks_are_a_share_between_none_and_all():
+    f = md.fit("zero_skip", *grid("after", noise=0.02, seed=11))
+    assert 0.0 <= f.params["z"] < 1.0 and f.ci95["z"][0] >= 0.0
+    with_skips = md.fit("zero_skip", *grid("zero_skip", z=0.3, noise=0.01))
+    assert with_skips.at_bound == () and inside(with_skips.ci95["z"], 0.3)

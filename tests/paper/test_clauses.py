@@ -19,3 +19,37 @@ def test_the_saturated_iterative_deletion_is_described_as_it_came_out():
     assert "not below" in clauses.saturated_iterative(lifecycle(0.0, writer=120.0))
     # a build without the lifecycle's values still prints a sentence, saying so
     assert clauses.clause_values({})[0].text == "the saturated iterative deletion has no outcome in this build's runs"
+
+
+def predictions(fit, sas):
+    return {v.key: v for v in (Value("tiering.predict.hdd_fit_over_model", fit[0], "%", fit[1], fit[2]),
+                               Value("tiering.predict.sas_with_over_hdd", sas[0], "%", sas[1], sas[2]))}
+
+
+def test_the_mix_predictions_are_described_as_their_intervals_came_out():
+    held = clauses.tiering_mix_predictions(predictions((105, 89, 121), (99, 84, 115)))
+    assert held.startswith("both intervals include 100 %") and held.endswith("does not resolve such an effect")
+    below = clauses.tiering_mix_predictions(predictions((88, 77, 99), (83, 72, 94)))
+    assert below.startswith("the first interval lies below 100 % and the second lies below 100 %: the simple mix does "
+                            "not account for the tiered pool's seconds")
+    assert "the opposite of such an effect" in below
+    above = clauses.tiering_mix_predictions(predictions((130, 115, 145), (99, 84, 115)))
+    assert "not account for all of" in above and "as such an effect would make it" in above
+    assert clauses.tiering_mix_predictions({}) == "this build's tiering run has no tests of the mix"
+
+
+def heldout(error, verdict="descriptive only", reason="the 90 % interval of the error is not within ±10 % at qcow2 with"):
+    return {v.key: v for v in (Value("tiering.misplacement.heldout.error", error[0], "%", error[1], error[2]),
+                               Value("tiering.misplacement.heldout.bound", 10.0, "%"),
+                               Value("tiering.misplacement.heldout.verdict", text=verdict),
+                               Value("tiering.misplacement.heldout.reason", text=reason))}
+
+
+def test_the_heldout_test_refutes_only_when_the_worst_interval_lies_beyond_the_bound():
+    assert clauses.tiering_heldout(heldout((448, 437, 459))).startswith(
+        "the share of I/O on flash does not by itself give")
+    wide = clauses.tiering_heldout(heldout((-69, -91, 12)))
+    assert wide.startswith("the share of I/O on flash is not shown to give") and "at qcow2 with)" in wide
+    assert wide.endswith("are what-ifs of the model, not predictions")
+    assert clauses.tiering_heldout(heldout((3, -2, 8), verdict="predicts")).endswith("are predictions of the model")
+    assert clauses.tiering_heldout({}) == "this build's tiering run has no held-out test"

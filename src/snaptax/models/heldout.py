@@ -189,17 +189,25 @@ def judge(points: Sequence[PointError], fit_points: int, predicts: str, bound: f
     negative = [p.label for p in pts if p.predicted <= 0]
     if negative:      # e.g. a fitted time per I/O extrapolated below zero
         return HeldOut(pts, bound, fit_points, predicts, DESCRIPTIVE,
-                       f"the prediction is not positive at {', '.join(negative)}")
+                       f"the prediction is not positive at {_some(negative, len(pts))}")
     undefined = [p.label for p in pts if not p.defined]
     if undefined:
         return HeldOut(pts, bound, fit_points, predicts, DESCRIPTIVE,
-                       f"no error interval at {', '.join(undefined)}: untested there")
+                       f"no error interval at {_some(undefined, len(pts))}: untested there")
     outside = [p.label for p in pts if not p.within(bound, alpha)]
     if outside:
         return HeldOut(pts, bound, fit_points, predicts, DESCRIPTIVE,
-                       f"the 90 % interval of the error is not within {b} at {', '.join(outside)}")
+                       f"the 90 % interval of the error is not within {b} at {_some(outside, len(pts))}")
     return HeldOut(pts, bound, fit_points, predicts, PREDICTS,
                    f"every held-out point's 90 % interval of the error lies within {b}")
+
+
+def _some(labels: list[str], total: int, shown: int = 5) -> str:
+    """Point labels for a reason: all of a few; of many, how many of all and the first few (a reason is printed
+    in a sentence, and a list of 90 labels is no sentence)."""
+    if len(labels) <= shown + 1:
+        return ", ".join(labels)
+    return f"{len(labels)} of the {total} points ({', '.join(labels[:shown])}, …)"
 
 
 __all__ = ["BOUND", "ALPHA", "ModelVerdict", "PREDICTS", "DESCRIPTIVE", "log_se", "PointError", "pct", "point",

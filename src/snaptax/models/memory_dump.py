@@ -29,13 +29,16 @@ the coefficient of the wait (z scales s0 and 1/bw as well, which then absorb it)
 wait shortened by a factor (1 − z).
 
 `fit` estimates a model's parameters from a grid of measured dump times by least squares on log times (relative
-errors: the grid spans two orders of magnitude), with t-based 95 % intervals from the Jacobian, and its AIC for
-comparing the models on the same points. `DumpFit.predict_interval` carries the fit's uncertainty into a
+errors: the grid spans two orders of magnitude) within their physical range (physical_bounds: s0 ≥ 0, bw > 0,
+δ ≥ −w, 0 ≤ z < 1), with t-based 95 % intervals from the Jacobian where no bound is active and profile-likelihood
+ones within the range where one is (or where the t interval would cross it), and its AIC for comparing the
+models on the same points. `DumpFit.predict_interval` carries the fit's uncertainty into a
 prediction (delta method on log T).
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -44,6 +47,7 @@ from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
 from ..errors import ConfigError
+from ..stats import profile_end
 
 PAGE = 4096
 MiB = 1 << 20
@@ -153,6 +157,7 @@ class DumpFit:
     aic: float
     theta: tuple[float, ...] = field(repr=False)
     cov: tuple[tuple[float, ...], ...] = field(repr=False)
+    at_bound: tuple[str, ...] = ()      # the internal parameters on their physical bound (physical_bounds)
 
     @property
     def s0_s(self) -> float:
@@ -225,19 +230,14 @@ def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: Arr
         pred = _internal(model, theta, m, b, w)
         return np.log(t) - np.log(np.maximum(pred, 1e-12))
 
-    lower = [-np.inf, 1e-9] + ([-np.inf] if model == "oversleep" else [-0.99] if model == "zero_skip" else [])
-    upper = [np.inf, np.inf] + ([np.inf] if model == "oversleep" else [0.99] if model == "zero_skip" else [])
-    theta0 = list(np.clip(theta0, np.asarray(lower) + 1e-9, np.asarray(upper) - 1e-9))
-    res = optimize.least_squares(resid, theta0, bounds=(lower, upper), x_scale="jac", xtol=1e-12, ftol=1e-12,
-                                 gtol=1e-12, max_nfev=20000)
-    if not res.success:
-        raise ValueError(f"{model}: least squares did not converge ({res.message})")
-    theta = res.x
+    lower, upper = physical_bounds(model, w)
+    theta0 = list(np.clip(theta0, lower + 1e-9, upper - 1e-9))
+    theta = _solve(resid, theta0, lower, upper, model)
     r = resid(theta)
     rss = float(r @ r)
     npts, k = len(t), len(names)
     dof = npts - k
-    jac = res.jac
+    jac = _jacobian(resid, theta)
     cov = np.full((k, k), np.nan)
     if dof > 0:
         try:
@@ -246,18 +246,89 @@ def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: Arr
             pass
     half = (stats.t.ppf(0.975, dof) * np.sqrt(np.clip(np.diag(cov), 0, None)) if dof > 0
             else np.full(k, np.nan))
+    ends = [(float(theta[j] - half[j]), float(theta[j] + half[j])) for j in range(k)]
+    at_bound = tuple(bool(np.isfinite(lower[j]) and math.isclose(theta[j], lower[j], abs_tol=1e-6)
+                          or np.isfinite(upper[j]) and math.isclose(theta[j], upper[j], abs_tol=1e-6))
+                     for j in range(k))
+    if dof > 0:
+        for j in range(k):
+            # where a bound is active or the t interval crosses one, the interval is the profile likelihood's
+            # within the physical range (no clipping of the t interval's ends)
+            if at_bound[j] or ends[j][0] < lower[j] or ends[j][1] > upper[j] or not np.isfinite(half[j]):
+                ends[j] = _profile_interval(resid, theta, rss, dof, lower, upper, j, half[j])
     params: dict[str, float] = {"s0_ms": float(theta[0])}
-    ci: dict[str, tuple[float, float]] = {"s0_ms": (float(theta[0] - half[0]), float(theta[0] + half[0]))}
-    tau, tau_lo, tau_hi = float(theta[1]), float(theta[1] - half[1]), float(theta[1] + half[1])
+    ci: dict[str, tuple[float, float]] = {"s0_ms": ends[0]}
+    tau, (tau_lo, tau_hi) = float(theta[1]), ends[1]
     params["bw_mib_s"] = 1e3 / tau                                # MiB per ms⁻¹ → MiB/s
     ci["bw_mib_s"] = (1e3 / tau_hi if tau_hi > 0 else math.nan, 1e3 / tau_lo if tau_lo > 0 else math.inf)
     if k == 3:
         name = names[2]
         params[name] = float(theta[2])
-        ci[name] = (float(theta[2] - half[2]), float(theta[2] + half[2]))
+        ci[name] = ends[2]
     aic = npts * math.log(max(rss, 1e-300) / npts) + 2 * k
     return DumpFit(model, params, ci, npts, dof, rss, 100 * math.sqrt(rss / npts), aic, tuple(map(float, theta)),
-                   tuple(tuple(map(float, row)) for row in cov))
+                   tuple(tuple(map(float, row)) for row in cov),
+                   tuple(n for n, b in zip(names, at_bound, strict=True) if b))
+
+
+def physical_bounds(model: str, wait_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The parameters' physical range, internal units (s0 ms, 1/bw ms per MiB, δ ms, z): a write costs no less
+    than nothing (s0 ≥ 0, 1/bw > 0); a timer cannot wait less than no time (δ ≥ −w for the shortest wait w > 0
+    of the points fitted); a share of skipped blocks is one (0 ≤ z < 1)."""
+    lower, upper = [0.0, 1e-9], [np.inf, np.inf]
+    if model == "oversleep":
+        waits = np.asarray(wait_s, dtype=float)
+        lower.append(-1e3 * float(waits[waits > 0].min()))
+        upper.append(np.inf)
+    elif model == "zero_skip":
+        lower.append(0.0)
+        upper.append(0.99)
+    return np.asarray(lower), np.asarray(upper)
+
+
+def _solve(resid: Callable[[np.ndarray], np.ndarray], theta0: Sequence[float], lower: np.ndarray,
+           upper: np.ndarray, model: str) -> np.ndarray:
+    res = optimize.least_squares(resid, theta0, bounds=(lower, upper), x_scale="jac", xtol=1e-12, ftol=1e-12,
+                                 gtol=1e-12, max_nfev=20000)
+    if not res.success:
+        raise ValueError(f"{model}: least squares did not converge ({res.message})")
+    return np.asarray(res.x, dtype=float)
+
+
+def _jacobian(resid: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.ndarray:
+    """Central differences of the residuals at θ (the solver's own Jacobian is one-sided at a bound)."""
+    cols = []
+    for i in range(len(theta)):
+        h = 1e-6 * max(1.0, abs(theta[i]))
+        up, dn = theta.copy(), theta.copy()
+        up[i] += h
+        dn[i] -= h
+        cols.append((resid(up) - resid(dn)) / (2 * h))
+    return np.column_stack(cols)
+
+
+def _profile_interval(resid: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, rss: float, dof: int,
+                      lower: np.ndarray, upper: np.ndarray, j: int, half: float) -> tuple[float, float]:
+    """Parameter j's 95 % profile-likelihood interval within [lower_j, upper_j]: {v : RSS_j(v) ≤ RSS·(1 +
+    F(0.95; 1, dof)/dof)}, RSS_j(v) the least RSS with θ_j = v and the others within their bounds (as
+    stats.bounded_least_squares does for linear models)."""
+    cut = rss * (1 + float(stats.f.ppf(0.95, 1, dof)) / dof)
+    others = [i for i in range(len(theta)) if i != j]
+
+    def excess(v: float) -> float:
+        def sub(x: np.ndarray) -> np.ndarray:
+            full = theta.copy()
+            full[others] = x
+            full[j] = v
+            return resid(full)
+        start = np.clip(theta[others], lower[others] + 1e-12, upper[others] - 1e-12)
+        res = optimize.least_squares(sub, start, bounds=(lower[others], upper[others]), x_scale="jac",
+                                     xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=5000)
+        return float(res.fun @ res.fun) - cut
+
+    step = float(half) if np.isfinite(half) and half > 0 else 0.1 * max(1.0, abs(float(theta[j])))
+    return (profile_end(excess, float(theta[j]), step, -1, float(lower[j])),
+            profile_end(excess, float(theta[j]), step, +1, float(upper[j])))
 
 
 def fit_all(memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: ArrayLike, dump_s: ArrayLike,

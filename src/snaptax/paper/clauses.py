@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from ..models.heldout import PREDICTS
 from ..values import Value
 
 
@@ -31,9 +32,62 @@ def saturated_iterative(values: Mapping[str, Value]) -> str:
     return f"the saturated iterative deletion did not converge, its guest writing {side} the estimate of r*{why}"
 
 
+def tiering_mix_predictions(values: Mapping[str, Value]) -> str:
+    """What the misplacement model's two refutable predictions found (tiering.predict.hdd_fit_over_model: the fitted
+    HDD time per I/O over the array model's; tiering.predict.sas_with_over_hdd: the SAS-only pool's rate with its
+    snapshot over the fitted HDD rate), and what the first says of the queueing effect the mix leaves out (an effect
+    that would make the fitted HDD time longer, above 100 %)."""
+    keys = ("tiering.predict.hdd_fit_over_model", "tiering.predict.sas_with_over_hdd")
+    if any(k not in values for k in keys):
+        return "this build's tiering run has no tests of the mix"
+    fit, sas = (values[k] for k in keys)
+    if fit.includes(100.0) and sas.includes(100.0):
+        found = "both intervals include 100 %: at this run's resolution the simple mix accounts for the tiered pool's " \
+                "seconds"
+    elif fit.includes(100.0) or sas.includes(100.0):
+        found = (f"the first interval {fit.side_of(100)} % and the second {sas.side_of(100)} %: the simple mix does "
+                 "not account for all of the tiered pool's seconds")
+    else:
+        found = (f"the first interval {fit.side_of(100)} % and the second {sas.side_of(100)} %: the simple mix does "
+                 "not account for the tiered pool's seconds")
+    if fit.includes(100.0) or not fit.has_interval:
+        queueing = "this run does not resolve such an effect"
+    elif fit.low > 100.0:
+        queueing = "this run's first interval lies above 100 %, as such an effect would make it"
+    else:
+        queueing = ("this run's first interval lies below 100 %, the opposite of such an effect: the mixed seconds' "
+                    "HDD-served I/O took less time than the array's model run gives, which the mix does not explain "
+                    "either (not traced)")
+    return f"{found}; {queueing}"
+
+
+def tiering_heldout(values: Mapping[str, Value]) -> str:
+    """What the misplacement model's held-out test says of the SSD-served share as the sole predictor, and so what
+    the model's rates at the tier's own speed are: refuted when the worst phase's error interval lies wholly beyond
+    the bound, only not shown when it is too wide to place; predictions only when the held-out test holds."""
+    keys = ("tiering.misplacement.heldout.error", "tiering.misplacement.heldout.bound",
+            "tiering.misplacement.heldout.verdict", "tiering.misplacement.heldout.reason")
+    if any(k not in values for k in keys[:3]):
+        return "this build's tiering run has no held-out test"
+    error, bound, verdict = values[keys[0]], values[keys[1]].value, values[keys[2]].text
+    if verdict == PREDICTS:
+        return ("the share of I/O on flash gave the tiered pool's rate in every held-out phase, so the rates the model "
+                "gives at the tier's own speed above are predictions of the model")
+    if error.has_interval and (error.low > bound or error.high < -bound):
+        found = ("the share of I/O on flash does not by itself give the tiered pool's rate in every phase (the worst "
+                 f"phase's interval lies wholly beyond ±{bound:g} %)")
+    else:
+        reason = values[keys[3]].text if keys[3] in values else None
+        found = ("the share of I/O on flash is not shown to give the tiered pool's rate in every phase"
+                 + (f" ({reason})" if reason else ""))
+    return f"{found}, so the rates the model gives at the tier's own speed above are what-ifs of the model, not predictions"
+
+
 def clause_values(values: Mapping[str, Value]) -> list[Value]:
     """paper.clause.*: the generated sentences (each says so when the run lacks the values it reads)."""
-    return [Value("paper.clause.saturated_iterative", text=saturated_iterative(values))]
+    return [Value("paper.clause.saturated_iterative", text=saturated_iterative(values)),
+            Value("paper.clause.tiering_mix_predictions", text=tiering_mix_predictions(values)),
+            Value("paper.clause.tiering_heldout", text=tiering_heldout(values))]
 
 
-__all__ = ["saturated_iterative", "clause_values"]
+__all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "clause_values"]

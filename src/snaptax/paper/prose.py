@@ -151,9 +151,6 @@ FACTS: tuple[Fact, ...] = (
     # lifecycle's 256 MiB volume has 8 L2 slices: a point below 5/16 rounds to its least cache, two slices
     Fact("calibration.implied.esx35.coverage", "estimate_below", 2.5 / 8,
          "calibration.tex: the lifecycle study's smaller volume cannot realise so small a share of its tables"),
-    Fact("tiering.misplacement.heldout.error", "above", 10.0,
-         "tiering.tex: held out, the share of I/O on flash does not by itself give the tiered pool's rate in every "
-         "phase (the worst phase's error beyond the held-out bound)"),
     Fact("lifecycle.consolidation.heldout.commit.error", "above", 10.0,
          "lifecycle.tex: the consolidation model does not predict deletions it was not fitted to (its worst commit "
          "time beyond the held-out bound)"),
@@ -198,9 +195,6 @@ FACTS: tuple[Fact, ...] = (
          "snaptax.tex (seed 001), seed001.tex and intro.tex: ... and less than the seed's vSAN loss"),
     Fact("metadata_cache.control_reads_per_io", "estimate_below", 1e-4,
          "metadata_cache.tex: without a snapshot the metadata reads are below 10^-4 per I/O"),
-    *(Fact(f"tiering.predict.{name}", "includes", 100.0,
-           "tiering.tex, the misplacement model: both predictions hold (their intervals include 100 %), so the simple "
-           "mix accounts for the tiered pool's seconds") for name in ("hdd_fit_over_model", "sas_with_over_hdd")),
     Fact("memory_dump.fit.raid1_10k.oversleep.delta_ms", "below", 0.0,
          "memory_dump.tex, the grid, and intro.tex: on the mirror the fitted oversleep is negative, a fudge term for "
          "rotational misses rather than the timer"),

@@ -452,8 +452,10 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
                 digits = 3 if p in ("z", "delta_ms") else 2 if p == "s0_ms" else 1
                 unit = {"s0_ms": "ms", "bw_mib_s": "MiB/s", "delta_ms": "ms", "z": ""}[p]
                 out.append(Value(f"{k}.{base}.{p}", f.params[p], unit, _finite(lo), _finite(hi), f.points, digits,
-                                 None, "least squares on log times, t"))
-            out += [Value(f"{k}.{base}.rms_pct", f.rms_pct, "%", digits=1),
+                                 None, "least squares on log times within the physical range, t (profile "
+                                 "likelihood where a bound is active or the t interval crosses one)"))
+            out += [Value(f"{k}.{base}.at_bound", text=", ".join(f.at_bound) or "none"),
+                    Value(f"{k}.{base}.rms_pct", f.rms_pct, "%", digits=1),
                     Value(f"{k}.{base}.delta_aic", d[name], "", digits=1),
                     Value(f"{k}.{base}.points", float(f.points), "runs")]
             for setting in ("default", "tuned"):

@@ -1,0 +1,102 @@
+"""How large the paper's smallest text prints: every figure's and every scaled table's, from the LaTeX log.
+
+A chart is drawn at its own size (vl-convert: one SVG pixel is one PDF point) and LaTeX scales it to the width a
+section gives it; a generated table wider than the text is scaled down to it (\\fitwidth). What a reader sees is the
+drawn size times that scale, so neither the chart's spec nor the TeX source alone can say whether a label is
+legible. The preamble of each document makes LaTeX write, for every figure and every \\fitwidth, a line to its log
+(PRINT_TAG, see paper/snaptax.tex's \\includegraphics hook): the figure's name and printed width, or the table's
+natural width, the line width and its font size. `smallest` reads those lines with each figure's SVG (its width and
+its text's font sizes) and gives every figure or table whose smallest text prints below `minimum` points (issue 50:
+7 pt).
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import SnaptaxError
+
+PRINT_TAG = "snaptax-print:"
+MINIMUM_PT = 7.0        # the smallest text a printed page may carry (issue 50)
+
+_FIGURE_RE = re.compile(rf"^{re.escape(PRINT_TAG)} figure (\S+) width=([\d.]+)pt", re.M)
+_TABLE_RE = re.compile(rf"^{re.escape(PRINT_TAG)} table line=(\d+) natural=([\d.]+)pt linewidth=([\d.]+)pt "
+                       r"size=([\d.]+)", re.M)
+_PX_RE = re.compile(r"^\s*([\d.]+)\s*(px)?\s*$")
+
+
+class PrintSizeError(SnaptaxError):
+    """A figure or table of the paper prints text below the legible minimum, or cannot be measured."""
+
+
+@dataclass(frozen=True)
+class Printed:
+    """One figure or scaled table as printed: `what` names it, `smallest_pt` is its smallest text on paper."""
+
+    what: str
+    smallest_pt: float
+
+
+def svg_text(svg: Path) -> tuple[float, float]:
+    """(drawn width, smallest font size) of a chart's SVG, both in SVG pixels (a chart without text: inf)."""
+    try:
+        root = ET.parse(svg).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise PrintSizeError(f"{svg}: not a readable SVG ({exc})") from None
+    width = _PX_RE.match(root.get("width", ""))
+    if width is None:
+        raise PrintSizeError(f"{svg}: the SVG has no width in pixels")
+    sizes = []
+    for el in root.iter():
+        size = el.get("font-size") or _style_font_size(el.get("style", ""))
+        if size and (m := _PX_RE.match(size)):
+            sizes.append(float(m.group(1)))
+    return float(width.group(1)), min(sizes, default=float("inf"))
+
+
+def _style_font_size(style: str) -> str | None:
+    m = re.search(r"font-size:\s*([\d.]+px)", style)
+    return m.group(1) if m else None
+
+
+def printed(log: str, figures_dir: Path) -> list[Printed]:
+    """Every figure and scaled table the log reports, with its smallest text in points as printed."""
+    out = []
+    for name, width in _FIGURE_RE.findall(log):
+        svg = figures_dir / f"{Path(name).stem}.svg"
+        if not svg.is_file():
+            raise PrintSizeError(f"{svg}: no SVG beside the figure {name!r} to measure its text")
+        drawn, smallest = svg_text(svg)
+        out.append(Printed(f"figure {Path(name).stem}", smallest * float(width) / drawn))
+    for line, natural, linewidth, size in _TABLE_RE.findall(log):
+        scale = min(1.0, float(linewidth) / float(natural)) if float(natural) > 0 else 1.0
+        out.append(Printed(f"table at line {line}", float(size) * scale))
+    return out
+
+
+def smallest(log: str, figures_dir: Path, minimum: float = MINIMUM_PT) -> list[Printed]:
+    """The figures and tables whose smallest text prints below `minimum` points, smallest first."""
+    return sorted((p for p in printed(log, figures_dir) if p.smallest_pt < minimum), key=lambda p: p.smallest_pt)
+
+
+def check(log_path: Path, figures_dir: Path, minimum: float = MINIMUM_PT) -> list[Printed]:
+    """Raise PrintSizeError (one line: how many, the smallest) if a figure or table prints text below `minimum`;
+    return what the log reports. A log without a single report is an error: the preamble's hook is missing."""
+    try:
+        log = Path(log_path).read_text(errors="replace")
+    except OSError:
+        raise PrintSizeError(f"{log_path}: no LaTeX log (was the paper built?)") from None
+    found = printed(log, figures_dir)
+    if not found:
+        raise PrintSizeError(f"{log_path}: no '{PRINT_TAG}' lines (the document's preamble lacks the print-size hook)")
+    small = smallest(log, figures_dir, minimum)
+    if small:
+        worst = small[0]
+        raise PrintSizeError(f"{log_path}: {len(small)} of {len(found)} figures and tables print text below "
+                             f"{minimum:g} pt; the smallest: {worst.what} at {worst.smallest_pt:.1f} pt")
+    return found
+
+
+__all__ = ["PRINT_TAG", "MINIMUM_PT", "PrintSizeError", "Printed", "svg_text", "printed", "smallest", "check"]
