@@ -83,11 +83,12 @@ FACTS: tuple[Fact, ...] = (
     Fact("chain_length.ramp_time_s", "equals", 0.0,
          "seed001.tex, set-up: fio runs with no ramp, so that the device's counters and fio count the same I/Os"),
     Fact("engines.first_ratio.cofw-p8k", "below", 1.0,
-         "snaptax.tex (abstract, findings, seed 004, figure 5, conclusion); supplement: intro, engines.tex, discussion.tex "
-         "and conclusion.tex: the copy-on-first-write engine ran slower while copying pages (interval below 1)"),
+         "snaptax.tex (abstract, findings, seed 004, figure 5, conclusion); supplement: intro, engines.tex, "
+         "discussion.tex and conclusion.tex: the copy-on-first-write engine ran slower while copying pages (interval "
+         "below 1)"),
     Fact("engines.steady_ratio.cofw-p8k", "includes", 1.0,
-         "snaptax.tex (figure 5, conclusion); supplement: intro, engines.tex, discussion.tex and conclusion.tex: once the "
-         "pages were copied its interval includes 1"),
+         "snaptax.tex (figure 5, conclusion); supplement: intro, engines.tex, discussion.tex and conclusion.tex: once "
+         "the pages were copied its interval includes 1"),
     Fact("engines.steady_ratio.cofw-p8k", "above", 0.9,
          "intro, engines.tex, discussion.tex and conclusion.tex: ... and lies within 10 % of it (above 0.9)"),
     Fact("engines.steady_ratio.cofw-p8k", "below", 1.1,
@@ -99,12 +100,14 @@ FACTS: tuple[Fact, ...] = (
     Fact("db_snapshots.raid5_15k_6.fit.overlap", "estimate_below", 0.1,
          "db_snapshots.tex: the two snapshots' copies on the RAID5 hardly overlap"),
     Fact("metadata_cache.loss.cover-1-8", "above", "metadata_cache.implied.vmfs.published_pct",
-         "snaptax.tex, seed 001; metadata_cache.tex and conclusion.tex: one eighth of the tables loses more than VMFS's "
+         "snaptax.tex, seed 001; metadata_cache.tex and conclusion.tex: one eighth of the tables loses more than "
+         "VMFS's "
          "published loss"),
     Fact("metadata_cache.implied.vsan.coverage", "above", 0.9,
          "metadata_cache.tex: a redo log has to keep nearly all of its metadata in memory to lose only vSAN's loss"),
     Fact("memory_dump.vs_estimate.raid1_10k.p64-w25", "above", 1.0,
-         "snaptax.tex (abstract, findings, seed 003); memory_dump.tex, the grid, and conclusion.tex: our walker waits as asked and "
+         "snaptax.tex (abstract, findings, seed 003); memory_dump.tex, the grid, and conclusion.tex: our walker waits "
+         "as asked and "
          "then pays the device on top, "
          "never less than the waits (checked on the mirror: on the SSD-class device the device's share is within a "
          "rerun's noise, though never below the waits by construction)"),
@@ -126,7 +129,8 @@ FACTS: tuple[Fact, ...] = (
     Fact("tiering.sas_pool.with.ratio", "below", 100.0,
          "tiering.tex, results: on sas_pool the snapshot costs a loss"),
     Fact("tiering.tier_pool.with.ssd_share", "estimate_below", "tiering.tier_pool.initial.ssd_share",
-         "snaptax.tex (abstract, findings, seed 002) and tiering.tex, results: with the snapshot the SSD-served share fell"),
+         "snaptax.tex (abstract, findings, seed 002) and tiering.tex, results: with the snapshot the SSD-served share "
+         "fell"),
     Fact("tiering.tier_pool.delete.ssd_share", "estimate_below", "tiering.tier_pool.with.ssd_share",
          "snaptax.tex (seed 002) and tiering.tex, results: ... and fell further during consolidation"),
     *(Fact(f"tiering.{pool}.lvmthin.after.ratio", "below", 100.0,
@@ -140,12 +144,14 @@ FACTS: tuple[Fact, ...] = (
            "band; a prediction from the datasheet figures, without an interval)")
       for relation, bound in zip(ESTIMATE_WITHIN, SEEK_BAND, strict=True)),
     *(Fact("calibration.reads_double.host_reads_per_vm_read.snapshot", relation, bound,
-           "snaptax.tex (table 1, seed 000), conclusion.tex and calibration.tex: at the point read off the sweep a VM read "
+           "snaptax.tex (table 1, seed 000), conclusion.tex and calibration.tex: at the point read off the sweep a VM "
+           "read "
            "cost the seed's two host "
            "reads within the claim's tolerance: the calibration holds")
       for relation, bound in zip(WITHIN, READS_DOUBLE_BAND, strict=True)),
     Fact("calibration.implied.esx35.coverage", "estimate_below", 1 / 64,
-         "snaptax.tex (seed 000), calibration.tex and conclusion.tex: read off the sweep, the seed's two host reads per VM "
+         "snaptax.tex (seed 000), calibration.tex and conclusion.tex: read off the sweep, the seed's two host reads "
+         "per VM "
          "read lie below the "
          "least cache QEMU allows (the point is no cache)"),
     # lifecycle's 256 MiB volume has 8 L2 slices: a point below 5/16 rounds to its least cache, two slices
@@ -163,7 +169,8 @@ FACTS: tuple[Fact, ...] = (
          "memory_dump.tex, the grid: the oversleep model's lower AIC on the mirror (it is the mirror's best by AIC), "
          "read as a term for rotational misses, not as the timer's behaviour"),
     Fact("tiering.tier_pool.after.ssd_share", "equals", "tiering.tier_pool.initial.ssd_share",
-         "snaptax.tex (seed 002) and tiering.tex, results: after the consolidation the SSD-served share was back at the "
+         "snaptax.tex (seed 002) and tiering.tex, results: after the consolidation the SSD-served share was back at "
+         "the "
          "initial phase's"),
     Fact("tiering.tier_pool.after.ssd_share", "equals", 100.0,
          "tiering.tex, results: ... at once (every I/O of the phase went to SSD extents, so from its start)"),
