@@ -29,8 +29,8 @@ endif
 
 help:
 	@echo "make paper [RIG=local] [PROFILE=quick] [STUDY=<id>]"
-	@echo "                          measure every study (or only STUDY) through its notebook, then build paper/snaptax.pdf"
-	@echo "make pdf                  rebuild the PDF from data/ alone (no measuring)"
+	@echo "                          measure every study (or only STUDY) through its notebook, then build the PDFs"
+	@echo "make pdf                  rebuild paper/snaptax.pdf and paper/supplement.pdf from data/ alone (no measuring)"
 	@echo "make claims [FORMAT=text] the claims table (published, ours with 95 % CI, verdict) and a tally per seed,"
 	@echo "                          from data/ alone; FORMAT=markdown, csv or json (what checks read)"
 	@echo "make site                 the interactive offline companion site -> build/site/index.html: the committed"
@@ -47,7 +47,7 @@ help:
 	@echo "make bench                harness and engine benchmarks -> bench/latest.json"
 	@echo "make setup                install what is missing: Debian packages, .venv with the exact pins, C plugins"
 	@echo "make setup-read           install what reading needs (lab, claims, compare, nbval, pdf): Python and TeX, no root"
-	@echo "make clean                remove build/, the generated paper inputs, LaTeX by-products and the PDF"
+	@echo "make clean                remove build/, the generated paper inputs, LaTeX by-products and both PDFs"
 
 setup:
 	@bash tools/setup.sh
@@ -73,11 +73,15 @@ notebooks-commit: setup-read
 render: setup-read
 	@$(PY) -m snaptax render --rig $(RIG) --profile $(RUNS)
 
+# The supplement first: the paper's body refers into it (xr-hyper reads paper/supplement.aux), and latexmk reruns
+# the body when that file changes (paper/latexmkrc lists both in this order).
 pdf: render
-	@cd paper && latexmk -pdf -quiet snaptax.tex >/dev/null 2>&1 || \
-	  { tail -n 30 paper/snaptax.log 2>/dev/null; echo "latexmk failed: see paper/snaptax.log" >&2; exit 1; }
+	@cd paper && latexmk -pdf -quiet supplement.tex snaptax.tex >/dev/null 2>&1 || \
+	  { for d in supplement snaptax; do tail -n 30 $$d.log 2>/dev/null; done; \
+	    echo "latexmk failed: see paper/supplement.log and paper/snaptax.log" >&2; exit 1; }
+	@$(PY) -m snaptax texlog paper/supplement.log
 	@$(PY) -m snaptax texlog paper/snaptax.log
-	@echo "paper/snaptax.pdf"
+	@echo "paper/snaptax.pdf (the paper) and paper/supplement.pdf (its supplement)"
 
 paper: notebooks
 	@$(MAKE) --no-print-directory pdf RIG=$(RIG) PROFILE=$(PROFILE)
@@ -113,5 +117,5 @@ bench: setup
 	@$(PY) -m snaptax bench
 
 clean:
-	@cd paper && latexmk -C snaptax.tex >/dev/null 2>&1 || true
+	@cd paper && latexmk -C supplement.tex snaptax.tex >/dev/null 2>&1 || true
 	@rm -rf build paper/generated paper/figures

@@ -79,13 +79,21 @@ stamp
 echo "== paper from the smoke runs"
 cp -r paper "$scratch/paper"
 rm -rf "$scratch/paper/generated" "$scratch/paper/figures"
-(cd "$scratch/paper" && rm -f snaptax.aux snaptax.bbl snaptax.blg snaptax.fdb_latexmk snaptax.fls snaptax.log snaptax.out snaptax.pdf)
+for doc in supplement snaptax; do
+  (cd "$scratch/paper" && rm -f "$doc".aux "$doc".bbl "$doc".blg "$doc".fdb_latexmk "$doc".fls "$doc".log "$doc".out \
+    "$doc".pdf)
+done
 .venv/bin/python -m snaptax render --profile smoke --paper-dir "$scratch/paper"
-(cd "$scratch/paper" && latexmk -pdf -quiet snaptax.tex >/dev/null 2>&1) || {
-  tail -n 40 "$scratch/paper/snaptax.log"; echo "paper: latexmk failed" >&2; exit 1; }
+# the supplement first: the paper's body refers into it (xr-hyper reads supplement.aux)
+(cd "$scratch/paper" && latexmk -pdf -quiet supplement.tex snaptax.tex >/dev/null 2>&1) || {
+  for doc in supplement snaptax; do tail -n 40 "$scratch/paper/$doc.log"; done; echo "paper: latexmk failed" >&2
+  exit 1; }
 # undefined references stop the test; overfull boxes only the quick paper (`make pdf`): smoke values differ in width
-.venv/bin/python -m snaptax texlog --allow-overfull "$scratch/paper/snaptax.log"
-echo "paper: ok ($(pdfinfo "$scratch/paper/snaptax.pdf" 2>/dev/null | awk '/^Pages/{print $2}') pages)"
+for doc in supplement snaptax; do
+  .venv/bin/python -m snaptax texlog --allow-overfull "$scratch/paper/$doc.log"
+done
+echo "paper: ok ($(pdfinfo "$scratch/paper/snaptax.pdf" 2>/dev/null | awk '/^Pages/{print $2}') pages; supplement" \
+  "$(pdfinfo "$scratch/paper/supplement.pdf" 2>/dev/null | awk '/^Pages/{print $2}') pages)"
 stamp
 
 status_after="$(git status --porcelain 2>/dev/null || true)"
