@@ -56,3 +56,16 @@ def test_the_heldout_test_refutes_only_when_the_worst_interval_lies_beyond_the_b
     assert wide.endswith("are what-ifs of the model, not predictions")
     assert clauses.tiering_heldout(heldout((3, -2, 8), verdict="predicts")).endswith("are predictions of the model")
     assert clauses.tiering_heldout({}) == "this build's tiering run has no held-out test"
+
+
+def test_the_qcow2_write_ratios_are_described_by_where_their_intervals_lie():
+    def ratios(first_low):
+        return {k: Value(k, 1.0, "", first_low if i == 0 else 0.9, 1.1)
+                for i, (k, _) in enumerate(clauses.QCOW2_RATIOS)}
+    assert clauses.engines_qcow2(ratios(0.9)) == "the four qcow2 intervals include no slowdown"
+    slower = {**ratios(0.9), "engines.first_ratio.qcow2-c64k": Value("engines.first_ratio.qcow2-c64k", 0.58, "",
+                                                                       0.53, 0.64)}
+    assert clauses.engines_qcow2(slower) == (
+        "of the four qcow2 intervals, the one for 64 KiB clusters while clusters were first written lies below 1 (a "
+        "slowdown), and those for 64 KiB clusters once they were, extended L2 while first written and extended L2 "
+        "after include 1 (no slowdown resolved)")
