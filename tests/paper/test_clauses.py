@@ -34,7 +34,10 @@ def test_the_mix_predictions_are_described_as_their_intervals_came_out():
                             "not account for the tiered pool's seconds")
     assert "the opposite of such an effect" in below
     above = clauses.tiering_mix_predictions(predictions((130, 115, 145), (99, 84, 115)))
-    assert "not account for all of" in above and "as such an effect would make it" in above
+    assert "not account for every one of" in above and "as such an effect would make it" in above
+    single = {**predictions((105, 89, 121), (99, 84, 115)),
+              "tiering.predict.sas_with_over_hdd": Value("tiering.predict.sas_with_over_hdd", 99.0, "%")}
+    assert "neither is decided" in clauses.tiering_mix_predictions(single)
     assert clauses.tiering_mix_predictions({}) == "this build's tiering run has no tests of the mix"
 
 
@@ -62,10 +65,11 @@ def test_the_qcow2_write_ratios_are_described_by_where_their_intervals_lie():
     def ratios(first_low):
         return {k: Value(k, 1.0, "", first_low if i == 0 else 0.9, 1.1)
                 for i, (k, _) in enumerate(clauses.QCOW2_RATIOS)}
-    assert clauses.engines_qcow2(ratios(0.9)) == "the four qcow2 intervals include no slowdown"
+    assert clauses.engines_qcow2(ratios(0.9)) == \
+        "none of the four qcow2 intervals resolves a slowdown (each includes 1)"
     slower = {**ratios(0.9), "engines.first_ratio.qcow2-c64k": Value("engines.first_ratio.qcow2-c64k", 0.58, "",
                                                                        0.53, 0.64)}
     assert clauses.engines_qcow2(slower) == (
-        "of the four qcow2 intervals, the one for 64 KiB clusters while clusters were first written lies below 1 (a "
-        "slowdown), and those for 64 KiB clusters once they were, extended L2 while first written and extended L2 "
-        "after include 1 (no slowdown resolved)")
+        "of the four qcow2 intervals, the one for 64 KiB clusters during first writes lies below 1 (a slowdown), and "
+        "those for 64 KiB clusters after first writes, extended L2 during first writes and extended L2 after first "
+        "writes include 1 (no slowdown resolved)")

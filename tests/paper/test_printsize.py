@@ -44,3 +44,11 @@ def test_check_names_the_smallest_and_refuses_a_log_without_the_hook(figures, tm
     log.write_text("snaptax-print: figure missing width=300.0pt\n")
     with pytest.raises(printsize.PrintSizeError, match="no SVG beside the figure"):
         printsize.check(log, figures)
+
+
+def test_a_report_line_tex_wrapped_at_79_characters_is_read_whole(figures):
+    line = "snaptax-print: table line=123456 natural=1000.12345pt linewidth=300.0pt size=10.95"
+    assert len(line) > 79                                 # TeX wraps it after 79 characters
+    wrapped = line[:79] + "\n" + line[79:] + "\n"
+    assert [(p.what, round(p.smallest_pt, 3)) for p in printsize.printed(wrapped, figures)] == \
+        [("table at line 123456", round(10.95 * 300 / 1000.12345, 3))]

@@ -41,16 +41,18 @@ def tiering_mix_predictions(values: Mapping[str, Value]) -> str:
     if any(k not in values for k in keys):
         return "this build's tiering run has no tests of the mix"
     fit, sas = (values[k] for k in keys)
+    if not (fit.has_interval and sas.has_interval):
+        return "this build's tiering run has no interval for both tests of the mix, so neither is decided"
     if fit.includes(100.0) and sas.includes(100.0):
         found = ("both intervals include 100 %: at this run's resolution the simple mix accounts for the tiered "
                  "pool's seconds")
     elif fit.includes(100.0) or sas.includes(100.0):
         found = (f"the first interval {fit.side_of(100)} % and the second {sas.side_of(100)} %: the simple mix does "
-                 "not account for all of the tiered pool's seconds")
+                 "not account for every one of the tiered pool's seconds")
     else:
         found = (f"the first interval {fit.side_of(100)} % and the second {sas.side_of(100)} %: the simple mix does "
                  "not account for the tiered pool's seconds")
-    if fit.includes(100.0) or not fit.has_interval:
+    if fit.includes(100.0):
         queueing = "this run does not resolve such an effect"
     elif fit.low > 100.0:
         queueing = "this run's first interval lies above 100 %, as such an effect would make it"
@@ -85,10 +87,10 @@ def tiering_heldout(values: Mapping[str, Value]) -> str:
 
 
 # The engines study's four qcow2 write ratios the prose reads: (value key, what it is in words)
-QCOW2_RATIOS = (("engines.first_ratio.qcow2-c64k", "64 KiB clusters while clusters were first written"),
-                ("engines.steady_ratio.qcow2-c64k", "64 KiB clusters once they were"),
-                ("engines.first_ratio.qcow2-c64k-ext", "extended L2 while first written"),
-                ("engines.steady_ratio.qcow2-c64k-ext", "extended L2 after"))
+QCOW2_RATIOS = (("engines.first_ratio.qcow2-c64k", "64 KiB clusters during first writes"),
+                ("engines.steady_ratio.qcow2-c64k", "64 KiB clusters after first writes"),
+                ("engines.first_ratio.qcow2-c64k-ext", "extended L2 during first writes"),
+                ("engines.steady_ratio.qcow2-c64k-ext", "extended L2 after first writes"))
 
 
 def engines_qcow2(values: Mapping[str, Value]) -> str:
@@ -99,7 +101,7 @@ def engines_qcow2(values: Mapping[str, Value]) -> str:
         side = values[key].side_of(1) if key in values else "has no interval"
         sides.setdefault(side, []).append(words)
     if list(sides) == ["includes 1"]:
-        return "the four qcow2 intervals include no slowdown"
+        return "none of the four qcow2 intervals resolves a slowdown (each includes 1)"
     meaning = {"lies below 1": ("lies below 1 (a slowdown)", "lie below 1 (a slowdown)"),
                "includes 1": ("includes 1 (no slowdown resolved)", "include 1 (no slowdown resolved)"),
                "lies above 1": ("lies above 1", "lie above 1"),

@@ -20,6 +20,7 @@ from ..errors import SnaptaxError
 
 PRINT_TAG = "snaptax-print:"
 MINIMUM_PT = 7.0        # the smallest text a printed page may carry (issue 50)
+TEX_LOG_WIDTH = 79      # TeX Live's max_print_line: the log's lines are wrapped after so many characters
 
 _FIGURE_RE = re.compile(rf"^{re.escape(PRINT_TAG)} figure (\S+) width=([\d.]+)pt", re.M)
 _TABLE_RE = re.compile(rf"^{re.escape(PRINT_TAG)} table line=(\d+) natural=([\d.]+)pt linewidth=([\d.]+)pt "
@@ -61,8 +62,22 @@ def _style_font_size(style: str) -> str | None:
     return m.group(1) if m else None
 
 
+def unwrapped(log: str, width: int = TEX_LOG_WIDTH) -> str:
+    """The log with TeX's line wrapping undone: TeX breaks a line it writes to the log after `width` characters
+    (max_print_line), so a report line of exactly that length continues on the next."""
+    out: list[str] = []
+    lines = log.split("\n")
+    for line in lines:
+        if out and len(out[-1]) == width and out[-1].startswith(PRINT_TAG):
+            out[-1] += line
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def printed(log: str, figures_dir: Path) -> list[Printed]:
     """Every figure and scaled table the log reports, with its smallest text in points as printed."""
+    log = unwrapped(log)
     out = []
     for name, width in _FIGURE_RE.findall(log):
         svg = figures_dir / f"{Path(name).stem}.svg"
@@ -99,4 +114,5 @@ def check(log_path: Path, figures_dir: Path, minimum: float = MINIMUM_PT) -> lis
     return found
 
 
-__all__ = ["PRINT_TAG", "MINIMUM_PT", "PrintSizeError", "Printed", "svg_text", "printed", "smallest", "check"]
+__all__ = ["PRINT_TAG", "MINIMUM_PT", "TEX_LOG_WIDTH", "PrintSizeError", "Printed", "svg_text", "unwrapped",
+           "printed", "smallest", "check"]

@@ -215,7 +215,7 @@ class CombinedRecord(RunRecord):
         """The parts' results.csv together; `path` made absolute (each part's own directory + its relative path)."""
         import pandas as pd
 
-        frames = [df.assign(path=[str(p.path / rel) for rel in df["path"]])
+        frames = [df.assign(path=[str(p.path.resolve() / rel) for rel in df["path"]])
                   for p in self.parts for df in [p.results()]]
         return pd.concat(frames, ignore_index=True)
 
