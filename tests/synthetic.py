@@ -36,9 +36,10 @@ def write_run(tmp: Path, study: str, profile: str, parameters: dict,
               part: RunPart | None = None) -> Path:
     """Publish a run of `study` into tmp/data/t/<study>/<run> holding one measurement per point; `part`: the part
     of the study it measured (None: a whole run)."""
+    # staging: tmp/staging/<study> (tests write a study's own files there), per run id when several are published
+    staging = tmp / "staging" / study / (run_id or "")
     run_id = run_id or f"20260101T000000Z-{profile}"
-    w = RunWriter(rig(tmp), study, profiles.get(profile), parameters, tmp / "staging" / study / run_id,
-                  run_id=run_id, part=part)
+    w = RunWriter(rig(tmp), study, profiles.get(profile), parameters, staging, run_id=run_id, part=part)
     for variant, index, step, chain in points:
         with w.in_variant(variant, (variants or {}).get(variant, {})):
             d = w.measurement_dir(index, step)

@@ -75,7 +75,7 @@ def _fake(self, part):
     if part != "measure":
         return _module(self, part)
 
-    def setup(rig, profile, device=None):
+    def setup(rig, profile, device=None, part=None):
         with open(os.environ["SNAPTAX_TEST_ASKED"], "w") as f:
             json.dump({"study": self.id, "rig": rig.name, "profile": profile.name}, f)
         raise RuntimeError(f"fake measurement of {self.id} asked: nothing measured")

@@ -84,7 +84,7 @@ def test_inferring_one_stand_in_keeps_the_others_where_the_file_has_them(rig_dir
 
     inferpoints.write("r", {"vmfs_sesparse": point()})
     runs = {study: [Path(f"/runs/{study}/20991231T000000Z-quick")] for study in ("metadata_cache", "calibration")}
-    monkeypatch.setattr(inferpoints, "published_runs", lambda rig, study, profile: runs.get(study, []))
+    monkeypatch.setattr(inferpoints, "readable_runs", lambda rig, study, profile: runs.get(study, []))
     moved = {"vmfs_sesparse": point(value=0.97, low=0.91, high=1.0), "esx35_redolog": point("esx35_redolog", 0.5)}
     monkeypatch.setattr(inferpoints, "point_of", lambda s, run: moved.get(s.id))
     every = inferpoints.infer("r", "quick")

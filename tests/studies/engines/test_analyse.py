@@ -201,8 +201,10 @@ def test_smoke_run_provides_every_value_the_paper_asks_for(tmp_path):
     used = macros.keys_used([ROOT / "paper" / "sections" / "engines.tex"])
     # the section's numbers come from this analysis; its verdicts through the claims (claim.<id>.*, by render)
     ours = {k: f for k, f in used.items() if k.startswith("engines.")}
+    # ... and sentences that read the values through a generated clause (paper.clause.*, snaptax.paper.clauses)
     assert ours and set(used) - set(ours) <= {f"claim.{o.claim.id}.{part}" for o in a.outcomes
-                                              for part in ("published", "where", "verdict")}
+                                              for part in ("published", "where", "verdict")} | \
+        {"paper.clause.engines_qcow2"}
     macros.check_available(ours, results.values)
     back = values.DerivedValues.from_json(results.to_json())
     assert back.values["engines.bytes_per_first_write_kib.cofw-p8k"].value == pytest.approx(20.0)

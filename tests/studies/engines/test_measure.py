@@ -68,7 +68,8 @@ def test_one_session_one_engine_per_variant(tmp_path, monkeypatch):
     p = profiles.get("smoke")
     plan = planmod.build_plan(p)
     assert study == "engines" and profile == p                       # a Profile, not a name
-    assert kw == {"devices_used": ("ssd",), "planned_points": plan.points(), "planned_seconds": plan.fio_seconds()}
+    assert kw == {"devices_used": ("ssd",), "planned_points": plan.points(), "planned_seconds": plan.fio_seconds(),
+                  "part": None}
     assert parameters["scale"]["disk_size"] == planmod.scale(p).disk_size and parameters["io_size"] == 4096
     names = [v.variant for v in plan.variants]
     assert session.executed == names == parameters["variants"]
