@@ -94,3 +94,82 @@ def test_the_commit_fit_stays_in_the_physical_range_and_says_where_it_is_on_a_bo
     t0, c0, b = m.fit_commit(data["delta"], data["seconds"] + 0.1, data["rate"])
     assert m.commit_at_bound(t0, c0, b) == ("b",) or m.commit_at_bound(t0, c0, b) == ()
     assert t0.value == pytest.approx(0.1, abs=1e-3)
+
+
+# ------------------------------------------------------------------ parameters measured apart (issue 48.3)
+
+KiB = 1 << 10
+PATTERN = m.WritePattern(bs=4 * KiB, cluster=64 * KiB, region=32 * MiB, random_fraction=0.7, metadata=64 * KiB)
+
+
+def simulated_growth(writes: int, seed: int) -> float:
+    """Allocated bytes after `writes` writes of the pattern, as fio percentage_random issues them (a random offset
+    with probability f, else the next block after the previous write), counted cluster by cluster."""
+    rng = np.random.default_rng(seed)
+    blocks = int(PATTERN.region // PATTERN.bs)
+    per_cluster = int(PATTERN.cluster // PATTERN.bs)
+    touched: set[int] = set()
+    block = int(rng.integers(blocks))
+    for i in range(writes):
+        if i and rng.random() >= PATTERN.random_fraction:
+            block = (block + 1) % blocks
+        else:
+            block = int(rng.integers(blocks))
+        touched.add(block // per_cluster)
+    return len(touched) * PATTERN.cluster + (PATTERN.metadata if writes else 0.0)
+
+
+@pytest.mark.parametrize("writes", [50, 400, 3000])
+def test_the_pattern_s_growth_is_what_the_pattern_allocates(writes):
+    """The closed form against the pattern itself, averaged over 40 seeded draws: within 3 %."""
+    mean = float(np.mean([simulated_growth(writes, s) for s in range(40)]))
+    assert float(PATTERN.grown(writes)) == pytest.approx(mean, rel=0.03)
+
+
+def test_the_pattern_s_growth_is_zero_without_writes_and_saturates_at_the_region():
+    assert float(PATTERN.grown(0)) == 0.0
+    assert float(PATTERN.grown(10 ** 7)) == pytest.approx(PATTERN.region + PATTERN.metadata)
+    g = PATTERN.grown(np.arange(0, 5000, 100))
+    assert np.all(np.diff(g) > 0)
+    with pytest.raises(Exception, match="write pattern"):
+        m.dirty_bytes(1, bs=4096, cluster=65536, region=1024, random_fraction=0.7)
+
+
+def test_a_deletion_still_iterating_when_the_load_stops_does_not_converge_and_counts_the_wait():
+    tr = m.iterate(64 * MiB, 5 * MiB, 20 * MiB, 1024, t0=1.0, max_iterations=10, load_s=4.0)
+    assert not tr.converged and sum(tr.seconds) >= 4.0
+    assert tr.total_s == pytest.approx(sum(tr.seconds) + 1.0 + tr.remaining / (20 * MiB))
+
+
+def apart_params(rel: float = 0.02) -> m.ApartParameters:
+    def est(v: float) -> m.Estimate:
+        return m.Estimate(v, v * (1 - rel), v * (1 + rel))
+    return m.ApartParameters(est(1.5), est(60 * MiB), est(95.0), PATTERN, dof=2)
+
+
+def test_the_commit_gets_the_time_the_writer_leaves():
+    p = apart_params()
+    assert p.commit_s(60 * MiB, 0.0) == pytest.approx(1.5 + 1.0)
+    assert p.commit_s(60 * MiB, 47.5) == pytest.approx(1.5 + 2.0)      # half the time left: half the rate
+    assert p.commit_s(60 * MiB, 95.0) == math.inf
+    se, dof = p.log_se(lambda v: p.commit_s(60 * MiB, 47.5, v))
+    assert 0 < se < 0.05 and dof == 2
+    # wider parameter intervals give a wider prediction
+    assert apart_params(0.2).log_se(lambda v: p.commit_s(60 * MiB, 47.5, v))[0] > se
+
+
+def test_apart_parameters_predict_convergence_below_the_critical_rate_only():
+    p = apart_params()
+    slow = p.simulate(64 * MiB, 10.0, 512 * KiB, max_iterations=10, max_stun_s=2.0)
+    fast = p.simulate(64 * MiB, 90.0, 512 * KiB, max_iterations=10, max_stun_s=2.0)
+    assert slow.converged and not fast.converged and slow.iterations > 2
+    # each iteration's helper is what the pattern allocates over the iteration's writes
+    for dk, tk in zip(slow.committed[1:], slow.seconds[:-1], strict=True):
+        assert dk == pytest.approx(float(PATTERN.grown(10.0 * tk)))
+
+
+def test_mean_estimate_is_a_t_interval_over_repeats():
+    e = m.mean_estimate([1.0, 2.0, 3.0])
+    assert e.value == pytest.approx(2.0)
+    assert e.high - e.value == pytest.approx(4.302653 * 1.0 / math.sqrt(3), rel=1e-5)
+    assert math.isnan(m.mean_estimate([1.0]).low)

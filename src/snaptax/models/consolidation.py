@@ -36,6 +36,7 @@ rate above which consolidation cannot converge is r* = c0 / (a + b).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,27 +103,37 @@ class Deletion:
 
 
 def iterate(d0: float, u: float, c: float, threshold: float, *, t0: float = 0.0, c_idle: float | None = None,
-            max_iterations: int = 10, max_stun_s: float = 0.0, working_set: float = math.inf) -> Deletion:
+            max_iterations: int = 10, max_stun_s: float = 0.0, working_set: float = math.inf,
+            grow: Callable[[float], float] | None = None, load_s: float = math.inf) -> Deletion:
     """Simulate the deletion: iterate D_{k+1} = f(D_k) while D_k > θ, at most `max_iterations` times. The final
     commit (stun) happens if the remainder D is ≤ θ, or if the stun predicted from the last iteration's observed
     commit rate, D · t_k / D_k (s), is ≤ max_stun_s (VMware's snapshot.maxConsolidateTime; the rule the measured
     deletion applies, snaptax.studies.lifecycle.measure); otherwise the deletion is "did not converge" with stun_s =
-    nan and the total counts the iterations only. The stun itself takes t0 + D/c_idle (s)."""
+    nan and the total counts the iterations only. The stun itself takes t0 + D/c_idle (s).
+
+    grow: the helper's size (bytes) after an iteration of t seconds, in place of u·t capped at the working set (a
+    write pattern's saturating growth, ApartParameters). load_s: how long the guest's load still runs when the
+    deletion starts (s); an iteration that ends after it ends the deletion as the measured one does (not
+    converged); with a finite load_s a deletion that does not converge commits its remainder once the load has
+    stopped, at c_idle, and its total counts that wait and that commit (as the measured deletion's time does)."""
     c_idle = c if c_idle is None else c_idle
     committed: list[float] = []
     seconds: list[float] = []
     d = float(d0)
-    while d > threshold and len(committed) < max_iterations:
+    while d > threshold and len(committed) < max_iterations and sum(seconds) < load_s:
         t = float(commit_time_s(d, c, t0))
         committed.append(d)
         seconds.append(t)
-        d = float(next_delta(d, u, c, t0, working_set))
+        d = float(grow(t)) if grow is not None else float(next_delta(d, u, c, t0, working_set))
     stun = float(commit_time_s(d, c_idle, t0))
     # the decision uses the rate the last iteration showed (bytes it committed over its time, fixed cost included)
     predicted = d * seconds[-1] / committed[-1] if committed and committed[-1] > 0 else stun
-    ok = d <= threshold or predicted <= max_stun_s
+    ok = sum(seconds) < load_s and (d <= threshold or predicted <= max_stun_s)
+    if not ok and math.isfinite(load_s):
+        # as measured: wait for the load to stop, then commit the remainder (not converged; the time includes it)
+        return Deletion(tuple(committed), tuple(seconds), d, False, math.nan, max(sum(seconds), load_s) + stun)
     return Deletion(tuple(committed), tuple(seconds), d, ok, stun if ok else math.nan,
-                 sum(seconds) + (stun if ok else 0.0))
+                    sum(seconds) + (stun if ok else 0.0))
 
 
 # ------------------------------------------------------------------ fitting
@@ -266,5 +277,118 @@ def synthetic_iterations(d0: float, rates: ArrayLike, *, t0: float, c0: float, b
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
+# ------------------------------------------------------------------ parameters measured apart (issue 48.3)
+
+def dirty_bytes(writes: ArrayLike, *, bs: float, cluster: float, region: float, random_fraction: float,
+                metadata: float = 0.0) -> np.ndarray:
+    """Expected bytes a fresh overlay allocates for `writes` guest writes of `bs` bytes into a region of `region`
+    bytes, `random_fraction` of them at uniformly random offsets and the rest sequential (fio percentage_random):
+    a random write touches one of N = region/cluster clusters at random; a sequential write continues from the
+    previous one and reaches the next cluster once per cluster/bs writes. With m = writes·(f + (1 − f)·bs/cluster)
+    such touches the expected number of distinct clusters is N·(1 − (1 − 1/N)^m), each `cluster` bytes, plus
+    `metadata` bytes once anything is written (the L2 table the first allocation adds). Pure: no fitted parameter,
+    only the write pattern and the image's cluster size."""
+    w = np.asarray(writes, dtype=float)
+    if not (bs > 0 and cluster > 0 and region >= cluster and 0 <= random_fraction <= 1 and metadata >= 0):
+        raise ConfigError("consolidation model", "write pattern",
+                          f"bs {bs}, cluster {cluster}, region {region}, random fraction {random_fraction}")
+    n = region / cluster
+    m = np.maximum(w, 0.0) * (random_fraction + (1 - random_fraction) * min(bs / cluster, 1.0))
+    touched = n * -np.expm1(m * math.log1p(-1 / n)) if n > 1 else np.minimum(m, 1.0)
+    return np.where(w > 0, cluster * touched + metadata, 0.0)
+
+
+@dataclass(frozen=True)
+class WritePattern:
+    """The guest writer's pattern as the plan sets it (bytes): write size, the image's cluster size, the region it
+    writes, the random fraction, and the metadata a fresh overlay's first allocation adds."""
+
+    bs: float
+    cluster: float
+    region: float
+    random_fraction: float
+    metadata: float = 0.0
+
+    def grown(self, writes: ArrayLike) -> np.ndarray:
+        return dirty_bytes(writes, bs=self.bs, cluster=self.cluster, region=self.region,
+                           random_fraction=self.random_fraction, metadata=self.metadata)
+
+
+@dataclass(frozen=True)
+class ApartParameters:
+    """The consolidation model with every parameter measured apart from the deletions it predicts:
+    t0 (s) from commits of an empty overlay, c0 (B/s) from commits of a full one beside the reader alone, r_max
+    (writes/s) the writer's saturated rate beside the same reader, and the growth from the write pattern. The commit
+    shares the device with the writer by time: a writer at r writes/s takes r/r_max of the time the reader leaves,
+    so c(r) = c0·(1 − r/r_max) (b = c0/r_max, not fitted). Each Estimate carries its 95 % interval over the
+    repeats; `dof` are their degrees of freedom (repeats − 1)."""
+
+    t0: Estimate
+    c0: Estimate
+    r_max: Estimate
+    pattern: WritePattern
+    dof: int
+
+    def c(self, rate: ArrayLike, c0: float | None = None, r_max: float | None = None) -> np.ndarray:
+        """Commit throughput beside a writer at `rate` writes/s (B/s; 0 at or above r_max)."""
+        c0v = self.c0.value if c0 is None else c0
+        rm = self.r_max.value if r_max is None else r_max
+        return c0v * np.maximum(1 - np.asarray(rate, dtype=float) / rm, 0.0)
+
+    def commit_s(self, delta: float, rate: float, values: tuple[float, float, float] | None = None) -> float:
+        """t = t0 + D/c(r) (s; inf when the writer leaves the commit nothing), at `values` = (t0, c0, r_max)."""
+        t0, c0, rm = values or (self.t0.value, self.c0.value, self.r_max.value)
+        c = float(self.c(rate, c0, rm))
+        return t0 + delta / c if c > 0 else math.inf
+
+    def simulate(self, d0: float, rate: float, threshold: float, values: tuple[float, float, float] | None = None,
+                 **kw) -> Deletion:
+        """The deletion of a d0-byte delta beside a writer at `rate` writes/s (iterate, with the helper growing as
+        the write pattern says over each iteration's writes)."""
+        t0, c0, rm = values or (self.t0.value, self.c0.value, self.r_max.value)
+        c = float(self.c(rate, c0, rm))
+        if c <= 0:
+            return Deletion((), (), d0, False, math.nan, math.nan)
+        return iterate(d0, 0.0, c, threshold, t0=t0, c_idle=c0,
+                       grow=lambda seconds: float(self.pattern.grown(rate * seconds)), **kw)
+
+    def log_se(self, f: Callable[[tuple[float, float, float]], float]) -> tuple[float, float]:
+        """The standard error of ln f(t0, c0, r_max) from the three measured parameters' standard errors (the delta
+        method with central differences; each parameter's se from its 95 % interval with `dof`), and its degrees of
+        freedom (dof: all three come from the same repeats). nan when f is not positive and finite."""
+        base = (self.t0.value, self.c0.value, self.r_max.value)
+        y = f(base)
+        if not (y > 0 and math.isfinite(y)) or self.dof < 1:
+            return math.nan, 0.0
+        tq = float(stats.t.ppf(0.5 + CONFIDENCE / 2, self.dof))
+        var = 0.0
+        for i, e in enumerate((self.t0, self.c0, self.r_max)):
+            se = (e.high - e.low) / (2 * tq)
+            if not (se > 0 and math.isfinite(se)):
+                continue
+            h = max(abs(e.value), 1e-12) * 1e-4
+            up, down = list(base), list(base)
+            up[i], down[i] = e.value + h, max(e.value - h, 0.0)
+            hi, lo = f(tuple(up)), f(tuple(down))      # type: ignore[arg-type]
+            if not (hi > 0 and lo > 0 and math.isfinite(hi) and math.isfinite(lo)):
+                return math.nan, 0.0
+            var += ((math.log(hi) - math.log(lo)) / (up[i] - down[i]) * se) ** 2
+        return math.sqrt(var), float(self.dof)
+
+
+def mean_estimate(samples: ArrayLike) -> Estimate:
+    """The mean of independent repeats with its t-based 95 % interval (nan ends from fewer than two)."""
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return Estimate(math.nan, math.nan, math.nan)
+    m = float(x.mean())
+    if len(x) < 2:
+        return Estimate(m, math.nan, math.nan)
+    h = float(stats.t.ppf(0.5 + CONFIDENCE / 2, len(x) - 1)) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    return Estimate(m, m - h, m + h)
+
+
 __all__ = ["CONFIDENCE", "next_delta", "commit_time_s", "fixed_point", "converges", "iterations_needed", "Deletion",
-           "iterate", "Estimate", "ConsolidationFit", "fit_commit", "fit_dirty", "fit", "synthetic_iterations"]
+           "iterate", "Estimate", "ConsolidationFit", "fit_commit", "fit_dirty", "fit", "synthetic_iterations",
+           "dirty_bytes", "WritePattern", "ApartParameters", "mean_estimate"]

@@ -22,6 +22,7 @@ MODEL_WORDS = {("metadata_cache", "cost"): "metadata cache: misses and cost",
                ("memory_dump", "oversleep"): "dump time: wait plus delta",
                ("memory_dump", "zero_skip"): "dump time: zero blocks skipped",
                ("lifecycle", "consolidation"): "consolidation by helper snapshots",
+               ("lifecycle", "consolidation_apart"): "consolidation, parameters measured apart",
                ("lifecycle", "seek"): "seek span (datasheet)",
                ("tiering", "misplacement"): "tiering misplacement"}
 

@@ -38,8 +38,10 @@ from ...stats import (
 from ...timeline import STUN_SETTLE_S
 from ...values import Value, heldout_values
 from .. import standin_settings
+from . import apart as apartmod
 from .heldout import OutcomeCheck, heldout_tests
 from .plan import (
+    APART,
     FIXED_COMMIT_S,
     GRID,
     LOADS,
@@ -76,6 +78,8 @@ class LifecycleAnalysis(Analysis):
     seek: dict[str, float] = field(default_factory=dict)
     heldout: dict = field(default_factory=dict)        # (model, test) → models.heldout.HeldOut
     heldout_outcomes: OutcomeCheck | None = None       # leave-one-deletion-out outcomes (heldout.py)
+    apart: apartmod.Apart | None = None                # the model's parameters measured apart (apart.py)
+    apart_outcomes: apartmod.ApartOutcomes | None = None
 
 
 def _host_series(record: RunRecord, variant: str) -> pd.DataFrame:
@@ -88,6 +92,8 @@ def _host_series(record: RunRecord, variant: str) -> pd.DataFrame:
 def _split(variant: str) -> tuple[str, str]:
     if variant == GRID:
         return "grid", "iterative"
+    if variant == APART:
+        return APART, APART
     load, method = variant.split("-", 1)
     return load, method
 
@@ -413,6 +419,13 @@ def analyse(record: RunRecord) -> LifecycleAnalysis:
     # seed 000's two deletions (light: converges, saturated: does not), each held out in turn
     vals += [Value(f"{k}.{load}.heldout_outcome", text=oc.words(variant_name(load, "iterative")) or "not measured")
              for load in LOADS]
+
+    # ---- the same model with its parameters measured apart (plan.HELDOUT_APART; runs before it have none)
+    a.apart = apartmod.measured(apartmod.apart_table(record), apartmod.write_pattern(p))
+    if a.apart is not None:
+        tests, a.apart_outcomes = apartmod.apart_tests(a.apart, a.deletions, a.iterations, p)
+        a.heldout.update(tests)
+        vals += apartmod.apart_values(k, a.apart, tests, a.apart_outcomes)
 
     # ---- seek span
     a.seek = seek_prediction(record)

@@ -11,6 +11,7 @@ is `measurements/<variant>/host_series.csv`, the deletion's steps are session ev
 from __future__ import annotations
 
 import functools
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -238,6 +239,55 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
     sampler.write(session.variant_dir() / "host_series.csv")
 
 
+def apart(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale) -> None:
+    """The consolidation model's parameters measured apart from every deletion (plan.HELDOUT_APART), repeated
+    s.apart_repeats times, each repeat on a fresh overlay:
+      empty_commit  a helper snapshot and the commit of the older, empty overlay beside the reader alone (t0);
+      writer_alone  the writer at its saturated rate beside the 25-ms reader, writing into a fresh overlay (r_max;
+                    its growth against the writes it made checks the write-pattern growth);
+      refill        the test files written again: the overlay fills;
+      idle_commit   a helper snapshot and the commit of the full overlay beside the reader alone (c0).
+    Each commit is an iteration of delete_iterative's kind (helper, commit_oldest, the stun around the graph
+    change), timed the same way; the helper left over is committed unloaded and untimed."""
+    tl = Timeline[LifecycleEngine](session, engine, session.variant)
+    fill = planmod.fill_job(s, "fill")
+
+    def commit(phase: str, repeat: int) -> None:
+        w = planmod.reader_alone(s)
+        load = tl.start(_work_text(w), w.summary_job(), phase, repeat)
+        time.sleep(1.0)
+        empty = engine.empty_bytes
+        committed = max(engine.layer_bytes(1) - empty, 0.0)
+        ts = tl.now()
+        snap_stun = stunned(load, engine.take_snapshot)
+        snap_stun += engine.commit_oldest(lambda op: stunned(load, op))
+        te = tl.now()
+        step = {"step": phase, "repeat": repeat, "committed_bytes": committed, "seconds": te - ts,
+                "snapshot_stun_s": snap_stun, "reader_running": load.running()}
+        tl.event("apart", **step)
+        tl.finish(load, {"apart": step})
+
+    with HostSampler(engine._host_counters, tl.t0, HOST_KEYS) as sampler:
+        tl.run(job_text(fill), fill, "create")
+        for i in range(s.apart_repeats):
+            tl.event("snapshot", name=engine.take_snapshot(), repeat=i)
+            engine.empty_bytes = engine.layer_bytes(1)
+            commit("empty_commit", i)                 # the chain is base + an empty helper now
+            engine.empty_bytes = engine.layer_bytes(1)
+            w = planmod.writer_alone(s)
+            load = tl.start(_work_text(w), w.summary_job(), "writer_alone", i)
+            try:                                      # the growth is read once fio has ended; finish checks how
+                load.child.proc.wait(timeout=s.steady_s + COMMIT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                pass                                  # finish raises: a request is stuck (plan.HANG_NOTE)
+            grown = max(engine.layer_bytes(1) - engine.empty_bytes, 0.0)
+            tl.finish(load, {"apart": {"step": "writer_alone", "repeat": i, "grown_bytes": grown}})
+            tl.run(job_text(fill), fill.replace(name=f"fill-apart{i}"), "refill")
+            commit("idle_commit", i)
+            engine.delete_snapshot("newest")          # the empty helper the idle commit left: unloaded, untimed
+    sampler.write(session.variant_dir() / "host_series.csv")
+
+
 def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """Every timeline and the model grid on the rig's raid1_10k (or `device`)."""
     whole_study("lifecycle", part)
@@ -255,9 +305,12 @@ def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | Non
         attempt(session, planmod.GRID, functools.partial(grid, s=s),
                 lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes),
                 {"method": "iterative", "rates": list(s.grid_rates), "device": dev.name})
+        attempt(session, planmod.APART, functools.partial(apart, s=s),
+                lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes),
+                {"method": "apart", "repeats": s.apart_repeats, "device": dev.name})
     params = planmod.parameters(s, dev.name, dev.capacity, coverage, (used,) if used else ())
     return Setup(params, (dev.name,), planmod.planned_points(s), planmod.planned_seconds(profile), measure)
 
 
 __all__ = ["LifecycleEngine", "HostSampler", "Timeline", "delete_active", "delete_iterative", "delete_mirror",
-           "spindle_device", "timeline", "grid", "setup"]
+           "spindle_device", "timeline", "grid", "apart", "setup"]

@@ -77,6 +77,15 @@ MAX_ITERATIONS = 10                  # snapshot.maxIterations: our choice (no de
 # and outcome (lifecycle.heldout). Its parameters are not measured separately (device throughput from calibration,
 # the writer's rate from fio alone): issue 48 asks for that; this run's own other deletions are what it had.
 HELDOUT = "leave one iterative deletion out"
+# The same model with its parameters measured apart (issue 48.3), declared on 2026-11-29 before any run measured the
+# apart variant: t0 from commits of an empty overlay and c0 from commits of a full one beside the reader alone (no
+# writer), the writer's saturated rate r_max beside that reader (b = c0/r_max: the commit gets the time the writer
+# leaves), the helper's growth from the write pattern (models.consolidation.dirty_bytes: 4 KiB writes, 70 % random,
+# over the writer's file, in 64 KiB clusters). Nothing is fitted on a deletion: every iterative deletion of the run
+# is held out (each iteration's commit time and growth, each deletion's time and outcome: lifecycle.apart).
+HELDOUT_APART = "every iterative deletion, from parameters measured apart"
+APART = "apart"
+APART_STEPS = ("empty_commit", "writer_alone", "refill", "idle_commit")
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,9 @@ class LifecycleScale:
     verdict flipped between two runs with the same estimate; 3x the time, ~1/√3 the interval);
     delete_window_s: how long the load runs while a snapshot is deleted; grid_rates: the writer's rate_iops
     values of the model grid; grid_window_s: the load window of one grid point; repeats_per_load: how many
-    timelines of each (load, method) are measured (interleaved)."""
+    timelines of each (load, method) are measured (interleaved); apart_repeats: how many times the consolidation
+    model's parameters are measured apart (APART: empty commit, writer alone, refill, idle commit), each repeat
+    on a fresh overlay, so their intervals are over independent repeats."""
 
     file_bytes: int
     disk_bytes: int
@@ -100,6 +111,7 @@ class LifecycleScale:
     grid_rates: tuple[int, ...]
     grid_window_s: float
     max_iterations: int = MAX_ITERATIONS
+    apart_repeats: int = 3
 
     def __post_init__(self) -> None:
         src = "lifecycle scale"
@@ -115,6 +127,8 @@ class LifecycleScale:
             raise ConfigError(src, "grid_rates", "rate_iops must be positive")
         if self.max_iterations < 1:
             raise ConfigError(src, "max_iterations", "must be at least 1")
+        if self.apart_repeats < 2:
+            raise ConfigError(src, "apart_repeats", "needs at least 2 (an interval over repeats)")
 
     def steady_for(self, load: str) -> float:
         """Length (s) of a steady phase at load level `load`."""
@@ -141,13 +155,14 @@ SCALES: dict[str, LifecycleScale] = {
     # smoke: every variant once with short phases, two grid rates (≈1.5 min)
     "smoke": LifecycleScale(8 * MiB, 32 * MiB, steady_s=2, delete_window_s=5, light_steady_s=2,
                             grid_rates=(20, 400),
-                            grid_window_s=5, max_iterations=4),
+                            grid_window_s=5, max_iterations=4, apart_repeats=2),
     # quick: the seed's files scaled with the device, longer phases and five grid rates (7 min; 8.7 with a
     # timeline measured again after a daemon hang)
     "quick": LifecycleScale(32 * MiB, 128 * MiB, steady_s=6, delete_window_s=15, light_steady_s=18,
                             grid_rates=(10, 40, 80, 160, 400), grid_window_s=12, max_iterations=6),
     "full": LifecycleScale(32 * MiB, 128 * MiB, steady_s=20, delete_window_s=60, light_steady_s=60,
-                           grid_rates=(5, 10, 20, 40, 60, 80, 120, 160, 250, 400), grid_window_s=40),
+                           grid_rates=(5, 10, 20, 40, 60, 80, 120, 160, 250, 400), grid_window_s=40,
+                           apart_repeats=5),
 }
 
 
@@ -206,6 +221,7 @@ class Workload:
     rate_iops: int | None = None
     reader_thinktime_ms: float | None = None    # None: as the writer
     extra: tuple[tuple[str, str], ...] = ()     # further fio options of both workers (tests: verify patterns)
+    writer: bool = True                         # False: the reader alone (the apart variant's idle commits)
 
     def jobs(self) -> list[FioJob]:
         rt = self.thinktime_ms if self.reader_thinktime_ms is None else self.reader_thinktime_ms
@@ -215,13 +231,18 @@ class Workload:
         if self.rate_iops:
             wextra += (("rate_iops", str(self.rate_iops)),)
         rextra = (("thinktime", str(round(rt * 1000))),) + self.extra
-        return [FioJob("reader", "randread", offset=0, extra=rextra, **common),  # type: ignore[arg-type]
-                FioJob("writer", "randwrite", offset=self.file_bytes, extra=wextra + self.extra,
-                       **common)]  # type: ignore[arg-type]
+        reader = FioJob("reader", "randread", offset=0, extra=rextra, **common)  # type: ignore[arg-type]
+        if not self.writer:
+            return [reader]
+        return [reader, FioJob("writer", "randwrite", offset=self.file_bytes, extra=wextra + self.extra,
+                               **common)]  # type: ignore[arg-type]
 
     def summary_job(self) -> FioJob:
         """One FioJob standing for the pair in the run's coordinates (results.csv job, rw, bs, iodepth): the
-        job file written beside the results is the two-section file fio read."""
+        job file written beside the results is the two-section file fio read (the reader's alone)."""
+        if not self.writer:
+            return FioJob(self.name, "randread", bs=BS, iodepth=IODEPTH, numjobs=1, size=self.file_bytes,
+                          runtime_s=self.runtime_s, percentage_random=RANDOM_PERCENT)
         return FioJob(self.name, "randrw", bs=BS, iodepth=IODEPTH, numjobs=2, size=2 * self.file_bytes,
                       runtime_s=self.runtime_s, percentage_random=RANDOM_PERCENT, rwmixread=50)
 
@@ -253,8 +274,18 @@ def grid_workload(s: LifecycleScale, rate: int) -> Workload:
     return Workload(f"rate{rate}", s.file_bytes, s.grid_window_s, 0.0, rate, THINKTIME_MS["light"])
 
 
+def reader_alone(s: LifecycleScale) -> Workload:
+    """The apart variant's load while it commits: the reader at 25 ms, no writer (r = 0)."""
+    return Workload("reader-alone", s.file_bytes, s.steady_s, THINKTIME_MS["light"], writer=False)
+
+
+def writer_alone(s: LifecycleScale) -> Workload:
+    """The apart variant's writer at its saturated rate beside the 25-ms reader, into a fresh overlay (r_max)."""
+    return Workload("writer-alone", s.file_bytes, s.steady_s, 0.0, None, THINKTIME_MS["light"])
+
+
 def planned_points(s: LifecycleScale) -> int:
-    return len(variants()) * len(PHASES) + 2 * len(s.grid_rates) + 1
+    return len(variants()) * len(PHASES) + 2 * len(s.grid_rates) + 1 + 1 + len(APART_STEPS) * s.apart_repeats
 
 
 def estimated_seconds(s: LifecycleScale) -> float:
@@ -262,7 +293,8 @@ def estimated_seconds(s: LifecycleScale) -> float:
     emulated mirror's ≈30 MB/s for 1 MiB writes through the qcow2 layer, plus 3 s per engine start."""
     fill = 2 * s.file_bytes / (30e6) + 1
     per_variant = [3 * s.steady_for(load) + s.delete_window_s + 2 * fill + 3 + 5 for load, _ in variants()]
-    return sum(per_variant) + len(s.grid_rates) * (s.grid_window_s + fill + 3) + 3 + fill
+    apart = 3 + fill + s.apart_repeats * (3 * s.steady_s + fill + 2)
+    return sum(per_variant) + len(s.grid_rates) * (s.grid_window_s + fill + 3) + 3 + fill + apart
 
 
 def planned_seconds(profile: profiles.Profile) -> float:
@@ -321,11 +353,14 @@ def describe(profile: profiles.Profile) -> str:
         f"iterative deletion: helper threshold {s.helper_threshold_bytes // KiB} KiB, maxIterations "
         f"{s.max_iterations}, maxConsolidateTime {s.max_consolidate_s:.2f} s (scaled)",
         f"model grid: writer rate_iops {', '.join(map(str, s.grid_rates))}, window {s.grid_window_s:g} s each",
+        f"model parameters measured apart, {s.apart_repeats} repeats: a commit of an empty overlay, the writer alone "
+        f"beside the reader for {s.steady_s:g} s, a commit of a full overlay beside the reader alone",
         f"planned about {estimated_seconds(s) / 60:.1f} min",
     ])
 
 
-__all__ = ["STUDY", "HELDOUT", "SPINDLE", "LOADS", "METHODS", "PHASES", "GRID", "THINKTIME_MS", "IODEPTH",
+__all__ = ["STUDY", "HELDOUT", "HELDOUT_APART", "APART", "APART_STEPS", "reader_alone", "writer_alone",
+           "SPINDLE", "LOADS", "METHODS", "PHASES", "GRID", "THINKTIME_MS", "IODEPTH",
            "LifecycleScale", "SCALES", "scale", "qcow2_config", "variants", "variant_name", "Workload",
            "fill_job", "workload", "grid_workload", "planned_points", "estimated_seconds",
            "planned_seconds", "LifecycleParameters", "parameters",

@@ -130,3 +130,31 @@ def model_table(a: LifecycleAnalysis) -> pd.DataFrame:
     lo, hi = f.critical_rate_interval()
     rows.append(("r* = c0/(a+b) (writes/s)", f.critical_rate, lo, hi))
     return pd.DataFrame(rows, columns=["parameter", "estimate", "low", "high"])
+
+
+def apart_table(a: LifecycleAnalysis) -> pd.DataFrame:
+    """The consolidation model with its parameters measured apart (lifecycle.apart): t0, c0 and r_max with their
+    95 % intervals over the repeats, the growth measured against the write pattern's, and each held-out test's
+    verdict with its worst error (%). Empty for a run measured before the apart variant existed."""
+    ap = a.apart
+    if ap is None:
+        return pd.DataFrame(columns=["quantity", "estimate", "low", "high", "verdict"])
+    m = ap.parameters
+    rows: list[tuple[str, float, float, float, str]] = [
+        ("t0 (s)", m.t0.value, m.t0.low, m.t0.high, ""),
+        ("c0 (MiB/s)", m.c0.value / MiB, m.c0.low / MiB, m.c0.high / MiB, ""),
+        ("r_max (writes/s)", m.r_max.value, m.r_max.low, m.r_max.high, ""),
+        ("growth / pattern (%)", 100 * ap.growth_ratio.value, 100 * ap.growth_ratio.low, 100 * ap.growth_ratio.high,
+         "")]
+    for (model, test), h in sorted(a.heldout.items()):
+        if model != "consolidation_apart":
+            continue
+        w = h.worst
+        lo, hi = w.interval() if w else (math.nan, math.nan)
+        rows.append((f"held out: {test}, worst error (%)", w.error_pct if w else math.nan,
+                     100 * math.expm1(lo) if math.isfinite(lo) else math.nan,
+                     100 * math.expm1(hi) if math.isfinite(hi) else math.nan, h.verdict))
+    if a.apart_outcomes is not None:
+        o = a.apart_outcomes
+        rows.append(("outcomes predicted", float(o.predicted), math.nan, math.nan, f"of {len(o.rows)}"))
+    return pd.DataFrame(rows, columns=["quantity", "estimate", "low", "high", "verdict"])
