@@ -85,8 +85,13 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     record = smoke_run("lifecycle")
     assert (record.path.parent.parent.name, record.path.parent.name) == ("local", "lifecycle")
     m = record.manifest
-    assert set(m.variants) == {planmod.variant_name(lo, me) for lo, me in planmod.variants()} | {planmod.GRID}
+    timelines = {planmod.variant_name(lo, me) for lo, me in planmod.variants()}
+    assert set(m.variants) == timelines | {planmod.GRID, planmod.APART}
     a = an.analyse(record)
+    # the consolidation model's parameters measured apart, and its held-out tests of every iterative deletion
+    assert a.apart is not None and a.apart.parameters.c0.value > 0 and a.apart.parameters.r_max.value > 0
+    v = {x.key: x for x in a.values}
+    assert v["lifecycle.consolidation_apart.heldout.commit.verdict"].text in ("predicts", "descriptive only")
     assert set(a.timeline.level) == {"VM", "host"}
     assert len(a.deletions) == len(planmod.variants()) + len(planmod.scale(profiles.get("smoke")).grid_rates)
     for variant in m.variants:

@@ -139,7 +139,10 @@ def apart_tests(ap: Apart, deletions: pd.DataFrame, iterations: pd.DataFrame, p:
         label = f"{it.variant}#{int(it['index'])} k{int(it.k)}"
         d, r, t = float(it.delta), float(it.writer_iops), float(it.seconds)
         pred = m.commit_s(d, r)
-        se, dof = m.log_se(lambda v, d=d, r=r: m.commit_s(d, r, v))
+
+        def commit(v: tuple[float, float, float], d: float = d, r: float = r) -> float:
+            return m.commit_s(d, r, v)
+        se, dof = m.log_se(commit)
         points["commit"].append(ho.PointError(label, pred if math.isfinite(pred) else math.nan, se, dof, t,
                                               ap.commit_spread, ap.dof))
         points["growth"].append(ho.PointError(label, float(m.pattern.grown(r * t)), 0.0, math.nan,

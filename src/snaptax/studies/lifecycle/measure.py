@@ -269,7 +269,7 @@ def apart(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScal
 
     with HostSampler(engine._host_counters, tl.t0, HOST_KEYS) as sampler:
         tl.run(job_text(fill), fill, "create")
-        for i in range(s.apart_repeats):
+        for i in range(s.apart_repeats or 0):
             tl.event("snapshot", name=engine.take_snapshot(), repeat=i)
             engine.empty_bytes = engine.layer_bytes(1)
             commit("empty_commit", i)                 # the chain is base + an empty helper now
@@ -305,9 +305,10 @@ def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | Non
         attempt(session, planmod.GRID, functools.partial(grid, s=s),
                 lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes),
                 {"method": "iterative", "rates": list(s.grid_rates), "device": dev.name})
-        attempt(session, planmod.APART, functools.partial(apart, s=s),
-                lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes),
-                {"method": "apart", "repeats": s.apart_repeats, "device": dev.name})
+        if s.apart_repeats:
+            attempt(session, planmod.APART, functools.partial(apart, s=s),
+                    lambda: LifecycleEngine(rig, dev, cfg, s.disk_bytes),
+                    {"method": "apart", "repeats": s.apart_repeats, "device": dev.name})
     params = planmod.parameters(s, dev.name, dev.capacity, coverage, (used,) if used else ())
     return Setup(params, (dev.name,), planmod.planned_points(s), planmod.planned_seconds(profile), measure)
 

@@ -111,7 +111,7 @@ class LifecycleScale:
     grid_rates: tuple[int, ...]
     grid_window_s: float
     max_iterations: int = MAX_ITERATIONS
-    apart_repeats: int = 3
+    apart_repeats: int | None = 3      # None: a run before the apart variant (its manifest has none)
 
     def __post_init__(self) -> None:
         src = "lifecycle scale"
@@ -127,7 +127,7 @@ class LifecycleScale:
             raise ConfigError(src, "grid_rates", "rate_iops must be positive")
         if self.max_iterations < 1:
             raise ConfigError(src, "max_iterations", "must be at least 1")
-        if self.apart_repeats < 2:
+        if self.apart_repeats is not None and self.apart_repeats < 2:
             raise ConfigError(src, "apart_repeats", "needs at least 2 (an interval over repeats)")
 
     def steady_for(self, load: str) -> float:
@@ -285,7 +285,8 @@ def writer_alone(s: LifecycleScale) -> Workload:
 
 
 def planned_points(s: LifecycleScale) -> int:
-    return len(variants()) * len(PHASES) + 2 * len(s.grid_rates) + 1 + 1 + len(APART_STEPS) * s.apart_repeats
+    apart = 1 + len(APART_STEPS) * s.apart_repeats if s.apart_repeats else 0
+    return len(variants()) * len(PHASES) + 2 * len(s.grid_rates) + 1 + apart
 
 
 def estimated_seconds(s: LifecycleScale) -> float:
@@ -293,7 +294,7 @@ def estimated_seconds(s: LifecycleScale) -> float:
     emulated mirror's ≈30 MB/s for 1 MiB writes through the qcow2 layer, plus 3 s per engine start."""
     fill = 2 * s.file_bytes / (30e6) + 1
     per_variant = [3 * s.steady_for(load) + s.delete_window_s + 2 * fill + 3 + 5 for load, _ in variants()]
-    apart = 3 + fill + s.apart_repeats * (3 * s.steady_s + fill + 2)
+    apart = 3 + fill + s.apart_repeats * (3 * s.steady_s + fill + 2) if s.apart_repeats else 0.0
     return sum(per_variant) + len(s.grid_rates) * (s.grid_window_s + fill + 3) + 3 + fill + apart
 
 
