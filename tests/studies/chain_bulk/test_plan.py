@@ -104,7 +104,8 @@ def test_each_part_is_one_configuration_in_one_replicate_with_its_flat_controls(
         flat = [(m.phase.removesuffix(planmod.FLAT_SUFFIX), m.repeat, n) for _, m, n in v.plan.measurements()
                 if m.phase in {k + planmod.FLAT_SUFFIX for k in planmod.KINDS}]
         assert sorted(runs) == sorted(flat) and runs
-        warmups = [st for st in v.plan.steps if isinstance(st, Measure) and st.phase == "warmup"]
+        warmups = [st for st in v.plan.steps
+                   if isinstance(st, Measure) and st.phase.removesuffix(planmod.FLAT_SUFFIX) == "warmup"]
         assert len(warmups) == (2 * len(planmod.KINDS) if s.warmup else 0)
         # the whole run's plan of this replicate, with its warm-ups where a later replicate of the whole run has none
         assert [st for st in v.plan.steps if st not in warmups] == \
