@@ -37,7 +37,7 @@ def test_rig_check_refuses_the_disabled_example_without_failing():
     (("notebook", "notebooks/01_chain_length.ipynb", "{tmp}/x.ipynb", "--rig", "nosuchrig"), "field '(file)'"),
     (("rig", "check", "rigs/"), "is a directory"),
     (("run", "chain_length", "--profile", "smoke", "--part", "lvm"),
-     "field 'part': unknown part 'lvm' (one of: on-disk-metadata, in-memory-metadata, lvm-thin)"),
+     "field 'part': unknown part 'lvm' (one of: on-disk-metadata.r0, in-memory-metadata.r0, lvm-thin.r0)"),
     (("run", "tiering", "--profile", "smoke", "--part", "sas"), "field 'part': 'sas': the study has no parts"),
 ])
 def test_bad_input_gives_one_line(args, needle, data_dir, tmp_path):

@@ -35,3 +35,27 @@ def test_the_cache_key_follows_the_manifest_and_the_code(tmp_path, monkeypatch):
     assert derived.cache_path(run) != key
     monkeypatch.setattr(derived, "code_fingerprint", lambda: "other code")
     assert derived.cache_path(run).name != key.name
+
+
+def test_a_set_of_many_parts_is_cached_under_a_short_name_of_its_own(tmp_path, monkeypatch):
+    """A set's name (its parts' ids joined) of nine parts is longer than a file name may be: its cache file is
+    named by its first part, its count and a hash of the whole name, one per set."""
+    from snaptax.record import PartSet
+
+    monkeypatch.setenv("SNAPTAX_DERIVED_DIR", str(tmp_path / "derived"))
+    runs = []
+    for k in range(9):
+        run = tmp_path / "chain_length" / f"2026010{k + 1}T000000Z-full-in-memory-metadata.r{k % 3}"
+        run.mkdir(parents=True)
+        (run / MANIFEST).write_text("{}")
+        runs.append(run)
+    again = runs[-1].with_name(runs[-1].name.replace("20260109", "20260110"))    # its last part measured again
+    again.mkdir()
+    (again / MANIFEST).write_text("{}")
+    nine, other = PartSet(tuple(runs)), PartSet((*runs[:-1], again))
+    path = derived.cache_path(nine)
+    assert len(nine.name) > 255 and len(path.name) < 100 and path.name.startswith(f"{runs[0].name}+8-")
+    # the other set's stem (the name without the code's hash) is its own: storing one never drops the other's
+    assert derived.cache_path(other).name.rsplit("-", 1)[0] != path.name.rsplit("-", 1)[0]
+    path.parent.mkdir(parents=True)
+    path.write_text("{}")          # a file system takes the name

@@ -57,6 +57,19 @@ def test_replicate_names_split_back_and_keep_the_first_replicate_s_name():
         replicated(study, 0)
 
 
+def test_a_study_in_parts_has_one_part_per_configuration_and_replicate_in_the_plan_s_order():
+    from snaptax.plan import part_name, replicate_part, replicate_parts, replicated
+
+    plan = Plan((TakeSnapshot(),))
+    study = replicated(StudyPlan((VariantPlan("a", plan), VariantPlan("b-1", plan))), 2)
+    assert replicate_parts(study) == ("a.r0", "b-1.r0", "a.r1", "b-1.r1")
+    assert part_name("b-1@r1") == "b-1.r1" and part_name("a") == "a.r0"
+    assert replicate_part(study, None, "s") is study
+    assert [v.variant for v in replicate_part(study, "b-1.r1", "s").variants] == ["b-1@r1"]
+    with pytest.raises(ConfigError, match=r"s: field 'part': unknown part 'a' \(one of: a.r0, b-1.r0, a.r1, b-1.r1\)"):
+        replicate_part(study, "a", "s")
+
+
 def test_with_replicates_splits_a_frame_s_variants():
     import pandas as pd
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import operatingpoints
 from .claims import Outcome
-from .record import RunRecord
+from .record import RunRecord, short_run_id
 from .values import DerivedValues, Value
 
 
@@ -54,7 +54,9 @@ class Analysis:
 
 
 def run_values(record: RunRecord) -> list[Value]:
-    """Values every run provides (<study>.run.*): identity, device, tool versions, size, emulator validity."""
+    """Values every run provides (<study>.run.*): identity, device, tool versions, size, emulator validity. The id is
+    the one the paper prints (record.short_run_id: a set of part runs by its first part's start and its count); the
+    full id is DerivedValues.run_id."""
     m = record.manifest
     k = f"{m.study}.run"
     late = record.lateness()
@@ -65,7 +67,7 @@ def run_values(record: RunRecord) -> list[Value]:
     # ratio or claim reads
     flagged_fills = sum(1 for x in record.measurements if x.flagged and x.phase in ("fill", "prefill"))
     return [
-        Value(f"{k}.id", text=m.run_id), Value(f"{k}.profile", text=m.profile.name),
+        Value(f"{k}.id", text=short_run_id(m.run_id)), Value(f"{k}.profile", text=m.profile.name),
         Value(f"{k}.rig", text=m.rig), Value(f"{k}.device", text=m.device_label()),
         Value(f"{k}.emulated", text="emulated" if m.emulated else "real"),
         Value(f"{k}.fio", text=m.tool("fio")), Value(f"{k}.qsd", text=m.tool("qemu-storage-daemon")),

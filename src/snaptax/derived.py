@@ -32,6 +32,14 @@ def code_fingerprint() -> str:
     return h.hexdigest()
 
 
+def _stem(run: RunRef) -> str:
+    """The start of a run's cache file names: a whole run's id; a set's first part's id, its count and a hash of its
+    name (the parts' ids joined: 9 parts of 41 characters are longer than a file name may be)."""
+    if not isinstance(run, PartSet):
+        return Path(run).name
+    return f"{run.runs[0].name}+{len(run.runs) - 1}-{hashlib.sha256(run.name.encode()).hexdigest()[:12]}"
+
+
 def cache_path(run: RunRef) -> Path:
     """Where the derived values of a run are cached: named by the run's place, its manifest and the code (a set of
     part runs: by each part's place and manifest)."""
@@ -39,13 +47,13 @@ def cache_path(run: RunRef) -> Path:
     h = hashlib.sha256(f"{code_fingerprint()}\0".encode())
     for d in dirs:
         h.update(f"{d}\0".encode() + (d / MANIFEST).read_bytes())
-    return paths.derived_dir() / dirs[0].parent.name / f"{run.name}-{h.hexdigest()[:20]}.json"
+    return paths.derived_dir() / dirs[0].parent.name / f"{_stem(run)}-{h.hexdigest()[:20]}.json"
 
 
 def store(run: RunRef, derived: DerivedValues) -> None:
     """Keep a run's derived values in the cache (and drop those of other code for the same run)."""
     path = cache_path(run)
-    for stale in path.parent.glob(f"{run.name}-*.json"):
+    for stale in path.parent.glob(f"{_stem(run)}-*.json"):
         if stale != path:
             stale.unlink(missing_ok=True)
     write_atomic(path, json.dumps(derived.to_json(), indent=1, sort_keys=True, allow_nan=False) + "\n")

@@ -39,12 +39,12 @@ class Expectation:
 
 def expect(study: Study, rig: str, profile: profiles.Profile) -> Expectation:
     from .paper.article import measured_minutes
-    from .record import load_run, readable_runs
+    from .record import load_run, readable_runs, short_run_id
 
     runs = readable_runs(rig, study.id, profile.name)
     minutes = measured_minutes(load_run(runs[-1]).manifest) if runs else math.nan
     if not math.isnan(minutes):
-        basis = f"measured: newest {profile.name} run {runs[-1].name}"
+        basis = f"measured: newest {profile.name} run {short_run_id(runs[-1].name)}"
     else:
         planned = study.planned_seconds(profile)
         none = f"no {profile.name} run on rig {rig}"
@@ -82,7 +82,7 @@ def power_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
     its registered tolerance and role (snaptax.judged: the registration that run was measured under)."""
     from . import claims, derived, judged, power
     from .paper.article import measured_minutes
-    from .record import load_run, readable_runs
+    from .record import load_run, readable_runs, short_run_id
 
     runs = readable_runs(rig, study.id, profile.name) or readable_runs(rig, study.id, "quick")
     if not runs:
@@ -93,7 +93,7 @@ def power_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
                               judged.inferred_in(found))
     minutes = measured_minutes(manifest)
     lines = [f"power per claim ({power.POWER:.0%}, two one-sided tests at the claim's tolerance; spread from run "
-             f"{runs[-1].name}):"]
+             f"{short_run_id(runs[-1].name)}):"]
     for o in outcomes:
         p = power.plan_line(o)
         cost = ""

@@ -210,22 +210,36 @@ def replicated(study: StudyPlan, replicates: int) -> StudyPlan:
                            for r in range(replicates) for v in study.variants))
 
 
-def configuration_parts(study: StudyPlan) -> tuple[str, ...]:
-    """The parts a study measured in parts (issue 49.1, record.parts) is split into when each part is one
-    configuration: the variants' names without their replicate suffix (split_replicate), in the plan's order. A part
-    so holds all of its configuration's replicates and the baselines its plan measures beside them."""
-    return tuple(dict.fromkeys(split_replicate(v.variant)[0] for v in study.variants))
+# A study measured in parts (issue 49.1, record.parts) is split into one part per configuration and replicate: each
+# part is one recorded variant of the plan, named by part_name (`<configuration>.r<replicate>`, replicates counted
+# from 0 as split_replicate counts them). A configuration's plan in one replicate holds the baselines its ratios are
+# taken against, so no paired ratio crosses two parts; replicates are independent runs anyway (a fresh engine, device
+# and fio process each), so a session between two of them only adds to their spread, which the intervals over the
+# replicates take in. A part of one replicate fits a measuring window where one of all a configuration's did not.
+PART_REPLICATE_MARK = ".r"
 
 
-def configuration_part(study: StudyPlan, part: str | None, source: str) -> StudyPlan:
-    """`study` whole (part None), or only the variants of configuration `part` (configuration_parts), every replicate
-    in the plan's order. An unknown part is one ConfigError line naming `source`, the field and the valid parts."""
+def part_name(variant: str) -> str:
+    """The part that measures the recorded variant `variant` (replicate_name): its configuration and replicate."""
+    configuration, replicate = split_replicate(variant)
+    return f"{configuration}{PART_REPLICATE_MARK}{replicate}"
+
+
+def replicate_parts(study: StudyPlan) -> tuple[str, ...]:
+    """The parts of a study measured one configuration and replicate per part (part_name), in the plan's order
+    (replicate-major where the plan is: every configuration's first replicate, then their second, ...)."""
+    return tuple(part_name(v.variant) for v in study.variants)
+
+
+def replicate_part(study: StudyPlan, part: str | None, source: str) -> StudyPlan:
+    """`study` whole (part None), or only the variant of part `part` (replicate_parts). An unknown part is one
+    ConfigError line naming `source`, the field and the valid parts."""
     if part is None:
         return study
-    names = configuration_parts(study)
+    names = replicate_parts(study)
     if part not in names:
         raise ConfigError(source, "part", f"unknown part {part!r} (one of: {', '.join(names)})")
-    return StudyPlan(tuple(v for v in study.variants if split_replicate(v.variant)[0] == part))
+    return StudyPlan(tuple(v for v in study.variants if part_name(v.variant) == part))
 
 
 def with_replicates(frame: Any, column: str = "variant") -> Any:

@@ -66,6 +66,45 @@ def test_the_first_page_lists_the_runs_measured_from_uncommitted_code(tmp_path, 
     assert "all 1 runs this paper uses were measured from committed code" in render.dirty_runs_tex(manifests[:1])
 
 
+def test_a_set_of_part_runs_is_printed_by_its_first_part_wherever_the_paper_names_a_run(tmp_path, monkeypatch):
+    """A set's id (its parts' ids joined, 120 characters and more, which TeX cannot break in \\texttt) is printed by
+    its first part's start and profile and its count (record.short_run_id), in every table and value naming a run."""
+    import dataclasses
+    import types
+    from fractions import Fraction
+
+    from snaptax import operatingpoints as op, provenance
+    from snaptax.record import RunRecord, short_run_id
+    from snaptax.studies import seed001_standins, standin_settings
+    from snaptax.values import Value
+
+    ids = [f"2026010{k}T000000Z-full-on-disk-metadata.r{k}" for k in range(1, 10)]
+    name, short = "+".join(ids), "20260101T000000Z-full (9 parts)"
+    assert short_run_id(name) == short and short_run_id(ids[0]) == ids[0]
+    assert short_run_id("+".join(ids[:2])) == "20260101T000000Z-full (2 parts)"
+    assert short_run_id(f"calibration/{name}") == f"calibration/{short}"
+    monkeypatch.setattr(provenance, "collect", lambda: {"git": {"commit": "c" * 40, "dirty": True},
+                                                        "host": {"cpu": "AMD EPYC"}})
+    m = dataclasses.replace(RunRecord.load(publish(tmp_path, "chain_length", "20260101T000000Z-quick", 1.0)).manifest,
+                            run_id=name)
+    run = {f"chain_length.run.{k}": Value(f"chain_length.run.{k}", 0.0)
+           for k in ("worst_lateness_pct", "flagged", "emulated_measurements")}
+    rendered = types.SimpleNamespace(study="chain_length", analysis=types.SimpleNamespace(
+        record=types.SimpleNamespace(manifest=m)), derived=types.SimpleNamespace(values=run))
+    point = op.OperatingPoint("vmfs_sesparse", 0.5, 0.4, 0.6, f"calibration/{name}", "calibration.reads_double")
+    used = op.UsedPoint.of(point, 0.5)
+    sources = [*seed001_standins.operating_point_values("chain_bulk", (used,)),
+               *standin_settings.operating_point_values("lifecycle", "vmfs_sesparse", Fraction(1, 2), (used,))]
+    printed = {"runs": render.runs_tex([rendered]),
+               "reruns": repro.repro_tex([compare.RunComparison("chain_length", name, ids[0], (), ())], {name: m}),
+               "first page": render.dirty_runs_tex([m]),
+               "stand-ins": render.stand_ins_tex({}, None, {"vmfs_sesparse": point}),
+               "coverage source": " ".join(v.text for v in sources if v.text and "coverage_source" in v.key)}
+    for where, text in printed.items():
+        assert short in text and name not in text, where
+    assert "(cccccccccc+; AMD EPYC)" in printed["reruns"]
+
+
 def _outcomes():
     from snaptax.claims import Claim, Outcome
 

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from .. import compare, derived, profiles
 from ..analysis import Analysis
-from ..record import Manifest, RunRef, load_run, readable_runs
+from ..record import Manifest, RunRef, load_run, readable_runs, short_run_id
 from ..values import DerivedValues, Value
 from . import article, macros
 
@@ -104,7 +104,7 @@ def repro_tex(comparisons: list[compare.RunComparison], manifests: dict[str, Man
     def run_cell(run_id: str) -> str:
         m = manifests.get(run_id)
         label = f"{m.code_label}; {m.host_label}" if m else "?"
-        return f"\\texttt{{{macros.tex_escape(run_id)}}} ({macros.tex_escape(label)})"
+        return f"\\texttt{{{macros.tex_escape(short_run_id(run_id))}}} ({macros.tex_escape(label)})"
 
     rows = []
     for c in comparisons:

@@ -19,7 +19,16 @@ from .lateness import (
                        service_time_s,
                        steal_fraction,
 )
-from .parts import CombinedRecord, IncompleteSet, PartSet, RunRef, incomplete_sets, load_run, readable_runs
+from .parts import (
+                       CombinedRecord,
+                       IncompleteSet,
+                       PartSet,
+                       RunRef,
+                       incomplete_sets,
+                       load_run,
+                       readable_runs,
+                       short_run_id,
+)
 from .reader import RunRecord, published_runs
 from .schema import (
                        COUNTERS,
@@ -55,8 +64,8 @@ from .writer import (
 
 __all__ = ["LATENESS_LIMIT", "STEAL_NOTABLE", "emulator_lateness_s", "lateness_fraction", "service_time_s",
            "steal_fraction", "RunRecord", "published_runs", "CombinedRecord", "IncompleteSet", "PartSet", "RunRef",
-           "incomplete_sets", "load_run", "readable_runs", "COUNTERS", "EMULATOR_VERSIONS", "ENGINE_LOGS",
-           "FIO_COLUMNS", "KEYS", "MANIFEST", "MEASUREMENT", "MEASUREMENTS", "RECORD_FORMAT", "RECORD_VERSION",
-           "RESULTS", "Manifest", "Measurement", "RecordError", "RunPart", "slug", "upgrade", "ALLOW_DIRTY_ENV",
-           "RunSession", "RunWriter", "UncommittedCode", "dirty_allowed", "machine_counters", "require_committed_code",
-           "run_id_now", "write_atomic", "write_json"]
+           "incomplete_sets", "load_run", "readable_runs", "short_run_id", "COUNTERS", "EMULATOR_VERSIONS",
+           "ENGINE_LOGS", "FIO_COLUMNS", "KEYS", "MANIFEST", "MEASUREMENT", "MEASUREMENTS", "RECORD_FORMAT",
+           "RECORD_VERSION", "RESULTS", "Manifest", "Measurement", "RecordError", "RunPart", "slug", "upgrade",
+           "ALLOW_DIRTY_ENV", "RunSession", "RunWriter", "UncommittedCode", "dirty_allowed", "machine_counters",
+           "require_committed_code", "run_id_now", "write_atomic", "write_json"]

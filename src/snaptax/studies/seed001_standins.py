@@ -14,6 +14,7 @@ from fractions import Fraction
 from .. import operatingpoints
 from ..engines.qcow2 import PRESET_COVERAGES
 from ..operatingpoints import UsedPoint
+from ..record import short_run_id
 from ..values import Value
 from . import standin_settings
 
@@ -53,7 +54,8 @@ def operating_point_values(prefix: str, used: tuple[UsedPoint, ...] | None) -> l
     for (config, stand_in), preset in zip(STAND_INS.items(), PRESET_COVERAGES, strict=True):
         p = by_stand_in.get(stand_in)
         out.append(Value(f"{prefix}.coverage.{config}", p.realised if p else float(preset), "", digits=3))
-        out.append(Value(f"{prefix}.coverage_source.{config}", text=f"inferred ({p.run})" if p else "preset"))
+        out.append(Value(f"{prefix}.coverage_source.{config}",
+                         text=f"inferred ({short_run_id(p.run)})" if p else "preset"))
         if p:
             out.append(Value(f"{prefix}.coverage_inferred.{config}", p.inferred, "", p.low, p.high, digits=3))
     return out

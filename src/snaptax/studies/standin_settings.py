@@ -12,6 +12,7 @@ from fractions import Fraction
 from .. import operatingpoints
 from ..engines.qcow2 import Qcow2Config, l2_cache_size_for, nearest_coverage
 from ..operatingpoints import UsedPoint
+from ..record import short_run_id
 from ..values import Value
 
 
@@ -43,7 +44,7 @@ def operating_point_values(prefix: str, stand_in: str, preset: Fraction,
     (None: a run before them, at the preset)."""
     p = next((u for u in used or () if u.stand_in == stand_in), None)
     out = [Value(f"{prefix}.coverage", p.realised if p else float(preset), "", digits=3),
-           Value(f"{prefix}.coverage_source", text=f"inferred ({p.run})" if p else "preset")]
+           Value(f"{prefix}.coverage_source", text=f"inferred ({short_run_id(p.run)})" if p else "preset")]
     if p:
         out.append(Value(f"{prefix}.coverage_inferred", p.inferred, "", p.low, p.high, digits=3))
     return out

@@ -3,11 +3,11 @@ losses, clone-time changes and per-snapshot averages come out as constructed, th
 the claims are judged."""
 import pytest
 
-from snaptax import fio, profiles
+from snaptax import fio, profiles, studies
 from snaptax.claims import verdict
 from snaptax.models import chain as chain_model
 from snaptax.plan import Clone, Measure, split_replicate
-from snaptax.record import RunRecord, RunWriter
+from snaptax.record import PartSet, RunPart, RunRecord, RunWriter, load_run
 from snaptax.studies.chain_bulk import analyse as an, plan as planmod
 from tests.synthetic import fio_result, rig
 
@@ -31,10 +31,17 @@ def rate(recorded_variant, series, n, repeat, target="live"):
 
 
 def make_run(tmp_path, profile="quick"):
+    return RunRecord.load(publish_run(tmp_path, profile))
+
+
+def publish_run(tmp_path, profile="quick", part=None, run_id=None):
+    """A synthetic run of the plan at `profile` (of `part` only, published as that part: planmod.parts) whose rates
+    depend only on each measurement's coordinates, so that a part measures what the whole run does."""
     p = profiles.get(profile)
-    study = planmod.build_plan(p)
-    w = RunWriter(rig(tmp_path), planmod.STUDY, p, planmod.parameters(p, "ssd").to_json(), tmp_path / "staging",
-                  run_id=f"20260101T000000Z-{profile}")
+    study = planmod.build_plan(p, part=part)
+    run_id = run_id or f"20260101T000000Z-{profile}"
+    w = RunWriter(rig(tmp_path), planmod.STUDY, p, planmod.parameters(p, "ssd").to_json(),
+                  tmp_path / "staging" / run_id, run_id=run_id, part=RunPart(part, planmod.parts(p)) if part else None)
     for vp in study.variants:
         with w.in_variant(vp.variant, {}):
             n = 0
@@ -54,7 +61,29 @@ def make_run(tmp_path, profile="quick"):
                                 bytes=p.disk_size, host={})
                 else:
                     n += 1
-    return RunRecord.load(w.publish(tmp_path / "data" / "t" / planmod.STUDY / w.run_id))
+    return w.publish(tmp_path / "data" / "t" / planmod.STUDY / w.run_id)
+
+
+def test_a_run_measured_in_parts_gives_the_whole_run_s_values(tmp_path, data_dir):
+    """The parts (one configuration in one replicate each, each warming its own session up) read as one record give
+    every value of the run that measured the same points in one session (record.parts); the run's identity aside."""
+    whole = an.analyse(make_run(tmp_path / "whole"))
+    names = planmod.parts(profiles.get("quick"))
+    for k, part in enumerate(names):
+        publish_run(tmp_path, part=part, run_id=f"202601{k + 2:02d}T000000Z-quick-{part}")
+    ref = studies.get(planmod.STUDY).newest_run("t", "quick")
+    assert isinstance(ref, PartSet) and len(ref.runs) == len(names) == 6
+    parted = an.analyse(load_run(ref))
+    mine = {v.key: v for v in parted.values if ".run." not in v.key}
+    theirs = {v.key: v for v in whole.values if ".run." not in v.key}
+    assert mine.keys() == theirs.keys() and len(mine) > 50
+    for key, v in theirs.items():
+        got = mine[key]
+        assert (got.n, got.text, got.method) == (v.n, v.text, v.method), key
+        assert [got.value, got.low, got.high] == pytest.approx([v.value, v.low, v.high], nan_ok=True, rel=1e-9), key
+    assert [o.verdict for o in parted.outcomes] == [o.verdict for o in whole.outcomes]
+    # the paper prints the set's id short: its first part's start and profile, and its count
+    assert parted.derived_values().values["chain_bulk.run.id"].text == "20260102T000000Z-quick (6 parts)"
 
 
 def test_ratios_losses_and_fits_come_from_the_data(tmp_path):

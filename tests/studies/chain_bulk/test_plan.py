@@ -4,7 +4,7 @@ import pytest
 
 from snaptax import profiles
 from snaptax.errors import ConfigError
-from snaptax.plan import Clone, Measure, TakeSnapshot, split_replicate
+from snaptax.plan import Clone, Measure, Plan, TakeSnapshot, split_replicate
 from snaptax.studies import get
 from snaptax.studies.chain_bulk import plan as planmod
 from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
@@ -85,23 +85,37 @@ def test_every_committed_run_s_parameters_load(monkeypatch):
 
 
 @pytest.mark.parametrize("name", list(profiles.PROFILES))
-def test_each_part_is_one_configuration_with_its_replicates_and_their_flat_controls(name):
-    """Measured in parts (issue 49.1), each part is one configuration, every replicate of it, and each of its chain
-    measurements has its flat-control pair in the same variant plan; the parts together are the whole plan."""
+def test_each_part_is_one_configuration_in_one_replicate_with_its_flat_controls(name):
+    """Measured in parts (issue 49.1), each part is one configuration in one replicate (`<configuration>.r<i>`), each
+    of its chain measurements with its flat-control pair in the same variant plan; a part is a session of its own
+    and warms up as the whole run's first replicate does, so the parts together are the whole plan and the warm-ups
+    of the later replicates."""
     p = profiles.get(name)
+    s = planmod.scale(p)
+    whole = planmod.build_plan(p)
     parts = planmod.parts(p)
-    assert parts == ("on-disk-metadata", "in-memory-metadata")
+    assert parts == tuple(f"{c}.r{r}" for r in range(s.replicates) for c in ("on-disk-metadata", "in-memory-metadata"))
     together = []
     for part in parts:
-        study = planmod.build_plan(p, part=part)
-        assert {split_replicate(v.variant)[0] for v in study.variants} == {part}
-        assert len(study.variants) == planmod.scale(p).replicates
-        for v in study.variants:
-            runs = [(m.phase, m.repeat, n) for _, m, n in v.plan.measurements() if m.phase in planmod.KINDS]
-            flat = [(m.phase.removesuffix(planmod.FLAT_SUFFIX), m.repeat, n) for _, m, n in v.plan.measurements()
-                    if m.phase in {k + planmod.FLAT_SUFFIX for k in planmod.KINDS}]
-            assert sorted(runs) == sorted(flat) and runs
-        together += [v.variant for v in study.variants]
-    assert sorted(together) == sorted(v.variant for v in planmod.build_plan(p).variants)
-    assert sum(planmod.planned_seconds(p, part=part) for part in parts) == pytest.approx(planmod.planned_seconds(p))
+        (v,) = planmod.build_plan(p, part=part).variants
+        configuration, replicate = split_replicate(v.variant)
+        assert part == f"{configuration}.r{replicate}"
+        runs = [(m.phase, m.repeat, n) for _, m, n in v.plan.measurements() if m.phase in planmod.KINDS]
+        flat = [(m.phase.removesuffix(planmod.FLAT_SUFFIX), m.repeat, n) for _, m, n in v.plan.measurements()
+                if m.phase in {k + planmod.FLAT_SUFFIX for k in planmod.KINDS}]
+        assert sorted(runs) == sorted(flat) and runs
+        warmups = [st for st in v.plan.steps
+                   if isinstance(st, Measure) and st.phase.removesuffix(planmod.FLAT_SUFFIX) == "warmup"]
+        assert len(warmups) == (2 * len(planmod.KINDS) if s.warmup else 0)
+        # the whole run's plan of this replicate, with its warm-ups where a later replicate of the whole run has none
+        assert [st for st in v.plan.steps if st not in warmups] == \
+            [st for st in whole.variant(v.variant).plan.steps if st not in warmups]
+        together += [v.variant]
+    assert together == [v.variant for v in whole.variants]
+    warm_s = Plan(tuple(warmups)).fio_seconds()
+    later = (s.replicates - 1) * len(planmod.configs(p))        # the whole run's replicates that do not warm up
+    assert sum(planmod.planned_seconds(p, part=part) for part in parts) == \
+        pytest.approx(planmod.planned_seconds(p) + later * warm_s)
     assert get("chain_bulk").part_seconds(p) == {part: planmod.planned_seconds(p, part=part) for part in parts}
+
+

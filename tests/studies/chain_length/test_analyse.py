@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from snaptax import fiolog, profiles, studies
-from snaptax.plan import split_replicate
+from snaptax.plan import part_name, split_replicate
 from snaptax.record import RunPart, RunRecord, load_run
 from snaptax.studies.chain_length import analyse as an, plan as planmod
 from tests.synthetic import fio_log, fio_result, write_run
@@ -31,7 +31,7 @@ def build_run(tmp_path, profile="quick", noise=0.0, drift=0.0, between=0.0, part
     p = profiles.get(profile)
     study = planmod.build_plan(p)
     points = [(v.variant, i, m, n) for v in study.variants for i, m, n in v.plan.measurements()]
-    kept = [pt for pt in points if part is None or split_replicate(pt[0])[0] == part]
+    kept = [pt for pt in points if part is None or part_name(pt[0]) == part]
 
     def measured(recorded, index, step, n):
         variant, replicate = split_replicate(recorded)
@@ -63,14 +63,15 @@ def build_run(tmp_path, profile="quick", noise=0.0, drift=0.0, between=0.0, part
 
 
 def test_a_run_measured_in_parts_gives_the_whole_run_s_values(tmp_path, data_dir):
-    """The three parts (one configuration each, its replicates and baselines with it) read as one record give every
+    """The nine parts (one configuration in one replicate each, its baselines with it) read as one record give every
     value of the run that measured the same points in one session (record.parts); the run's own identity aside."""
     whole = make_run(tmp_path / "whole", noise=0.01, drift=0.02, between=0.01)
-    for k, part in enumerate(planmod.parts(profiles.get("quick"))):
+    names = planmod.parts(profiles.get("quick"))
+    for k, part in enumerate(names):
         build_run(tmp_path, noise=0.01, drift=0.02, between=0.01, part=part,
-                  run_id=f"2026010{k + 2}T000000Z-quick-{part}")
+                  run_id=f"202601{k + 2:02d}T000000Z-quick-{part}")
     parted = an.analyse(load_run(studies.get("chain_length").newest_run("t", "quick")))
-    assert len(parted.record.manifest.parts) == 3 and parted.record.run_id.count("+") == 2
+    assert len(parted.record.manifest.parts) == len(names) == 9 and parted.record.run_id.count("+") == 8
     mine = {v.key: v for v in parted.values if ".run." not in v.key}
     theirs = {v.key: v for v in whole.values if ".run." not in v.key}
     assert mine.keys() == theirs.keys() and len(mine) > 100
@@ -79,6 +80,9 @@ def test_a_run_measured_in_parts_gives_the_whole_run_s_values(tmp_path, data_dir
         assert (got.n, got.text, got.method) == (v.n, v.text, v.method), key
         assert [got.value, got.low, got.high] == pytest.approx([v.value, v.low, v.high], nan_ok=True, rel=1e-9), key
     assert [o.verdict for o in parted.outcomes] == [o.verdict for o in whole.outcomes]
+    # the paper prints the set's id short: its first part's start and profile, and its count
+    printed = parted.derived_values().values["chain_length.run.id"].text
+    assert printed == "20260102T000000Z-quick (9 parts)"
 
 
 def test_loss_and_host_reads_come_from_the_data(tmp_path):

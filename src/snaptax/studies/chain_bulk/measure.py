@@ -12,8 +12,8 @@ from . import plan as planmod
 
 
 def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
-    """Both configurations on `device` (default: the rig's first); `part`: only that configuration (planmod.parts),
-    every replicate."""
+    """Both configurations on `device` (default: the rig's first); `part`: only that configuration in that replicate
+    (planmod.parts)."""
     dev = rig.device(device)
     study = planmod.build_plan(profile, part=part)
     # the stand-ins at the rig's inferred operating points (seed001_standins), recorded in the parameters

@@ -20,8 +20,9 @@ Replicates (issue 47.3): the whole plan of every configuration runs `replicates`
 fresh engine, volume, control and fio processes (plan.replicate_name); the pairs of replicate r start in the order
 pair(r), so the order alternates across replicates when each has one pair. The claims' values are one estimate per
 replicate with a t pivot over the replicates (analyse.replicate_estimates); the pairs within a replicate cancel
-the drift the chain and its control share. A scale may measure a subset of the chain lengths (`lengths`): the
-snapshots between are still taken, so the chain grows one layer at a time as the seed's loop does.
+the drift the chain and its control share. Measured in parts (parts), each part is one configuration in one
+replicate, in a session of its own that it warms up. A scale may measure a subset of the chain lengths (`lengths`):
+the snapshots between are still taken, so the chain grows one layer at a time as the seed's loop does.
 """
 from __future__ import annotations
 
@@ -44,10 +45,11 @@ from ...plan import (
     TakeSnapshot,
     Target,
     VariantPlan,
-    configuration_part,
-    configuration_parts,
     disk_needs,
     replicate_name,
+    replicate_part,
+    replicate_parts,
+    split_replicate,
 )
 from ...studyparams import StudyParameters
 from .. import seed001_standins
@@ -138,10 +140,10 @@ def bulk_job(kind: Kind, *, size: int, runtime_s: float, ramp_time_s: float = 0)
                   group_reporting=True)
 
 
-def variant_plan(profile: profiles.Profile, replicate: int = 0) -> Plan:
-    """One configuration's plan in replicate `replicate`: its pairs start in the order pair(replicate + i), and
-    only the session's first replicate warms up (later replicates follow their own volumes' prefill, and the
-    session is no longer cold)."""
+def variant_plan(profile: profiles.Profile, replicate: int = 0, *, cold: bool | None = None) -> Plan:
+    """One configuration's plan in replicate `replicate`: its pairs start in the order pair(replicate + i), and it
+    warms up when it opens a measuring session (`cold`; None: only replicate 0 does, as in a run of the whole study,
+    whose later replicates follow their own volumes' prefill in a session no longer cold)."""
     s = scale(profile)
     n_pairs = s.pairs_for(profile.repeats)
 
@@ -155,7 +157,7 @@ def variant_plan(profile: profiles.Profile, replicate: int = 0) -> Plan:
 
     prefill = prefill_job(profile.disk_size)
     steps: list[Step] = [Measure(prefill, "prefill"), Measure(prefill, "prefill" + FLAT_SUFFIX, target="flat")]
-    if s.warmup and replicate == 0:
+    if s.warmup and (replicate == 0 if cold is None else cold):
         steps += [run(kind, "warmup", 0, t) for kind in KINDS for t in ("live", "flat")]
     measured = set(s.measured_lengths())
     for n in range(s.max_chain + 1):
@@ -171,18 +173,22 @@ def variant_plan(profile: profiles.Profile, replicate: int = 0) -> Plan:
 
 def build_plan(profile: profiles.Profile, *, part: str | None = None) -> StudyPlan:
     """Every configuration's plan `replicates` times, replicate-major (as plan.replicated, with the pairs' order
-    alternating across replicates). part: only that configuration's variants (parts), every replicate."""
+    alternating across replicates). part: only that configuration's plan in that replicate (parts), warm-up first:
+    a part is a measuring session of its own, cold whichever replicate it measures."""
     s = scale(profile)
-    return configuration_part(StudyPlan(tuple(VariantPlan(replicate_name(c.name, r), variant_plan(profile, r))
-                                              for r in range(s.replicates) for c in configs(profile))),
-                              part, f"{STUDY} study")
+    whole = StudyPlan(tuple(VariantPlan(replicate_name(c.name, r), variant_plan(profile, r))
+                            for r in range(s.replicates) for c in configs(profile)))
+    if part is None:
+        return whole
+    return StudyPlan(tuple(VariantPlan(v.variant, variant_plan(profile, split_replicate(v.variant)[1], cold=True))
+                           for v in replicate_part(whole, part, f"{STUDY} study").variants))
 
 
 def parts(profile: profiles.Profile) -> tuple[str, ...]:
-    """The parts the study may be measured in, one per configuration (plan.configuration_parts): each holds its
-    configuration's replicates with their flat controls (every chain measurement's pair is in its own variant plan,
-    and its replicate 0 warms the session up), so no ratio crosses two parts."""
-    return configuration_parts(build_plan(profile))
+    """The parts the study may be measured in, one per configuration and replicate (plan.replicate_parts, e.g.
+    'on-disk-metadata.r0'): each holds its replicate's flat control (every chain measurement's pair is in its own
+    variant plan) and warms its session up, so no ratio crosses two parts."""
+    return replicate_parts(build_plan(profile))
 
 
 def planned_seconds(profile: profiles.Profile, *, part: str | None = None) -> float:

@@ -16,7 +16,7 @@ STUDY = "chain_length"
 
 def setup(rig: Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """The qcow2 configurations on `device` (default: the rig's first), and the LVM thin row when the rig lists the
-    lvmthin engine; `part`: only that configuration (planmod.parts at this rig's engines), every replicate."""
+    lvmthin engine; `part`: only that configuration in that replicate (planmod.parts at this rig's engines)."""
     dev = rig.device(device)
     lvmthin = "lvmthin" in rig.engines
     study = planmod.build_plan(profile, lvmthin=lvmthin, part=part)

@@ -21,7 +21,8 @@ was active, as the study's VMs did.
 
 Replicates (issue 47.3): the whole plan of every configuration runs `replicates` times, each on a fresh engine,
 device and fio process (plan.replicated, replicate-major), so every claim's interval is over independent runs;
-within a replicate the K pairs only average the pair-to-pair noise out of that replicate's ratio.
+within a replicate the K pairs only average the pair-to-pair noise out of that replicate's ratio. A study too long
+for one measuring window is measured in parts of one configuration in one replicate each (parts).
 
 It runs for the two qcow2 presets of snaptax.engines.qcow2.metadata_configs, which differ only in where the redo
 log's metadata lives (on disk, as SEsparse on VMFS; in memory, as vSANsparse on vSAN), and — on rigs whose engines
@@ -54,9 +55,9 @@ from ...plan import (
     StudyPlan,
     TakeSnapshot,
     VariantPlan,
-    configuration_part,
-    configuration_parts,
     disk_needs,
+    replicate_part,
+    replicate_parts,
     replicated,
 )
 from ...stats import repeats_for
@@ -198,23 +199,23 @@ def variant_plan(profile: profiles.Profile, guest_raw: bool = False) -> Plan:
 
 def build_plan(profile: profiles.Profile, lvmthin: bool = True, *, part: str | None = None) -> StudyPlan:
     """The qcow2 configurations, then (lvmthin: the rig has the engine) LVM thin; the whole of it once per
-    replicate (plan.replicated). part: only that configuration's variants (parts), every replicate."""
+    replicate (plan.replicated). part: only that configuration's plan in that replicate (parts)."""
     plan = variant_plan(profile)
     variants = [VariantPlan(c.name, plan) for c in configs(profile)]
     if lvmthin:
         variants.append(VariantPlan(LVM_THIN, variant_plan(profile, guest_raw=True)))
-    return configuration_part(replicated(StudyPlan(tuple(variants)), scale(profile).replicates), part,
-                              "chain_length study")
+    return replicate_part(replicated(StudyPlan(tuple(variants)), scale(profile).replicates), part,
+                          "chain_length study")
 
 
 def parts(profile: profiles.Profile, lvmthin: bool = True) -> tuple[str, ...]:
-    """The parts the study may be measured in, one per configuration (plan.configuration_parts; LVM thin's only on
-    a rig with the engine, `lvmthin`): each holds its configuration's replicates, and its baselines with them (a
-    configuration's no-snapshot runs, the mirror job's 'before' runs and LVM thin's guest-raw runs are all in its
-    own variant plan), so no paired ratio crosses two parts. Only guest_over_host, a ratio of means of LVM thin's
-    guest-raw runs over the qcow2 host path's no-snapshot runs, compares two configurations; it is unpaired and
-    says its interval ignores drift between them, which between two parts includes a new session."""
-    return configuration_parts(build_plan(profile, lvmthin))
+    """The parts the study may be measured in, one per configuration and replicate (plan.replicate_parts, e.g.
+    'on-disk-metadata.r0'; LVM thin's only on a rig with the engine, `lvmthin`): each holds its replicate's baselines
+    (a configuration's no-snapshot runs, the mirror job's 'before' runs and LVM thin's guest-raw runs are all in its
+    own variant plan, warm-up first), so no paired ratio crosses two parts. Only guest_over_host, a ratio of means of
+    LVM thin's guest-raw runs over the qcow2 host path's no-snapshot runs, compares two configurations; it is
+    unpaired and says its interval ignores drift between them, which between two parts includes a new session."""
+    return replicate_parts(build_plan(profile, lvmthin))
 
 
 def planned_seconds(profile: profiles.Profile, lvmthin: bool = True, *, part: str | None = None) -> float:
