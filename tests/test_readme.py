@@ -77,6 +77,54 @@ def test_make_paper_time_and_disk_are_what_plan_prints():
     assert float(DISK.search(row["disk"]).group(1)) == smoke_peak, f"README: make test {row['disk']}"
 
 
+def section_table(heading: str, first: str) -> dict[str, dict[str, str]]:
+    """The first table under a README heading: its first column's cell (backticks stripped) -> {column: cell}."""
+    lines = README.read_text().split(f"\n{heading}\n", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    header = cells(lines[start])
+    out = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        row = dict(zip(header, cells(line), strict=True))
+        out[row[first].split()[0].strip("`")] = row
+    return out
+
+
+MINUTES = re.compile(r"(\d+(?:\.\d+)?) min\b")
+# The README's profile times, in the order its cells quote them: the paper's generated values (article.time_values)
+PROFILE_TIMES = {"smoke": ("paper.time.smoke.total",), "quick": ("paper.time.quick.total",),
+                 "full": ("paper.time.full.total", "paper.time.full_extrapolated.total")}
+
+
+@pytest.mark.committed
+def test_the_times_the_readme_quotes_are_the_papers_generated_values():
+    """Every measuring time the README quotes (make paper's, each profile's total, each study's at smoke and quick)
+    is the value the paper and its artifact table print, as the committed paper/printed/local-paper.tsv holds it:
+    quoted, not typed."""
+    from snaptax.paper import printedvalues
+
+    printed = printedvalues.read(printedvalues.path_for(paths.PAPER_DIR, "local", "paper"))
+    said = TIME.search(first_screen_table()["make paper"]["time"]).group(1)
+    assert said == printed["paper.time.quick.total"], f"README: make paper {said} min"
+    profiles = section_table("## Profiles", "profile")
+    assert set(profiles) == set(PROFILE_TIMES)
+    for profile, keys in PROFILE_TIMES.items():
+        cell = profiles[profile]["measuring, all nine studies"]
+        assert MINUTES.findall(cell) == [printed[k] for k in keys], (profile, cell)
+    full = profiles["full"]["measuring, all nine studies"]
+    studies = printed["paper.time.studies"]
+    assert f"for {printed['paper.time.full.studies']} of the {studies} studies" in full
+    assert f"for {printed['paper.time.full_extrapolated.studies']} of the {studies} studies" in full
+    hours = re.search(r"\(about [\d.]+ h\)", printed["paper.time.full_extrapolated.clause"]).group(0)
+    assert hours in full, (hours, full)
+    rows = section_table("## Studies", "study (notebook)")
+    assert rows
+    for study, row in rows.items():
+        for profile in ("smoke", "quick"):
+            assert MINUTES.findall(row[profile]) == [printed[f"paper.time.{profile}.{study}"]], (study, profile)
+
+
 MAKE = re.compile(r"`make ([a-z][\w-]*)|^\s*make ([a-z][\w-]*)", re.MULTILINE)
 
 

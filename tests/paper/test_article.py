@@ -236,6 +236,15 @@ def test_totals_per_profile_count_the_newest_run_of_each_study_and_say_how_many_
     assert vals["paper.time.full_extrapolated.total"].value == pytest.approx(125.0 + 18.0)
     assert vals["paper.time.full_extrapolated.studies"].value == 2
     assert vals["paper.time.full_extrapolated.alpha"].value == pytest.approx(125.0)
+    # each study's time per measured profile too (what the README quotes): the newest run's, nan without one
+    assert vals["paper.time.smoke.alpha"].value == pytest.approx(2.5)
+    assert math.isnan(vals["paper.time.smoke.gamma"].value)
+    # the artifact table's totals print the same values as the prose (and the README) quote
+    totals = row(article.artifact_tex(ts), "\\midrule total").split(" & ")
+    assert totals[2].startswith(vals["paper.time.smoke.total"].formatted() + " (1 of 4)")
+    assert totals[3].startswith(vals["paper.time.quick.total"].formatted() + " (3 of 4)")
+    assert totals[7].startswith(vals["paper.time.full_extrapolated.total"].formatted() + " (2 of 4)")
+    assert vals["paper.time.quick.total"].formatted() in vals["paper.time.quick.clause"].text
     assert math.isnan(vals["paper.time.full_extrapolated.gamma"].value)
     assert vals["paper.time.smoke.clause"].text == "the newest smoke runs of the 1 of 4 studies that have one took " \
         "2.5 min in all (beta, gamma and epsilon: none yet)"

@@ -7,7 +7,7 @@ import pytest
 from snaptax import derived, studies
 from snaptax.paper import prose
 from snaptax.record import published_runs
-from snaptax.values import Value
+from snaptax.values import DerivedValues, Value
 
 
 def test_a_fact_the_data_contradict_is_named_with_its_sentence():
@@ -37,10 +37,8 @@ def test_a_fact_the_data_contradict_is_named_with_its_sentence():
 @pytest.mark.committed
 def test_every_fact_holds_for_the_newest_quick_runs(monkeypatch):
     monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)   # the checkout's data/, even inside make test
-    values = {}
-    for study in studies.REGISTRY:
-        runs = published_runs("local", study.id, "quick")
-        values.update(derived.values_of(runs[-1]).values)
+    values = prose.fact_values(derived.values_of(published_runs("local", study.id, "quick")[-1])
+                               for study in studies.REGISTRY)
     assert prose.broken(prose.FACTS, values) == []
 
 
@@ -57,10 +55,40 @@ def test_the_bands_the_prose_reads_are_their_claims_tolerance(monkeypatch):
         assert band == (c[around] - c["tolerance"], c[around] + c["tolerance"]), claim_id
 
 
+def test_a_sentence_set_against_a_seeds_number_reads_it_from_the_claim():
+    """'more than twice the seed's share': the seed's number is the claim's published value (prose.fact_values
+    gives it from the runs' claim rows), not a copy typed into the fact."""
+    d = DerivedValues("tiering", "r1", "local", "quick")
+    d.add([Value("tiering.sas_pool.with.ratio", 30.0, "%", 28.0, 32.0, 3)])
+    d.claims = [{"id": "tiering.C002-1a", "published": 12.2, "unit": "%"}]
+    fact = next(f for f in prose.FACTS if f.key == "tiering.sas_pool.with.ratio" and f.relation == "above"
+                and f.times == 2)
+    assert fact.than == prose.published("tiering.C002-1a") == "claim.tiering.C002-1a.published"
+    values = prose.fact_values([d])
+    assert values[fact.than].value == 12.2 and fact.holds(values)
+    d.claims = [{"id": "tiering.C002-1a", "published": 16.0, "unit": "%"}]      # the seed's number, changed
+    assert prose.broken([fact], prose.fact_values([d])) == [
+        f"tiering.sas_pool.with.ratio = 30 [28, 32], not wholly above 32: rewrite {fact.where}"]
+    assert any(f.than == prose.published("lifecycle.C000-3a") and f.times == 2 for f in prose.FACTS)
+
+
+def test_the_advice_rests_on_models_whose_verdict_is_predicts():
+    for model in prose.ADVICE_MODELS:
+        fact = next(f for f in prose.FACTS if f.key == f"{model}.heldout.verdict")
+        assert fact.relation == "says" and fact.than == "predicts" and fact.reads == [fact.key]
+        key = fact.key
+        assert fact.holds({key: Value(key, text="predicts")})
+        assert prose.broken([fact], {key: Value(key, text="descriptive only")}) == [
+            f"{key} = 'descriptive only', not 'predicts': rewrite {fact.where}"]
+
+
 def _sides(fact: prose.Fact) -> tuple[dict, dict]:
     """Synthetic values on both sides of a fact: one set where it holds, one where it does not."""
-    x = 50.0 if isinstance(fact.than, str) else float(fact.than)
-    ref = {fact.than: Value(fact.than, x)} if isinstance(fact.than, str) else {}
+    if fact.relation == "says":
+        return ({fact.key: Value(fact.key, text=str(fact.than))},
+                {fact.key: Value(fact.key, text=f"not {fact.than}")})
+    ref = {fact.than: Value(fact.than, 50.0)} if isinstance(fact.than, str) else {}
+    x = fact.reference(ref)
     holds, fails = {
         "includes": ((x, x - 1, x + 1), (x + 2, x + 1, x + 3)),
         "above": ((x + 2, x + 1, x + 3), (x, x - 1, x + 1)),

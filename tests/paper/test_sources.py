@@ -93,6 +93,22 @@ def test_check_sources(tmp_path):
         sources.check_sources([p], known)
 
 
+def test_the_body_names_no_code_but_shows_only_what_the_supplement_sources(tmp_path):
+    """The body's captions say what to see: a figure there needs no \\coderef when the supplement shows it with
+    one, and is refused when the supplement does not."""
+    known = {n: sources.Source(n, "m.f") for n in ("fig-a", "fig-b", "tab-a", "tab-long")}
+    supplement = tmp_path / "s.tex"
+    supplement.write_text(PAPER)
+    body = tmp_path / sources.BODY
+    body.write_text("\\begin{figure*}\\includegraphics{fig-a}\\caption{Look at the drop.}\\end{figure*}\n")
+    sources.check_sources([body, supplement], known)
+    supplement.write_text(PAPER.replace(r" \coderef{fig-a}", ""))
+    with pytest.raises(sources.MissingSource, match="s.tex: figure 'fig-a' names no source"):
+        sources.check_sources([body, supplement], known)
+    with pytest.raises(sources.MissingSource, match="snaptax.tex: figure 'fig-a' is shown by no supplement figure"):
+        sources.check_sources([body], known)
+
+
 def test_is_chart():
     assert sources._is_chart(alt.Chart(pd.DataFrame({"x": [1]})).mark_point())
     assert not sources._is_chart("text")

@@ -4,7 +4,8 @@
                       written into paper/generated and paper/figures, the printed values compared and kept
     article.py        the paper's own generated tables and sentences (results at a glance, claims, artifact)
     prose.py          the facts the paper's words state, checked against the values (the prose guard)
-    sources.py        which code made each figure and table (the captions' pointers)
+    clauses.py        sentences whose wording follows the values (paper.clause.*), held-out verdicts among them
+    sources.py        which code made each figure and table (the supplement captions' pointers)
     macros.py         TeX: escaping, numbers as the paper prints them, booktabs tables, values.tex
     figures.py        the palette and the saving of every chart
     printedvalues.py  paper/printed/<rig>-<profile>.tsv: what the paper prints, compared at printed precision

@@ -377,8 +377,7 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     rendered = analyse_newest(rig, profile)
     # smoke's numbers mean nothing: the prose is checked on the paper's own runs; a sentence they no longer support
     # is named on the first page and to the caller, and the paper is still built
-    outdated = [] if profile == "smoke" else prose.broken(prose.FACTS, {v.key: v for r in rendered
-                                                                        for v in r.derived.values.values()})
+    outdated = [] if profile == "smoke" else prose.broken(prose.FACTS, prose.fact_values(r.derived for r in rendered))
     values: list[Value] = []
     made: dict[str, sources.Source] = {}
     for r in rendered:

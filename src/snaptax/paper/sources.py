@@ -5,7 +5,8 @@ function of that present module that last returned the chart (an altair chart) o
 written — in showyourwork's spirit, the code behind each figure is found by running it, not by a list kept by hand.
 `render` adds the tables it makes itself. `sources_tex` defines `\\coderef{name}`, which a caption uses to print its
 source (an unknown name stops LaTeX); `check_sources` stops the build, before LaTeX runs, when a figure or table
-environment shows a figure or generated table whose caption names no known source.
+environment shows a figure or generated table whose caption names no known source (the body's captions name none:
+each of its figures must be one the supplement shows with its source).
 """
 from __future__ import annotations
 
@@ -125,16 +126,30 @@ def shown(tex: str) -> list[tuple[str, list[str], list[str]]]:
     return out
 
 
+# The paper's body: its captions say what to see, not where the code lives; each figure and table it shows is one the
+# supplement shows with its source (the supplement keeps the map from figure to code)
+BODY = "snaptax.tex"
+
+
 def check_sources(tex_files: Iterable[Path], known: Mapping[str, Source]) -> None:
     """Every figure and generated table a figure/table environment shows must be named by a \\coderef in that
-    environment, and every \\coderef must name a known source; otherwise MissingSource (one line)."""
-    for path in tex_files:
-        text = _strip_comments(Path(path).read_text())
+    environment (in the body, BODY: by one in another file's environment that shows it), and every \\coderef must
+    name a known source; otherwise MissingSource (one line)."""
+    texts = {Path(path): _strip_comments(Path(path).read_text()) for path in tex_files}
+    named: set[str] = set()
+    for path, text in texts.items():
         for name in _CODEREF_RE.findall(text):
             if name not in known:
-                raise MissingSource(f"{Path(path).name}: \\coderef{{{name}}} names no figure or table the code made")
+                raise MissingSource(f"{path.name}: \\coderef{{{name}}} names no figure or table the code made")
+        if path.name != BODY:
+            named |= {item for _, items, refs in shown(text) for item in items if item in refs}
+    for path, text in sorted(texts.items(), key=lambda pt: pt[0].name == BODY):     # the supplement's faults first
         for kind, items, refs in shown(text):
             for item in items:
-                if item not in refs:
-                    raise MissingSource(f"{Path(path).name}: {kind} '{item}' names no source (add "
-                                        f"\\coderef{{{item}}} to its caption)")
+                if item in refs or (path.name == BODY and item in named):
+                    continue
+                if path.name == BODY:
+                    raise MissingSource(f"{path.name}: {kind} '{item}' is shown by no supplement figure or table that "
+                                        f"names its source (show it there with \\coderef{{{item}}} in its caption)")
+                raise MissingSource(f"{path.name}: {kind} '{item}' names no source (add "
+                                    f"\\coderef{{{item}}} to its caption)")
