@@ -250,3 +250,29 @@ def test_a_profile_end_is_the_crossing_the_bound_or_none():
     assert stats.profile_end(cut, 0.0, 0.5, -1, -1.0) == -1.0          # within the cut up to the bound
     assert stats.profile_end(cut, 0.0, 0.5, -1, -3.0) == pytest.approx(-2.0)   # the crossing lies before the bound
     assert stats.profile_end(lambda v: -1.0, 0.0, 1.0, +1, math.inf, max_doublings=8) == math.inf   # never leaves it
+
+
+def test_a_profile_point_never_rests_on_an_inner_fit_that_did_not_converge(monkeypatch):
+    import scipy.optimize
+    real = scipy.optimize.lsq_linear
+
+    def lsq_linear(a, b, **kw):       # the inner fits (one coefficient held) report no convergence
+        res = real(a, b, **kw)
+        if a.shape[1] < 3:
+            res.success, res.message = False, "made to fail"
+        return res
+    monkeypatch.setattr(scipy.optimize, "lsq_linear", lsq_linear)
+    n = np.array([0, 0, 1, 1, 2, 3, 4, 5] * 2, dtype=float)
+    x = _chain_design(n)
+    y = x @ [100.0, 20.0, 5.0] + np.random.default_rng(1).normal(0, 3, len(n))
+    with pytest.raises(stats.ProfileFitError, match="coefficient 0 .*made to fail"):
+        stats.bounded_least_squares(x, y, 0.0)
+    assert issubclass(stats.ProfileFitError, ValueError)
+
+    def excess(v: float) -> float:     # a profile whose inner fit fails beyond 1: no end is made of it
+        if v > 1:
+            raise stats.ProfileFitError(f"inner fit at {v}")
+        return v * v - 4.0
+    with pytest.raises(stats.ProfileFitError):
+        stats.profile_end(excess, 0.0, 0.5, +1, math.inf)
+    assert stats.profile_end(excess, 0.0, 0.5, -1, -1.0) == -1.0      # the side that converges is unaffected

@@ -41,3 +41,17 @@ def test_results_round_trip_and_version_check():
                                              (math.nan, math.nan, "has no interval")])
 def test_side_of_reads_the_interval_against_a_reference(low, high, side):
     assert Value("study.ratio", 0.7, "×", low, high, 4).side_of(1.0) == side
+
+
+def test_an_open_end_prints_in_words_and_survives_the_round_trip():
+    """±inf: a profile likelihood that stays within its cut on that side (a bandwidth without an upper end), printed
+    in words rather than as a giant number, kept through strict JSON, and not judged as an interval."""
+    v = Value("s.bw", 120.0, "MiB/s", 80.0, math.inf, 10, 1)
+    assert v.formatted_ci() == "120.0 [80.0, no upper end]"
+    assert Value("s.d", -1.0, "ms", -math.inf, 2.0, 5, 1).formatted_ci() == "-1.0 [no lower end, 2.0]"
+    assert Value("s.x", 1.0, "", math.nan, 2.0).formatted_ci() == "1"          # a nan end: no interval
+    assert not v.has_interval and not v.includes(100.0) and v.side_of(1.0) == "has no interval"
+    r = DerivedValues("s", "run", "local", "quick")
+    r.add([v, Value("s.d", -1.0, "ms", -math.inf, 2.0, 5, 1)])
+    back = DerivedValues.from_json(json.loads(json.dumps(r.to_json(), allow_nan=False)))
+    assert back.values == r.values and back.values["s.bw"].high == math.inf

@@ -97,13 +97,23 @@ class BoundedLeastSquares(LeastSquares):
     at_bound: tuple[bool, ...] = ()
 
 
+class ProfileFitError(ValueError):
+    """An inner fit of a profile likelihood (the least RSS with one quantity held at a value) did not converge. Its
+    RSS is then only some RSS at that value, not the least: an excess made of it could put a crossing, and so an
+    interval end, where the profile has none. It supplies no profile point; profile_end lets this propagate, and
+    a caller that can do without the interval catches it (as a ValueError)."""
+
+
 def _profile_rss(X: np.ndarray, y: np.ndarray, lower: np.ndarray, j: int, v: float) -> float:
-    """min |y − Xβ|² over β ≥ lower with β_j = v."""
+    """min |y − Xβ|² over β ≥ lower with β_j = v; ProfileFitError when the solver reports no convergence."""
     others = [i for i in range(X.shape[1]) if i != j]
     r = y - X[:, j] * v
     if not others:
         return float(r @ r)
     sub = optimize.lsq_linear(X[:, others], r, bounds=(lower[others], np.inf))
+    if not sub.success:
+        raise ProfileFitError(f"profile of coefficient {j} at {v:g}: the inner least squares did not converge "
+                              f"({sub.message})")
     res = r - X[:, others] @ sub.x
     return float(res @ res)
 
@@ -112,7 +122,9 @@ def profile_end(excess: Any, b: float, step: float, sign: int, limit: float, max
     """One end of a profile interval: walking from the estimate b in direction `sign` (doubling the step), where
     `excess` (the profile's RSS less its cut) crosses 0; `limit` (the bound on that side, ±inf for none) when the
     profile stays within the cut up to it; ±inf when it stays within the cut for `max_doublings` doublings of the
-    step towards no bound (the data put no end on that side)."""
+    step towards no bound (the data put no end on that side). `excess` raises (ProfileFitError) where its inner fit
+    fails rather than return an unconverged RSS; the error propagates, so no end rests on a fit that did not
+    converge."""
     if math.isfinite(limit) and excess(limit) <= 0:
         return limit
     x = b + sign * step

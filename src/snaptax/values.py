@@ -30,8 +30,10 @@ class DerivedValuesFormatError(SnaptaxError):
 
 @dataclass(frozen=True)
 class Value:
-    """One quoted value. Numbers carry low/high (95 % interval; nan when there is none) and n (repeats);
-    text values (a run id, a device label, a tool version) carry text instead."""
+    """One quoted value. Numbers carry low/high (95 % interval; nan when there is none; −inf / inf for an end the
+    data leave open, a profile likelihood that stays within its cut on that side) and n (repeats); text values (a
+    run id, a device label, a tool version) carry text instead. has_interval, includes and side_of read only an
+    interval with two finite ends: an open one is printed (formatted_ci), not judged."""
 
     key: str
     value: float = math.nan
@@ -105,16 +107,23 @@ class Value:
         return format_number(self.value, self.digits)
 
     def formatted_ci(self) -> str:
-        if not self.has_interval:
+        """'12.3 [10.0, 14.5]' at the value's digits; an open end (±inf) in words, '12.3 [10.0, no upper end]' (a
+        giant number would read as measured); the number alone without an interval (a nan end)."""
+        if self.text is not None or math.isnan(self.low) or math.isnan(self.high):
             return self.formatted()
-        return (f"{self.formatted()} [{format_number(self.low, self.digits)}, "
-                f"{format_number(self.high, self.digits)}]")
+        low = "no lower end" if math.isinf(self.low) else format_number(self.low, self.digits)
+        high = "no upper end" if math.isinf(self.high) else format_number(self.high, self.digits)
+        return f"{self.formatted()} [{low}, {high}]"
 
     def to_json(self) -> dict[str, Any]:
+        """The value as JSON without NaN or Infinity (strict JSON): nan as null, ±inf (an open end) as the strings
+        'inf' / '-inf', which from_json reads back as ±inf."""
         d = asdict(self)
         for k in ("value", "low", "high", "se"):
-            if isinstance(d[k], float) and not math.isfinite(d[k]):
+            if isinstance(d[k], float) and math.isnan(d[k]):
                 d[k] = None
+            elif isinstance(d[k], float) and math.isinf(d[k]):
+                d[k] = "inf" if d[k] > 0 else "-inf"
         return d
 
     @classmethod

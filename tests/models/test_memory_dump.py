@@ -1,5 +1,6 @@
 """The dump-time models recover known parameters from synthetic grids, tell the models apart by AIC, carry the
-fit's uncertainty into predictions, and refuse impossible grid points with one ConfigError naming the field."""
+fit's uncertainty into predictions (the profile likelihood's where a bound is active), and refuse impossible grid
+points with one ConfigError naming the field."""
 import math
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 
 from snaptax.errors import ConfigError
 from snaptax.models import memory_dump as md
+from snaptax.stats import ProfileFitError
 
 MiB, GiB = 1 << 20, 1 << 30
 PAGES = (64, 256, 1024, 2048)
@@ -153,3 +155,102 @@ def test_skipped_blocks_are_a_share_between_none_and_all():
     assert 0.0 <= f.params["z"] < 1.0 and f.ci95["z"][0] >= 0.0
     with_skips = md.fit("zero_skip", *grid("zero_skip", z=0.3, noise=0.01))
     assert with_skips.at_bound == () and inside(with_skips.ci95["z"], 0.3)
+
+
+def _on_bound_grid(seed, noise=0.02):
+    """A grid from a device without a per-write cost (s0 = 0, on its bound) and its noise."""
+    m, b, w, t = grid("after", noise=noise, seed=seed)
+    noise_factor = t / md.dump_time_s("after", m, b, w, **TRUE)
+    return m, b, w, md.dump_time_s("after", m, b, w, s0_s=0.0, bw_bytes_s=140 * MiB) * noise_factor
+
+
+def test_the_prediction_interval_is_the_delta_methods_off_the_bounds_where_the_profile_agrees():
+    f = md.fit("after", *grid("after"))
+    assert not f.profiled
+    point = (4 * GiB, 64 * md.PAGE, 0.0)
+    auto, delta, prof = (f.predict_interval(*point, how=h) for h in ("auto", "delta", "profile"))
+    assert auto == delta and prof[0] == delta[0]
+    # the model is nearly linear on log T: the profile's ends lie close to the delta method's
+    half = (delta[2] - delta[1]) / 2
+    assert prof[1] == pytest.approx(delta[1], abs=0.1 * half) and prof[2] == pytest.approx(delta[2], abs=0.1 * half)
+    with pytest.raises(ValueError, match="how"):
+        f.predict_interval(*point, how="bootstrap")
+
+
+def test_with_a_bound_active_the_prediction_is_profiled_covers_the_truth_and_stays_within_the_bounded_model():
+    """s0 = 0 on its bound: over repeated samples the prediction's profile interval covers the true dump time about
+    95 % of the time, at a point where the wait dominates (1 page, 25 ms: the delta method's lower end reaches below
+    the least time the bounded model can predict there, n·w) and at one the service time dominates."""
+    points = {"short write, long wait": (4 * GiB, 1 * md.PAGE, 0.025), "long write": (4 * GiB, 2048 * md.PAGE, 0.0)}
+    covered = dict.fromkeys(points, 0)
+    profiled, delta_below = 0, 0
+    for seed in range(30):
+        f = md.fit("after", *_on_bound_grid(seed))
+        profiled += f.profiled
+        for name, (mem, block, wait) in points.items():
+            est, lo, hi = f.predict_interval(mem, block, wait)
+            truth = float(md.dump_time_s("after", mem, block, wait, s0_s=0.0, bw_bytes_s=140 * MiB))
+            least = f.least_s(mem, block, wait)
+            assert least == pytest.approx(float(md.iterations(mem, block)) * (wait + 1e-12 * block / MiB))
+            assert least <= lo <= est <= hi < math.inf      # never below what the bounded model can predict
+            covered[name] += lo <= truth <= hi
+            if f.profiled and wait > 0:
+                delta_below += f.predict_interval(mem, block, wait, how="delta")[1] < least
+    assert profiled >= 10 and delta_below >= 1          # the case the profile is for occurs, and the delta fails it
+    assert all(c >= 25 for c in covered.values()), covered
+
+
+def test_a_prediction_that_is_the_wait_has_no_spread_below_it():
+    """overlap where the wait outlasts the write: every fit the data allow predicts n·w, the least the model can
+    predict there; the profile's lower end is that, not a clipped delta interval."""
+    f = md.fit("overlap", *grid("overlap"))
+    est, lo, hi = f.predict_interval(256 * MiB, 64 * md.PAGE, 0.025, how="profile")
+    assert lo == f.least_s(256 * MiB, 64 * md.PAGE, 0.025) == pytest.approx(1024 * 0.025)
+    assert est == pytest.approx(lo, rel=1e-12) and hi == pytest.approx(lo, rel=1e-6)
+
+
+def test_a_bounded_oversleep_predicts_within_its_range():
+    m, b, w, t = grid("oversleep", delta_s=-3e-3, noise=0.01)      # δ on its bound −2 ms
+    f = md.fit("oversleep", m, b, w, t)
+    assert f.profiled
+    for point in ((256 * MiB, 64 * md.PAGE, 0.002), (256 * MiB, 2048 * md.PAGE, 0.0), (4 * GiB, 64 * md.PAGE, 0.025)):
+        est, lo, hi = f.predict_interval(*point)
+        assert f.least_s(*point) <= lo < est < hi < math.inf
+
+
+def test_the_bandwidth_interval_has_no_upper_end_where_its_inverse_reaches_its_floor():
+    floor = 1e-9
+    assert md.bandwidth_interval(floor, 2.0, floor) == (500.0, math.inf)        # not 1e3/floor = 10^12 MiB/s
+    assert md.bandwidth_interval(1.0, math.inf, floor) == (0.0, 1000.0)         # bw's physical limit 0
+    assert md.bandwidth_interval(4.0, 8.0, floor) == (125.0, 250.0)
+    assert all(math.isnan(x) for x in md.bandwidth_interval(math.nan, math.nan, floor))
+    # a device too fast for the grid to see its bandwidth: 1/bw's interval reaches its floor
+    m, b, w, _ = grid("after")
+    t = md.dump_time_s("after", m, b, w, s0_s=6e-3, bw_bytes_s=1e6 * MiB) * np.exp(
+        np.random.default_rng(5).normal(0, 0.02, len(b)))
+    f = md.fit("after", m, b, w, t)
+    assert f.profiled and f.ci95["bw_mib_s"][1] == math.inf and 0 < f.ci95["bw_mib_s"][0] < math.inf
+
+
+def _failing_inner_fits(monkeypatch, below: int) -> None:
+    """scipy's least_squares reports no convergence for every fit of fewer than `below` variables (the inner fits
+    of a profile; the model's own fit has all of them)."""
+    real = md.optimize.least_squares
+
+    def least_squares(fun, x0, **kw):
+        res = real(fun, x0, **kw)
+        if len(np.atleast_1d(x0)) < below:
+            res.success, res.message = False, "made to fail"
+        return res
+    monkeypatch.setattr(md.optimize, "least_squares", least_squares)
+
+
+def test_a_profile_whose_inner_fit_fails_raises_instead_of_supplying_a_point(monkeypatch):
+    data = grid("oversleep", delta_s=-3e-3, noise=0.01)       # δ on its bound: every interval is a profile
+    f = md.fit("oversleep", *data)
+    _failing_inner_fits(monkeypatch, below=3)
+    with pytest.raises(ProfileFitError, match="oversleep: profile of parameter 0 .*made to fail"):
+        md.fit("oversleep", *data)
+    with pytest.raises(ProfileFitError, match="profile of the prediction.*made to fail"):
+        f.predict_interval(256 * MiB, 64 * md.PAGE, 0.002)
+    assert issubclass(ProfileFitError, ValueError)     # the held-out test's untested point, as any failed fit

@@ -32,8 +32,10 @@ wait shortened by a factor (1 − z).
 errors: the grid spans two orders of magnitude) within their physical range (physical_bounds: s0 ≥ 0, bw > 0,
 δ ≥ −w, 0 ≤ z < 1), with t-based 95 % intervals from the Jacobian where no bound is active and profile-likelihood
 ones within the range where one is (or where the t interval would cross it), and its AIC for comparing the
-models on the same points. `DumpFit.predict_interval` carries the fit's uncertainty into a
-prediction (delta method on log T).
+models on the same points. `DumpFit.predict_interval` carries the fit's uncertainty into a prediction: the delta
+method on log T where the parameters' intervals are t intervals, the profile likelihood of the prediction itself
+where they are profile ones. An inner fit of a profile that does not converge raises stats.ProfileFitError (a
+ValueError) instead of supplying a profile point.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
 from ..errors import ConfigError
-from ..stats import profile_end
+from ..stats import ProfileFitError, profile_end
 
 PAGE = 4096
 MiB = 1 << 20
@@ -58,6 +60,9 @@ MODELS: tuple[Model, ...] = ("after", "overlap", "oversleep", "zero_skip")
 _PARAMS: dict[str, tuple[str, ...]] = {"after": ("s0_ms", "tau_ms_per_mib"), "overlap": ("s0_ms", "tau_ms_per_mib"),
                                        "oversleep": ("s0_ms", "tau_ms_per_mib", "delta_ms"),
                                        "zero_skip": ("s0_ms", "tau_ms_per_mib", "z")}
+# A prediction's profile still inside the cut e^30 (10^13) times above (or below) the estimate puts no end on that
+# side: the walk (stats.profile_end) stops there and reports the end as open (±inf on the log scale).
+_OPEN_LOG = 30.0
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,26 @@ def _check_model(model: str) -> None:
         raise ValueError(f"model: {model!r} is not one of {', '.join(MODELS)}")
 
 
+def _residuals(model: str, m: np.ndarray, b: np.ndarray, w: np.ndarray,
+               t: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """θ → ln T_measured − ln T_model(θ), the residuals every fit here minimises (internal units)."""
+    log_t = np.log(t)
+
+    def resid(theta: np.ndarray) -> np.ndarray:
+        return log_t - np.log(np.maximum(_internal(model, theta, m, b, w), 1e-12))
+    return resid
+
+
+def _cut(rss: float, dof: int) -> float:
+    """The RSS a 95 % profile-likelihood interval admits: RSS·(1 + F(0.95; 1, dof)/dof)."""
+    return rss * (1 + float(stats.f.ppf(0.95, 1, dof)) / dof)
+
+
+def _exp(x: float) -> float:
+    """e^x, inf beyond the floats (an open end of a profile walked on a log scale)."""
+    return math.exp(x) if x < 709 else math.inf
+
+
 def _internal(model: str, theta: np.ndarray, m: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
     s0, tau = theta[0] / 1e3, theta[1] / 1e3 / MiB          # s, s per byte
     extra = {"delta_s": theta[2] / 1e3} if model == "oversleep" else {"z": theta[2]} if model == "zero_skip" else {}
@@ -143,9 +168,13 @@ def _internal(model: str, theta: np.ndarray, m: np.ndarray, b: np.ndarray, w: np
 class DumpFit:
     """A model fitted to a grid of dump times.
 
-    params / ci95 (95 % t intervals; nan without degrees of freedom): s0_ms (per-write cost, ms), bw_mib_s (write
-    bandwidth, MiB/s, from 1/bw's interval), and delta_ms (oversleep) or z (zero_skip). rss: sum of squared log
-    residuals; rms_pct: their root mean square in per cent (≈ relative error); aic = N·ln(rss/N) + 2k."""
+    params / ci95 (95 % intervals, t or profile likelihood; nan without degrees of freedom): s0_ms (per-write cost,
+    ms), bw_mib_s (write bandwidth, MiB/s, from 1/bw's interval: its upper end is inf, no upper end, where 1/bw's
+    profile reaches the floor that stands for 1/bw > 0, and its lower end 0, the physical limit, where 1/bw's has no
+    upper end), and delta_ms (oversleep) or z (zero_skip). rss: sum of squared log residuals; rms_pct: their root
+    mean square in per cent (≈ relative error); aic = N·ln(rss/N) + 2k. profiled: the intervals are the profile
+    likelihood's (a bound active, or a t interval that would cross one); data and bounds: the fitted points (memory,
+    block, wait, dump time) and the physical range, which the prediction's profile refits."""
 
     model: str
     params: dict[str, float]
@@ -158,6 +187,9 @@ class DumpFit:
     theta: tuple[float, ...] = field(repr=False)
     cov: tuple[tuple[float, ...], ...] = field(repr=False)
     at_bound: tuple[str, ...] = ()      # the internal parameters on their physical bound (physical_bounds)
+    profiled: bool = False
+    data: tuple[tuple[float, ...], ...] = field(default=(), repr=False)
+    bounds: tuple[tuple[float, ...], ...] = field(default=(), repr=False)
 
     @property
     def s0_s(self) -> float:
@@ -176,32 +208,90 @@ class DumpFit:
         return _internal(self.model, np.asarray(self.theta), np.asarray(memory_bytes, dtype=float),
                          np.asarray(block_bytes, dtype=float), np.asarray(wait_s, dtype=float))
 
-    def predict_interval(self, memory_bytes: float, block_bytes: float, wait_s: float) -> tuple[float, float, float]:
-        """(T, low, high) in seconds: the prediction with its 95 % interval from the parameters' covariance (delta
-        method on log T, t quantile with the fit's degrees of freedom; nan ends without them)."""
+    def predict_interval(self, memory_bytes: float, block_bytes: float, wait_s: float, *,
+                         how: Literal["auto", "delta", "profile"] = "auto") -> tuple[float, float, float]:
+        """(T, low, high) in seconds: the prediction with its 95 % interval (nan ends without degrees of freedom).
+
+        delta    the delta method on ln T with the parameters' covariance, t quantile with the fit's degrees of
+                 freedom: right where the parameters lie inside their physical range with their t intervals.
+        profile  the profile likelihood of the prediction itself, {T′ : RSS_T(T′) ≤ RSS·(1 + F(0.95; 1, dof)/dof)}
+                 with RSS_T(T′) the least RSS of the parameters within their physical range that predict T′ here:
+                 the predictions of every bounded parameter vector the data do not reject, at the cut of the
+                 parameters' own profile intervals. Its ends are where the data put them, never clipped, and never
+                 outside what the bounded model can predict at this point (each is some bounded fit's prediction);
+                 an end the data leave open is inf (above) or the least time the model can predict (below).
+        auto     profile where the fit's intervals are profile ones (`profiled`: a bound active, or a t interval
+                 that would cross one) or where the delta interval would reach below the least time the bounded
+                 model can predict here; delta elsewhere, where the two agree to first order.
+
+        Why the profile and not the covariance of the free parameters with the bounded one fixed, or a parametric
+        bootstrap: fixing a parameter on its bound drops its uncertainty (too narrow wherever the truth lies off the
+        bound the estimate landed on), and a delta interval can still cross the range; a bootstrap is not consistent
+        where the truth lies on a bound (its refits pile up there) and costs a bounded fit per draw, in every
+        held-out fit. The profile is what the parameters' intervals already are, so a prediction's interval and its
+        parameters' agree. stats.ProfileFitError (a ValueError) where an inner fit of the profile does not
+        converge."""
+        if how not in ("auto", "delta", "profile"):
+            raise ValueError(f"how: {how!r} is not auto, delta or profile")
         theta = np.asarray(self.theta)
         args = (np.asarray([memory_bytes], float), np.asarray([block_bytes], float), np.asarray([wait_s], float))
         t0 = float(_internal(self.model, theta, *args)[0])
-        if self.dof <= 0 or not np.all(np.isfinite(self.cov)):
+        if self.dof <= 0:
             return t0, math.nan, math.nan
-        grad = np.zeros(len(theta))
-        for i in range(len(theta)):
-            h = 1e-6 * max(1.0, abs(theta[i]))
-            up, dn = theta.copy(), theta.copy()
-            up[i] += h
-            dn[i] -= h
-            grad[i] = (math.log(float(_internal(self.model, up, *args)[0]))
-                       - math.log(float(_internal(self.model, dn, *args)[0]))) / (2 * h)
-        se = math.sqrt(max(float(grad @ np.asarray(self.cov) @ grad), 0.0))
-        half = float(stats.t.ppf(0.975, self.dof)) * se
-        return t0, t0 * math.exp(-half), t0 * math.exp(half)
+        half = math.nan
+        if np.all(np.isfinite(self.cov)):
+            grad = np.zeros(len(theta))
+            for i in range(len(theta)):
+                h = 1e-6 * max(1.0, abs(theta[i]))
+                up, dn = theta.copy(), theta.copy()
+                up[i] += h
+                dn[i] -= h
+                grad[i] = (math.log(float(_internal(self.model, up, *args)[0]))
+                           - math.log(float(_internal(self.model, dn, *args)[0]))) / (2 * h)
+            half = float(stats.t.ppf(0.975, self.dof)) * math.sqrt(max(float(grad @ np.asarray(self.cov) @ grad),
+                                                                        0.0))
+        least = self.least_s(memory_bytes, block_bytes, wait_s)
+        delta = (t0, t0 * math.exp(-half), t0 * math.exp(half)) if math.isfinite(half) else (t0, math.nan, math.nan)
+        if how == "delta" or how == "auto" and not self.profiled and not delta[1] < least:
+            return delta
+        return (t0, *self._profile_prediction(memory_bytes, block_bytes, wait_s, t0, least, half))
+
+    def least_s(self, memory_bytes: float, block_bytes: float, wait_s: float) -> float:
+        """The least dump time (s) the model can predict at a point with its parameters within the physical range
+        (the fit's physical_bounds): its infimum, n times the least time per iteration."""
+        lower, upper = (np.asarray(x) for x in self.bounds)
+        return float(iterations(memory_bytes, block_bytes)) * _least_iteration_ms(
+            self.model, block_bytes / MiB, wait_s * 1e3, lower, upper) / 1e3
+
+    def _profile_prediction(self, memory_bytes: float, block_bytes: float, wait_s: float, t0: float, least: float,
+                            half: float) -> tuple[float, float]:
+        """The prediction's profile-likelihood interval (predict_interval, profile): walked on ln T from the estimate
+        by stats.profile_end, down to the least prediction and up without a bound."""
+        m, b, w, t = (np.asarray(x, dtype=float) for x in self.data)
+        resid = _residuals(self.model, m, b, w, t)
+        lower, upper = (np.asarray(x) for x in self.bounds)
+        n, nb, wms = float(iterations(memory_bytes, block_bytes)), block_bytes / MiB, wait_s * 1e3
+        cut = _cut(self.rss, self.dof)
+        theta = np.asarray(self.theta)
+
+        def excess(v: float) -> float:
+            return _rss_predicting(self.model, resid, theta, 1e3 * math.exp(v) / n, nb, wms, lower, upper) - cut
+
+        v0 = math.log(t0)
+        step = half if math.isfinite(half) and half > 0 else 0.1
+        open_after = max(1, math.ceil(math.log2(_OPEN_LOG / step)) + 1)   # the last probe e^30 from the estimate
+        limit = math.log(least) if least > 0 else -math.inf
+        lo = profile_end(excess, v0, step, -1, limit, 60 if math.isfinite(limit) else open_after)
+        hi = profile_end(excess, v0, step, +1, math.inf, open_after)
+        return (least if lo == limit else _exp(lo)), _exp(hi)
 
 
 def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: ArrayLike,
         dump_s: ArrayLike) -> DumpFit:
     """Least-squares fit of `model` to measured dump times (one entry per measurement, repeats as separate
     points) on log times: minimises Σ (ln T_measured − ln T_model)². Needs at least two block sizes, and for
-    oversleep and zero_skip points with and without a wait. Raises ValueError when a fit cannot be made."""
+    oversleep and zero_skip points with and without a wait. Raises ValueError when a fit cannot be made, and
+    stats.ProfileFitError (a ValueError) when an inner fit of a profile interval does not converge."""
     _check_model(model)
     t = np.asarray(dump_s, dtype=float)
     m = np.broadcast_to(np.asarray(memory_bytes, dtype=float), t.shape)
@@ -226,10 +316,7 @@ def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: Arr
     tau_init = max(float(tau_init), 1e-3)
     theta0 = [float(s0_init), tau_init] + ([0.0] if len(names) == 3 else [])
 
-    def resid(theta: np.ndarray) -> np.ndarray:
-        pred = _internal(model, theta, m, b, w)
-        return np.log(t) - np.log(np.maximum(pred, 1e-12))
-
+    resid = _residuals(model, m, b, w, t)
     lower, upper = physical_bounds(model, w)
     theta0 = list(np.clip(theta0, lower + 1e-9, upper - 1e-9))
     theta = _solve(resid, theta0, lower, upper, model)
@@ -251,16 +338,20 @@ def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: Arr
                           or np.isfinite(upper[j]) and math.isclose(theta[j], upper[j], abs_tol=1e-6))
                      for j in range(k))
     crosses = [ends[j][0] < lower[j] or ends[j][1] > upper[j] or not np.isfinite(half[j]) for j in range(k)]
-    if dof > 0 and (any(at_bound) or any(crosses)):
+    profiled = dof > 0 and (any(at_bound) or any(crosses))
+    if profiled:
         # where a bound is active (or a t interval would cross one), every parameter's interval is the profile
         # likelihood's within the physical range: no clipping of t ends, and the others' intervals account for the
         # bound as well (a parameter held on its bound moves the estimates of those it trades off with)
-        ends = [_profile_interval(resid, theta, rss, dof, lower, upper, j, half[j]) for j in range(k)]
+        try:
+            ends = [_profile_interval(resid, theta, rss, dof, lower, upper, j, half[j]) for j in range(k)]
+        except ProfileFitError as e:
+            raise ProfileFitError(f"{model}: {e}") from e
     params: dict[str, float] = {"s0_ms": float(theta[0])}
     ci: dict[str, tuple[float, float]] = {"s0_ms": ends[0]}
     tau, (tau_lo, tau_hi) = float(theta[1]), ends[1]
     params["bw_mib_s"] = 1e3 / tau                                # MiB per ms⁻¹ → MiB/s
-    ci["bw_mib_s"] = (1e3 / tau_hi if tau_hi > 0 else math.nan, 1e3 / tau_lo if tau_lo > 0 else math.inf)
+    ci["bw_mib_s"] = bandwidth_interval(tau_lo, tau_hi, float(lower[1]))
     if k == 3:
         name = names[2]
         params[name] = float(theta[2])
@@ -268,7 +359,19 @@ def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: Arr
     aic = npts * math.log(max(rss, 1e-300) / npts) + 2 * k
     return DumpFit(model, params, ci, npts, dof, rss, 100 * math.sqrt(rss / npts), aic, tuple(map(float, theta)),
                    tuple(tuple(map(float, row)) for row in cov),
-                   tuple(n for n, b in zip(names, at_bound, strict=True) if b))
+                   tuple(n for n, b in zip(names, at_bound, strict=True) if b), profiled,
+                   tuple(tuple(map(float, x)) for x in (m, b, w, t)), (tuple(map(float, lower)),
+                                                                      tuple(map(float, upper))))
+
+
+def bandwidth_interval(tau_lo: float, tau_hi: float, floor: float) -> tuple[float, float]:
+    """The bandwidth's interval (MiB/s) from 1/bw's (ms per MiB), bw = 1e3/(1/bw) with the ends swapped. 1/bw's
+    floor (physical_bounds) stands for 1/bw > 0, not for a fastest device: where 1/bw's interval reaches it the
+    bandwidth has no upper end (inf), where 1e3/floor would print 10^12 MiB/s as if measured; where 1/bw's has no
+    upper end (inf) the bandwidth's lower end is its physical limit 0 (bw > 0), as s0's interval ends at its bound
+    0. nan ends (no interval) stay nan."""
+    low = 1e3 / tau_hi if tau_hi > 0 else math.nan
+    return low, (math.inf if tau_lo <= floor * (1 + 1e-6) else 1e3 / tau_lo)
 
 
 def physical_bounds(model: str, wait_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -307,12 +410,101 @@ def _jacobian(resid: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> n
     return np.column_stack(cols)
 
 
+def _least_iteration_ms(model: str, nb: float, w: float, lower: np.ndarray, upper: np.ndarray) -> float:
+    """The least time per iteration (ms) the model gives at block nb MiB and wait w ms with its parameters within
+    [lower, upper] (internal units): the service time at its least (s0 and 1/bw on their lower bounds), the wait,
+    the oversleep at its least (δ = −the shortest fitted wait) or the share of skipped blocks at its largest."""
+    smin = float(lower[0] + lower[1] * nb)
+    if model == "overlap":
+        return max(smin, w)
+    if model == "oversleep":
+        return smin + (w + float(lower[2]) if w > 0 else 0.0)
+    if model == "zero_skip":
+        return (1.0 - float(upper[2])) * (smin + w)
+    return smin + w
+
+
+def _rss_predicting(model: str, resid: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, c: float, nb: float,
+                    w: float, lower: np.ndarray, upper: np.ndarray) -> float:
+    """The least RSS of the parameters within [lower, upper] whose time per iteration at block nb MiB and wait w ms
+    is c ms (no less than _least_iteration_ms: the caller's walk stops there); ProfileFitError when that fit does
+    not converge. Every model's time per iteration grows with the service time s = s0 + nb/bw, so for given c and
+    the model's own parameter (δ, z; overlap: c at the wait, where any s up to it gives c) s is fixed, and the
+    parameters predicting c are a box of inner variables: f ∈ [0, 1] places 1/bw between its floor and s/nb (s0 =
+    s − nb/bw ≥ its bound), and the own parameter's range is narrowed to where s stays at least its least. Boxes keep
+    the inner fit the same bounded least squares as the others. θ (the fit's estimate) gives the starting point."""
+    eps, s0_min = float(lower[1]), float(lower[0])
+    smin = s0_min + eps * nb
+    lo, hi = [0.0], [1.0]                    # f, then the own parameter (or overlap's share g of the wait)
+    if model == "oversleep":
+        lo.append(float(lower[2]))
+        hi.append(max(c - w - smin, lo[1]) if w > 0 else float(upper[2]))
+    elif model == "zero_skip":
+        hi.append(float(upper[2]))
+        lo.append(min(max(float(lower[2]), 1.0 - c / (w + smin)), hi[1]))
+    flat = model == "overlap" and w > smin and c <= w * (1 + 1e-9)   # the prediction is the wait: s ≤ w
+    if flat:
+        lo.append(0.0)
+        hi.append(1.0)
+
+    def service(u: np.ndarray) -> float:
+        if model == "oversleep":
+            s = c - w - u[1] if w > 0 else c
+        elif model == "zero_skip":
+            s = c / (1.0 - u[1]) - w
+        elif model == "overlap":
+            s = smin + u[1] * (w - smin) if flat else c
+        else:
+            s = c - w
+        return max(s, smin)      # rounding at the least prediction
+
+    def full(u: np.ndarray) -> np.ndarray:
+        s = service(u)
+        tau = eps + u[0] * ((s - s0_min) / nb - eps)
+        return np.asarray([s - nb * tau, tau, *([u[1]] if len(theta) == 3 else [])], dtype=float)
+
+    lo_a, hi_a = np.asarray(lo), np.asarray(hi)
+    start = np.asarray([0.5] + [float(x) for x in theta[2:]], dtype=float)
+    if flat:
+        start = np.asarray([0.5, (theta[0] + nb * theta[1] - smin) / (w - smin)])
+    s_start = service(np.clip(start, lo_a, hi_a))
+    room = (s_start - s0_min) / nb - eps
+    start[0] = (theta[1] - eps) / room if room > 0 else 0.5
+    free = hi_a - lo_a > 1e-12 * np.maximum(1.0, np.abs(lo_a))     # f always: a degenerate box is held fixed
+    fixed = np.clip(start, lo_a, hi_a)
+
+    def sub(x: np.ndarray) -> np.ndarray:
+        u = fixed.copy()
+        u[free] = x
+        return resid(full(u))
+
+    pad = np.minimum(1e-9, 0.25 * (hi_a[free] - lo_a[free]))
+    x0 = np.clip(start[free], lo_a[free] + pad, hi_a[free] - pad)
+    return _inner_rss(sub, x0, lo_a[free], hi_a[free],
+                      f"{model}: profile of the prediction at {c:g} ms per iteration")
+
+
+def _inner_rss(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+               what: str) -> float:
+    """The least RSS of an inner fit of a profile: bounded least squares from x0. One that stops unconverged is
+    continued once from where it stopped with four times the budget; if that does not converge either,
+    ProfileFitError naming `what`: an unconverged RSS is not the profile's least, and no profile point may rest on
+    it (an end from it could lie where the profile has none)."""
+    kw = {"bounds": (lower, upper), "x_scale": "jac", "xtol": 1e-12, "ftol": 1e-12, "gtol": 1e-12}
+    res = optimize.least_squares(fun, x0, max_nfev=5000, **kw)
+    if not res.success:
+        res = optimize.least_squares(fun, np.clip(res.x, lower, upper), max_nfev=20000, **kw)
+    if not res.success:
+        raise ProfileFitError(f"{what}: the inner fit did not converge ({res.message})")
+    return float(res.fun @ res.fun)
+
+
 def _profile_interval(resid: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, rss: float, dof: int,
                       lower: np.ndarray, upper: np.ndarray, j: int, half: float) -> tuple[float, float]:
     """Parameter j's 95 % profile-likelihood interval within [lower_j, upper_j]: {v : RSS_j(v) ≤ RSS·(1 +
     F(0.95; 1, dof)/dof)}, RSS_j(v) the least RSS with θ_j = v and the others within their bounds (as
     stats.bounded_least_squares does for linear models)."""
-    cut = rss * (1 + float(stats.f.ppf(0.95, 1, dof)) / dof)
+    cut = _cut(rss, dof)
     others = [i for i in range(len(theta)) if i != j]
 
     def excess(v: float) -> float:
@@ -322,9 +514,7 @@ def _profile_interval(resid: Callable[[np.ndarray], np.ndarray], theta: np.ndarr
             full[j] = v
             return resid(full)
         start = np.clip(theta[others], lower[others] + 1e-12, upper[others] - 1e-12)
-        res = optimize.least_squares(sub, start, bounds=(lower[others], upper[others]), x_scale="jac",
-                                     xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=5000)
-        return float(res.fun @ res.fun) - cut
+        return _inner_rss(sub, start, lower[others], upper[others], f"profile of parameter {j} at {v:g}") - cut
 
     step = float(half) if np.isfinite(half) and half > 0 else 0.1 * max(1.0, abs(float(theta[j])))
     return (profile_end(excess, float(theta[j]), step, -1, float(lower[j])),
@@ -389,5 +579,5 @@ def wait_for_duty_s(block_bytes: ArrayLike, duty: float, s0_s: float, bw_bytes_s
 
 
 __all__ = ["PAGE", "MODELS", "WalkerPoint", "iterations", "service_s", "seed_estimate_s", "dump_time_s",
-           "DumpFit", "fit", "fit_all", "delta_aic", "implied_oversleep_ms", "implied_zero_fraction",
-           "two_point_after", "duty_cycle", "wait_for_duty_s"]
+           "DumpFit", "fit", "fit_all", "delta_aic", "physical_bounds", "bandwidth_interval", "implied_oversleep_ms",
+           "implied_zero_fraction", "two_point_after", "duty_cycle", "wait_for_duty_s"]

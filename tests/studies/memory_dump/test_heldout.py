@@ -10,7 +10,7 @@ from snaptax.studies.memory_dump import analyse as an, heldout as ho_md
 MEMORY = 64 << 20
 
 
-def meas(noise: float = 0.01, seed: int = 4) -> pd.DataFrame:
+def meas(noise: float = 0.01, seed: int = 4, s0_s: float = 1e-3) -> pd.DataFrame:
     """Three repeats of a 4 × 4 grid on one role, dump times from `after` (s0 = 1 ms, 100 MiB/s), ±noise."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -19,7 +19,7 @@ def meas(noise: float = 0.01, seed: int = 4) -> pd.DataFrame:
             p = md.WalkerPoint(pages, wait)
             n = float(md.iterations(MEMORY, p.block_bytes))
             for rep in range(3):
-                t = float(md.dump_time_s("after", MEMORY, p.block_bytes, p.wait_s, s0_s=1e-3,
+                t = float(md.dump_time_s("after", MEMORY, p.block_bytes, p.wait_s, s0_s=s0_s,
                                          bw_bytes_s=100 * (1 << 20))) * rng.lognormal(0, noise)
                 rows.append({"role": "ssd", "device": "ssd", "pages": pages, "wait_ms": wait, "label": p.label,
                              "block_bytes": p.block_bytes, "wait_s": p.wait_s, "replicate": 0, "repeat": rep,
@@ -48,3 +48,19 @@ def test_a_point_the_rest_cannot_fit_is_untested():
     h = ho_md.heldout_tests(m, an.summarize(m))[("ssd", "oversleep")]
     assert h.verdict == "descriptive only" and "p64-w0" in h.reason
     assert math.isnan([p for p in h.points if p.label == "p64-w0"][0].log_error)
+
+
+def test_with_a_bound_active_the_held_out_predictions_are_the_profiles_and_the_true_model_still_predicts():
+    """A device without a per-write cost (s0 = 0, on its bound): the fits without a point are profiled, their
+    predictions' intervals are the profile likelihood's (within what the bounded model can predict), and the true
+    model's verdict does not change."""
+    m = meas(s0_s=0.0)
+    rest = m[m.label != "p64-w25"]
+    f = md.fit("after", rest.memory_bytes.to_numpy(), rest.block_bytes.to_numpy(), rest.wait_s.to_numpy(),
+               rest.dump_s.to_numpy())
+    point = (MEMORY, md.WalkerPoint(64, 25).block_bytes, 0.025)
+    est, lo, hi = f.predict_interval(*point)
+    assert f.profiled and (est, lo, hi) == f.predict_interval(*point, how="profile")
+    assert f.least_s(*point) <= lo < est < hi
+    after = ho_md.heldout_tests(m, an.summarize(m))[("ssd", "after")]
+    assert after.verdict == "predicts", after.reason

@@ -10,6 +10,7 @@ from the first write's issue to the last write's completion, waits included.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +46,8 @@ ESTIMATE_BASIS = ("a judgment: the published ratio is exact arithmetic on the se
 TUNED_BASIS = ("a judgment: the seed gives one pair of timings on one unnamed array and says the gain depends on "
                "the array ('you will have to experiment'); ±0.1 (±40 % of its 0.25) separates 'a quarter' from "
                "'a tenth' and 'a half'")
+PREDICTION_METHOD = ("delta method on log T, or the prediction's profile likelihood within the physical range where a "
+                     "bound is active (DumpFit.predict_interval)")
 DUTIES = (0.25, 0.5, 1.0)               # device busy fractions of the best-setting curve
 CURVE_PAGES = tuple(2 ** k for k in range(4, 13))   # 16 … 4096 pages
 
@@ -178,6 +181,10 @@ def fit_all(meas: pd.DataFrame) -> dict[str, dict[str, md.DumpFit]]:
                              g.dump_s.to_numpy()) for role, g in meas.groupby("role")}
 
 
+def _3g(x: float) -> str:
+    return f"{x:.3g}"
+
+
 def models_table(fits: dict[str, dict[str, md.DumpFit]]) -> pd.DataFrame:
     rows = []
     for role, by_model in fits.items():
@@ -187,7 +194,7 @@ def models_table(fits: dict[str, dict[str, md.DumpFit]]) -> pd.DataFrame:
             for p in ("s0_ms", "bw_mib_s", "delta_ms", "z"):
                 if p in f.params:
                     lo, hi = f.ci95[p]
-                    row[p] = f"{f.params[p]:.3g} [{lo:.3g}, {hi:.3g}]"
+                    row[p] = f"{f.params[p]:.3g} [{end_text(lo, _3g)}, {end_text(hi, _3g)}]"
                 else:
                     row[p] = ""
             row.update({"rms_pct": round(f.rms_pct, 2), "delta_aic": round(d[name], 1)})
@@ -196,9 +203,18 @@ def models_table(fits: dict[str, dict[str, md.DumpFit]]) -> pd.DataFrame:
                                        "delta_aic"])
 
 
+def end_text(x: float, number: Callable[[float], str]) -> str:
+    """An interval end as a table prints it: ±inf (the profile puts no end on that side) in words, as
+    Value.formatted_ci prints it, not as a giant number; else `number`'s text."""
+    if math.isinf(x):
+        return "no upper end" if x > 0 else "no lower end"
+    return number(x)
+
+
 def predictions(fits: dict[str, dict[str, md.DumpFit]]) -> pd.DataFrame:
     """The seed's two 4 GiB timings predicted by every model with the device's fitted parameters (95 % interval
-    from the fit), and predicted ÷ published."""
+    from the fit: DumpFit.predict_interval; high inf where the data put no upper end on it), and predicted ÷
+    published."""
     rows = []
     for role, by_model in fits.items():
         for name, f in by_model.items():
@@ -385,8 +401,8 @@ def _guest_values(doc: dict | None, summary: pd.DataFrame) -> list[Value]:
                     Value.where_defined(key.format("to_walker"), r.to_walker, r.to_walker_low, r.to_walker_high,
                                         int(r.to_walker_n), "×", 2, "ratio of means")]
         if math.isfinite(r.predict_fit_s):
-            out += [Value(key.format("predict_fit_s"), r.predict_fit_s, "s", _finite(r.predict_fit_low),
-                          _finite(r.predict_fit_high), 0, 2, None, "ssd after fit, delta method on log T"),
+            out += [Value(key.format("predict_fit_s"), r.predict_fit_s, "s", r.predict_fit_low, r.predict_fit_high,
+                          0, 2, None, f"ssd after fit, {PREDICTION_METHOD}"),
                     Value(key.format("to_fit"), r.to_fit, "×", digits=2)]
     return out
 
@@ -395,10 +411,6 @@ def _guest_values(doc: dict | None, summary: pd.DataFrame) -> list[Value]:
 
 def _v(key: str, est: float, low: float, high: float, n: int, unit: str, digits: int, method: str) -> Value:
     return Value.where_defined(f"{STUDY}.{key}", est, low, high, n, unit, digits, method)
-
-
-def _finite(x: float) -> float:
-    return x if math.isfinite(x) else math.nan
 
 
 def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
@@ -451,7 +463,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
             for p, (lo, hi) in f.ci95.items():
                 digits = 3 if p in ("z", "delta_ms") else 2 if p == "s0_ms" else 1
                 unit = {"s0_ms": "ms", "bw_mib_s": "MiB/s", "delta_ms": "ms", "z": ""}[p]
-                out.append(Value(f"{k}.{base}.{p}", f.params[p], unit, _finite(lo), _finite(hi), f.points, digits,
+                # an end the profile leaves open stays inf: the value prints it as no upper end
+                out.append(Value(f"{k}.{base}.{p}", f.params[p], unit, lo, hi, f.points, digits,
                                  None, "least squares on log times within the physical range, t (profile "
                                  "likelihood where a bound is active or the t interval crosses one)"))
             out += [Value(f"{k}.{base}.at_bound", text=", ".join(f.at_bound) or "none"),
@@ -460,8 +473,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
                     Value(f"{k}.{base}.points", float(f.points), "runs")]
             for setting in ("default", "tuned"):
                 p_row = preds[(preds.role == role) & (preds.model == name) & (preds.setting == setting)].iloc[0]
-                out.append(Value(f"{k}.predict.{role}.{name}.{setting}_s", p_row.predicted_s, "s", _finite(p_row.low),
-                                 _finite(p_row.high), f.points, 0, None, "fit, delta method on log T"))
+                out.append(Value(f"{k}.predict.{role}.{name}.{setting}_s", p_row.predicted_s, "s", p_row.low,
+                                 p_row.high, f.points, 0, None, f"fit, {PREDICTION_METHOD}"))
                 out.append(Value(f"{k}.predict.{role}.{name}.{setting}_to_seed", p_row.to_seed, "×", digits=2))
         after = by_model["after"]
         out.append(Value(f"{k}.service_ms.{role}.p64", float(after.service_ms(DEFAULT.block_bytes)), "ms", digits=2))
@@ -531,6 +544,6 @@ def analyse(record: RunRecord) -> MemoryDumpAnalysis:
 
 
 __all__ = ["MemoryDumpAnalysis", "analyse", "measurements", "summarize", "fit_all", "predictions", "models_table",
-           "seed_table", "best_curve", "point_from_label", "replicate_estimates", "guest_table", "guest_samples",
-           "guest_summarize",
+           "seed_table", "best_curve", "end_text", "point_from_label", "replicate_estimates", "guest_table",
+           "guest_samples", "guest_summarize",
            "SEED_DEFAULT_S", "SEED_TUNED_S", "SEED_ESTIMATE_S"]

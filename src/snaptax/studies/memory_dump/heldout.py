@@ -1,9 +1,11 @@
 """The dump-time models' held-out test (issue 48), part of the memory-dump analysis: leave one grid point out
 (plan.HELDOUT). Per device role and model (snaptax.models.memory_dump.MODELS), the model is fitted on every other
-grid point (all their repeats) and predicts the left-out point's dump time with its 95 % interval (the fit's delta
-method on ln T, t with the fit's degrees of freedom); the measurement is the point's geometric mean over its
-repeats with its log-t interval. Every grid point is held out once; a left-out point the remaining ones cannot fit
-(e.g. the only point without a wait, for the models that need one) is untested, and the verdict says so. Pure."""
+grid point (all their repeats) and predicts the left-out point's dump time with its 95 % interval
+(DumpFit.predict_interval: the delta method on ln T, or the prediction's profile likelihood within the physical
+range where a bound is active; an interval without an upper end leaves the point untested); the measurement is the
+point's geometric mean over its repeats with its log-t interval. Every grid point is held out once; a left-out point
+the remaining ones cannot fit (e.g. the only point without a wait, for the models that need one) is untested, and
+the verdict says so. Pure."""
 from __future__ import annotations
 
 import math
@@ -30,7 +32,7 @@ def heldout_tests(meas: pd.DataFrame, summary: pd.DataFrame) -> dict[tuple[str, 
                     f = md.fit(model, rest.memory_bytes.to_numpy(), rest.block_bytes.to_numpy(),
                                rest.wait_s.to_numpy(), rest.dump_s.to_numpy())
                     t, lo, hi = f.predict_interval(float(g.memory_bytes.iloc[0]), block, wait)
-                except ValueError:     # no fit without the point, or a prediction whose interval leaves T > 0
+                except ValueError:     # no fit without the point, an unconverged inner fit of a profile, or T ≤ 0
                     points.append(ho.PointError(str(r.label), math.nan, math.nan, 0, float(r.dump_s), math.nan, 0,
                                                 int(r.n)))
                     continue

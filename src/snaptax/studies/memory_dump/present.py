@@ -1,6 +1,7 @@
 """Charts and TeX tables of the memory-dump study, from its analysis."""
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import altair as alt
@@ -9,7 +10,7 @@ import pandas as pd
 
 from ...models import memory_dump as md
 from ...paper import figures, macros
-from .analyse import CURVE_PAGES, SEED_DEFAULT_S, SEED_TUNED_S, MemoryDumpAnalysis
+from .analyse import CURVE_PAGES, SEED_DEFAULT_S, SEED_TUNED_S, MemoryDumpAnalysis, end_text
 
 GiB = 1 << 30
 PAGES_X = alt.X("pages:Q", scale=alt.Scale(type="log", base=2), title="ioBlockPages (4 KiB pages per write)",
@@ -178,8 +179,8 @@ def fit_tex(a: MemoryDumpAnalysis) -> str:
             for p, digits in (("s0_ms", 2), ("bw_mib_s", 1), ("delta_ms", 2), ("z", 3)):
                 if p in f.params:
                     lo, hi = f.ci95[p]
-                    cells.append(f"{macros.fmt(f.params[p], digits)} [{macros.fmt(lo, digits)}, "
-                                 f"{macros.fmt(hi, digits)}]")
+                    number = partial(macros.fmt, digits=digits)
+                    cells.append(f"{number(f.params[p])} [{end_text(lo, number)}, {end_text(hi, number)}]")
                 else:
                     cells.append("--")
             cells += [macros.fmt(f.rms_pct, 1), macros.fmt(d[name], 1)]
