@@ -117,6 +117,7 @@ MODEL_NAMES = {("db_snapshots", "copy_work"): "the copy-work model of a database
                ("db_snapshots", "cost"): "the per-page cost model of database snapshots",
                ("lifecycle", "seek"): "the seek-span model",
                ("lifecycle", "consolidation"): "the consolidation model",
+               ("lifecycle", "consolidation_apart"): "the consolidation model with its parameters measured apart",
                ("chain_length", "chain"): "the chain model",
                ("metadata_cache", "cost"): "the metadata-cache cost model",
                ("memory_dump", "after"): "the dump-time model that waits after the write",
