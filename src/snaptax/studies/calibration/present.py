@@ -48,8 +48,9 @@ def reads_double_chart(a: CalibrationAnalysis) -> alt.LayerChart:
         tooltip=["phase", alt.Tooltip("host_reads_per_vm_read:Q", format=".2f"),
                  alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f"), "n"])
     rules = base.mark_rule(color="black").encode(y="low:Q", y2="high:Q")
+    # the title in two lines: in one it set the chart's width, and so how small its labels print beside the span
     return (bars + rules).properties(width=160, height=180,
-                                     title="Reads behind a qcow2 snapshot (emulated 10K RAID1)")
+                                     title=["Reads behind a qcow2 snapshot", "(emulated 10K RAID1)"])
 
 
 def fit_tex(a: CalibrationAnalysis) -> str:

@@ -62,7 +62,8 @@ def ratio_chart(a: EnginesAnalysis) -> alt.FacetChart:
         tooltip=["variant", "measure", alt.Tooltip("ratio:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
                  alt.Tooltip("high:Q", format=".2f")])
     bars = base.mark_rule(opacity=0.5).encode(y="low:Q", y2="high:Q")
-    return alt.layer(bars, line, data=ratio_frame(a)).properties(width=200, height=180).facet(
+    # three panels of 170 px: the row fits the page at a scale that keeps its text legible
+    return alt.layer(bars, line, data=ratio_frame(a)).properties(width=170, height=180).facet(
         column=alt.Column("measure:N", title=None, sort=list(RATIO_MEASURES.values())))
 
 
