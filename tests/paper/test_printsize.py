@@ -56,7 +56,7 @@ def test_a_report_line_tex_wrapped_at_79_characters_is_read_whole(figures):
 
 def _figure(figures, px: float) -> None:
     (figures / "chart.svg").write_text(f'<svg xmlns="http://www.w3.org/2000/svg" width="500" height="200">'
-                                       f'<text font-size="{px}px">a</text><text font-size="12px">b</text></svg>')
+                                       f'<text font-size="{px}px">a</text><text font-size="16px">b</text></svg>')
 
 
 def test_a_figure_printing_text_under_7_pt_fails_the_check_and_one_at_7_pt_passes(figures, tmp_path):

@@ -25,7 +25,8 @@ def duration_chart(a: DbSnapshotAnalysis) -> alt.LayerChart | alt.FacetChart:
     x = alt.X("k:O", title="database snapshots", axis=alt.Axis(labelAngle=0))
     xo = alt.XOffset("device:N", sort=list(SNAPSHOT_DEVICES))
     color = alt.Color("device:N", sort=list(SNAPSHOT_DEVICES), title="snapshot files on")
-    y = alt.Y("duration_s:Q", title="duration (s, log scale)", scale=alt.Scale(type="log"))
+    # the data's range, not the decades around it (a nice log domain left half the plot empty)
+    y = alt.Y("duration_s:Q", title="duration (s, log scale)", scale=alt.Scale(type="log", nice=False, padding=8))
     means = alt.Chart(s).mark_tick(thickness=2).encode(x=x, xOffset=xo, y=y, color=color)
     err = alt.Chart(s).mark_rule().encode(x=x, xOffset=xo, y="duration_low:Q", y2="duration_high:Q", color=color)
     dots = alt.Chart(runs).mark_point(size=14, filled=True, opacity=0.8).encode(
