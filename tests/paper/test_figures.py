@@ -1,4 +1,5 @@
-"""snaptax.paper.figures: the palette every chart uses; charts in notebooks as the installed JupyterLab draws them."""
+"""snaptax.paper.figures: the palette every chart uses, charts drawn for the width they print at, and charts in
+notebooks as the installed JupyterLab draws them."""
 from pathlib import Path
 
 import altair as alt
@@ -13,6 +14,54 @@ def test_every_chart_gets_the_colour_blind_safe_palette():
     spec = chart.to_dict()
     assert alt.theme.active == "snaptax"
     assert spec["config"]["range"]["category"] == list(figures.OKABE_ITO)
+
+
+def test_a_chart_names_only_okabe_ito_colours_or_greys():
+    df = pd.DataFrame({"x": [1, 2], "c": ["a", "b"]})
+    base = alt.Chart(df)
+    safe = (base.mark_point().encode(x="x:Q", color="c:N") + base.mark_rule(color="black").encode(x="x:Q")
+            + base.mark_line(color=figures.VERMILION).encode(x="x:Q")
+            + base.mark_point().encode(x="x:Q", color=alt.value("gray")))
+    assert figures.palette_violations(safe.to_dict()) == []
+    unsafe = (base.mark_point(color="firebrick").encode(x="x:Q")
+              + base.mark_point().encode(x="x:Q", color=alt.Color("c:N", scale=alt.Scale(scheme="category10")))
+              + base.mark_point().encode(x="x:Q", color=alt.Color("c:N", scale=alt.Scale(range=["#4c78a8", "black"])))
+              + base.mark_point().encode(x="x:Q", fill=alt.condition("datum.x > 1", alt.value("red"),
+                                                                    alt.value("gray"))))
+    assert figures.palette_violations(unsafe.to_dict()) == ["firebrick", "scheme category10", "#4c78a8", "red"]
+    # the theme's own colours: the category and ordinal ranges and a single series' marks
+    assert figures.palette_violations({"config": {"range": {"ordinal": {"scheme": "blues"}}}}) == ["scheme blues"]
+    assert figures.MARK_COLOUR in figures.OKABE_ITO
+    assert alt.Chart(df).mark_point().to_dict()["config"]["mark"]["color"] == figures.MARK_COLOUR
+
+
+def test_the_paper_refuses_a_chart_outside_the_palette(tmp_path):
+    chart = alt.Chart(pd.DataFrame({"x": [1, 2]})).mark_point(color="firebrick").encode(x="x:Q")
+    with pytest.raises(figures.FigureError, match="figure bad: colours outside .*: firebrick"):
+        figures.save(chart, "bad", tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def _small_print_chart() -> alt.FacetChart:
+    df = pd.DataFrame({"x": [1, 2, 3] * 3, "y": [1.0, 2.0, 3.0] * 3, "g": list("aaabbbccc"), "f": list("pqrpqrpqr")})
+    return alt.Chart(df).mark_line().encode(x=alt.X("x:Q", title="an axis"), y="y:Q", color="g:N").properties(
+        width=150, height=80).facet(column="f:N")
+
+
+def test_a_chart_is_drawn_for_the_width_it_prints_at(tmp_path):
+    """Printed 300 pt wide, a chart drawn some 600 px wide would print its 10 px labels at about 5 pt: drawn for
+    print, its text is enlarged until the smallest prints at the minimum, and outside `printed_at` it is not."""
+    from snaptax.paper import printsize
+
+    figures.save(_small_print_chart(), "c", tmp_path / "plain")
+    drawn, smallest = printsize.svg_text(tmp_path / "plain" / "c.svg")
+    assert smallest * 300 / drawn < printsize.MINIMUM_PT - 1
+    with figures.printed_at({"c": 300.0}):
+        paths = figures.save(_small_print_chart(), "c", tmp_path / "print")
+    assert [p.name for p in paths] == ["c.pdf", "c.svg"]
+    drawn, smallest = printsize.svg_text(tmp_path / "print" / "c.svg")
+    assert printsize.MINIMUM_PT <= smallest * 300 / drawn < printsize.MINIMUM_PT + 1.5
+    assert figures._printed_widths == {}
 
 
 def _lab_static() -> str:

@@ -52,3 +52,32 @@ def test_a_report_line_tex_wrapped_at_79_characters_is_read_whole(figures):
     wrapped = line[:79] + "\n" + line[79:] + "\n"
     assert [(p.what, round(p.smallest_pt, 3)) for p in printsize.printed(wrapped, figures)] == \
         [("table at line 123456", round(10.95 * 300 / 1000.12345, 3))]
+
+
+def _figure(figures, px: float) -> None:
+    (figures / "chart.svg").write_text(f'<svg xmlns="http://www.w3.org/2000/svg" width="500" height="200">'
+                                       f'<text font-size="{px}px">a</text><text font-size="16px">b</text></svg>')
+
+
+def test_a_figure_printing_text_under_7_pt_fails_the_check_and_one_at_7_pt_passes(figures, tmp_path):
+    log = tmp_path / "paper.log"
+    log.write_text("snaptax-print: figure chart width=250.0pt\n")
+    _figure(figures, 14)                                  # 14 px drawn, printed at half size: 7 pt
+    assert [p.smallest_pt for p in printsize.check(log, figures)] == [7.0]
+    _figure(figures, 13.8)                                # 6.9 pt
+    with pytest.raises(printsize.PrintSizeError, match=r"1 of 1 figures and tables print text below 7 pt; the "
+                       r"smallest: figure chart at 6.9 pt"):
+        printsize.check(log, figures)
+
+
+def test_each_figure_prints_at_its_narrowest_width_in_either_document(tmp_path):
+    (tmp_path / "sections").mkdir()
+    (tmp_path / "snaptax.tex").write_text("\\includegraphics[width=\\textwidth]{a}\n"
+                                          "\\includegraphics[width=0.5\\linewidth]{b.pdf}\n")
+    (tmp_path / "supplement.tex").write_text("\\input{sections/s}\n\\input{sections/missing}\n")
+    (tmp_path / "sections" / "s.tex").write_text("\\includegraphics[width=0.6\\linewidth]{a}\n"
+                                                 "% \\includegraphics[width=0.1\\linewidth]{a}\n"
+                                                 "\\includegraphics[scale=0.5]{c}\n")
+    body, supplement = printsize.LINE_WIDTHS_PT["snaptax.tex"], printsize.LINE_WIDTHS_PT["supplement.tex"]
+    assert printsize.figure_widths(tmp_path) == {"a": pytest.approx(0.6 * supplement["linewidth"]),
+                                                 "b": pytest.approx(0.5 * body["columnwidth"])}

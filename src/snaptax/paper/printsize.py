@@ -7,7 +7,8 @@ legible. The preamble of each document makes LaTeX write, for every figure and e
 (PRINT_TAG, see paper/snaptax.tex's \\includegraphics hook): the figure's name and printed width, or the table's
 natural width, the line width and its font size. `smallest` reads those lines with each figure's SVG (its width and
 its text's font sizes) and gives every figure or table whose smallest text prints below `minimum` points (issue 50:
-7 pt).
+7 pt). Before LaTeX runs, `figure_widths` reads from the documents' sources the width each figure will print at, so
+that a chart can be drawn for it (figures.printed_at).
 """
 from __future__ import annotations
 
@@ -43,12 +44,21 @@ class Printed:
 def svg_text(svg: Path) -> tuple[float, float]:
     """(drawn width, smallest font size) of a chart's SVG, both in SVG pixels (a chart without text: inf)."""
     try:
-        root = ET.parse(svg).getroot()
-    except (OSError, ET.ParseError) as exc:
+        text = Path(svg).read_text()
+    except OSError as exc:
         raise PrintSizeError(f"{svg}: not a readable SVG ({exc})") from None
+    return svg_text_of(text, str(svg))
+
+
+def svg_text_of(text: str, where: str = "SVG") -> tuple[float, float]:
+    """svg_text of an SVG document held in memory (`where` names it in an error)."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise PrintSizeError(f"{where}: not a readable SVG ({exc})") from None
     width = _PX_RE.match(root.get("width", ""))
     if width is None:
-        raise PrintSizeError(f"{svg}: the SVG has no width in pixels")
+        raise PrintSizeError(f"{where}: the SVG has no width in pixels")
     sizes = []
     for el in root.iter():
         size = el.get("font-size") or _style_font_size(el.get("style", ""))
@@ -114,5 +124,39 @@ def check(log_path: Path, figures_dir: Path, minimum: float = MINIMUM_PT) -> lis
     return found
 
 
-__all__ = ["PRINT_TAG", "MINIMUM_PT", "TEX_LOG_WIDTH", "PrintSizeError", "Printed", "svg_text", "unwrapped",
-           "printed", "smallest", "check"]
+# The widths a figure's \includegraphics may name, in points, per document: the body (snaptax.tex: two columns, 10 pt,
+# A4 with 1.9 cm margins and a 0.6 cm gap) and the supplement (one column, 11 pt, 2.3 cm margins), as their logs
+# report them. The charts' text is drawn for these widths before LaTeX runs (figures.printed_at); the check of the
+# built logs above stays the authority, so a changed layout that these numbers miss fails there, by name.
+LINE_WIDTHS_PT = {
+    "snaptax.tex": {"textwidth": 489.38776, "columnwidth": 236.15806, "linewidth": 236.15806},
+    "supplement.tex": {"textwidth": 466.62503, "columnwidth": 466.62503, "linewidth": 466.62503},
+}
+_INCLUDE_RE = re.compile(r"\\includegraphics\[width=([\d.]*)\\(textwidth|columnwidth|linewidth)\]\{([^}]+)\}")
+_SECTION_RE = re.compile(r"^\\input\{(sections/[^}]+)\}", re.M)
+_COMMENT_RE = re.compile(r"(?<!\\)%.*")
+
+
+def figure_widths(paper_dir: Path) -> dict[str, float]:
+    """Each figure's printed width in points, the narrowest where both documents show it: from every
+    `\\includegraphics[width=<fraction>\\textwidth|\\columnwidth|\\linewidth]{name}` of a document and the sections
+    it inputs. In the two-column body a \\linewidth counts as a column's (the narrower: a float across both columns
+    names \\textwidth). A figure included otherwise has no entry."""
+    out: dict[str, float] = {}
+    for doc, widths in LINE_WIDTHS_PT.items():
+        main = paper_dir / doc
+        if not main.is_file():
+            continue
+        text = main.read_text(errors="replace")
+        files = [text] + [(paper_dir / f"{s}.tex").read_text(errors="replace")
+                          for s in _SECTION_RE.findall(text) if (paper_dir / f"{s}.tex").is_file()]
+        for tex in files:
+            for fraction, unit, name in _INCLUDE_RE.findall(_COMMENT_RE.sub("", tex)):
+                width = (float(fraction) if fraction else 1.0) * widths[unit]
+                stem = Path(name).stem
+                out[stem] = min(out.get(stem, width), width)
+    return out
+
+
+__all__ = ["PRINT_TAG", "MINIMUM_PT", "TEX_LOG_WIDTH", "LINE_WIDTHS_PT", "PrintSizeError", "Printed", "svg_text",
+           "svg_text_of", "unwrapped", "printed", "smallest", "check", "figure_widths"]

@@ -27,7 +27,19 @@ from ..host import rig as rigmod
 from ..record import LATENESS_LIMIT, Manifest, RunRef, load_run, readable_runs, short_run_id, write_atomic
 from ..record.lateness import FLASH
 from ..values import DerivedValues, Value
-from . import article, clauses, figures, heldout, heldoutfigure, macros, printedvalues, prose, repro, sources
+from . import (
+    article,
+    clauses,
+    figures,
+    heldout,
+    heldoutfigure,
+    macros,
+    printedvalues,
+    printsize,
+    prose,
+    repro,
+    sources,
+)
 
 
 @dataclass(frozen=True)
@@ -380,9 +392,12 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     outdated = [] if profile == "smoke" else prose.broken(prose.FACTS, prose.fact_values(r.derived for r in rendered))
     values: list[Value] = []
     made: dict[str, sources.Source] = {}
+    # each chart drawn for the width the documents print it at: its smallest text prints at 7 pt or more
+    printed_widths = printsize.figure_widths(paper_dir)
     for r in rendered:
         study = studies.get(r.study)
-        with sources.tracing(study.module("present"), f"notebooks/{study.notebook}") as traced:
+        with sources.tracing(study.module("present"), f"notebooks/{study.notebook}") as traced, \
+                figures.printed_at(printed_widths):
             study.module("present").write(r.analysis, figure_dir, generated_dir)
         made.update(traced)
         values += list(r.derived.values.values())
@@ -402,7 +417,8 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     values += heldout.heldout_values({v.key: v for v in values})
     values += clauses.clause_values({v.key: v for v in values})
     frame = heldoutfigure.points_frame(heldoutfigure.heldouts_of({r.study: r.analysis for r in rendered}))
-    figures.save(heldoutfigure.chart(frame), heldoutfigure.FIGURE, figure_dir)
+    with figures.printed_at(printed_widths):
+        figures.save(heldoutfigure.chart(frame), heldoutfigure.FIGURE, figure_dir)
     made[heldoutfigure.FIGURE] = sources.Source(heldoutfigure.FIGURE, "snaptax.paper.heldoutfigure.chart")
     for stem, fn in (("claims", claims_tex), ("runs", runs_tex), ("reruns", repro.repro_tex),
                      ("profiles", repro.profile_tex), ("glance", article.glance_tex),

@@ -36,3 +36,19 @@ def test_a_cost_whose_interval_spans_zero_and_more_than_the_base_is_unidentified
     assert present.unidentified(fit((-1.0, 1.0), (-40.0, 15.0)))
     assert not present.unidentified(fit((-20.0, 20.0)))      # includes 0 but narrower than τ0 / 2: no cost, identified
     assert not present.unidentified(fit((20.0, 200.0)))      # wide but excludes 0: a cost, identified
+
+
+def test_the_chains_are_drawn_on_a_log_axis():
+    """LVM thin runs at about a tenth of qcow2's IOPS: a linear axis flattens it near zero (issue 50)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    rows = [{"job": job, "phase": "create", "variant": variant, "chain_length": n, "iops": iops,
+             "iops_low": 0.9 * iops, "iops_high": 1.1 * iops, "ratio": 1.0, "n": 3}
+            for job in ("randrw", "readwrite") for variant, iops in (("on-disk-metadata", 6e4), ("lvm-thin", 3e3))
+            for n in range(3)]
+    spec = present.chains_chart(SimpleNamespace(summary=pd.DataFrame(rows))).to_dict()
+    scales = [layer["encoding"]["y"].get("scale", {}).get("type") for panel in spec["hconcat"]
+              for layer in panel["layer"]]
+    assert scales == ["log"] * 4

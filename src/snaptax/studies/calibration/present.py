@@ -35,8 +35,9 @@ def span_chart(a: CalibrationAnalysis) -> alt.LayerChart:
         tooltip=["drive", "span", alt.Tooltip("measured_ms:Q", format=".3f"),
                  alt.Tooltip("model_fitted_ms:Q", format=".3f"), "ios"])
     model = base.mark_line(strokeDash=[4, 3]).encode(y="model_fitted_ms:Q")
+    # the title in two lines: in one it set the chart's width, and so how small its labels print beside the reads
     return (model + meas).properties(width=320, height=200,
-                                     title="QD1 random reads vs span: measured (points), fitted model (dashed)")
+                                     title=["QD1 random reads vs span:", "measured (points), fitted model (dashed)"])
 
 
 def reads_double_chart(a: CalibrationAnalysis) -> alt.LayerChart:
@@ -48,8 +49,9 @@ def reads_double_chart(a: CalibrationAnalysis) -> alt.LayerChart:
         tooltip=["phase", alt.Tooltip("host_reads_per_vm_read:Q", format=".2f"),
                  alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f"), "n"])
     rules = base.mark_rule(color="black").encode(y="low:Q", y2="high:Q")
+    # the title in two lines: in one it set the chart's width, and so how small its labels print beside the span
     return (bars + rules).properties(width=160, height=180,
-                                     title="Reads behind a qcow2 snapshot (emulated 10K RAID1)")
+                                     title=["Reads behind a qcow2 snapshot", "(emulated 10K RAID1)"])
 
 
 def fit_tex(a: CalibrationAnalysis) -> str:

@@ -28,7 +28,8 @@ def loss_chart(a: MetadataCacheAnalysis) -> alt.LayerChart:
     bars = alt.Chart(a.summary).mark_rule().encode(x=x, y="loss_pct_low:Q", y2="loss_pct_high:Q")
     line = alt.Chart(curve).mark_line(strokeDash=[4, 3]).encode(x=x, y=y)
     implied = a.implied.assign(loss_pct=a.implied.published_loss_pct)
-    marks = alt.Chart(implied).mark_point(shape="cross", size=120, color="firebrick").encode(
+    # Okabe-Ito's vermilion: apart from the measured points' blue with every colour-vision deficiency
+    marks = alt.Chart(implied).mark_point(shape="cross", size=120, color=figures.VERMILION).encode(
         x=x, y=y, tooltip=["stand_for", alt.Tooltip("coverage:Q", format=".3f"), "published_loss_pct"])
     return (bars + pts + line + marks).properties(width=360, height=240)
 
