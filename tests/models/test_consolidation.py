@@ -152,10 +152,10 @@ def test_the_commit_gets_the_time_the_writer_leaves():
     assert p.commit_s(60 * MiB, 0.0) == pytest.approx(1.5 + 1.0)
     assert p.commit_s(60 * MiB, 47.5) == pytest.approx(1.5 + 2.0)      # half the time left: half the rate
     assert p.commit_s(60 * MiB, 95.0) == math.inf
-    se, dof = p.log_se(lambda v: p.commit_s(60 * MiB, 47.5, v))
+    se, dof = p.log_se(lambda v: p.commit_s(60 * MiB, 47.5, False, v))
     assert 0 < se < 0.05 and dof == 2
     # wider parameter intervals give a wider prediction
-    assert apart_params(0.2).log_se(lambda v: p.commit_s(60 * MiB, 47.5, v))[0] > se
+    assert apart_params(0.2).log_se(lambda v: p.commit_s(60 * MiB, 47.5, False, v))[0] > se
 
 
 def test_apart_parameters_predict_convergence_below_the_critical_rate_only():
@@ -173,3 +173,17 @@ def test_mean_estimate_is_a_t_interval_over_repeats():
     assert e.value == pytest.approx(2.0)
     assert e.high - e.value == pytest.approx(4.302653 * 1.0 / math.sqrt(3), rel=1e-5)
     assert math.isnan(m.mean_estimate([1.0]).low)
+
+
+def test_a_helper_s_layout_commits_at_its_own_throughput():
+    def est(v: float) -> m.Estimate:
+        return m.Estimate(v, v * 0.98, v * 1.02)
+    p = m.ApartParameters(est(0.3), est(30 * MiB), est(100.0), PATTERN, dof=2, c_helper=est(2 * MiB))
+    assert p.commit_s(30 * MiB, 0.0) == pytest.approx(1.3)
+    assert p.commit_s(2 * MiB, 50.0, helper=True) == pytest.approx(0.3 + 2.0)
+    tr = p.simulate(30 * MiB, 10.0, 256 * KiB, max_iterations=3, max_stun_s=100.0)
+    assert tr.seconds[0] == pytest.approx(0.3 + 1 / 0.9)
+    assert tr.seconds[1] == pytest.approx(0.3 + tr.committed[1] / (2 * MiB * 0.9))
+    # the helper's throughput's interval widens a helper commit's prediction, not the delta's
+    assert p.log_se(lambda v: p.commit_s(2 * MiB, 50.0, True, v))[0] > p.log_se(
+        lambda v: p.commit_s(30 * MiB, 50.0, False, v))[0] > 0

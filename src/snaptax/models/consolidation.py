@@ -104,7 +104,8 @@ class Deletion:
 
 def iterate(d0: float, u: float, c: float, threshold: float, *, t0: float = 0.0, c_idle: float | None = None,
             max_iterations: int = 10, max_stun_s: float = 0.0, working_set: float = math.inf,
-            grow: Callable[[float], float] | None = None, load_s: float = math.inf) -> Deletion:
+            grow: Callable[[float], float] | None = None, load_s: float = math.inf,
+            c_later: float | None = None) -> Deletion:
     """Simulate the deletion: iterate D_{k+1} = f(D_k) while D_k > θ, at most `max_iterations` times. The final
     commit (stun) happens if the remainder D is ≤ θ, or if the stun predicted from the last iteration's observed
     commit rate, D · t_k / D_k (s), is ≤ max_stun_s (VMware's snapshot.maxConsolidateTime; the rule the measured
@@ -115,13 +116,14 @@ def iterate(d0: float, u: float, c: float, threshold: float, *, t0: float = 0.0,
     write pattern's saturating growth, ApartParameters). load_s: how long the guest's load still runs when the
     deletion starts (s); an iteration that ends after it ends the deletion as the measured one does (not
     converged); with a finite load_s a deletion that does not converge commits its remainder once the load has
-    stopped, at c_idle, and its total counts that wait and that commit (as the measured deletion's time does)."""
+    stopped, at c_idle, and its total counts that wait and that commit (as the measured deletion's time does).
+    c_later: the commit throughput of every iteration after the first (a helper's layout; None: c)."""
     c_idle = c if c_idle is None else c_idle
     committed: list[float] = []
     seconds: list[float] = []
     d = float(d0)
     while d > threshold and len(committed) < max_iterations and sum(seconds) < load_s:
-        t = float(commit_time_s(d, c, t0))
+        t = float(commit_time_s(d, c if not committed or c_later is None else c_later, t0))
         committed.append(d)
         seconds.append(t)
         d = float(grow(t)) if grow is not None else float(next_delta(d, u, c, t0, working_set))
@@ -314,62 +316,84 @@ class WritePattern:
                            random_fraction=self.random_fraction, metadata=self.metadata)
 
 
+ApartValues = tuple[float, float, float, float]      # (t0 s, c0 B/s, r_max writes/s, c_helper B/s)
+
+
 @dataclass(frozen=True)
 class ApartParameters:
     """The consolidation model with every parameter measured apart from the deletions it predicts:
-    t0 (s) from commits of an empty overlay, c0 (B/s) from commits of a full one beside the reader alone, r_max
-    (writes/s) the writer's saturated rate beside the same reader, and the growth from the write pattern. The commit
-    shares the device with the writer by time: a writer at r writes/s takes r/r_max of the time the reader leaves,
-    so c(r) = c0·(1 − r/r_max) (b = c0/r_max, not fitted). Each Estimate carries its 95 % interval over the
-    repeats; `dof` are their degrees of freedom (repeats − 1)."""
+    t0 (s) from commits of an empty overlay; c0 (B/s) from commits of a sequentially filled one (the layout of the
+    delta a deletion starts with: the test files written again after the snapshot) beside the reader alone;
+    c_helper (B/s) from commits of an overlay the writer alone filled (the layout of every helper: 64 KiB clusters
+    allocated in the order random writes reach them, so the commit seeks per cluster); r_max (writes/s) the writer's
+    saturated rate beside the same reader; and the growth from the write pattern. The commit shares the device with
+    the writer by time: a writer at r writes/s takes r/r_max of the time the reader leaves, so
+    c(r) = c·(1 − r/r_max) for either layout (b = c/r_max, not fitted). The first iteration commits the delta
+    (c0), every later one and the stun a helper (c_helper). c_helper None: a run that measured one layout only
+    (c_helper = c0). Each Estimate carries its 95 % interval over the repeats; `dof` are their degrees of freedom
+    (repeats − 1)."""
 
     t0: Estimate
     c0: Estimate
     r_max: Estimate
     pattern: WritePattern
     dof: int
+    c_helper: Estimate | None = None
 
-    def c(self, rate: ArrayLike, c0: float | None = None, r_max: float | None = None) -> np.ndarray:
-        """Commit throughput beside a writer at `rate` writes/s (B/s; 0 at or above r_max)."""
-        c0v = self.c0.value if c0 is None else c0
-        rm = self.r_max.value if r_max is None else r_max
-        return c0v * np.maximum(1 - np.asarray(rate, dtype=float) / rm, 0.0)
+    @property
+    def estimates(self) -> tuple[Estimate, Estimate, Estimate, Estimate]:
+        return self.t0, self.c0, self.r_max, self.c_helper or self.c0
 
-    def commit_s(self, delta: float, rate: float, values: tuple[float, float, float] | None = None) -> float:
-        """t = t0 + D/c(r) (s; inf when the writer leaves the commit nothing), at `values` = (t0, c0, r_max)."""
-        t0, c0, rm = values or (self.t0.value, self.c0.value, self.r_max.value)
-        c = float(self.c(rate, c0, rm))
+    @property
+    def values(self) -> ApartValues:
+        t0, c0, rm, ch = (e.value for e in self.estimates)
+        return t0, c0, rm, ch
+
+    def c(self, rate: ArrayLike, c: float, r_max: float) -> np.ndarray:
+        """Commit throughput beside a writer at `rate` writes/s for a layout committed at `c` alone (B/s; 0 at or
+        above r_max)."""
+        return c * np.maximum(1 - np.asarray(rate, dtype=float) / r_max, 0.0)
+
+    def commit_s(self, delta: float, rate: float, helper: bool = False, values: ApartValues | None = None) -> float:
+        """t = t0 + D/c(r) (s; inf when the writer leaves the commit nothing) for the delta (helper False) or a
+        helper's layout, at `values`."""
+        t0, c0, rm, ch = values or self.values
+        c = float(self.c(rate, ch if helper else c0, rm))
         return t0 + delta / c if c > 0 else math.inf
 
-    def simulate(self, d0: float, rate: float, threshold: float, values: tuple[float, float, float] | None = None,
+    def simulate(self, d0: float, rate: float, threshold: float, values: ApartValues | None = None,
                  **kw) -> Deletion:
-        """The deletion of a d0-byte delta beside a writer at `rate` writes/s (iterate, with the helper growing as
-        the write pattern says over each iteration's writes)."""
-        t0, c0, rm = values or (self.t0.value, self.c0.value, self.r_max.value)
-        c = float(self.c(rate, c0, rm))
-        if c <= 0:
+        """The deletion of a d0-byte delta beside a writer at `rate` writes/s (iterate: the first commit at the
+        delta's throughput, the later ones and the stun at a helper's, the helper growing as the write pattern says
+        over each iteration's writes)."""
+        t0, c0, rm, ch = values or self.values
+        c, c_later = float(self.c(rate, c0, rm)), float(self.c(rate, ch, rm))
+        if c <= 0 or c_later <= 0:
             return Deletion((), (), d0, False, math.nan, math.nan)
-        return iterate(d0, 0.0, c, threshold, t0=t0, c_idle=c0,
+        return iterate(d0, 0.0, c, threshold, t0=t0, c_idle=ch, c_later=c_later,
                        grow=lambda seconds: float(self.pattern.grown(rate * seconds)), **kw)
 
-    def log_se(self, f: Callable[[tuple[float, float, float]], float]) -> tuple[float, float]:
-        """The standard error of ln f(t0, c0, r_max) from the three measured parameters' standard errors (the delta
-        method with central differences; each parameter's se from its 95 % interval with `dof`), and its degrees of
-        freedom (dof: all three come from the same repeats). nan when f is not positive and finite."""
-        base = (self.t0.value, self.c0.value, self.r_max.value)
+    def log_se(self, f: Callable[[ApartValues], float]) -> tuple[float, float]:
+        """The standard error of ln f(t0, c0, r_max, c_helper) from the measured parameters' standard errors (the
+        delta method with central differences; each parameter's se from its 95 % interval with `dof`), and its
+        degrees of freedom (dof: all come from the same repeats). nan when f is not positive and finite."""
+        base = self.values
         y = f(base)
         if not (y > 0 and math.isfinite(y)) or self.dof < 1:
             return math.nan, 0.0
         tq = float(stats.t.ppf(0.5 + CONFIDENCE / 2, self.dof))
         var = 0.0
-        for i, e in enumerate((self.t0, self.c0, self.r_max)):
+        estimates = self.estimates if self.c_helper is not None else self.estimates[:3]
+        for i, e in enumerate(estimates):
             se = (e.high - e.low) / (2 * tq)
             if not (se > 0 and math.isfinite(se)):
                 continue
             h = max(abs(e.value), 1e-12) * 1e-4
             up, down = list(base), list(base)
             up[i], down[i] = e.value + h, max(e.value - h, 0.0)
-            hi, lo = f(tuple(up)), f(tuple(down))      # type: ignore[arg-type]
+            if self.c_helper is None and i == 1:      # one layout measured: c_helper is c0
+                up[3], down[3] = up[1], down[1]
+            hi, lo = f((up[0], up[1], up[2], up[3])), f((down[0], down[1], down[2], down[3]))
             if not (hi > 0 and lo > 0 and math.isfinite(hi) and math.isfinite(lo)):
                 return math.nan, 0.0
             var += ((math.log(hi) - math.log(lo)) / (up[i] - down[i]) * se) ** 2
@@ -391,4 +415,4 @@ def mean_estimate(samples: ArrayLike) -> Estimate:
 
 __all__ = ["CONFIDENCE", "next_delta", "commit_time_s", "fixed_point", "converges", "iterations_needed", "Deletion",
            "iterate", "Estimate", "ConsolidationFit", "fit_commit", "fit_dirty", "fit", "synthetic_iterations",
-           "dirty_bytes", "WritePattern", "ApartParameters", "mean_estimate"]
+           "dirty_bytes", "WritePattern", "ApartValues", "ApartParameters", "mean_estimate"]

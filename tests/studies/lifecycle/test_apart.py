@@ -15,10 +15,13 @@ S = planmod.scale(profiles.get("quick"))
 P = planmod.parameters(S, "raid1_10k")
 PATTERN = apart.write_pattern(P)
 TRUTH = {"t0": 1.5, "c0": 60.0 * MiB, "r_max": 95.0}
+C_HELPER = 2.0 * MiB
 
 
-def apart_rows(noise: float = 0.01, repeats: int = 3, seed: int = 0) -> pd.DataFrame:
-    """The apart variant's table as a run with the TRUTH parameters measures it (relative noise on each number)."""
+def apart_rows(noise: float = 0.01, repeats: int = 3, seed: int = 0, helper: bool = False) -> pd.DataFrame:
+    """The apart variant's table as a run with the TRUTH parameters measures it (relative noise on each number):
+    the first design's (its overlay's commit 'idle_commit'), or with `helper` the second's (delta_commit and a
+    helper's commit at C_HELPER)."""
     rng = np.random.default_rng(seed)
 
     def jitter(x: float) -> float:
@@ -31,8 +34,12 @@ def apart_rows(noise: float = 0.01, repeats: int = 3, seed: int = 0) -> pd.DataF
         rows += [{"repeat": i, "step": "empty_commit", "seconds": t0, "committed_bytes": 0.0},
                  {"repeat": i, "step": "writer_alone", "grown_bytes": jitter(float(PATTERN.grown(writes))),
                   "writer_iops": jitter(TRUTH["r_max"]), "writes": writes},
-                 {"repeat": i, "step": "idle_commit", "seconds": t0 + jitter(full / TRUTH["c0"]),
-                  "committed_bytes": full}]
+                 {"repeat": i, "step": "delta_commit" if helper else "idle_commit",
+                  "seconds": t0 + jitter(full / TRUTH["c0"]), "committed_bytes": full}]
+        if helper:
+            grown = float(PATTERN.grown(writes))
+            rows.append({"repeat": i, "step": "helper_commit", "seconds": t0 + jitter(grown / C_HELPER),
+                         "committed_bytes": grown})
     return pd.DataFrame(rows, columns=["repeat", "step", "seconds", "committed_bytes", "grown_bytes", "writer_iops",
                                        "writes"])
 
@@ -41,8 +48,9 @@ def deletions_by(params: cm.ApartParameters, rates: list[float], slower: float =
                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Grid deletions simulated from `params` (commits `slower` times slower than they say) as deletion_tables
     gives them."""
+    helper = params.c_helper and cm.Estimate(params.c_helper.value / slower, math.nan, math.nan)
     slow = cm.ApartParameters(params.t0, cm.Estimate(params.c0.value / slower, math.nan, math.nan), params.r_max,
-                              params.pattern, params.dof)
+                              params.pattern, params.dof, helper)
     dels, its = [], []
     for i, r in enumerate(rates):
         d0 = 2.0 * S.file_bytes
@@ -109,3 +117,20 @@ def test_the_pattern_is_the_plan_s():
     assert PATTERN.bs == planmod.BS and PATTERN.random_fraction == pytest.approx(0.7)
     assert PATTERN.cluster == 64 * 1024 and PATTERN.region == S.file_bytes
     assert PATTERN.metadata == PATTERN.cluster          # the writer's file lies under one L2 table
+
+
+def test_the_second_design_measures_a_helper_s_throughput_and_predicts_with_it():
+    ap = apart.measured(apart_rows(helper=True), PATTERN)
+    assert ap is not None and ap.parameters.c_helper is not None
+    assert ap.parameters.c_helper.value == pytest.approx(C_HELPER, rel=0.05)
+    assert ap.parameters.c0.value == pytest.approx(TRUTH["c0"], rel=0.05)
+    dels, its = deletions_by(ap.parameters, [5.0, 20.0, 40.0])
+    tests, outcomes = apart.apart_tests(ap, dels, its, P)
+    for name in ("commit", "growth", "time"):
+        assert tests[(apart.MODEL, name)].verdict == ho.PREDICTS, tests[(apart.MODEL, name)].reason
+    # the same deletions judged by the first design's one throughput (no helper's) are not predicted
+    one = apart.measured(apart_rows(), PATTERN)
+    assert one is not None
+    assert apart.apart_tests(one, dels, its, P)[0][(apart.MODEL, "commit")].verdict == ho.DESCRIPTIVE
+    v = {x.key: x for x in apart.apart_values("lifecycle", ap, tests, outcomes)}
+    assert v["lifecycle.consolidation_apart.c_helper_mib_s"].value == pytest.approx(2.0, rel=0.05)

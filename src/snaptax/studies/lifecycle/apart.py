@@ -1,16 +1,20 @@
 """The consolidation model with its parameters measured apart (issue 48.3, plan.HELDOUT_APART), part of the lifecycle
 analysis. The apart variant measures, in repeats each on a fresh overlay (measure.apart):
 
-  t0     the time of a helper snapshot plus the commit of an empty overlay beside the reader alone;
-  c0     the throughput of committing a full overlay beside the reader alone: D / (t − t0 of the same repeat);
-  r_max  the writer's saturated rate beside the same reader, into a fresh overlay;
+  t0        the time of a helper snapshot plus the commit of an empty overlay beside the reader alone;
+  c0        the throughput of committing an overlay filled in order (the delta a deletion starts with) beside the
+            reader alone: D / (t − t0 of the same repeat);
+  c_helper  the same for an overlay the writer alone filled (every helper's layout; runs of the first design,
+            20261129T212424Z-quick, have none: their c0 is of an overlay filled partly by the writer, then in order);
+  r_max     the writer's saturated rate beside the same reader, into a fresh overlay;
 
 and the helper's growth comes from the write pattern alone (models.consolidation.dirty_bytes: the plan's write size,
 random fraction and file, the image's cluster size, one L2 table). With b = c0/r_max (the commit gets the device time
 the writer leaves) nothing is fitted on a deletion, so every iterative deletion of the run is held out. Tests (each a
 models.heldout judgement, model 'consolidation_apart'):
 
-  commit  each iteration's commit time t_k = t0 + D_k / c(r_k), r_k the writer's measured rate during it;
+  commit  each iteration's commit time t_k = t0 + D_k / c(r_k), r_k the writer's measured rate during it (the
+          first iteration at c0's layout, the later ones at c_helper's);
   growth  what the helper grew to during the iteration: dirty_bytes(r_k · t_k);
   time    each deletion's time, simulated from its first delta and its writer's mean rate (iterations, the stun or
           the commit after the load stopped, as measure.delete_iterative decides);
@@ -72,13 +76,18 @@ def write_pattern(p: LifecycleParameters) -> cm.WritePattern:
 @dataclass(frozen=True)
 class Apart:
     """The parameters measured apart, and the measurements' own spreads (log scale, with their degrees of freedom):
-    one commit's time (idle commits), one growth about the pattern (writer-alone repeats)."""
+    one commit's time (the delta's commits; a helper's: the helper commits', or the delta's in a run without),
+    one growth about the pattern (writer-alone repeats)."""
 
     parameters: cm.ApartParameters
     commit_spread: float
     growth_spread: float
     growth_ratio: cm.Estimate        # measured growth ÷ the pattern's, over the writer-alone repeats
     dof: int
+    helper_spread: float = math.nan
+
+    def spread(self, helper: bool) -> float:
+        return self.helper_spread if helper and math.isfinite(self.helper_spread) else self.commit_spread
 
 
 def measured(table: pd.DataFrame, pattern: cm.WritePattern) -> Apart | None:
@@ -86,24 +95,30 @@ def measured(table: pd.DataFrame, pattern: cm.WritePattern) -> Apart | None:
     if table.empty:
         return None
     by = {step: g.set_index("repeat") for step, g in table.groupby("step")}
-    if not {"empty_commit", "writer_alone", "idle_commit"} <= set(by):
+    delta_step = "delta_commit" if "delta_commit" in by else "idle_commit"     # the first design's name
+    if not {"empty_commit", "writer_alone", delta_step} <= set(by):
         return None
-    reps = sorted(set(by["empty_commit"].index) & set(by["writer_alone"].index) & set(by["idle_commit"].index))
+    steps = ["empty_commit", "writer_alone", delta_step] + (["helper_commit"] if "helper_commit" in by else [])
+    reps = sorted(set.intersection(*(set(by[s].index) for s in steps)))
     if len(reps) < 2:
         return None
-    empty, idle, writer = (by[s].loc[reps] for s in ("empty_commit", "idle_commit", "writer_alone"))
+    empty, delta, writer = (by[s].loc[reps] for s in ("empty_commit", delta_step, "writer_alone"))
     t0 = empty.seconds.to_numpy(dtype=float)
-    t_idle = idle.seconds.to_numpy(dtype=float)
-    # c0 within each repeat: its full overlay's commit less the same repeat's fixed cost
-    c0 = idle.committed_bytes.to_numpy(dtype=float) / np.maximum(t_idle - t0, 1e-6)
+
+    def throughput(commits: pd.DataFrame) -> tuple[cm.Estimate, float]:
+        """Bytes over the commit's time less the same repeat's fixed cost, and the commits' log spread."""
+        t = commits.seconds.to_numpy(dtype=float)
+        return (cm.mean_estimate(commits.committed_bytes.to_numpy(dtype=float) / np.maximum(t - t0, 1e-6)),
+                float(np.std(np.log(t), ddof=1)))
+    c0, spread = throughput(delta)
+    c_helper, helper_spread = throughput(by["helper_commit"].loc[reps]) if "helper_commit" in by else (None, math.nan)
     ratio = writer.grown_bytes.to_numpy(dtype=float) / pattern.grown(writer.writes.to_numpy(dtype=float))
     dof = len(reps) - 1
-    params = cm.ApartParameters(cm.mean_estimate(t0), cm.mean_estimate(c0),
-                                cm.mean_estimate(writer.writer_iops.to_numpy(dtype=float)), pattern, dof)
+    params = cm.ApartParameters(cm.mean_estimate(t0), c0, cm.mean_estimate(writer.writer_iops.to_numpy(dtype=float)),
+                                pattern, dof, c_helper)
     log_ratio = np.log(ratio[ratio > 0])
-    return Apart(params, float(np.std(np.log(t_idle), ddof=1)),
-                 float(np.std(log_ratio, ddof=1)) if len(log_ratio) > 1 else math.nan,
-                 cm.mean_estimate(ratio), dof)
+    return Apart(params, spread, float(np.std(log_ratio, ddof=1)) if len(log_ratio) > 1 else math.nan,
+                 cm.mean_estimate(ratio), dof, helper_spread)
 
 
 @dataclass(frozen=True)
@@ -137,14 +152,14 @@ def apart_tests(ap: Apart, deletions: pd.DataFrame, iterations: pd.DataFrame, p:
     its = iterations[np.isfinite(iterations.writer_iops)] if not iterations.empty else iterations
     for _, it in its.iterrows():
         label = f"{it.variant}#{int(it['index'])} k{int(it.k)}"
-        d, r, t = float(it.delta), float(it.writer_iops), float(it.seconds)
-        pred = m.commit_s(d, r)
+        d, r, t, helper = float(it.delta), float(it.writer_iops), float(it.seconds), int(it.k) > 0
+        pred = m.commit_s(d, r, helper)
 
-        def commit(v: tuple[float, float, float], d: float = d, r: float = r) -> float:
-            return m.commit_s(d, r, v)
+        def commit(v: cm.ApartValues, d: float = d, r: float = r, helper: bool = helper) -> float:
+            return m.commit_s(d, r, helper, v)
         se, dof = m.log_se(commit)
         points["commit"].append(ho.PointError(label, pred if math.isfinite(pred) else math.nan, se, dof, t,
-                                              ap.commit_spread, ap.dof))
+                                              ap.spread(helper), ap.dof))
         points["growth"].append(ho.PointError(label, float(m.pattern.grown(r * t)), 0.0, math.nan,
                                               float(it.grown), ap.growth_spread, ap.dof))
     dels = deletions[deletions.method == "iterative"] if not deletions.empty else deletions
@@ -153,7 +168,7 @@ def apart_tests(ap: Apart, deletions: pd.DataFrame, iterations: pd.DataFrame, p:
         if not math.isfinite(float(dl.writer_iops)):
             continue
 
-        def total(v: tuple[float, float, float], dl=dl) -> float:
+        def total(v: cm.ApartValues, dl=dl) -> float:
             return m.simulate(float(dl.delta0_mib) * (1 << 20), float(dl.writer_iops), float(p.helper_threshold_bytes),
                               v, max_iterations=int(p.scale.max_iterations), max_stun_s=float(p.max_consolidate_s),
                               load_s=_load_s(str(dl.load), p)).total_s
@@ -182,6 +197,8 @@ def apart_values(k: str, ap: Apart, tests: dict[tuple[str, str], ho.HeldOut], ou
             Value(f"{head}.c0_mib_s", m.c0.value / mib, "MiB/s", m.c0.low / mib, m.c0.high / mib, n, 1,
                   method=method),
             Value(f"{head}.r_max", m.r_max.value, "writes/s", m.r_max.low, m.r_max.high, n, 0, method=method),
+            *([Value(f"{head}.c_helper_mib_s", m.c_helper.value / mib, "MiB/s", m.c_helper.low / mib,
+                     m.c_helper.high / mib, n, 2, method=method)] if m.c_helper is not None else []),
             Value(f"{head}.b_kib_per_write", b / 1024, "KiB/s per write/s", n=n, digits=1),
             Value(f"{head}.growth_over_pattern", 100 * ap.growth_ratio.value, "%", 100 * ap.growth_ratio.low,
                   100 * ap.growth_ratio.high, n, 0, method=method),

@@ -241,19 +241,21 @@ def grid(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale
 
 def apart(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScale) -> None:
     """The consolidation model's parameters measured apart from every deletion (plan.HELDOUT_APART), repeated
-    s.apart_repeats times, each repeat on a fresh overlay:
-      empty_commit  a helper snapshot and the commit of the older, empty overlay beside the reader alone (t0);
-      writer_alone  the writer at its saturated rate beside the 25-ms reader, writing into a fresh overlay (r_max;
-                    its growth against the writes it made checks the write-pattern growth);
-      refill        the test files written again: the overlay fills;
-      idle_commit   a helper snapshot and the commit of the full overlay beside the reader alone (c0).
+    s.apart_repeats times, each repeat on fresh overlays:
+      empty_commit   a helper snapshot and the commit of the older, empty overlay beside the reader alone (t0);
+      refill         the test files written again into the helper: it fills in order, as a deletion's delta;
+      delta_commit   a helper snapshot and the commit of that overlay beside the reader alone (c0);
+      writer_alone   the writer at its saturated rate beside the 25-ms reader, into the fresh helper (r_max; its
+                     growth against the writes it made checks the write-pattern growth);
+      helper_commit  a helper snapshot and the commit of the overlay the writer filled, beside the reader alone
+                     (c_helper: a helper's layout, clusters allocated in the order random writes reached them).
     Each commit is an iteration of delete_iterative's kind (helper, commit_oldest, the stun around the graph
     change), timed the same way; the helper left over is committed unloaded and untimed."""
     tl = Timeline[LifecycleEngine](session, engine, session.variant)
     fill = planmod.fill_job(s, "fill")
 
-    def commit(phase: str, repeat: int) -> None:
-        w = planmod.reader_alone(s)
+    def commit(phase: str, repeat: int, window_s: float) -> None:
+        w = planmod.reader_alone(s, window_s)
         load = tl.start(_work_text(w), w.summary_job(), phase, repeat)
         time.sleep(1.0)
         empty = engine.empty_bytes
@@ -272,7 +274,10 @@ def apart(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScal
         for i in range(s.apart_repeats or 0):
             tl.event("snapshot", name=engine.take_snapshot(), repeat=i)
             engine.empty_bytes = engine.layer_bytes(1)
-            commit("empty_commit", i)                 # the chain is base + an empty helper now
+            commit("empty_commit", i, s.steady_s)     # the chain is base + an empty helper now
+            engine.empty_bytes = engine.layer_bytes(1)
+            tl.run(job_text(fill), fill.replace(name=f"fill-apart{i}"), "refill")
+            commit("delta_commit", i, s.steady_s)
             engine.empty_bytes = engine.layer_bytes(1)
             w = planmod.writer_alone(s)
             load = tl.start(_work_text(w), w.summary_job(), "writer_alone", i)
@@ -282,9 +287,8 @@ def apart(session: RunSession, engine: LifecycleEngine, s: planmod.LifecycleScal
                 pass                                  # finish raises: a request is stuck (plan.HANG_NOTE)
             grown = max(engine.layer_bytes(1) - engine.empty_bytes, 0.0)
             tl.finish(load, {"apart": {"step": "writer_alone", "repeat": i, "grown_bytes": grown}})
-            tl.run(job_text(fill), fill.replace(name=f"fill-apart{i}"), "refill")
-            commit("idle_commit", i)
-            engine.delete_snapshot("newest")          # the empty helper the idle commit left: unloaded, untimed
+            commit("helper_commit", i, s.delete_window_s)
+            engine.delete_snapshot("newest")          # the empty helper the last commit left: unloaded, untimed
     sampler.write(session.variant_dir() / "host_series.csv")
 
 

@@ -83,9 +83,17 @@ HELDOUT = "leave one iterative deletion out"
 # leaves), the helper's growth from the write pattern (models.consolidation.dirty_bytes: 4 KiB writes, 70 % random,
 # over the writer's file, in 64 KiB clusters). Nothing is fitted on a deletion: every iterative deletion of the run
 # is held out (each iteration's commit time and growth, each deletion's time and outcome: lifecycle.apart).
+# Its first run (20261129T212424Z-quick) measured c0 on an overlay the writer had filled in part before the refill,
+# and every held-out test was descriptive only: that overlay committed at 11.8 MiB/s beside the reader alone, where
+# the deletions' first commits of a delta filled in order ran at ≈ 20-25 MiB/s beside the writer too, and their
+# helpers (clusters allocated in the order random writes reached them) at ≈ 1 MiB/s. Declared on 2026-11-29 after
+# that run and before the next: the commit's throughput depends on the overlay's layout, so c0 is measured on an
+# overlay filled in order (delta_commit, the layout of the delta a deletion starts with) and c_helper on one the
+# writer alone filled (helper_commit, every helper's layout); the model commits the first iteration at c0 and the
+# later ones and the stun at c_helper (models.consolidation.ApartParameters).
 HELDOUT_APART = "every iterative deletion, from parameters measured apart"
 APART = "apart"
-APART_STEPS = ("empty_commit", "writer_alone", "refill", "idle_commit")
+APART_STEPS = ("empty_commit", "refill", "delta_commit", "writer_alone", "helper_commit")
 
 
 @dataclass(frozen=True)
@@ -274,9 +282,10 @@ def grid_workload(s: LifecycleScale, rate: int) -> Workload:
     return Workload(f"rate{rate}", s.file_bytes, s.grid_window_s, 0.0, rate, THINKTIME_MS["light"])
 
 
-def reader_alone(s: LifecycleScale) -> Workload:
-    """The apart variant's load while it commits: the reader at 25 ms, no writer (r = 0)."""
-    return Workload("reader-alone", s.file_bytes, s.steady_s, THINKTIME_MS["light"], writer=False)
+def reader_alone(s: LifecycleScale, runtime_s: float) -> Workload:
+    """The apart variant's load while it commits: the reader at 25 ms, no writer (r = 0), for `runtime_s` (long
+    enough that the commit ends before it: a helper's commit seeks per cluster and takes seconds)."""
+    return Workload("reader-alone", s.file_bytes, runtime_s, THINKTIME_MS["light"], writer=False)
 
 
 def writer_alone(s: LifecycleScale) -> Workload:
@@ -294,7 +303,8 @@ def estimated_seconds(s: LifecycleScale) -> float:
     emulated mirror's ≈30 MB/s for 1 MiB writes through the qcow2 layer, plus 3 s per engine start."""
     fill = 2 * s.file_bytes / (30e6) + 1
     per_variant = [3 * s.steady_for(load) + s.delete_window_s + 2 * fill + 3 + 5 for load, _ in variants()]
-    apart = 3 + fill + s.apart_repeats * (3 * s.steady_s + fill + 2) if s.apart_repeats else 0.0
+    apart = 3 + fill + s.apart_repeats * (3 * s.steady_s + s.delete_window_s + fill + 2) if s.apart_repeats \
+        else 0.0
     return sum(per_variant) + len(s.grid_rates) * (s.grid_window_s + fill + 3) + 3 + fill + apart
 
 
@@ -354,8 +364,8 @@ def describe(profile: profiles.Profile) -> str:
         f"iterative deletion: helper threshold {s.helper_threshold_bytes // KiB} KiB, maxIterations "
         f"{s.max_iterations}, maxConsolidateTime {s.max_consolidate_s:.2f} s (scaled)",
         f"model grid: writer rate_iops {', '.join(map(str, s.grid_rates))}, window {s.grid_window_s:g} s each",
-        f"model parameters measured apart, {s.apart_repeats} repeats: a commit of an empty overlay, the writer alone "
-        f"beside the reader for {s.steady_s:g} s, a commit of a full overlay beside the reader alone",
+        f"model parameters measured apart, {s.apart_repeats} repeats: commits of an empty overlay, of one filled in "
+        f"order and of one the writer alone filled for {s.steady_s:g} s, each beside the reader alone",
         f"planned about {estimated_seconds(s) / 60:.1f} min",
     ])
 

@@ -144,6 +144,8 @@ def apart_table(a: LifecycleAnalysis) -> pd.DataFrame:
         ("t0 (s)", m.t0.value, m.t0.low, m.t0.high, ""),
         ("c0 (MiB/s)", m.c0.value / MiB, m.c0.low / MiB, m.c0.high / MiB, ""),
         ("r_max (writes/s)", m.r_max.value, m.r_max.low, m.r_max.high, ""),
+        *([("c_helper (MiB/s)", m.c_helper.value / MiB, m.c_helper.low / MiB, m.c_helper.high / MiB, "")]
+          if m.c_helper is not None else []),
         ("growth / pattern (%)", 100 * ap.growth_ratio.value, 100 * ap.growth_ratio.low, 100 * ap.growth_ratio.high,
          "")]
     for (model, test), h in sorted(a.heldout.items()):
