@@ -21,7 +21,7 @@ def test_points_of_one_test_and_of_a_mapping_of_tests():
     assert len(frame) == 3 and set(frame.study) == {"db_snapshots", "chain_length"}
     db = frame[frame.study == "db_snapshots"].iloc[0]
     assert db.ratio == pytest.approx(1.1) and db.low < 1.1 < db.high
-    assert db.test == hf.MODEL_WORDS[("db_snapshots", "copy_work")]
+    assert db.test == hf.MODEL_NAMES[("db_snapshots", "copy_work")].label
     chain = frame[frame.point == "n3"].iloc[0]
     assert chain.ratio == pytest.approx(0.5) and "on-disk-metadata" in chain.test and "randrw" in chain.test
     assert chain.verdict == ho.DESCRIPTIVE                       # a point 50 % off
@@ -37,6 +37,6 @@ def test_a_point_without_a_positive_prediction_or_an_interval():
 def test_memory_dump_keys_name_the_model_and_the_role():
     h = ho.judge([_point("p64-w25", 30.0, 33.0)], 10, "dump times")
     frame = hf.points_frame({"memory_dump": {("raid1_10k", "after"): h}})
-    assert frame.iloc[0].test == f"{hf.MODEL_WORDS[('memory_dump', 'after')]} (raid1_10k)"
+    assert frame.iloc[0].test == f"{hf.MODEL_NAMES[('memory_dump', 'after')].label} (raid1_10k)"
     assert hf.chart(frame).to_dict()["layer"]           # builds
     assert frame.iloc[0].bound == ho.BOUND

@@ -1,4 +1,6 @@
 """What render gathers from data/ for the paper, beyond each study's own analysis."""
+import dataclasses
+
 from snaptax import compare, profiles, studies
 from snaptax.paper import article, render, repro
 from snaptax.record import RunWriter
@@ -46,7 +48,12 @@ def test_the_reruns_table_names_each_runs_commit_and_host_and_counts_pairs_on_on
     assert values["paper.repro.same_host"].value == 1 and values["paper.repro.studies"].value == 2
     assert values["paper.repro.hosts"].text.startswith("1 of the 2 pairs ran both runs on one host model; the others")
     alone = {v.key: v for v in repro.repro_values([alike], manifests)}
-    assert alone["paper.repro.hosts"].text == "all 1 pairs ran both their runs on one host model"
+    assert alone["paper.repro.hosts"].text == "the one pair ran both its runs on one host model"
+    # a pair measured on two dates is named with both dates, the hours between its starts and its hosts
+    assert values["paper.repro.days"].text == ("a on 2026-01-01 and 2026-01-02 (24 h between their starts, on two "
+                                               "processor models (AMD EPYC; Intel Xeon))")
+    assert alone["paper.repro.days"].text == "b on 2026-01-02 and 2026-01-03 (24 h between their starts, on one " \
+                                             "processor model (Intel Xeon))"
     assert not repro.same_host(alike, {})        # an unrecorded host is never the same
     table = repro.repro_tex([across], manifests)
     assert "(cccccccccc+; AMD EPYC)" in table and "(cccccccccc+; Intel Xeon)" in table
@@ -63,7 +70,9 @@ def test_the_first_page_lists_the_runs_measured_from_uncommitted_code(tmp_path, 
     note = render.dirty_runs_tex(manifests)
     assert "1 of the 2 runs this paper uses" in note and "20260102T000000Z-quick" in note
     assert "20260101T000000Z-quick" not in note and "cccccccccc+" in note
-    assert "all 1 runs this paper uses were measured from committed code" in render.dirty_runs_tex(manifests[:1])
+    assert "the one run this paper uses was measured from committed code" in render.dirty_runs_tex(manifests[:1])
+    assert "all 2 runs this paper uses were measured from committed code" in render.dirty_runs_tex(
+        [manifests[0], dataclasses.replace(manifests[0], run_id="20260103T000000Z-quick")])
 
 
 def test_a_set_of_part_runs_is_printed_by_its_first_part_wherever_the_paper_names_a_run(tmp_path, monkeypatch):

@@ -319,6 +319,12 @@ class WritePattern:
 ApartValues = tuple[float, float, float, float]      # (t0 s, c0 B/s, r_max writes/s, c_helper B/s)
 
 
+def beside_writer(rate: ArrayLike, c: float, r_max: float) -> np.ndarray:
+    """Commit throughput beside a writer at `rate` writes/s for a layout committed at `c` alone (B/s; 0 at or above
+    r_max): c(r) = c·(1 − r/r_max), the writer taking the device's time in proportion to its rate."""
+    return c * np.maximum(1 - np.asarray(rate, dtype=float) / r_max, 0.0)
+
+
 @dataclass(frozen=True)
 class ApartParameters:
     """The consolidation model with every parameter measured apart from the deletions it predicts:
@@ -349,16 +355,11 @@ class ApartParameters:
         t0, c0, rm, ch = (e.value for e in self.estimates)
         return t0, c0, rm, ch
 
-    def c(self, rate: ArrayLike, c: float, r_max: float) -> np.ndarray:
-        """Commit throughput beside a writer at `rate` writes/s for a layout committed at `c` alone (B/s; 0 at or
-        above r_max)."""
-        return c * np.maximum(1 - np.asarray(rate, dtype=float) / r_max, 0.0)
-
     def commit_s(self, delta: float, rate: float, helper: bool = False, values: ApartValues | None = None) -> float:
         """t = t0 + D/c(r) (s; inf when the writer leaves the commit nothing) for the delta (helper False) or a
         helper's layout, at `values`."""
         t0, c0, rm, ch = values or self.values
-        c = float(self.c(rate, ch if helper else c0, rm))
+        c = float(beside_writer(rate, ch if helper else c0, rm))
         return t0 + delta / c if c > 0 else math.inf
 
     def simulate(self, d0: float, rate: float, threshold: float, values: ApartValues | None = None,
@@ -367,18 +368,19 @@ class ApartParameters:
         delta's throughput, the later ones and the stun at a helper's, the helper growing as the write pattern says
         over each iteration's writes)."""
         t0, c0, rm, ch = values or self.values
-        c, c_later = float(self.c(rate, c0, rm)), float(self.c(rate, ch, rm))
+        c, c_later = float(beside_writer(rate, c0, rm)), float(beside_writer(rate, ch, rm))
         if c <= 0 or c_later <= 0:
             return Deletion((), (), d0, False, math.nan, math.nan)
         return iterate(d0, 0.0, c, threshold, t0=t0, c_idle=ch, c_later=c_later,
                        grow=lambda seconds: float(self.pattern.grown(rate * seconds)), **kw)
 
-    def log_se(self, f: Callable[[ApartValues], float]) -> tuple[float, float]:
+    def log_se(self, f: Callable[[ApartValues], float], at: float | None = None) -> tuple[float, float]:
         """The standard error of ln f(t0, c0, r_max, c_helper) from the measured parameters' standard errors (the
         delta method with central differences; each parameter's se from its 95 % interval with `dof`), and its
-        degrees of freedom (dof: all come from the same repeats). nan when f is not positive and finite."""
+        degrees of freedom (dof: all come from the same repeats). nan when f is not positive and finite. `at`: f at
+        the measured values when the caller has it already (a deletion's simulation is not run twice)."""
         base = self.values
-        y = f(base)
+        y = f(base) if at is None else at
         if not (y > 0 and math.isfinite(y)) or self.dof < 1:
             return math.nan, 0.0
         tq = float(stats.t.ppf(0.5 + CONFIDENCE / 2, self.dof))
@@ -415,4 +417,4 @@ def mean_estimate(samples: ArrayLike) -> Estimate:
 
 __all__ = ["CONFIDENCE", "next_delta", "commit_time_s", "fixed_point", "converges", "iterations_needed", "Deletion",
            "iterate", "Estimate", "ConsolidationFit", "fit_commit", "fit_dirty", "fit", "synthetic_iterations",
-           "dirty_bytes", "WritePattern", "ApartValues", "ApartParameters", "mean_estimate"]
+           "dirty_bytes", "WritePattern", "ApartValues", "beside_writer", "ApartParameters", "mean_estimate"]

@@ -112,20 +112,6 @@ def engines_qcow2(values: Mapping[str, Value]) -> str:
     return "of the four qcow2 intervals, " + ", and ".join(said)
 
 
-# The models as the discussion's prose names them (heldout.MODEL_WORDS are the table's shorter labels)
-MODEL_NAMES = {("db_snapshots", "copy_work"): "the copy-work model of a database snapshot's duration",
-               ("db_snapshots", "cost"): "the per-page cost model of database snapshots",
-               ("lifecycle", "seek"): "the seek-span model",
-               ("lifecycle", "consolidation"): "the consolidation model",
-               ("lifecycle", "consolidation_apart"): "the consolidation model with its parameters measured apart",
-               ("chain_length", "chain"): "the chain model",
-               ("metadata_cache", "cost"): "the metadata-cache cost model",
-               ("memory_dump", "after"): "the dump-time model that waits after the write",
-               ("memory_dump", "overlap"): "the dump-time model whose wait overlaps the write",
-               ("memory_dump", "oversleep"): "the dump-time model with a free term per wait",
-               ("memory_dump", "zero_skip"): "the dump-time model that skips zero blocks",
-               ("tiering", "misplacement"): "the misplacement model"}
-
 # The models the body's discussion names besides those it draws advice from (prose.ADVICE_MODELS), each by the
 # held-out test the body quotes: (its verdict's key, the model and the test in words, the rule the paper would draw
 # from it if it predicted: '' none). Their verdicts are generated (heldout_others), not presumed by the heading.
@@ -155,7 +141,7 @@ def heldout_predicting(values: Mapping[str, Value]) -> str:
     names = []
     for (study, model), passed in tests.items():
         if any(passed):
-            name = MODEL_NAMES.get((study, model), f"the {study} {model} model")
+            name = heldout.model_prose(study, model)
             names.append(name if len(passed) == 1 else f"{name} (in {sum(passed)} of its {len(passed)} tests)")
     return _join(names) if names else "none"
 
@@ -196,5 +182,5 @@ def clause_values(values: Mapping[str, Value]) -> list[Value]:
             Value("paper.clause.heldout_others", text=heldout_others(values))]
 
 
-__all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "engines_qcow2", "MODEL_NAMES",
+__all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "engines_qcow2",
            "OTHER_MODELS", "heldout_predicting", "heldout_others", "clause_values"]

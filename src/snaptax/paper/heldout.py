@@ -15,19 +15,48 @@ MARK = ".heldout."
 # The verdict models.heldout gives a model within its held-out bound (the paper layer reads values, not models, so it
 # compares the verdict's word)
 PREDICTS = "predicts"
-# The models as the paper names them: (study, model) → words
-MODEL_WORDS = {("metadata_cache", "cost"): "metadata cache: misses and cost",
-               ("chain_length", "chain"): "chain service time",
-               ("db_snapshots", "cost"): "database snapshots: T0, tau1, tau2",
-               ("db_snapshots", "copy_work"): "database snapshots: T0 + beta C",
-               ("memory_dump", "after"): "dump time: wait after the write",
-               ("memory_dump", "overlap"): "dump time: wait overlaps the write",
-               ("memory_dump", "oversleep"): "dump time: wait plus delta",
-               ("memory_dump", "zero_skip"): "dump time: zero blocks skipped",
-               ("lifecycle", "consolidation"): "consolidation by helper snapshots",
-               ("lifecycle", "consolidation_apart"): "consolidation, parameters measured apart",
-               ("lifecycle", "seek"): "seek span (datasheet)",
-               ("tiering", "misplacement"): "tiering misplacement"}
+
+@dataclass(frozen=True)
+class ModelName:
+    """How the paper names a model: its short label (the models table and the held-out figure) and its name in the
+    discussion's sentences."""
+    label: str
+    prose: str
+
+
+# The models the paper names, one entry each: (study, model) → ModelName
+MODEL_NAMES = {
+    ("metadata_cache", "cost"): ModelName("metadata cache: misses and cost", "the metadata-cache cost model"),
+    ("chain_length", "chain"): ModelName("chain service time", "the chain model"),
+    ("db_snapshots", "cost"): ModelName("database snapshots: T0, tau1, tau2",
+                                        "the per-page cost model of database snapshots"),
+    ("db_snapshots", "copy_work"): ModelName("database snapshots: T0 + beta C",
+                                             "the copy-work model of a database snapshot's duration"),
+    ("memory_dump", "after"): ModelName("dump time: wait after the write",
+                                        "the dump-time model that waits after the write"),
+    ("memory_dump", "overlap"): ModelName("dump time: wait overlaps the write",
+                                          "the dump-time model whose wait overlaps the write"),
+    ("memory_dump", "oversleep"): ModelName("dump time: wait plus delta",
+                                            "the dump-time model with a free term per wait"),
+    ("memory_dump", "zero_skip"): ModelName("dump time: zero blocks skipped",
+                                            "the dump-time model that skips zero blocks"),
+    ("lifecycle", "consolidation"): ModelName("consolidation by helper snapshots", "the consolidation model"),
+    ("lifecycle", "consolidation_apart"): ModelName("consolidation, parameters measured apart",
+                                                    "the consolidation model with its parameters measured apart"),
+    ("lifecycle", "seek"): ModelName("seek span (datasheet)", "the seek-span model"),
+    ("tiering", "misplacement"): ModelName("tiering misplacement", "the misplacement model")}
+
+
+def model_label(study: str, model: str) -> str:
+    """A model's short label (MODEL_NAMES), or its study and key for one the table does not name."""
+    name = MODEL_NAMES.get((study, model))
+    return name.label if name else f"{study} {model}".strip()
+
+
+def model_prose(study: str, model: str) -> str:
+    """A model's name in a sentence (MODEL_NAMES), or 'the <study> <model> model'."""
+    name = MODEL_NAMES.get((study, model))
+    return name.prose if name else f"the {study} {model} model"
 
 
 @dataclass(frozen=True)
@@ -42,7 +71,7 @@ class ModelRow:
 
     @property
     def words(self) -> str:
-        return MODEL_WORDS.get((self.study, self.model), f"{self.study} {self.model}")
+        return model_label(self.study, self.model)
 
     def text(self, name: str) -> str:
         v = self.get(name)
@@ -100,4 +129,5 @@ def heldout_values(values: Mapping[str, Value]) -> list[Value]:
             Value("paper.heldout.predicts", float(sum(r.text("verdict") == PREDICTS for r in rs)), "models")]
 
 
-__all__ = ["PREDICTS", "MODEL_WORDS", "ModelRow", "rows", "error_cell", "heldout_tex", "heldout_values"]
+__all__ = ["PREDICTS", "MODEL_NAMES", "ModelName", "model_label", "model_prose", "ModelRow", "rows", "error_cell",
+           "heldout_tex", "heldout_values"]

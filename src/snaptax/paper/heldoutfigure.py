@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import altair as alt
 import pandas as pd
 
-from .heldout import MODEL_WORDS
+from .heldout import MODEL_NAMES, model_label
 
 FIGURE = "heldout-predicted"
 # The model a study's `heldout` holds when it holds one test (its name in the values `<study>.<model>.heldout.*`).
@@ -52,15 +52,15 @@ def tests_of(study: str, heldout: Any) -> list[tuple[str, Test]]:
     configuration and job, or by (device role, model) (memory_dump)."""
     if _is_test(heldout):
         model = SINGLE_MODEL.get(study, "model")
-        return [(MODEL_WORDS.get((study, model), f"{study} {model}"), heldout)]
+        return [(model_label(study, model), heldout)]
     if not isinstance(heldout, Mapping):
         return []
     out = []
     for key in sorted(heldout, key=str):
         parts = [str(k) for k in (key if isinstance(key, tuple) else (key,))]
-        models = [p for p in parts if (study, p) in MODEL_WORDS]
+        models = [p for p in parts if (study, p) in MODEL_NAMES]
         model = models[0] if models else {"chain_length": "chain"}.get(study, "")
-        words = MODEL_WORDS.get((study, model), f"{study} {model}".strip())
+        words = model_label(study, model)
         rest = [p for p in parts if p != model]
         out.append((f"{words} ({', '.join(rest)})" if rest else words, heldout[key]))
     return [(name, h) for name, h in out if _is_test(h)]

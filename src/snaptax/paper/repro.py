@@ -4,6 +4,7 @@ rerun against the paper-grade one: does `make paper` find what the paper prints?
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -67,6 +68,32 @@ def same_host(comparison: compare.RunComparison, manifests: dict[str, Manifest])
     return len(hosts) == 1 and "?" not in hosts
 
 
+def started(m: Manifest) -> datetime | None:
+    """When a run started measuring (UTC), None when its manifest's time is unreadable."""
+    try:
+        return datetime.fromisoformat(m.started_utc.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def days_clause(comparisons: list[compare.RunComparison], manifests: dict[str, Manifest]) -> str:
+    """The pairs whose two runs started on different UTC dates (issue 49: a study measured again on another day),
+    in words: each with both dates, the hours between the two starts, and whether both hosts had one processor
+    model; 'none' when every pair was measured on one day."""
+    parts = []
+    for c in comparisons:
+        ma, mb = manifests.get(c.run_a), manifests.get(c.run_b)
+        if ma is None or mb is None or (ta := started(ma)) is None or (tb := started(mb)) is None \
+                or ta.date() == tb.date():
+            continue
+        hours = abs((tb - ta).total_seconds()) / 3600
+        host = (f"on one processor model ({ma.host_label})" if same_host(c, manifests)
+                else f"on two processor models ({ma.host_label}; {mb.host_label})")
+        parts.append(f"{c.study} on {ta.date().isoformat()} and {tb.date().isoformat()} ({hours:.0f} h between "
+                     f"their starts, {host})")
+    return "; ".join(parts) or "none"
+
+
 def repro_values(comparisons: list[compare.RunComparison], manifests: dict[str, Manifest]) -> list[Value]:
     same = sum(c.verdicts_reproduced for c in comparisons)
     total = sum(len(c.verdicts) for c in comparisons)
@@ -77,12 +104,17 @@ def repro_values(comparisons: list[compare.RunComparison], manifests: dict[str, 
     inconsistent = sum(len(c.inconsistent) for c in comparisons)
     comparable = sum(sum(v.comparable for v in c.values) for c in comparisons)
     on_one_host = sum(same_host(c, manifests) for c in comparisons)
-    hosts = (f"all {on_one_host} pairs ran both their runs on one host model" if on_one_host == len(comparisons)
-             else f"{on_one_host} of the {len(comparisons)} pairs ran both runs on one host model; the others "
-                  "straddle a move between the two 2-core hosts this paper was built on")
+    if on_one_host == len(comparisons) == 1:
+        hosts = "the one pair ran both its runs on one host model"
+    elif on_one_host == len(comparisons):
+        hosts = f"all {on_one_host} pairs ran both their runs on one host model"
+    else:
+        hosts = (f"{on_one_host} of the {len(comparisons)} pairs ran both runs on one host model; the others "
+                 "straddle a move between the two 2-core hosts this paper was built on")
     return [Value("paper.repro.studies", float(len(comparisons)), "studies"),
             Value("paper.repro.same_host", float(on_one_host), "studies"),
             Value("paper.repro.hosts", text=hosts),
+            Value("paper.repro.days", text=days_clause(comparisons, manifests)),
             Value("paper.repro.verdicts_same", float(same), "rows"),
             Value("paper.repro.verdicts_total", float(total), "rows"),
             Value("paper.repro.decisive_same", float(decisive_same), "rows"),

@@ -159,3 +159,12 @@ def test_the_raid1_balance_the_vm_after_the_commit_and_the_deletion_s_rates_are_
     # the deletion's per-second samples come from one timeline: not judged
     for label in ("C000-7", "C000-8", "C000-10"):
         assert verdict(o[label].claim, o[label].ours) == "not judged", label
+
+
+def test_an_iteration_s_writes_are_counted_in_its_window_and_stop_with_the_writer():
+    series = [(1.0, 100.0), (2.0, 100.0), (3.0, 50.0)]          # (end of second, writes/s), fio started at t=10
+    assert an._writer_writes(series, 10.0, 10.0, 13.0) == pytest.approx(250.0)
+    assert an._writer_writes(series, 10.0, 10.5, 11.25) == pytest.approx(75.0)   # parts of two seconds
+    # the writer stopped at t=13: a window to t=20 counts what it wrote, where rate × time would count 7 s of it
+    assert an._writer_writes(series, 10.0, 12.0, 20.0) == pytest.approx(50.0)
+    assert an._writer_writes([], 10.0, 0.0, 5.0) == 0.0

@@ -134,3 +134,17 @@ def test_the_second_design_measures_a_helper_s_throughput_and_predicts_with_it()
     assert apart.apart_tests(one, dels, its, P)[0][(apart.MODEL, "commit")].verdict == ho.DESCRIPTIVE
     v = {x.key: x for x in apart.apart_values("lifecycle", ap, tests, outcomes)}
     assert v["lifecycle.consolidation_apart.c_helper_mib_s"].value == pytest.approx(2.0, rel=0.05)
+
+
+def test_an_iteration_s_growth_is_predicted_from_the_writes_counted_not_rate_times_time():
+    """A writer that stopped halfway through each iteration (its load window ended) grew each helper by half the
+    writes: predicted from the writes counted in the window, and not from rate × time."""
+    ap = apart.measured(apart_rows(helper=True), PATTERN)
+    assert ap is not None
+    dels, its = deletions_by(ap.parameters, [20.0, 40.0])
+    its["writes"] = its.writer_iops * its.seconds / 2
+    its["grown"] = [float(PATTERN.grown(w)) for w in its.writes]
+    counted, _ = apart.apart_tests(ap, dels, its, P)
+    assert counted[(apart.MODEL, "growth")].verdict == ho.PREDICTS, counted[(apart.MODEL, "growth")].reason
+    timed, _ = apart.apart_tests(ap, dels, its.drop(columns="writes"), P)
+    assert timed[(apart.MODEL, "growth")].verdict == ho.DESCRIPTIVE

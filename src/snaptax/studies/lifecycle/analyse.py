@@ -158,6 +158,13 @@ def _writer_rate(series: list, t_start: float, a: float, b: float) -> float:
     return float(np.mean(vals)) if vals else math.nan
 
 
+def _writer_writes(series: list, t_start: float, a: float, b: float) -> float:
+    """The writes a fio run's per-second series holds in [a, b] on the timeline: each second's rate times the part of
+    that second inside the window. Unlike rate × (b − a), it counts nothing after the writer stopped (a load window
+    that ends inside an iteration) and the fraction of a second a short iteration spans."""
+    return float(sum(v * max(0.0, min(b, t_start + end) - max(a, t_start + end - 1.0)) for end, v in series))
+
+
 def deletion_tables(record: RunRecord) -> tuple[pd.DataFrame, pd.DataFrame]:
     dels, its = [], []
     for m in record.measurements:
@@ -179,6 +186,7 @@ def deletion_tables(record: RunRecord) -> tuple[pd.DataFrame, pd.DataFrame]:
         for it in info.get("iterations", []):
             its.append({"variant": m.variant, "index": m.index, "k": it["k"],
                         "writer_iops": _writer_rate(writer, t0, it["t_start"], it["t_end"]) if writer else math.nan,
+                        "writes": _writer_writes(writer, t0, it["t_start"], it["t_end"]) if writer else math.nan,
                         "delta": it["committed_bytes"], "seconds": it["seconds"], "grown": it["helper_bytes"]})
     return pd.DataFrame(dels), pd.DataFrame(its)
 

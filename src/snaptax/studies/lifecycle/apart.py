@@ -35,6 +35,7 @@ import pandas as pd
 from ...models import consolidation as cm, heldout as ho
 from ...record import RunRecord
 from ...values import Value, heldout_values
+from .heldout import outcome_words
 from .plan import APART, LifecycleParameters, qcow2_config
 
 MODEL = "consolidation_apart"
@@ -132,9 +133,8 @@ class ApartOutcomes:
         return sum(m == p for _, _, m, p in self.rows)
 
     def words(self, variant: str) -> str:
-        def said(converged: bool) -> str:
-            return "converged" if converged else "did not converge"
-        return next((f"{said(m)} (predicted: {said(p)})" for v, _, m, p in self.rows if v == variant), "")
+        """What happened to `variant`'s deletion and what the parameters measured apart said ('' if none)."""
+        return next((outcome_words(m, p) for v, _, m, p in self.rows if v == variant), "")
 
 
 def _load_s(load: str, p: LifecycleParameters) -> float:
@@ -157,10 +157,13 @@ def apart_tests(ap: Apart, deletions: pd.DataFrame, iterations: pd.DataFrame, p:
 
         def commit(v: cm.ApartValues, d: float = d, r: float = r, helper: bool = helper) -> float:
             return m.commit_s(d, r, helper, v)
-        se, dof = m.log_se(commit)
+        se, dof = m.log_se(commit, pred)
         points["commit"].append(ho.PointError(label, pred if math.isfinite(pred) else math.nan, se, dof, t,
                                               ap.spread(helper), ap.dof))
-        points["growth"].append(ho.PointError(label, float(m.pattern.grown(r * t)), 0.0, math.nan,
+        # the writes counted in the iteration's window (analyse._writer_writes), not r·t: a load that stops inside
+        # an iteration writes only until it stops
+        writes = float(it.writes) if "writes" in it and math.isfinite(float(it.writes)) else r * t
+        points["growth"].append(ho.PointError(label, float(m.pattern.grown(writes)), 0.0, math.nan,
                                               float(it.grown), ap.growth_spread, ap.dof))
     dels = deletions[deletions.method == "iterative"] if not deletions.empty else deletions
     rows: list[tuple[str, int, bool, bool]] = []
@@ -175,7 +178,7 @@ def apart_tests(ap: Apart, deletions: pd.DataFrame, iterations: pd.DataFrame, p:
         sim = m.simulate(float(dl.delta0_mib) * (1 << 20), float(dl.writer_iops), float(p.helper_threshold_bytes),
                          max_iterations=int(p.scale.max_iterations), max_stun_s=float(p.max_consolidate_s),
                          load_s=_load_s(str(dl.load), p))
-        se, dof = m.log_se(total)
+        se, dof = m.log_se(total, sim.total_s)
         points["time"].append(ho.PointError(f"{dl.variant}#{int(dl['index'])}", sim.total_s, se, dof,
                                             float(dl.seconds), ap.commit_spread, ap.dof))
         rows.append((str(dl.variant), int(dl["index"]), bool(dl.converged), bool(sim.converged)))

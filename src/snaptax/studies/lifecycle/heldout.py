@@ -30,6 +30,13 @@ PREDICTS = {"commit": "each iteration's commit time of a deletion it was not fit
             "growth": "each iteration's helper growth of a deletion it was not fitted on"}
 
 
+def outcome_words(measured: bool, predicted: bool | None) -> str:
+    """A deletion's outcome and a model's prediction of it in words (predicted None: not tested)."""
+    def said(converged: bool) -> str:
+        return "converged" if converged else "did not converge"
+    return f"{said(measured)} ({'not tested' if predicted is None else f'predicted: {said(predicted)}'})"
+
+
 @dataclass(frozen=True)
 class OutcomeCheck:
     """Leave-one-deletion-out outcomes: per held-out deletion (variant, index) whether it converged, whether the
@@ -47,13 +54,8 @@ class OutcomeCheck:
 
     def words(self, variant: str) -> str:
         """What happened to `variant`'s held-out deletion and what the model fitted without it said ('' if none)."""
-        def said(converged: bool) -> str:
-            return "converged" if converged else "did not converge"
-        for v, _, measured, predicted, _ in self.rows:
-            if v == variant:
-                told = "not tested" if predicted is None else f"predicted: {said(predicted)}"
-                return f"{said(measured)} ({told})"
-        return ""
+        return next((outcome_words(measured, predicted) for v, _, measured, predicted, _ in self.rows
+                     if v == variant), "")
 
     @property
     def majority(self) -> int:
@@ -133,4 +135,4 @@ def heldout_tests(deletions: pd.DataFrame, iterations: pd.DataFrame, threshold: 
     return tests, OutcomeCheck(tuple(outcomes))
 
 
-__all__ = ["PREDICTS", "OutcomeCheck", "heldout_tests"]
+__all__ = ["PREDICTS", "outcome_words", "OutcomeCheck", "heldout_tests"]
