@@ -21,6 +21,7 @@ from typing import Any
 from . import claims as claimsmod, judged, profiles, registration
 from .claims import Outcome
 from .errors import ConfigError
+from .record.parts import short_run_id
 from .values import DerivedValues, Value, format_number
 
 FORMATS = ("text", "markdown", "csv", "json")
@@ -174,7 +175,7 @@ def run_line(study: str, run: str, flagged: int, emulated: int, registration: st
     judged_by = (f" (judged by registration {registration}" + ("" if pre_registered else
                                                                ", which it predates: not pre-registered") + ")"
                  if registration else "")
-    return f"{study}: run {run}{judged_by}{late}"
+    return f"{study}: run {short_run_id(run)}{judged_by}{late}"
 
 
 def _legend(rows: list[Row]) -> list[str]:
@@ -300,7 +301,7 @@ def _markdown(rows: list[Row], rig: str, profile: str) -> str:
     body = [[r.outcome.claim.seed_label, r.outcome.claim.statement, f"{r.outcome.claim.cite}, {r.outcome.claim.where}",
              claimsmod.published_str(r.outcome.claim), ours_cell(r.outcome), ratio_cell(r.outcome),
              claimsmod.tolerance_str(r.outcome.claim), verdict_cell(r.outcome, "; "), ", ".join(r.marks), r.study,
-             r.run + (f" ({r.flagged} of {r.emulated} flagged)" if r.flagged else "")] for r in rows]
+             short_run_id(r.run) + (f" ({r.flagged} of {r.emulated} flagged)" if r.flagged else "")] for r in rows]
     out = [_headline(rows, rig, profile) + ".", "", *_md_table(MARKDOWN_HEADER, body), "", "Tally per seed (rows by "
            "verdict):", "", *_md_table(TALLY_HEADER, _tally_rows(rows))]
     legend = _legend(rows)

@@ -117,11 +117,12 @@ def _allow_dirty(args: argparse.Namespace) -> None:
 
 def cmd_render(args: argparse.Namespace) -> int:
     from .paper import render
+    from .record import short_run_id
 
     _check_rig_and_profile(args, reading=True)
     paper = render.render_all(args.rig, args.profile, paper_dir=Path(args.paper_dir) if args.paper_dir else None)
     for r in paper.studies:
-        print(f"{r.study}: {r.run}")
+        print(f"{r.study}: {short_run_id(r.run.name)}")
     if paper.tool_drift:
         print(f"note: {paper.tool_drift}", file=sys.stderr)
     for sentence in paper.outdated:
@@ -241,6 +242,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_infer(args: argparse.Namespace) -> int:
     from . import inferpoints, operatingpoints, standins
     from .errors import ConfigError
+    from .record import short_run_id
 
     _check_rig_and_profile(args)
     known = [s.id for s in standins.STAND_INS if s.source == "inferred"]
@@ -256,7 +258,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         if s.source != "inferred":
             continue
         p = points.get(s.id)
-        print(f"{s.id}: {p.value:.4f} [{p.low:.4f}, {p.high:.4f}] from {p.run} (calibrating {p.calibrating})" if p
+        print(f"{s.id}: {p.value:.4f} [{p.low:.4f}, {p.high:.4f}] from {short_run_id(p.run)} "
+              f"(calibrating {p.calibrating})" if p
               else f"{s.id}: not inferred (no {args.profile} run of {s.value_key.split('.')[0]} gives {s.value_key})")
     if not points:
         print("nothing inferred: no operating point file written")

@@ -230,6 +230,13 @@ def test_the_bandwidth_interval_has_no_upper_end_where_its_inverse_reaches_its_f
         np.random.default_rng(5).normal(0, 0.02, len(b)))
     f = md.fit("after", m, b, w, t)
     assert f.profiled and f.ci95["bw_mib_s"][1] == math.inf and 0 < f.ci95["bw_mib_s"][0] < math.inf
+    assert f.params["bw_mib_s"] == math.inf or f.params["bw_mib_s"] < 1e9       # never 1e3/floor
+
+
+def test_a_bandwidth_estimate_on_its_inverse_s_floor_is_unbounded_not_ten_to_the_twelve():
+    floor = 1e-9
+    assert md.bandwidth_estimate(floor, floor) == math.inf
+    assert md.bandwidth_estimate(4.0, floor) == 250.0
 
 
 def _failing_inner_fits(monkeypatch, below: int) -> None:

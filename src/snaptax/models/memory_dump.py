@@ -350,7 +350,7 @@ def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: Arr
     params: dict[str, float] = {"s0_ms": float(theta[0])}
     ci: dict[str, tuple[float, float]] = {"s0_ms": ends[0]}
     tau, (tau_lo, tau_hi) = float(theta[1]), ends[1]
-    params["bw_mib_s"] = 1e3 / tau                                # MiB per ms⁻¹ → MiB/s
+    params["bw_mib_s"] = bandwidth_estimate(tau, float(lower[1]))
     ci["bw_mib_s"] = bandwidth_interval(tau_lo, tau_hi, float(lower[1]))
     if k == 3:
         name = names[2]
@@ -362,6 +362,12 @@ def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: Arr
                    tuple(n for n, b in zip(names, at_bound, strict=True) if b), profiled,
                    tuple(tuple(map(float, x)) for x in (m, b, w, t)), (tuple(map(float, lower)),
                                                                       tuple(map(float, upper))))
+
+
+def bandwidth_estimate(tau: float, floor: float) -> float:
+    """The bandwidth (MiB/s) from 1/bw (ms per MiB): 1e3/(1/bw), MiB per ms⁻¹ → MiB/s; inf where 1/bw's estimate sits
+    on its floor (the data put no time on a block's bytes: no finite bandwidth, not 10^12 MiB/s as if measured)."""
+    return math.inf if tau <= floor * (1 + 1e-6) else 1e3 / tau
 
 
 def bandwidth_interval(tau_lo: float, tau_hi: float, floor: float) -> tuple[float, float]:
@@ -579,5 +585,5 @@ def wait_for_duty_s(block_bytes: ArrayLike, duty: float, s0_s: float, bw_bytes_s
 
 
 __all__ = ["PAGE", "MODELS", "WalkerPoint", "iterations", "service_s", "seed_estimate_s", "dump_time_s",
-           "DumpFit", "fit", "fit_all", "delta_aic", "physical_bounds", "bandwidth_interval", "implied_oversleep_ms",
+           "DumpFit", "fit", "fit_all", "delta_aic", "physical_bounds", "bandwidth_estimate", "bandwidth_interval", "implied_oversleep_ms",
            "implied_zero_fraction", "two_point_after", "duty_cycle", "wait_for_duty_s"]

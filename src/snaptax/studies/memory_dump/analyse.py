@@ -194,7 +194,8 @@ def models_table(fits: dict[str, dict[str, md.DumpFit]]) -> pd.DataFrame:
             for p in ("s0_ms", "bw_mib_s", "delta_ms", "z"):
                 if p in f.params:
                     lo, hi = f.ci95[p]
-                    row[p] = f"{f.params[p]:.3g} [{end_text(lo, _3g)}, {end_text(hi, _3g)}]"
+                    est = "unbounded" if math.isinf(f.params[p]) else _3g(f.params[p])
+                    row[p] = f"{est} [{end_text(lo, _3g)}, {end_text(hi, _3g)}]"
                 else:
                     row[p] = ""
             row.update({"rms_pct": round(f.rms_pct, 2), "delta_aic": round(d[name], 1)})
