@@ -41,7 +41,9 @@ def test_the_reruns_table_names_each_runs_commit_and_host_and_counts_pairs_on_on
                         ("20260103T000000Z-quick", xeon)):
         monkeypatch.setattr(provenance, "collect", lambda cpu=cpu: {"git": {"commit": "c" * 40, "dirty": True},
                                                                     "host": {"cpu": cpu}})
-        manifests[run_id] = RunRecord.load(publish(tmp_path, "chain_length", run_id, 1.0)).manifest
+        m = RunRecord.load(publish(tmp_path, "chain_length", run_id, 1.0)).manifest
+        # started as the run's id says (a test publishes now)
+        manifests[run_id] = dataclasses.replace(m, started_utc=f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}T00:00:00Z")
     across = compare.RunComparison("a", "20260101T000000Z-quick", "20260102T000000Z-quick", (), ())
     alike = compare.RunComparison("b", "20260102T000000Z-quick", "20260103T000000Z-quick", (), ())
     values = {v.key: v for v in repro.repro_values([across, alike], manifests)}
@@ -50,10 +52,10 @@ def test_the_reruns_table_names_each_runs_commit_and_host_and_counts_pairs_on_on
     alone = {v.key: v for v in repro.repro_values([alike], manifests)}
     assert alone["paper.repro.hosts"].text == "the one pair ran both its runs on one host model"
     # a pair measured on two dates is named with both dates, the hours between its starts and its hosts
-    assert values["paper.repro.days"].text == ("a on 2026-01-01 and 2026-01-02 (24 h between their starts, on two "
-                                               "processor models (AMD EPYC; Intel Xeon))")
-    assert alone["paper.repro.days"].text == "b on 2026-01-02 and 2026-01-03 (24 h between their starts, on one " \
-                                             "processor model (Intel Xeon))"
+    b_days = "b on 2026-01-02 and 2026-01-03 (24 h between their starts; both on one processor model, Intel Xeon)"
+    assert values["paper.repro.days"].text == ("a on 2026-01-01 and 2026-01-02 (24 h between their starts; on two "
+                                               f"processor models, AMD EPYC and Intel Xeon); {b_days}")
+    assert alone["paper.repro.days"].text == b_days
     assert not repro.same_host(alike, {})        # an unrecorded host is never the same
     table = repro.repro_tex([across], manifests)
     assert "(cccccccccc+; AMD EPYC)" in table and "(cccccccccc+; Intel Xeon)" in table

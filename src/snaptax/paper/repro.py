@@ -87,10 +87,10 @@ def days_clause(comparisons: list[compare.RunComparison], manifests: dict[str, M
                 or ta.date() == tb.date():
             continue
         hours = abs((tb - ta).total_seconds()) / 3600
-        host = (f"on one processor model ({ma.host_label})" if same_host(c, manifests)
-                else f"on two processor models ({ma.host_label}; {mb.host_label})")
+        host = (f"both on one processor model, {ma.host_label}" if same_host(c, manifests)
+                else f"on two processor models, {ma.host_label} and {mb.host_label}")
         parts.append(f"{c.study} on {ta.date().isoformat()} and {tb.date().isoformat()} ({hours:.0f} h between "
-                     f"their starts, {host})")
+                     f"their starts; {host})")
     return "; ".join(parts) or "none"
 
 
