@@ -585,5 +585,5 @@ def wait_for_duty_s(block_bytes: ArrayLike, duty: float, s0_s: float, bw_bytes_s
 
 
 __all__ = ["PAGE", "MODELS", "WalkerPoint", "iterations", "service_s", "seed_estimate_s", "dump_time_s",
-           "DumpFit", "fit", "fit_all", "delta_aic", "physical_bounds", "bandwidth_estimate", "bandwidth_interval", "implied_oversleep_ms",
-           "implied_zero_fraction", "two_point_after", "duty_cycle", "wait_for_duty_s"]
+           "DumpFit", "fit", "fit_all", "delta_aic", "physical_bounds", "bandwidth_estimate", "bandwidth_interval",
+           "implied_oversleep_ms", "implied_zero_fraction", "two_point_after", "duty_cycle", "wait_for_duty_s"]

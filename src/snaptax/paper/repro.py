@@ -4,8 +4,8 @@ rerun against the paper-grade one: does `make paper` find what the paper prints?
 from __future__ import annotations
 
 import math
-from datetime import datetime
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from .. import compare, derived, profiles
