@@ -66,6 +66,10 @@ def run_values(record: RunRecord) -> list[Value]:
     # flagged fills: the writes that lay a device out before anything is timed (phases fill and prefill), which no
     # ratio or claim reads
     flagged_fills = sum(1 for x in record.measurements if x.flagged and x.phase in ("fill", "prefill"))
+    by_phase: dict[str, int] = {}
+    for x in record.measurements:
+        if x.flagged:
+            by_phase[x.phase] = by_phase.get(x.phase, 0) + 1
     return [
         Value(f"{k}.id", text=short_run_id(m.run_id)), Value(f"{k}.profile", text=m.profile.name),
         Value(f"{k}.rig", text=m.rig), Value(f"{k}.device", text=m.device_label()),
@@ -81,6 +85,8 @@ def run_values(record: RunRecord) -> list[Value]:
         Value(f"{k}.worst_lateness_share_pct", worst_share, "%", digits=2),
         Value(f"{k}.flagged", float(late.flagged.sum()) if not late.empty else 0.0, "measurements"),
         Value(f"{k}.flagged_fills", float(flagged_fills), "measurements"),
+        # the phases the flagged measurements are in, as "<phase> <count>", for the sentence that says which
+        Value(f"{k}.flagged_phases", text=", ".join(f"{p} {n}" for p, n in sorted(by_phase.items())) or "none"),
         Value(f"{k}.emulated_measurements", float(len(late)), "measurements"),
         # the stand-ins this run measured at their inferred operating points, with the settings realised (their
         # calibrating statements are calibration for this run only: snaptax.judged)

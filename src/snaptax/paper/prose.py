@@ -201,8 +201,6 @@ FACTS: tuple[Fact, ...] = (
     Fact("tiering.sas_pool.lvmthin.worst_lateness_pct", "estimate_below",
          "tiering.tier_pool.lvmthin.worst_lateness_pct",
          "tiering.tex, LVM thin: the lateness is largest on the tiered pool, in its SSD-served phases"),
-    Fact("tiering.run.flagged_fills", "equals", "tiering.run.flagged",
-         "tiering.tex, set-up: the run's flagged measurements are fills, which no ratio reads"),
     # QEMU's NBD server serves at most 16 requests per connection (MAX_NBD_REQUESTS in nbd/server.c)
     Fact("chain_length.iodepth", "estimate_above", 16.0,
          "seed001.tex, metadata_cache.tex and threats.tex: fio's depth per job is more than the 16 requests the "

@@ -185,7 +185,12 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
             model_us: dict[str, dict[str, float]]) -> list[Value]:
     k, params = STUDY, record.parameters(TieringParameters)
     s = params.scale
+    read_phases = ("initial", *RATIO_PHASES)
     out = [Value(f"{k}.disk_mib", float(s.disk_bytes) / (1 << 20), "MiB"),
+           # how many of the emulator's flagged measurements are in a phase a claim's ratio reads, and which those are
+           Value(f"{k}.flagged_in_ratio_phases",
+                 float(sum(1 for x in record.measurements if x.flagged and x.phase in read_phases)), "measurements"),
+           Value(f"{k}.ratio_phases", text=", ".join(read_phases)),
            Value(f"{k}.iodepth", float(params.iodepth), ""),
            Value(f"{k}.phase_s", float(s.phase_s), "s"), Value(f"{k}.with_s", float(s.with_s), "s"),
            Value(f"{k}.settle_s", float(s.settle_s), "s"),
