@@ -1,8 +1,10 @@
 """snaptax.site: the offline companion site, built from the committed notebooks and the claims table of the committed
 data/ into a temporary directory. Every page is there, every relative link and source resolves to a file of the
-site, no page loads a script, stylesheet or image from the network, each seed page holds its claims rows and each
-notebook page its charts; and, in Debian's headless Chromium, the pages load from a local web server and from disk,
-every chart draws (an SVG with marks in its vega-embed container), and no request leaves the machine."""
+site, no page loads a script, stylesheet or image from the network, each seed page holds its claims rows, the charts
+of the notebooks that serve it and its models' held-out tests, and each notebook page its charts; a seed page says
+when no notebook or model serves it (from synthetic pages, without data); and, in Debian's headless Chromium, the
+pages load from a local web server and from disk, every chart draws (an SVG with marks in its vega-embed container),
+and no request leaves the machine."""
 from __future__ import annotations
 
 import functools
@@ -14,11 +16,16 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import nbformat
 import pytest
 
-from snaptax import browser, paths, seeds, site
+from snaptax import browser, claimstable, paths, profiles, seeds, site
 from snaptax.errors import SiteError
-from snaptax.site import assets, notebook
+from snaptax.models import heldout as ho
+from snaptax.paper.figures import NOTEBOOK_MIMETYPE
+from snaptax.paper.heldout import ModelRow, rows as model_rows
+from snaptax.site import assets, notebook, pages
+from snaptax.values import Value
 
 NOTEBOOKS = site.notebooks()
 VENDORED = [paths.SITE_JS_DIR / p.folder / f for p in assets.pins().values() for f in p.files]
@@ -31,7 +38,8 @@ LOADED = {("script", "src"), ("link", "href"), ("img", "src"), ("iframe", "src")
 
 
 class Links(HTMLParser):
-    """Every URL a page names in an attribute, with its tag; the ids it defines; its charts' containers."""
+    """Every URL a page names in an attribute, with its tag; the ids it defines; its charts' containers; the charts
+    of each notebook it shows (in a figure naming the notebook); its models' rows with their verdicts."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -39,6 +47,11 @@ class Links(HTMLParser):
         self.ids: set[str] = set()
         self.charts = 0
         self.claims = 0
+        self.figures: dict[str, int] = {}
+        self.models: list[tuple[str, str]] = []       # (study.model, verdict)
+        self._notebook = ""            # inside a figure of this notebook's chart
+        self._model = False            # inside a model's row ...
+        self._verdict = False          # ... and in its verdict's cell
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
@@ -46,8 +59,27 @@ class Links(HTMLParser):
             if a.get(name) is not None:
                 self.urls.append((tag, name, a[name] or ""))
         self.ids |= {v for k, v in attrs if k in ("id", "name") and v}
-        self.charts += "snaptax-chart" in (a.get("class") or "").split()
+        chart = "snaptax-chart" in (a.get("class") or "").split()
+        self.charts += chart
         self.claims += tag == "tr" and "data-claim" in a
+        if tag == "figure":
+            self._notebook = a.get("data-notebook") or ""
+        if chart and self._notebook:
+            self.figures[self._notebook] = self.figures.get(self._notebook, 0) + 1
+        if tag == "tr" and "data-model" in a:
+            self.models.append((a["data-model"] or "", ""))
+            self._model = True
+        self._verdict = self._model and tag == "td" and "verdict" in (a.get("class") or "").split()
+
+    def handle_endtag(self, tag: str) -> None:
+        self._notebook = "" if tag == "figure" else self._notebook
+        self._model = self._model and tag != "tr"
+        self._verdict = False
+
+    def handle_data(self, data: str) -> None:
+        if self._verdict:
+            model, verdict = self.models[-1]
+            self.models[-1] = (model, verdict + data)
 
 
 def parsed(page: Path) -> Links:
@@ -68,6 +100,17 @@ def built(tmp_path_factory):
         out = site.build(tmp / "site")
         print(f"site built in {time.monotonic() - t0:.1f} s: {len(out.pages)} pages, {out.charts} charts")
     return out
+
+
+@pytest.fixture(scope="module")
+def shown(built):
+    """The claims rows and models' held-out tests the committed site was built from, read back from the derived
+    values its build cached in its temporary directory."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("SNAPTAX_DATA_DIR", raising=False)
+        mp.setenv("SNAPTAX_DERIVED_DIR", str(built.root.parent / "derived"))
+        runs = claimstable.newest("local", profiles.DEFAULT)
+        return claimstable.rows("local", profiles.DEFAULT, runs), site.models_of(runs)
 
 
 @pytest.mark.committed
@@ -120,6 +163,90 @@ def test_seed_pages_hold_their_claims_and_notebook_pages_their_charts(built):
         page = parsed(built.root / nb.page)
         assert page.charts == len(notebook.charts(nb.read())) > 0, nb.page
     assert index.charts == 1
+
+
+@pytest.mark.committed
+@needs_vendored_js
+def test_seed_pages_show_their_notebooks_charts_and_their_models_tests(built, shown):
+    rows, models = shown
+    charts = {nb.path.stem: len(notebook.charts(nb.read())) for nb in NOTEBOOKS}
+    assert built.models == len(models) > 0
+    figures = tests = 0
+    for link in site.seed_links(rows, NOTEBOOKS):
+        page = parsed(built.root / link.page)
+        served = [Path(nb_page).stem for _, nb_page in link.notebooks]
+        assert page.figures == {nb: charts[nb] for nb in served if charts[nb]}, link.seed.id
+        assert page.charts - sum(page.figures.values()) in (0, 1), link.seed.id      # and its ratio chart
+        want = [(f"{r.study}.{r.model}", r.text("verdict")) for r in models if r.study in link.studies]
+        assert page.models == want, link.seed.id
+        assert all(v in (ho.PREDICTS, ho.DESCRIPTIVE) for _, v in want)
+        lacking = [st for st in link.studies if st not in {r.study for r in models}]
+        said = (built.root / link.page).read_text().count("No model with a held-out test in ")
+        assert said == bool(lacking), link.seed.id
+        if lacking:
+            assert no_model(lacking) in (built.root / link.page).read_text(), link.seed.id
+        figures, tests = figures + sum(page.figures.values()), tests + len(want)
+    assert figures > 0 and tests > 0
+
+
+def no_model(studies: list[str]) -> str:
+    return f"No model with a held-out test in {'study' if len(studies) == 1 else 'studies'} {', '.join(studies)}."
+
+
+def served_notebook(charts: int, headings: tuple[str, ...] = ()) -> nbformat.NotebookNode:
+    """A notebook with a Markdown cell per heading and then `charts` code cells, each with a chart output."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(f"## {h}\nWhat to see.") for h in headings]
+    for i in range(charts):
+        out = nbformat.v4.new_output("display_data", data={NOTEBOOK_MIMETYPE: {"$schema": "v5", "marks": [i]},
+                                                           "text/plain": "chart"},
+                                     metadata={NOTEBOOK_MIMETYPE: {"embed_options": {"renderer": "canvas"}}})
+        nb.cells.append(nbformat.v4.new_code_cell(f"chart({i})", outputs=[out]))
+    return nb
+
+
+def model_tests() -> list[ModelRow]:
+    """Two held-out tests of study 'alpha' (one predicts, one has no held-out point) and one of 'gamma'."""
+    good = ho.judge([ho.point("p1", 100.0, 99.0, 101.0, 10, 101.0, 100.0, 102.0, 5)], 8, "the dump time")
+    none = ho.judge([], 6, "nothing", not_tested="three parameters for three levels")
+    values = [Value(f"alpha.after.heldout.ssd.{k}", **q._asdict()) for k, q in good.quoted().items()]
+    values += [Value(f"alpha.cost.heldout.{k}", **q._asdict()) for k, q in none.quoted().items()]
+    values += [Value(f"gamma.cost.heldout.{k}", **q._asdict()) for k, q in good.quoted().items()]
+    return model_rows({v.key: v for v in values})
+
+
+def test_notebook_figures_carry_their_spec_options_and_heading():
+    nb = served_notebook(2, ("The grid",))
+    figs = notebook.figures(nb)
+    assert [f.spec["marks"] for f in figs] == [[0], [1]] and notebook.charts(nb) == [f.spec for f in figs]
+    assert {f.heading for f in figs} == {"The grid"} and figs[0].options == {"renderer": "canvas"}
+    assert notebook.figures(served_notebook(1))[0].heading == ""
+
+
+def test_a_seed_page_shows_each_served_notebooks_charts_and_models_and_says_what_it_lacks():
+    seed = seeds.Seed("900", "nobody", "nothing", ("alpha", "beta", "delta"))
+    link = pages.SeedLinks(seed, (("alpha", "notebooks/01_alpha.html"), ("beta", "notebooks/02_beta.html")),
+                           ("delta",))
+    figures = {"alpha": notebook.figures(served_notebook(3, ("Cost",))), "beta": [],
+               "gamma": notebook.figures(served_notebook(2))}
+    body = pages.seed_body(link, [], figures, model_tests())
+    page = Links()
+    page.feed(body)
+    assert page.figures == {"01_alpha": 3} and page.charts == 3          # gamma's serve no notebook of the seed
+    assert sum(u == "../notebooks/01_alpha.html" for _, _, u in page.urls) >= 3     # each caption links to it
+    assert "Cost. Chart 2 of 3 of notebook" in body and "This notebook has no chart." in body
+    assert page.models == [("alpha.after", "predicts"), ("alpha.cost", "descriptive only")]
+    assert "three parameters for three levels" in body and "the dump time" in body
+    assert no_model(["beta", "delta"]) in body
+    assert {"claims", "figures", "model"} <= page.ids
+
+    alone = pages.SeedLinks(seeds.Seed("901", "nobody", "nothing", ("delta",)), (), ("delta",))
+    body = pages.seed_body(alone, [], figures, model_tests())
+    page = Links()
+    page.feed(body)
+    assert page.charts == 0 and page.models == []
+    assert "No notebook serving this seed has a chart yet." in body
+    assert no_model(["delta"]) in body
 
 
 def test_a_chart_for_another_vega_or_a_missing_file_stops_the_build(tmp_path):

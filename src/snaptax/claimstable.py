@@ -16,13 +16,16 @@ import json
 import math
 import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import claims as claimsmod, judged, profiles, registration
 from .claims import Outcome
 from .errors import ConfigError
 from .record.parts import short_run_id
 from .values import DerivedValues, Value, format_number
+
+if TYPE_CHECKING:
+    from .record import RunRef
 
 FORMATS = ("text", "markdown", "csv", "json")
 WIDTH = 120               # the terminal the text form fits by default
@@ -100,15 +103,24 @@ def _count(v: Value | None) -> int:
     return int(v.value) if v is not None and math.isfinite(v.value) else 0
 
 
-def rows(rig: str, profile: str) -> list[Row]:
-    """The claim rows of each registered study's newest run at `profile` (studies.NoPublishedRun if one has none)."""
+def newest(rig: str, profile: str) -> list[tuple[RunRef, DerivedValues]]:
+    """Each registered study's newest run at `profile` with its derived values (studies.NoPublishedRun if one has
+    none): what `rows` judges, and what the companion site reads the models' held-out tests from."""
     from . import derived, studies
-    from .record import PartSet, RunRef
 
-    newest: list[RunRef] = [s.newest_run(rig, profile) for s in studies.REGISTRY]
+    found = [s.newest_run(rig, profile) for s in studies.REGISTRY]    # a study without a run stops before analysing
+    return [(run, derived.values_of(run)) for run in found]
+
+
+def rows(rig: str, profile: str, runs: list[tuple[RunRef, DerivedValues]] | None = None) -> list[Row]:
+    """The claim rows of each registered study's newest run at `profile` (studies.NoPublishedRun if one has none);
+    `runs`: those runs as `newest` gives them, when the caller has read them already."""
+    from .record import PartSet
+
+    runs = newest(rig, profile) if runs is None else runs
     # a set's parts all recorded the same registration (record.parts checks it when it combines them)
-    return rows_of([(run.name, derived.values_of(run)) for run in newest],
-                   [registration.recorded_in(run.runs[0] if isinstance(run, PartSet) else run) for run in newest])
+    return rows_of([(run.name, d) for run, d in runs],
+                   [registration.recorded_in(run.runs[0] if isinstance(run, PartSet) else run) for run, _ in runs])
 
 
 def tally(rows: list[Row]) -> dict[str, dict[str, int]]:

@@ -196,8 +196,8 @@ def cmd_site(args: argparse.Namespace) -> int:
 
     _check_rig_and_profile(args, reading=True)
     built = site.build(Path(args.output) if args.output else None, args.rig, args.profile)
-    print(f"{len(built.pages)} pages ({built.rows} claims rows, {built.charts} interactive charts), offline: "
-          f"{built.index}")
+    print(f"{len(built.pages)} pages ({built.rows} claims rows, {built.models} models' held-out tests, "
+          f"{built.charts} interactive charts), offline: {built.index}")
     return 0
 
 
@@ -380,8 +380,8 @@ def parser() -> argparse.ArgumentParser:
                     help=f"the text form's width (default {claimstable.WIDTH}, at least {claimstable.MIN_WIDTH})")
     cl.set_defaults(func=cmd_claims)
     st = sub.add_parser("site", help="the interactive offline companion site from the committed notebooks and the "
-                        "claims table of data/ (nothing measured or executed; vendored Vega, nothing fetched) -> "
-                        "build/site/index.html")
+                        "claims table and models' held-out tests of data/ (nothing measured or executed; vendored "
+                        "Vega, nothing fetched) -> build/site/index.html")
     st.add_argument("--rig", default="local")
     st.add_argument("--profile", default=profiles.DEFAULT)
     st.add_argument("--output", default=None, metavar="DIR", help=f"where the site goes (default {paths.SITE_DIR})")

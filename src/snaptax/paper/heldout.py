@@ -93,14 +93,20 @@ def rows(values: Mapping[str, Value]) -> list[ModelRow]:
     return [ModelRow(s, m, sub, vals) for (s, m, sub), vals in sorted(found.items()) if "verdict" in vals]
 
 
-def error_cell(r: ModelRow) -> str:
-    """The worst held-out point's error (%) with its 95 % interval and where it is; '--' without points."""
+def error_text(r: ModelRow) -> str:
+    """The worst held-out point's error (%) with its 95 % interval and where it is, as plain text (the companion
+    site prints it too); '' without points."""
     e = r.get("error")
     if e is None or not math.isfinite(e.value):
-        return "--"
-    where = r.text("worst")
+        return ""
     ci = (f" [{format_number(e.low, e.digits)}, {format_number(e.high, e.digits)}]" if e.has_interval else "")
-    return macros.tex_escape(f"{format_number(e.value, e.digits)}{ci} % ({where})").replace(" \\%", "\\,\\%")
+    return f"{format_number(e.value, e.digits)}{ci} % ({r.text('worst')})"
+
+
+def error_cell(r: ModelRow) -> str:
+    """error_text as a TeX cell; '--' without points."""
+    text = error_text(r)
+    return macros.tex_escape(text).replace(" \\%", "\\,\\%") if text else "--"
 
 
 def heldout_tex(values: Mapping[str, Value]) -> str:
@@ -129,5 +135,5 @@ def heldout_values(values: Mapping[str, Value]) -> list[Value]:
             Value("paper.heldout.predicts", float(sum(r.text("verdict") == PREDICTS for r in rs)), "models")]
 
 
-__all__ = ["PREDICTS", "MODEL_NAMES", "ModelName", "model_label", "model_prose", "ModelRow", "rows", "error_cell",
-           "heldout_tex", "heldout_values"]
+__all__ = ["PREDICTS", "MODEL_NAMES", "ModelName", "model_label", "model_prose", "ModelRow", "rows", "error_text",
+           "error_cell", "heldout_tex", "heldout_values"]

@@ -1,7 +1,8 @@
 """A committed study notebook as a page of the site, by nbconvert (its lab template, extended by
 templates/snaptax-notebook.html.j2): the notebook as it was committed, outputs included, never executed. Its charts
 (Vega 5 specs, snaptax.paper.figures.NOTEBOOK_MIMETYPE) are drawn interactive in the page by the vendored Vega; the
-PNG each chart carries is shown until then. Nothing in the page comes from a CDN."""
+PNG each chart carries is shown until then. Nothing in the page comes from a CDN. A seed's page shows the charts
+of the notebooks that serve it again (`figures`), from the same committed specs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,10 +37,41 @@ class Notebook:
         return nbformat.read(self.path, as_version=4)
 
 
+@dataclass(frozen=True)
+class Chart:
+    """A chart output of a notebook, as a seed page shows it again: the Vega spec as committed (never redrawn), the
+    vega-embed options its output asks for, and the heading of the notebook's section it sits in ('' before any)."""
+
+    spec: dict[str, Any]
+    options: dict[str, Any]
+    heading: str
+
+
+def figures(nb: nbformat.NotebookNode) -> list[Chart]:
+    """A notebook's chart outputs, in order, each with the nearest Markdown heading above it."""
+    out: list[Chart] = []
+    heading = ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            heading = _heading(cell.source) or heading
+        for o in cell.get("outputs", []):
+            if NOTEBOOK_MIMETYPE in o.get("data", {}):
+                options = o.get("metadata", {}).get(NOTEBOOK_MIMETYPE, {}).get("embed_options", {})
+                out.append(Chart(o["data"][NOTEBOOK_MIMETYPE], dict(options), heading))
+    return out
+
+
+def _heading(markdown: str) -> str:
+    """The first ATX heading of a Markdown cell, without its #s ('' if it has none)."""
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").strip()
+    return ""
+
+
 def charts(nb: nbformat.NotebookNode) -> list[dict[str, Any]]:
     """The Vega specs of a notebook's chart outputs, in order."""
-    return [o["data"][NOTEBOOK_MIMETYPE] for c in nb.cells for o in c.get("outputs", [])
-            if NOTEBOOK_MIMETYPE in o.get("data", {})]
+    return [c.spec for c in figures(nb)]
 
 
 def exporter() -> Any:

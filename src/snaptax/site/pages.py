@@ -1,19 +1,25 @@
 """The site's own pages: the index (what the site is, the seeds, the notebooks, the verdicts per seed) and one page per
-seed (its claims rows as `snaptax claims` gives them: published, ours with its 95 % interval, the verdict; the study
-notebooks that serve it; its stand-ins). Every cell comes from the package's own functions (snaptax.claimstable,
-snaptax.claims, snaptax.seeds, snaptax.standins); the charts are altair charts compiled to Vega 5 as the notebooks'
-are (snaptax.paper.figures.notebook_vega), drawn by the same script. Every link is relative."""
+seed (its claims rows as `snaptax claims` gives them: published, ours with its 95 % interval, the verdict; the figures
+of the study notebooks that serve it; its models' held-out tests as the paper's table of models has them; its
+stand-ins). Every cell comes from the package's own functions (snaptax.claimstable, snaptax.claims, snaptax.seeds,
+snaptax.standins, snaptax.paper.heldout); the site's own charts are altair charts compiled to Vega 5 as the
+notebooks' are (snaptax.paper.figures.notebook_vega), and the notebooks' charts are their committed Vega specs, all
+drawn by the same script. Every link is relative."""
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__, claims as claimsmod, claimstable, profiles, seeds, standins
 from ..claimstable import Row
+from ..paper import heldout
+from ..paper.heldout import ModelRow
+from ..values import format_number
 from .assets import Assets
+from .notebook import Chart
 
 
 def esc(text: object) -> str:
@@ -37,6 +43,11 @@ class SeedLinks:
     @property
     def page(self) -> str:
         return seed_page(self.seed.id)
+
+    @property
+    def studies(self) -> tuple[str, ...]:
+        """Every study that serves it, those with a notebook first."""
+        return (*(study for study, _ in self.notebooks), *self.planned)
 
 
 def seed_page(seed_id: str) -> str:
@@ -79,13 +90,17 @@ def nav(up: str, links: Sequence[SeedLinks], here: str = "") -> str:
     return " ".join(items)
 
 
-def chart(spec: dict[str, Any], caption: str) -> str:
-    """A chart as the notebook pages have them: its Vega spec in a script tag, drawn by charts.js."""
+def chart(spec: dict[str, Any], caption: str, options: Mapping[str, Any] | None = None, source: str = "",
+          notebook: str = "") -> str:
+    """A chart as the notebook pages have them: its Vega spec in a script tag, drawn by charts.js with vega-embed's
+    `options` (default: SVG). A chart of a notebook names it (`notebook`, its file's stem) and ends its caption with
+    `source`, the HTML of a link to it."""
     data = json.dumps(spec, ensure_ascii=False).replace("<", "\\u003c")
-    options = esc(json.dumps({"renderer": "svg"}))
-    return (f'<figure><div class="snaptax-chart" data-embed-options="{options}">'
+    embed = esc(json.dumps(dict(options) if options is not None else {"renderer": "svg"}))
+    figure = f'<figure data-notebook="{esc(notebook)}">' if notebook else "<figure>"
+    return (f'{figure}<div class="snaptax-chart" data-embed-options="{embed}">'
             f'<script type="application/json" class="snaptax-chart-spec">{data}</script></div>'
-            f"<figcaption>{esc(caption)}</figcaption></figure>")
+            f"<figcaption>{esc(caption)}{source}</figcaption></figure>")
 
 
 def vega(chart_: Any) -> dict[str, Any]:
@@ -211,19 +226,26 @@ def ratio_chart(rows: Sequence[Row]) -> dict[str, Any] | None:
 
 # ---- pages ----------------------------------------------------------------------------------------------------
 
-def seed_body(link: SeedLinks, rows: Sequence[Row]) -> str:
+def seed_body(link: SeedLinks, rows: Sequence[Row], figures: Mapping[str, Sequence[Chart]],
+              models: Sequence[ModelRow]) -> str:
+    """A seed's page. `figures`: each notebook's charts by its study (notebook.figures); `models`: every held-out
+    test (paper.heldout.rows), of which those of the studies serving the seed are shown."""
     s = link.seed
     mine = [r for r in rows if r.outcome.claim.seed == s.id]
     out = [f"<h1>{esc(seed_title(s))}</h1>", f'<p class="lead">What it measured: {esc(s.measured)}.</p>']
     if s.published:
         out.append(f"<p>Its headline ({esc(s.where)}): {esc(s.published)}.</p>")
+    sections = [("claims", "its claims"), ("figures", "figures"), ("model", "model")]
+    stand_ins = [x for x in standins.STAND_INS if x.seed == s.id]
+    sections += [("stand-ins", "stand-ins")] if stand_ins else []
+    out.append("<p>On this page: " + " · ".join(f'<a href="#{i}">{esc(t)}</a>' for i, t in sections) + ".</p>")
     out.append("<h2>The study notebooks that serve it</h2><ul>")
     out += [f'<li><a href="../{esc(page)}">{esc(study)}</a> (notebook {esc(page.rsplit("/", 1)[1])})</li>'
             for study, page in link.notebooks]
     out += [f"<li>{esc(study)} (planned: no notebook yet)</li>" for study in link.planned]
     out.append("</ul>")
     tally = claimsmod.tally_words(r.outcome for r in mine)
-    out.append(f"<h2>Its claims</h2><p>{len(mine)} rows testing "
+    out.append(f'<h2 id="claims">Its claims</h2><p>{len(mine)} rows testing '
                f"{len(claimsmod.seed_claims(r.outcome for r in mine))} of its claims"
                + (f": {esc(tally)}" if tally else "") + ". Verdicts are Holm-adjusted within the seed's family, as "
                "the paper prints them (the rule is on the <a href=\"../index.html#verdicts\">index page</a>).</p>")
@@ -236,14 +258,83 @@ def seed_body(link: SeedLinks, rows: Sequence[Row]) -> str:
         out.append("<p>No row of this seed has a published effect to divide by (its claims state directions).</p>")
     out.append(claims_table(mine) if mine else "<p>No claim of this seed is tested yet.</p>")
     out.append(legend(mine))
-    stand_ins = [x for x in standins.STAND_INS if x.seed == s.id]
+    out.append(figures_section(link, figures))
+    out.append(models_section(link, models))
     if stand_ins:
-        out.append("<h2>Stand-ins</h2><table><thead><tr><th>system</th><th>mechanism</th><th>our engine</th>"
-                   "<th>setting</th><th>from</th></tr></thead><tbody>")
+        out.append('<h2 id="stand-ins">Stand-ins</h2><table><thead><tr><th>system</th><th>mechanism</th>'
+                   "<th>our engine</th><th>setting</th><th>from</th></tr></thead><tbody>")
         out += [f"<tr><td>{esc(x.system)}</td><td>{esc(x.mechanism)}</td><td>{esc(x.engine)}</td>"
                 f"<td>{esc(x.setting)}</td><td>{esc(x.source)}: {esc(x.basis)}</td></tr>" for x in stand_ins]
         out.append("</tbody></table>")
     return "\n".join(out)
+
+
+def figures_section(link: SeedLinks, figures: Mapping[str, Sequence[Chart]]) -> str:
+    """Every chart of each notebook serving the seed, grouped by notebook, each captioned with the notebook's section
+    it sits in and a link to the notebook. All of them, not a pick: no study marks a chart as its key one (the paper
+    chooses its figures in its TeX), and a notebook has a handful, so the page stays a reasonable size."""
+    out = ['<h2 id="figures">Figures</h2>']
+    shown = [(study, page, figures.get(study, ())) for study, page in link.notebooks]
+    if not any(charts for _, _, charts in shown):
+        out.append("<p>No notebook serving this seed has a chart yet.</p>")
+        return "\n".join(out)
+    out.append("<p>The charts of the notebooks that serve this seed, as committed (hover for values); each notebook "
+               "has the text, tables and values around them.</p>")
+    for study, page, charts in shown:
+        name = page.rsplit("/", 1)[1].removesuffix(".html")
+        link_html = f'<a href="../{esc(page)}">{esc(name)}</a>'
+        out.append(f'<h3 class="notebook-figures">Notebook {link_html} (study {esc(study)})</h3>')
+        if not charts:
+            out.append("<p>This notebook has no chart.</p>")
+        for i, c in enumerate(charts, 1):
+            caption = f"{c.heading.rstrip('.:')}. " if c.heading else ""
+            out.append(chart(c.spec, caption, c.options, f"Chart {i} of {len(charts)} of notebook {link_html}.",
+                             name))
+    return "\n".join(out)
+
+
+MODEL_HEADER = ("model", "of", "predicts", "held-out points", "held-out error, worst point [95 % CI]", "bound",
+                "verdict", "why")
+
+
+def models_section(link: SeedLinks, models: Sequence[ModelRow]) -> str:
+    """The held-out tests of the models of the studies serving the seed (the rows of the paper's table of models),
+    and a line for each serving study that has none."""
+    # the rule in words without its numbers: they are snaptax.models.heldout's, which the site, like the paper's
+    # table, does not import (each row's bound and reason carry them)
+    out = ['<h2 id="model">Model: held-out tests</h2>',
+           "<p>Each model is fitted on some of its study's points and predicts the others (both sets fixed in the "
+           "study's plan before the data are looked at). It <b>predicts</b> when the interval of its error at every "
+           "held-out point lies within the bound; otherwise it is <b>descriptive only</b>, and the last column says "
+           "why. The paper's table of models has the same rows.</p>"]
+    present = link.seed.models_present()
+    if present:
+        out.append("<p>The models of snaptax that explain this seed: "
+                   + "; ".join(f"<code>{esc(m.module)}</code>, {esc(m.explains)}" for m in present) + ".</p>")
+    without = []
+    for study in link.studies:
+        tests = [r for r in models if r.study == study]
+        if not tests:
+            without.append(study)
+            continue
+        out.append(f'<h3>Study {esc(study)}</h3><table class="models"><thead><tr>'
+                   + "".join(f"<th>{esc(h)}</th>" for h in MODEL_HEADER) + "</tr></thead><tbody>")
+        out += [model_row(r) for r in tests]
+        out.append("</tbody></table>")
+    if without:
+        out.append(f'<p class="no-model">No model with a held-out test in {"study" if len(without) == 1 else "studies"}'
+                   f" {esc(', '.join(without))}.</p>")
+    return "\n".join(out)
+
+
+def model_row(r: ModelRow) -> str:
+    n, bound, verdict = r.get("n"), r.get("bound"), r.text("verdict")
+    cells = [f"<td>{esc(r.words)}</td>", f"<td>{esc(r.subset)}</td>", f"<td>{esc(r.text('predicts'))}</td>",
+             f'<td class="num">{esc(format_number(n.value)) if n else "–"}</td>',
+             f'<td class="num">{esc(heldout.error_text(r) or "none")}</td>',
+             f'<td class="num">{"±" + esc(format_number(bound.value)) + " %" if bound else "–"}</td>',
+             f'<td class="{verdict_class(verdict)}">{esc(verdict)}</td>', f"<td>{esc(r.text('reason'))}</td>"]
+    return f'<tr data-model="{esc(f"{r.study}.{r.model}")}">' + "".join(cells) + "</tr>"
 
 
 def index_body(rows: Sequence[Row], links: Sequence[SeedLinks], notebooks: Sequence[tuple[str, str, list[str]]],
@@ -257,7 +348,8 @@ def index_body(rows: Sequence[Row], links: Sequence[SeedLinks], notebooks: Seque
            f"<p>Built by snaptax {esc(__version__)} from the committed notebooks (as committed, not executed) and "
            f"{esc(profiles.runs_words(profile))} on rig {esc(rig)} under data/: the rows `make claims` prints.</p>",
            "<h2>The seeds</h2><p>Five documents whose measurements the paper reproduces; a page for each, with its "
-           "claims rows and the notebooks that serve it.</p><table><thead><tr><th>seed</th><th>what it measured"
+           "claims rows, the figures of the notebooks that serve it and its models' held-out tests.</p>"
+           "<table><thead><tr><th>seed</th><th>what it measured"
            "</th><th>notebooks</th></tr></thead><tbody>"]
     for link in links:
         nbs = ", ".join(f'<a href="{esc(page)}">{esc(study)}</a>' for study, page in link.notebooks)
