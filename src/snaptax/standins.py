@@ -75,9 +75,11 @@ STAND_INS: tuple[StandIn, ...] = (
             "author's 16384 × 25 ms = 409.6 s",
             "a fio page walker on the emulated 10K RAID1 and the SSD-class device, in variants that realise each "
             "explanation (waits overlapped with outstanding writes; zero pages skipped)",
-            "the variant's free quantity (overlap, or the share of pages skipped)", "inferred",
-            "the value at which the walker's dump time equals the seed's default 333.95 s",
-            calibrating="memory_dump.default_4gib", value_key="memory_dump.implied.free_parameter"),
+            "the variant's free quantity: the share z of blocks skipped as all-zero, with their waits (the "
+            "overlapped walker has none; measured, it cannot go below the waits)", "inferred",
+            "the value at which the walker's dump time equals the seed's default 333.95 s: z = 1 − 333.95 s / T, T "
+            "the walker's measured default time scaled to 4 GiB, with T's interval over the replicates",
+            calibrating="memory_dump.default_4gib", value_key="memory_dump.implied.zero_fraction.raid1_10k"),
     StandIn("sql_snapshot", "004", "SQL Server 2012 database snapshot (sparse files on NTFS)",
             "before a page is first changed, its 8 KiB image is pushed synchronously to every snapshot's sparse file",
             "the copy-on-first-write engine (a C nbdkit plugin): 8 KiB pages, 64 KiB allocation units, copies durable "

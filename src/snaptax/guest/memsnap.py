@@ -124,6 +124,11 @@ class DumpResult:
     ram_total_bytes: int
     dirty_sync_count: int | None      # passes over memory (precopy)
     status: str
+    # QEMU's own count of the pages it found all-zero and sent as a marker without their data (ram.duplicate), and of
+    # those it sent whole (ram.normal), over all passes: how much of this guest's memory a dump that skips zero pages
+    # would skip (issue 46.5; None: a run before they were recorded)
+    zero_pages: int | None = None
+    normal_pages: int | None = None
 
     @property
     def dump_s(self) -> float:
@@ -228,9 +233,15 @@ def _dump(qmp: QMPClient, console: _Console, req: DumpRequest, dest: Path, t0: f
     ram = info.get("ram", {})
     result = DumpResult(req, start - t0, end - t0, info.get("total-time"), info.get("downtime"),
                         int(ram.get("transferred", 0)), max(size, 0), int(ram.get("total", 0)),
-                        ram.get("dirty-sync-count"), status)
+                        ram.get("dirty-sync-count"), status, _count(ram, "duplicate"), _count(ram, "normal"))
     dest.unlink(missing_ok=True)
     return result
+
+
+def _count(ram: dict, name: str) -> int | None:
+    """A page count of query-migrate's `ram` statistics (None where QEMU does not report it)."""
+    value = ram.get(name)
+    return None if value is None else int(value)
 
 
 def probe_background_snapshot(qmp: QMPClient) -> tuple[bool, str]:

@@ -32,6 +32,16 @@ MARK_COLOUR = OKABE_ITO[0]
 # the palette's vermilion: a mark set apart from a single series' blue
 VERMILION = "#D55E00"
 # colours a chart may name beside the palette: greys carry no category (reference lines, shaded bands)
+# Series that coincide at a point (one baseline, equal costs) hide one another's filled marks: each series gets its own
+# hollow shape (a shape encoding beside the colour), so a point under another stays visible (issue 50).
+SERIES_SHAPES = ["circle", "square", "triangle-up", "diamond", "cross", "triangle-down"]
+
+
+def hollow_points(chart: alt.Chart, size: int = 50) -> alt.Chart:
+    """`chart`'s point mark drawn hollow (an outline of 1.5 px): coinciding points of different shapes all show."""
+    return chart.mark_point(filled=False, size=size, strokeWidth=1.5)
+
+
 NEUTRALS = frozenset({"black", "white", "gray", "grey", "lightgray", "lightgrey", "darkgray", "darkgrey"})
 
 

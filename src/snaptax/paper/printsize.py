@@ -3,7 +3,8 @@
 A chart is drawn at its own size (vl-convert: one SVG pixel is one PDF point) and LaTeX scales it to the width a
 section gives it; a generated table wider than the text is scaled down to it (\\fitwidth). What a reader sees is the
 drawn size times that scale, so neither the chart's spec nor the TeX source alone can say whether a label is
-legible. The preamble of each document makes LaTeX write, for every figure and every \\fitwidth, a line to its log
+legible. The preamble of each document makes LaTeX write, for every figure, every \\fitwidth and every generated
+longtable (never scaled: reported with natural width 0, so it prints at its font size), a line to its log
 (PRINT_TAG, see paper/snaptax.tex's \\includegraphics hook): the figure's name and printed width, or the table's
 natural width, the line width and its font size. `smallest` reads those lines with each figure's SVG (its width and
 its text's font sizes) and gives every figure or table whose smallest text prints below `minimum` points (issue 50:

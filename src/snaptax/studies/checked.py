@@ -80,6 +80,7 @@ MODULES = {
 }
 # The studies that may be measured in parts (issue 49.1), their plans typed as such (a test keeps these the studies
 # whose plan has parts).
-PARTED: dict[str, PartedPlanModule] = {"chain_length": chain_length_plan, "chain_bulk": chain_bulk_plan}
+PARTED: dict[str, PartedPlanModule] = {"chain_length": chain_length_plan, "chain_bulk": chain_bulk_plan,
+                                        "memory_dump": memory_dump_plan}
 
 __all__ = ["MODULES", "PARTED"]

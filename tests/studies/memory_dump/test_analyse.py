@@ -30,7 +30,10 @@ def make_run(tmp_path, profile="quick", noise=0.01, model="after", **extra):
         role, replicate = split_replicate(variant)
         s0, bw = DEVICE[role]
         pt = planmod.point_of(step.job)
-        t = float(md.dump_time_s(model, step.job.size, pt.block_bytes, pt.wait_s, s0_s=s0, bw_bytes_s=bw, **extra))
+        # the overlapped walker follows its own model (its wait runs from each write's start)
+        kind = "overlap" if step.phase == planmod.OVERLAP_PHASE else model
+        t = float(md.dump_time_s(kind, step.job.size, pt.block_bytes, pt.wait_s, s0_s=s0, bw_bytes_s=bw,
+                                 **(extra if kind == model else {})))
         t *= 1 + noise * (1 if replicate % 2 == 0 else -1)
         n = step.job.size // step.job.bs
         return fio_result(step.job.name, write_iops=n / t, runtime_s=t), {}, {}, {}
@@ -200,7 +203,8 @@ def guest_doc(profile="smoke", bg_s=2.0, jitter=0.05):
                                   "baseline_s": planmod.GUEST_BASELINE_S, "label": d.label},
                       "start_s": t, "end_s": t + dur, "qemu_total_ms": dur * 1e3, "downtime_ms": 20,
                       "transferred_bytes": sent, "file_bytes": sent + 4096, "ram_total_bytes": ram,
-                      "dirty_sync_count": 3 if d.method == "precopy" else 0, "status": "completed", "dump_s": dur})
+                      "dirty_sync_count": 3 if d.method == "precopy" else 0, "status": "completed", "dump_s": dur,
+                      "zero_pages": 20_000, "normal_pages": 80_000})
         windows.append((t, t + dur, PROBE_DURING[d.method]))
         t += dur
     samples, pages, dirty, now, step = [], 0.0, 0.0, 10.0, 0.25
@@ -285,4 +289,35 @@ def test_guest_values_for_the_paper(tmp_path):
                 "to_fit", "passes", "rate_mib_s", "s_per_gib", "file_per_ram"):
         assert f"{k}.{key}.precopy-p2048-w2" in v, key
     assert f"{k}.bandwidth_mib_s.background" not in v      # unthrottled: no limit to quote
+    # QEMU's zero pages over all pages its dumps sent (issue 46.5): 20,000 of 100,000 in every dump
+    assert v[f"{k}.zero_pct"].value == pytest.approx(20.0) and v[f"{k}.zero_pct"].n == len(a.guest)
     macros.render_tex(a.values)                               # every key is a valid TeX macro name
+
+
+def test_the_overlapped_walker_and_the_zero_fraction_the_seed_needs(tmp_path):
+    """The overlapped walker's values (issue 46.5), over the replicates: its time ÷ its own waits n·w (max(s, w) / w:
+    1 where the write is shorter than the wait, the ±1 % noise aside) and ÷ the grid walker's in the same replicate
+    (max(s, w) / (s + w)); the zero-block share the seed's default timing needs, z = 1 − 333.95 s / T(4 GiB), its
+    interval T's transformed (z rises with T); the grid's fits never read the overlapped walker's runs."""
+    a = an.analyse(make_run(tmp_path))
+    v = {x.key: x for x in a.values}
+    s = planmod.scale(profiles.get("quick"))
+    s0, bw = DEVICE["raid1_10k"]
+    sd, st = s0 + planmod.DEFAULT.block_bytes / bw, s0 + planmod.TUNED.block_bytes / bw
+    assert sd < planmod.DEFAULT.wait_s and st > planmod.TUNED.wait_s
+    assert v["memory_dump.overlap_walker.vs_estimate.raid1_10k.p64-w25"].value == pytest.approx(1.0, abs=0.011)
+    to_after = v["memory_dump.overlap_walker.to_after.raid1_10k.p64-w25"]
+    assert to_after.value == pytest.approx(planmod.DEFAULT.wait_s / (sd + planmod.DEFAULT.wait_s), rel=2e-3)
+    assert v["memory_dump.overlap_walker.to_after.raid1_10k.p2048-w2"].value == pytest.approx(
+        st / (st + planmod.TUNED.wait_s), rel=2e-3)
+    assert to_after.n == s.repeats + s.extra_replicates and to_after.low < to_after.value < to_after.high
+    t = v["memory_dump.seed_memory_s.raid1_10k.p64-w25"]
+    z = v["memory_dump.implied.zero_fraction.raid1_10k"]
+    assert z.value == pytest.approx(1 - an.SEED_DEFAULT_S / t.value)
+    assert (z.low, z.high) == pytest.approx((1 - an.SEED_DEFAULT_S / t.low, 1 - an.SEED_DEFAULT_S / t.high))
+    assert 0 < z.low < z.value < z.high < 1
+    assert len(a.meas) == len(an.measurements(a.record)) and (a.meas.label.isin(["p64-w25", "p2048-w2"])).any()
+    # two overlapped runs in every replicate on the array (its passes and the extra ones), none on the ssd
+    ov = an.measurements(a.record, planmod.OVERLAP_PHASE)
+    assert len(ov) == 2 * (s.repeats + s.extra_replicates) and set(ov.role) == {"raid1_10k"}
+    assert not [k for k in v if k.startswith("memory_dump.overlap_walker.") and ".ssd." in k]

@@ -10,6 +10,8 @@ from ...paper import figures, macros
 from .analyse import ENGINE_WORDS, JOB_WORDS, PUBLISHED_LOSS, STAND_IN, ChainAnalysis
 from .plan import LVM_THIN, MIRROR
 
+# Configurations with one baseline (both qcow2 stand-ins without a snapshot) and phases at the same chain length sit
+# on one another: each series also has its own hollow shape (figures.hollow_points), so a point under another shows.
 JOB_TITLES = {"randrw": "random 4 KiB (randrw)", "readwrite": "sequential 4 KiB (readwrite)",
               MIRROR: "16 KiB, 50 % random (mirror)"}
 
@@ -24,12 +26,14 @@ def chain_chart(a: ChainAnalysis, job: str, phase: str = "create") -> alt.LayerC
         color=alt.Color("variant:N", title="configuration"))
     y_scale = alt.Scale(type="log")
     band = base.mark_area(opacity=0.2).encode(y=alt.Y("iops_low:Q", scale=y_scale), y2="iops_high:Q")
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("iops:Q", title="IOPS (read + write, log scale)", scale=y_scale),
+    y = alt.Y("iops:Q", title="IOPS (read + write, log scale)", scale=y_scale)
+    line = base.mark_line().encode(y=y)
+    pts = figures.hollow_points(base).encode(
+        y=y, shape=alt.Shape("variant:N", title="configuration", scale=alt.Scale(range=figures.SERIES_SHAPES)),
         tooltip=["variant", "chain_length", alt.Tooltip("iops:Q", format=".0f"),
                  alt.Tooltip("ratio:Q", format=".2f", title="÷ no snapshot"), "n"])
     # 240 px wide, two side by side: the pair fits the page at a scale that keeps its text legible
-    return (band + line).properties(title=JOB_TITLES.get(job, job), width=240, height=200)
+    return (band + line + pts).properties(title=JOB_TITLES.get(job, job), width=240, height=200)
 
 
 def chains_chart(a: ChainAnalysis) -> alt.HConcatChart | alt.ConcatChart:
@@ -45,10 +49,13 @@ def mirror_chart(a: ChainAnalysis, job: str = MIRROR) -> alt.FacetChart:
         x=alt.X("chain_length:Q", title="snapshots in chain", axis=alt.Axis(tickMinStep=1, format="d")),
         color=alt.Color("phase:N", title="phase", sort=["create", "delete"]))
     band = base.mark_area(opacity=0.2).encode(y="ratio_low:Q", y2="ratio_high:Q")
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("ratio:Q", title="IOPS ÷ no snapshot"),
+    y = alt.Y("ratio:Q", title="IOPS ÷ no snapshot")
+    line = base.mark_line().encode(y=y)
+    pts = figures.hollow_points(base).encode(
+        y=y, shape=alt.Shape("phase:N", title="phase", sort=["create", "delete"],
+                             scale=alt.Scale(range=figures.SERIES_SHAPES)),
         tooltip=["variant", "phase", "chain_length", alt.Tooltip("ratio:Q", format=".2f")])
-    return (band + line).properties(width=220, height=180).facet(
+    return (band + line + pts).properties(width=220, height=180).facet(
         column=alt.Column("variant:N", title=None)).properties(
         title=f"{JOB_TITLES.get(job, job)}: creating, then deleting snapshots")
 

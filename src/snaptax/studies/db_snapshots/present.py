@@ -64,8 +64,10 @@ def model_chart(a: DbSnapshotAnalysis) -> alt.LayerChart | alt.FacetChart:
     # a count: ticks at 0, 1, 2 only (tickMinStep still gave 0.5 steps in the rendered figure)
     x = alt.X("k:Q", title="database snapshots", scale=alt.Scale(domain=[0, 2]),
               axis=alt.Axis(values=[0, 1, 2], format="d"))
-    pts = alt.Chart(a.summary).mark_point(filled=True, size=50).encode(
-        x=x, y=alt.Y("duration_s:Q", title="duration (s)"), color=color)
+    # without snapshots both devices time alike (the source is the same): hollow shapes keep both points visible
+    shape = alt.Shape("device:N", sort=list(SNAPSHOT_DEVICES), title="snapshot files on")
+    pts = figures.hollow_points(alt.Chart(a.summary)).encode(
+        x=x, y=alt.Y("duration_s:Q", title="duration (s)"), color=color, shape=shape)
     err = alt.Chart(a.summary).mark_rule().encode(x=x, y="duration_low:Q", y2="duration_high:Q", color=color)
     line = alt.Chart(model).mark_line(strokeDash=[4, 3]).encode(x=x, y="model_s:Q", color=color)
     return alt.layer(pts, err, line).properties(width=260, height=170)

@@ -29,14 +29,22 @@ def _colour() -> alt.Color:
     return alt.Color("label:N", title=FAMILY_TITLE)
 
 
+def _shape() -> alt.Shape:
+    """Engines that move the same bytes or take the same space sit on one another at a grain (four at 158 MiB at
+    64 KiB): each has its own hollow shape as well (figures.hollow_points); one field and title with the colour, so
+    one legend."""
+    return alt.Shape("label:N", title=FAMILY_TITLE, scale=alt.Scale(range=figures.SERIES_SHAPES))
+
+
 def cost_chart(a: EnginesAnalysis) -> alt.LayerChart:
     """Host-level bytes per first write versus grain: measured (points, 95 % interval over cycles) and the
     mechanism's prediction without metadata (dashed lines)."""
     base = alt.Chart(_labelled(a)).encode(x=GRAIN_X, color=_colour())
     y = alt.Y("bytes_per_first_write_kib:Q", scale=alt.Scale(type="log"), title="host KiB per first 4 KiB write")
-    pts = base.mark_point(filled=True, size=60).encode(
-        y=y, tooltip=["variant", alt.Tooltip("bytes_per_first_write_kib:Q", format=".1f"),
-                      alt.Tooltip("model_bytes_per_first_write_kib:Q", format=".1f"), "cycles"])
+    pts = figures.hollow_points(base, 60).encode(
+        y=y, shape=_shape(),
+        tooltip=["variant", alt.Tooltip("bytes_per_first_write_kib:Q", format=".1f"),
+                 alt.Tooltip("model_bytes_per_first_write_kib:Q", format=".1f"), "cycles"])
     bars = base.mark_rule().encode(y="bytes_per_first_write_kib_low:Q", y2="bytes_per_first_write_kib_high:Q")
     line = base.mark_line(strokeDash=[4, 3]).encode(y="model_bytes_per_first_write_kib:Q")
     return (line + bars + pts).properties(title="Bytes moved per first write (points: measured; dashed: mechanism)",
@@ -60,23 +68,27 @@ def ratio_chart(a: EnginesAnalysis) -> alt.FacetChart:
     """Write and read IOPS with a snapshot ÷ without, versus grain, per engine family (95 % intervals, clipped
     at the plot's edge)."""
     base = alt.Chart().encode(x=GRAIN_X_SPARSE, color=_colour())
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("ratio:Q", title="IOPS ÷ no snapshot (QD1)", scale=alt.Scale(domain=RATIO_DOMAIN, clamp=True)),
+    y = alt.Y("ratio:Q", title="IOPS ÷ no snapshot (QD1)", scale=alt.Scale(domain=RATIO_DOMAIN, clamp=True))
+    line = base.mark_line().encode(y=y)
+    pts = figures.hollow_points(base, 60).encode(
+        y=y, shape=_shape(),
         tooltip=["variant", "measure", alt.Tooltip("ratio:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
                  alt.Tooltip("high:Q", format=".2f")])
     bars = base.mark_rule(opacity=0.5).encode(y="low:Q", y2="high:Q")
     # three panels of 170 px: the row fits the page at a scale that keeps its text legible
-    return alt.layer(bars, line, data=ratio_frame(a)).properties(width=170, height=180).facet(
+    return alt.layer(bars, line, pts, data=ratio_frame(a)).properties(width=170, height=180).facet(
         column=alt.Column("measure:N", title=None, sort=list(RATIO_MEASURES.values())))
 
 
-def space_chart(a: EnginesAnalysis) -> alt.Chart:
+def space_chart(a: EnginesAnalysis) -> alt.LayerChart:
     """Snapshot space after the first-write phase (geometric mean over the cycles), versus grain."""
-    return alt.Chart(_labelled(a)).mark_line(point=True).encode(
-        x=GRAIN_X, y=alt.Y("space_first_mib:Q", title="snapshot space after k writes (MiB)"), color=_colour(),
-        tooltip=["variant", alt.Tooltip("space_first_mib:Q", format=".1f"),
-                 alt.Tooltip("space_steady_mib:Q", format=".1f")],
-    ).properties(width=340, height=230, title="Space the snapshot takes after the first-write phase")
+    base = alt.Chart(_labelled(a)).encode(
+        x=GRAIN_X, y=alt.Y("space_first_mib:Q", title="snapshot space after k writes (MiB)"), color=_colour())
+    pts = figures.hollow_points(base, 60).encode(
+        shape=_shape(), tooltip=["variant", alt.Tooltip("space_first_mib:Q", format=".1f"),
+                                 alt.Tooltip("space_steady_mib:Q", format=".1f")])
+    return (base.mark_line() + pts).properties(width=340, height=230,
+                                              title="Space the snapshot takes after the first-write phase")
 
 
 def summary_tex(a: EnginesAnalysis) -> str:

@@ -16,22 +16,33 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ...analysis import Analysis, geometric_mean_by_replicate
+from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...errors import AnalysisError
-from ...inference import Estimate, geometric_estimate, ratio_estimate
 from ...models import memory_dump as md
 from ...plan import split_replicate
 from ...record import RunRecord
 from ...stats import LOG_T, Interval, geometric_mean_interval, paired_ratio_interval, ratio_of_means_interval
 from ...values import Value, heldout_values
 from .heldout import heldout_tests
-from .plan import DEFAULT, GUEST_FILE, PHASE, SEED_MEMORY, SPINDLE, SSD, STUDY, TUNED, MemoryDumpParameters
+from .plan import (
+    DEFAULT,
+    GUEST_FILE,
+    OVERLAP_PHASE,
+    PHASE,
+    SEED_MEMORY,
+    SPINDLE,
+    SSD,
+    STUDY,
+    TUNED,
+    MemoryDumpParameters,
+)
+from .replicates import SEED_DEFAULT_S, inferred_zero_fraction, overlap_values, replicate_estimates
 
 GiB, MiB = 1 << 30, 1 << 20
 CITE = "lavallee2013"
 # Seed 003 (Lavallee 2013), vmware.log excerpts of one 4 GiB VM (1,048,576 pages): Begin → End lazy IO.
-SEED_DEFAULT_S = 333.95      # 17:39:45.992 → 17:45:19.942, mainMem defaults (64 pages, 25 ms)
+# SEED_DEFAULT_S = 333.95 s (replicates): 17:39:45.992 → 17:45:19.942, mainMem defaults (64 pages, 25 ms)
 SEED_TUNED_S = 83.881        # 17:35:32.793 → 17:36:56.674, ioBlockPages 2048, ioWait 2
 SEED_ESTIMATE_S = float(md.seed_estimate_s(SEED_MEMORY, DEFAULT.block_bytes, DEFAULT.wait_s))  # 16384 × 25 ms
 SEED_TUNED_ESTIMATE_S = float(md.seed_estimate_s(SEED_MEMORY, TUNED.block_bytes, TUNED.wait_s))  # 512 × 2 ms
@@ -82,15 +93,15 @@ def point_from_label(label: str) -> md.WalkerPoint:
     return md.WalkerPoint(int(p.removeprefix("p")), float(w.removeprefix("w").replace("p", ".")))
 
 
-def measurements(record: RunRecord) -> pd.DataFrame:
-    """One row per fio run: role (the variant), replicate, device, pages, wait_ms, block_bytes, wait_s, repeat,
-    memory_bytes,
-    dump_s (fio's runtime), iterations n, estimate_s (n·w), iteration_ms (T/n), s_per_gib, busy (1 − n·w/T, the
-    fraction of the dump the device spent writing)."""
+def measurements(record: RunRecord, phase: str = PHASE) -> pd.DataFrame:
+    """One row per fio run of the grid's walker (`phase`: of the overlapped walker, OVERLAP_PHASE, which a run
+    before it lacks: then no rows): role (the variant), replicate, device, pages, wait_ms, block_bytes, wait_s,
+    repeat, memory_bytes, dump_s (fio's runtime), iterations n, estimate_s (n·w), iteration_ms (T/n), s_per_gib,
+    busy (1 − n·w/T, the fraction of the dump the device spent writing)."""
     params = record.parameters(MemoryDumpParameters)
     memory, devices = params.scale.memory_bytes, params.devices
     res = record.results()
-    res = res[(res.phase == PHASE) & (res.direction == "write")]
+    res = res[(res.phase == phase) & (res.direction == "write")]
     rows = []
     for r in res.itertuples(index=False):
         p = point_from_label(str(r.job))
@@ -105,7 +116,7 @@ def measurements(record: RunRecord) -> pd.DataFrame:
                      "busy": 1 - est / t if t > 0 else math.nan})
     cols = ["role", "replicate", "device", "pages", "wait_ms", "label", "block_bytes", "wait_s", "repeat",
             "memory_bytes", "dump_s", "iterations", "estimate_s", "iteration_ms", "s_per_gib", "busy"]
-    if not rows:
+    if not rows and phase == PHASE:
         raise AnalysisError(f"{record.path}: no page-walker measurements (phase {PHASE!r})")
     return (pd.DataFrame(rows, columns=cols).sort_values(["role", "pages", "wait_ms", "replicate", "repeat"])
             .reset_index(drop=True))
@@ -144,34 +155,6 @@ def summarize(meas: pd.DataFrame) -> pd.DataFrame:
                      "vs_estimate_high": vs.high, "vs_estimate_method": vs.method, "to_default": rd.estimate,
                      "to_default_low": rd.low, "to_default_high": rd.high})
     return pd.DataFrame(rows)
-
-
-def _by_replicate(meas: pd.DataFrame, role: str, label: str, column: str) -> pd.Series:
-    """The geometric mean of `column` per replicate at one role and grid point."""
-    g = meas[(meas.role == role) & (meas.label == label)]
-    return geometric_mean_by_replicate(g[column], g.replicate)
-
-
-def replicate_estimates(meas: pd.DataFrame) -> dict[str, Estimate]:
-    """The values the claims read, each over the independent replicates (one number per replicate, the geometric
-    mean of its runs, then a t pivot on the logs), per role: `seed_memory_s.<role>.<label>` (time per GiB × the
-    seed's 4 GiB, s) and `vs_estimate.<role>.<label>` (dump time ÷ n·w) at the seed's two settings, and
-    `tuned_ratio.<role>` (the tuned setting's time ÷ the default's within each replicate that has both)."""
-    out: dict[str, Estimate] = {}
-    with_vs = meas.assign(vs=(meas.dump_s / meas.estimate_s).where(meas.estimate_s > 0))
-    for role in sorted(set(meas.role)):
-        for p in (DEFAULT, TUNED):
-            gib = _by_replicate(meas, role, p.label, "s_per_gib")
-            if len(gib):
-                out[f"seed_memory_s.{role}.{p.label}"] = geometric_estimate(gib.to_numpy() * SEED_MEMORY / GiB)
-            vs = _by_replicate(with_vs, role, p.label, "vs")
-            if len(vs):
-                out[f"vs_estimate.{role}.{p.label}"] = geometric_estimate(vs.to_numpy())
-        tuned, default = (_by_replicate(meas, role, p.label, "dump_s") for p in (TUNED, DEFAULT))
-        common = tuned.index.intersection(default.index)
-        if len(common):
-            out[f"tuned_ratio.{role}"] = ratio_estimate(tuned.loc[common].to_numpy(), default.loc[common].to_numpy())
-    return out
 
 
 def fit_all(meas: pd.DataFrame) -> dict[str, dict[str, md.DumpFit]]:
@@ -264,7 +247,8 @@ UNTHROTTLED = md.WalkerPoint(2048, 0)   # the walker point a dump without a band
 GUEST_COLUMNS = ["method", "label", "repeat", "start_s", "end_s", "pages", "wait_ms", "bandwidth_mib_s",
                  "memory_bytes", "dump_s",
                  "transferred_bytes", "file_bytes", "ram_bytes", "rate_mib_s", "s_per_gib", "file_per_ram", "passes",
-                 "downtime_ms", "probe_before", "probe_during", "slowdown", "dirty_before", "dirty_during"]
+                 "downtime_ms", "probe_before", "probe_during", "slowdown", "dirty_before", "dirty_during",
+                 "zero_pages", "normal_pages"]
 
 
 def _rate(samples: list[dict], job: str, t_from: float, t_to: float) -> float:
@@ -305,8 +289,23 @@ def guest_table(doc: dict | None) -> pd.DataFrame:
                      "downtime_ms": d["downtime_ms"] if d["downtime_ms"] is not None else math.nan,
                      "probe_before": pb, "probe_during": pd_, "slowdown": pd_ / pb if pb > 0 else math.nan,
                      "dirty_before": _rate(samples, "dirty", *before),
-                     "dirty_during": _rate(samples, "dirty", *during)})
+                     "dirty_during": _rate(samples, "dirty", *during),
+                     # QEMU's count of all-zero pages (ram.duplicate) and whole ones; nan before they were recorded
+                     "zero_pages": _page_count(d, "zero_pages"), "normal_pages": _page_count(d, "normal_pages")})
     return pd.DataFrame(rows, columns=GUEST_COLUMNS)
+
+
+def _page_count(dump: dict, name: str) -> float:
+    value = dump.get(name)
+    return math.nan if value is None else float(value)
+
+
+def zero_pct(guest: pd.DataFrame) -> float:
+    """The share of the pages the guest's dumps sent that QEMU found all-zero (ram.duplicate over duplicate +
+    normal, all dumps pooled, %): what a dump that skips zero pages would skip of this guest (nan: not recorded)."""
+    sent = guest.zero_pages + guest.normal_pages
+    ok = sent.notna() & (sent > 0)
+    return 100 * float(guest.zero_pages[ok].sum() / sent[ok].sum()) if ok.any() else math.nan
 
 
 def guest_samples(doc: dict | None) -> pd.DataFrame:
@@ -499,7 +498,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame,
         out.append(over_replicates(f"tuned_ratio.{role}", _v(f"tuned_ratio.{role}", ratio.estimate, ratio.low,
                                                               ratio.high, ratio.n, "×", 3, "paired log-ratio t"),
                                    "×", 3))
-    return out
+    return out + inferred_zero_fraction(est) + overlap_values(meas, measurements(record, OVERLAP_PHASE))
 
 
 def _claims() -> list[Claim]:
@@ -535,6 +534,8 @@ def analyse(record: RunRecord) -> MemoryDumpAnalysis:
     guest = guest_table(doc)
     gsum = guest_summarize(guest, meas, fits) if len(guest) else pd.DataFrame()
     values = _values(record, meas, summary, fits, preds) + _guest_values(doc, gsum)
+    if len(guest) and math.isfinite(zeros := zero_pct(guest)):
+        values.append(Value(f"{STUDY}.guest.zero_pct", zeros, "%", n=len(guest), digits=1))
     heldout = heldout_tests(meas, summary)
     values += [v for (role, model), h in sorted(heldout.items())
                for v in heldout_values(f"{STUDY}.{model}.heldout.{role}", h)]
@@ -546,5 +547,5 @@ def analyse(record: RunRecord) -> MemoryDumpAnalysis:
 
 __all__ = ["MemoryDumpAnalysis", "analyse", "measurements", "summarize", "fit_all", "predictions", "models_table",
            "seed_table", "best_curve", "end_text", "point_from_label", "replicate_estimates", "guest_table",
-           "guest_samples", "guest_summarize",
+           "guest_samples", "guest_summarize", "zero_pct",
            "SEED_DEFAULT_S", "SEED_TUNED_S", "SEED_ESTIMATE_S"]

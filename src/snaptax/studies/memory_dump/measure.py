@@ -19,7 +19,7 @@ from ...host.procs import ProcessGroup
 from ...plan import split_replicate
 from ...profiles import Profile
 from ...record import RunSession
-from ..contract import Setup, whole_study
+from ..contract import Setup
 from . import plan as planmod
 
 
@@ -43,11 +43,13 @@ def role_devices(rig: rigmod.Rig, device: str | None = None) -> dict[str, rigmod
 
 def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """The grid on both device roles, then the guest's dumps; `device` names the rig device for the spindle role
-    (default: the rig's emulated raid1_10k)."""
-    whole_study("memory_dump", part)
+    (default: the rig's emulated raid1_10k); `part`: one role's pass, or the guest phase (planmod.parts). Every part
+    records both roles' devices as the devices it uses, as a whole run does, so that the parts of one set share
+    their conditions (record.parts: the emulator's version is recorded where an emulated device is used)."""
     devs = role_devices(rig, device)
     s = planmod.scale(profile)
-    study = planmod.build_plan(profile)
+    study = planmod.build_plan(profile, part=part)
+    guest = planmod.measures_guest(part)
 
     def measure(session: RunSession) -> None:
         for vp in study.variants:
@@ -58,9 +60,11 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: st
                         "role": role, "device": dev.name, "medium": dev.medium, "emulated": dev.emulated,
                         "description": dev.description}}):
                     engine.execute(vp.plan, session)
-        guest_phase(rig, profile, session)
+        if guest:
+            guest_phase(rig, profile, session)
     return Setup(planmod.parameters(profile, {role: d.name for role, d in devs.items()}),
-                 tuple(d.name for d in devs.values()), study.points(), planmod.planned_seconds(profile), measure)
+                 tuple(d.name for d in devs.values()), study.points(), planmod.planned_seconds(profile, part=part),
+                 measure, planmod.parts(profile) if part is not None else ())
 
 
 def guest_phase(rig: rigmod.Rig, profile: profiles.Profile, session: RunSession) -> Path:

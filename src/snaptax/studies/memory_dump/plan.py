@@ -42,6 +42,13 @@ drift over the minutes of a run hits all points of a device alike and every poin
 passes. The claims read only the seed's two settings on the spindle role, so `extra_replicates` further replicates
 measure just those two points there: the claims get the three replicates the verdict rule needs for about the time
 of one point, not of a whole pass.
+The overlapped walker (issue 46.5; overlap_job): on the array, each pass also runs the seed's two points with the
+wait counted from each write's start (model `overlap`), paced by fio's rate limit, so that that explanation of the
+seed's timing is measured, not only fitted.
+Parts (issue 49.1): at full the study takes longer than one measuring window, so it may be measured in parts (parts):
+one per device role and replicate (plan.replicate_parts, e.g. 'raid1_10k.r1'), each on its own fresh engine as in a
+whole run, and one more, 'guest', for the guest phase. No ratio the analysis forms pairs points of two replicates,
+so no paired value crosses two parts.
 """
 from __future__ import annotations
 
@@ -59,6 +66,8 @@ from ...plan import (
     VariantPlan,
     disk_needs,
     replicate_name,
+    replicate_part,
+    replicate_parts,
     replicated,
     split_replicate,
 )
@@ -71,6 +80,9 @@ SSD = "ssd"
 SPINDLE = "raid1_10k"              # the rig device (rigs/spindles/devices.yaml) standing in for the seed's array
 ROLES = (SSD, SPINDLE)
 PHASE = "dump"
+# The walker whose wait runs from each write's start (model `overlap`, issue 46.5): measured at the seed's two points
+# beside the grid's walker, in a phase of its own so that the grid's fits never read it.
+OVERLAP_PHASE = "dump-overlap"
 DEFAULT = model.WalkerPoint(64, 25)     # VMware's defaults (seed 003): 64 pages, 25 ms
 TUNED = model.WalkerPoint(2048, 2)      # the seed's tuned setting: 2048 pages (8 MiB), 2 ms
 SEED_MEMORY = 4 * GiB                   # the seed's VM: 1,048,576 pages
@@ -248,52 +260,106 @@ def walker_job(point: model.WalkerPoint, memory_bytes: int) -> FioJob:
                   extra=(("thinktime", str(round(point.wait_ms * 1000))), ("thinktime_blocks", "1")))
 
 
+def overlap_job(point: model.WalkerPoint, memory_bytes: int) -> FioJob:
+    """The page-walker whose wait runs from each write's start, not its end (model `overlap`): the wait overlaps the
+    write in flight, so an iteration takes max(s(B), w) where the grid's walker takes s(B) + w. fio's thinktime
+    cannot express it: fio waits for every write in flight before it thinks (backend.c, handle_thinktime calls
+    io_u_quiesce; thinktime_blocks_type=issue only moves where the blocks are counted), so the writes are paced by
+    fio's rate limit at one B-byte write per wait (rate = B / w bytes/s, rate_process linear): write k is issued
+    k·w after the job's start or when write k − 1 completes, whichever is later (QD1). A point without a wait is
+    the grid's walker itself and is refused."""
+    if point.wait_ms <= 0:
+        raise ConfigError(f"overlapped walker {point.label}", "ioWait", "must be > 0 (without a wait the walker is "
+                          "the grid's)")
+    rate = point.block_bytes * 1000 / point.wait_ms
+    if rate != round(rate):
+        raise ConfigError(f"overlapped walker {point.label}", "ioWait", f"B / w = {rate:g} bytes/s is not a whole "
+                          "number (fio's rate is in bytes per second)")
+    return FioJob(point.label, "write", bs=point.block_bytes, iodepth=1, numjobs=1, direct=True, size=memory_bytes,
+                  time_based=False, runtime_s=None, log_avg_msec=None, extra=(("rate", str(round(rate))),))
+
+
 def point_of(job: FioJob) -> model.WalkerPoint:
-    """The grid point a walker job was made for (from its options, not its name)."""
+    """The grid point a walker job was made for (from its options, not its name): the wait is the grid walker's
+    thinktime, or the overlapped walker's rate period B / rate."""
     opts = dict(job.options())
-    return model.WalkerPoint(job.bs // PAGE, int(opts["thinktime"]) / 1000)
+    if "thinktime" in opts:
+        return model.WalkerPoint(job.bs // PAGE, int(opts["thinktime"]) / 1000)
+    return model.WalkerPoint(job.bs // PAGE, round(job.bs * 1000 / int(opts["rate"]), 6))
 
 
-def role_plan(profile: profiles.Profile, claims_only: bool = False) -> Plan:
+def role_plan(profile: profiles.Profile, claims_only: bool = False, overlap: bool = True) -> Plan:
     """One pass of one device role (one replicate): the whole grid (claims_only: only the seed's two settings),
     then the tuned point's further runs up to `tuned_repeats` (repeat 1, 2, ...: the pass's own runs are repeat
-    0)."""
+    0), then (overlap) the overlapped walker (overlap_job) at the seed's two points, once each (OVERLAP_PHASE)."""
     s = scale(profile)
     points = [DEFAULT, TUNED] if claims_only else s.points()
     grid = [Measure(walker_job(p, s.memory_bytes), PHASE, 0) for p in points]
     tuned = [Measure(walker_job(TUNED, s.memory_bytes), PHASE, r) for r in range(1, s.tuned_repeats)]
-    return Plan(tuple(grid + tuned))
+    overlapped = [Measure(overlap_job(p, s.memory_bytes), OVERLAP_PHASE, 0) for p in (DEFAULT, TUNED)] \
+        if overlap else []
+    return Plan(tuple(grid + tuned + overlapped))
 
 
-def build_plan(profile: profiles.Profile) -> StudyPlan:
+def build_plan(profile: profiles.Profile, *, part: str | None = None) -> StudyPlan:
     """Per pass (an independent replicate) one VariantPlan per device role: the SSD-class device, then the emulated
-    array standing in for the seed's; then the extra replicates of the seed's two settings on the array."""
+    array standing in for the seed's; then the extra replicates of the seed's two settings on the array. The
+    overlapped walker runs on the array only: the claims read the array, and quick stays within its 90 minutes
+    (issue 49). part: only that role's pass (parts); the guest part's plan has no page-walker runs."""
     s = scale(profile)
-    plan = role_plan(profile)
-    passes = replicated(StudyPlan(tuple(VariantPlan(role, plan) for role in ROLES)), s.repeats)
+    passes = replicated(StudyPlan(tuple(VariantPlan(role, role_plan(profile, overlap=role == SPINDLE))
+                                        for role in ROLES)), s.repeats)
     extra = tuple(VariantPlan(replicate_name(SPINDLE, s.repeats + i), role_plan(profile, claims_only=True))
                   for i in range(s.extra_replicates))
-    return StudyPlan(passes.variants + extra)
+    whole = StudyPlan(passes.variants + extra)
+    if part is None:
+        return whole
+    check_part(profile, part)
+    return StudyPlan(()) if part == GUEST_PART else replicate_part(whole, part, f"{STUDY} study")
 
 
-def estimated_seconds(profile: profiles.Profile) -> dict[str, float]:
-    """Planned fio time per role (s): the `after` model with the NOMINAL service times (an estimate for the ETA,
-    not a measurement), summed over the plan's runs."""
-    study = build_plan(profile)
+GUEST_PART = "guest"   # the part that measures the guest phase (and no page-walker run)
+
+
+def parts(profile: profiles.Profile) -> tuple[str, ...]:
+    """The parts the study may be measured in: one per device role and replicate, in the plan's order, then the
+    guest phase's (GUEST_PART)."""
+    return (*replicate_parts(build_plan(profile)), GUEST_PART)
+
+
+def check_part(profile: profiles.Profile, part: str) -> None:
+    """Refuse, in one ConfigError line naming the valid parts, a part the study does not have at `profile`."""
+    if part not in (names := parts(profile)):
+        raise ConfigError(f"{STUDY} study", "part", f"unknown part {part!r} (one of: {', '.join(names)})")
+
+
+def measures_guest(part: str | None) -> bool:
+    """Whether a run of `part` (None: the whole study) measures the guest phase."""
+    return part in (None, GUEST_PART)
+
+
+def estimated_seconds(profile: profiles.Profile, *, part: str | None = None) -> dict[str, float]:
+    """Planned fio time per role (s) of the plan (of `part`; None: the whole study): the `after` model (the
+    overlapped walker's: `overlap`) with the NOMINAL service times (an estimate for the ETA, not a measurement),
+    summed over the plan's runs."""
+    study = build_plan(profile, part=part)
     out: dict[str, float] = {}
     for vp in study.variants:
         role = split_replicate(vp.variant)[0]
         s0, bw = NOMINAL[role]
         out[role] = out.get(role, 0.0) + sum(
-            float(model.dump_time_s("after", m.job.size, m.job.bs, point_of(m.job).wait_s, s0_s=s0, bw_bytes_s=bw))
+            float(model.dump_time_s("overlap" if m.phase == OVERLAP_PHASE else "after", m.job.size, m.job.bs,
+                                    point_of(m.job).wait_s, s0_s=s0, bw_bytes_s=bw))
             for _, m, _ in vp.plan.measurements())
     return out
 
 
-def planned_seconds(profile: profiles.Profile) -> float:
-    """The run time the plan predicts (s), as the run's manifest records it (measure passes it to RunSession):
-    the walker grid's estimate on both roles and the guest phase's."""
-    return sum(estimated_seconds(profile).values()) + guest_estimated_seconds(profile)
+def planned_seconds(profile: profiles.Profile, *, part: str | None = None) -> float:
+    """The run time the plan (of `part`; None: the whole study) predicts (s), as the run's manifest records it
+    (measure passes it to RunSession): the walker grid's estimate on the roles it measures and, where it measures the
+    guest phase, that phase's."""
+    guest = guest_estimated_seconds(profile) if measures_guest(part) else 0.0
+    return sum(estimated_seconds(profile, part=part).values()) + guest
 
 
 def wait_seconds(profile: profiles.Profile) -> float:
@@ -356,21 +422,25 @@ def describe(profile: profiles.Profile) -> str:
     s = scale(profile)
     study = build_plan(profile)
     est = estimated_seconds(profile)
-    per_pass = sum(1 for _ in study.variants[0].plan.measurements())
+    per_pass = {split_replicate(vp.variant)[0]: sum(1 for _ in vp.plan.measurements()) for vp in study.variants[:2]}
     job = walker_job(DEFAULT, s.memory_bytes)
     lines = [f"profile {profile.name}: memory {s.memory_bytes // MiB} MiB written per fio run; grid ioBlockPages "
              f"{', '.join(map(str, s.block_pages))} x ioWait {', '.join(f'{w:g}' for w in s.waits_ms)} ms "
              f"({len(s.points())} points), {s.repeats} pass(es) over the grid, each an independent replicate on a "
-             f"fresh engine, the tuned point {s.tuned_repeats} times per replicate; {s.extra_replicates} further "
-             f"replicate(s) of {DEFAULT.label} and {TUNED.label} alone on {SPINDLE}",
-             f"{study.points()} fio runs in {len(study.variants)} replicates of the device roles ({per_pass} per "
-             "pass of a role): " + ", ".join(vp.variant for vp in study.variants),
+             f"fresh engine, the tuned point {s.tuned_repeats} times per replicate, on {SPINDLE} the overlapped "
+             f"walker (its wait from each write's start) at {DEFAULT.label} and {TUNED.label} once per replicate; "
+             f"{s.extra_replicates} further replicate(s) of {DEFAULT.label} and {TUNED.label} alone on {SPINDLE}",
+             f"{study.points()} fio runs in {len(study.variants)} replicates of the device roles (per pass: "
+             + ", ".join(f"{n} on {role}" for role, n in per_pass.items()) + "): "
+             + ", ".join(vp.variant for vp in study.variants),
              f"fio time: at least {wait_seconds(profile):.0f} s of waits; estimated {sum(est.values()):.0f} s "
              f"(" + ", ".join(f"{k} {v:.0f} s" for k, v in est.items()) + ") from nominal service times",
              f"default point {DEFAULT.label}: {int(model.iterations(s.memory_bytes, DEFAULT.block_bytes))} writes "
              f"of {DEFAULT.block_bytes // KiB} KiB; tuned point {TUNED.label}: "
              f"{int(model.iterations(s.memory_bytes, TUNED.block_bytes))} writes of {TUNED.block_bytes // KiB} KiB",
-             "walker job: " + " ".join(f"{k}={v}" for k, v in job.options())]
+             "walker job: " + " ".join(f"{k}={v}" for k, v in job.options()),
+             "overlapped walker job: " + " ".join(f"{k}={v}"
+                                                  for k, v in overlap_job(DEFAULT, s.memory_bytes).options())]
     g = guest_scale(profile)
     dumps = guest_dumps(profile)
     rates = ", ".join(f"{p.label} {implied_bandwidth(p) / MiB:.1f} MiB/s" for p in g.precopy_points)
@@ -381,10 +451,12 @@ def describe(profile: profiles.Profile) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "DEFAULT", "TUNED", "SEED_MEMORY", "MEMORY_FILE", "NOMINAL",
+__all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "OVERLAP_PHASE", "overlap_job",
+           "DEFAULT", "TUNED", "SEED_MEMORY", "MEMORY_FILE", "NOMINAL",
            "HELDOUT",
            "MemoryDumpScale", "SCALES", "scale", "walker_job", "point_of", "role_plan", "build_plan",
-           "estimated_seconds", "planned_seconds", "wait_seconds", "parameters", "describe", "GUEST", "GUEST_FILE",
+           "estimated_seconds", "planned_seconds", "wait_seconds", "GUEST_PART", "parts", "check_part",
+           "measures_guest", "parameters", "describe", "GUEST", "GUEST_FILE",
            "GUEST_CONSOLE",
            "BACKGROUND", "PRECOPY",
            "GuestDumpScale", "GUEST_SCALES", "guest_scale", "implied_bandwidth", "GuestDump", "guest_dumps",

@@ -16,6 +16,10 @@ GiB = 1 << 30
 PAGES_X = alt.X("pages:Q", scale=alt.Scale(type="log", base=2), title="ioBlockPages (4 KiB pages per write)",
                 axis=alt.Axis(values=list(CURVE_PAGES)))
 WAIT_COLOUR = alt.Color("wait:N", title="ioWait", sort=None)
+# waits that time alike at a block size (the wait hidden under the I/O) sit on one another: each wait also has its
+# own hollow shape, so a point under another stays visible (one field and title with the colour: one legend)
+WAIT_SHAPE = alt.Shape("wait:N", title="ioWait", sort=None,
+                       scale=alt.Scale(range=figures.SERIES_SHAPES))
 ROLE_COLUMN = alt.Column("role:N", title=None)
 
 
@@ -58,8 +62,8 @@ def grid_chart(a: MemoryDumpAnalysis) -> alt.FacetChart:
     y = alt.Y("s_per_gib:Q", scale=alt.Scale(type="log"), title="dump time per GiB (s)")
     base = alt.Chart().encode(x=PAGES_X, color=WAIT_COLOUR)
     measured = base.transform_filter(alt.datum.kind == "measured")
-    pts = measured.mark_point(filled=True, size=50).encode(
-        y=y, tooltip=["device", "pages", "wait_ms", alt.Tooltip("dump_s:Q", format=".2f"),
+    pts = figures.hollow_points(measured).encode(
+        y=y, shape=WAIT_SHAPE, tooltip=["device", "pages", "wait_ms", alt.Tooltip("dump_s:Q", format=".2f"),
                       alt.Tooltip("s_per_gib:Q", format=".1f"), alt.Tooltip("iteration_ms:Q", format=".2f"), "n"])
     bars = measured.mark_rule().encode(y="s_per_gib_low:Q", y2="s_per_gib_high:Q")
     lines = base.transform_filter(alt.datum.kind == "model").mark_line(strokeDash=[4, 3]).encode(y=y)

@@ -1,0 +1,89 @@
+"""The memory-dump values over independent replicates (issue 47.3): one number per replicate (the geometric mean of
+its runs), then a t pivot, for the claims' values at the seed's two settings, the overlapped walker's (issue 46.5)
+and the zero-block fraction the seed's default timing needs. Pure."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ...analysis import geometric_mean_by_replicate
+from ...inference import Estimate, geometric_estimate, ratio_estimate
+from ...values import Value
+from .plan import DEFAULT, SEED_MEMORY, STUDY, TUNED
+
+GiB = 1 << 30
+# Seed 003's default timing (analyse.SEED_DEFAULT_S, Lavallee 2013's vmware.log: 17:39:45.992 → 17:45:19.942)
+SEED_DEFAULT_S = 333.95
+
+
+def _by_replicate(meas: pd.DataFrame, role: str, label: str, column: str) -> pd.Series:
+    """The geometric mean of `column` per replicate at one role and grid point."""
+    g = meas[(meas.role == role) & (meas.label == label)]
+    return geometric_mean_by_replicate(g[column], g.replicate)
+
+
+def replicate_estimates(meas: pd.DataFrame) -> dict[str, Estimate]:
+    """The values the claims read, each over the independent replicates (one number per replicate, the geometric
+    mean of its runs, then a t pivot on the logs), per role: `seed_memory_s.<role>.<label>` (time per GiB × the
+    seed's 4 GiB, s) and `vs_estimate.<role>.<label>` (dump time ÷ n·w) at the seed's two settings, and
+    `tuned_ratio.<role>` (the tuned setting's time ÷ the default's within each replicate that has both)."""
+    out: dict[str, Estimate] = {}
+    with_vs = meas.assign(vs=(meas.dump_s / meas.estimate_s).where(meas.estimate_s > 0))
+    for role in sorted(set(meas.role)):
+        for p in (DEFAULT, TUNED):
+            gib = _by_replicate(meas, role, p.label, "s_per_gib")
+            if len(gib):
+                out[f"seed_memory_s.{role}.{p.label}"] = geometric_estimate(gib.to_numpy() * SEED_MEMORY / GiB)
+            vs = _by_replicate(with_vs, role, p.label, "vs")
+            if len(vs):
+                out[f"vs_estimate.{role}.{p.label}"] = geometric_estimate(vs.to_numpy())
+        tuned, default = (_by_replicate(meas, role, p.label, "dump_s") for p in (TUNED, DEFAULT))
+        common = tuned.index.intersection(default.index)
+        if len(common):
+            out[f"tuned_ratio.{role}"] = ratio_estimate(tuned.loc[common].to_numpy(), default.loc[common].to_numpy())
+    return out
+
+
+def overlap_values(meas: pd.DataFrame, overlap: pd.DataFrame) -> list[Value]:
+    """The overlapped walker (plan.overlap_job: its wait runs from each write's start, model `overlap`) at the seed's
+    two settings, each over the replicates: `overlap_walker.vs_estimate.<role>.<label>`, its dump time ÷ its own
+    waits n·w (≥ 1 by construction: overlapping the wait with the write cannot bring a dump below n·w, where the
+    seed's default took 0.815 of it), `overlap_walker.seed_memory_s.<role>.<label>` (time per GiB × 4 GiB) and
+    `overlap_walker.to_after.<role>.<label>`, its time ÷ the grid walker's at the point within each replicate that
+    has both. None for a run before the overlapped walker."""
+    out: list[Value] = []
+    if overlap.empty:
+        return out
+    for name, e in sorted(replicate_estimates(overlap).items()):
+        if not name.startswith("tuned_ratio."):
+            unit, digits = ("s", 0) if name.startswith("seed_memory_s.") else ("×", 3)
+            out.append(Value.of_estimate(f"{STUDY}.overlap_walker.{name}", e, unit, digits))
+    for role in sorted(set(overlap.role)):
+        for p in (DEFAULT, TUNED):
+            ov, after = (_by_replicate(m, role, p.label, "dump_s") for m in (overlap, meas))
+            common = ov.index.intersection(after.index)
+            if len(common):
+                out.append(Value.of_estimate(f"{STUDY}.overlap_walker.to_after.{role}.{p.label}",
+                                             ratio_estimate(ov.loc[common].to_numpy(), after.loc[common].to_numpy()),
+                                             "×", 3))
+    return out
+
+
+def inferred_zero_fraction(est: dict[str, Estimate]) -> list[Value]:
+    """`implied.zero_fraction.<role>`: the fraction of blocks the seed's walker must have skipped (zero pages, with
+    their waits) for its default timing, 333.95 s, on a device that writes like this role's: z = 1 − 333.95 s / T,
+    T the measured default time scaled to 4 GiB (seed_memory_s, over the replicates), its interval the same
+    transform of T's (z rises with T). An inference from one seed timing (the calibrating one, issue 46.5); with it
+    zero_skip predicts the tuned timing as 333.95 s × the measured tuned ÷ default ratio, which is the tuned-ratio
+    claim's value: that claim is its held-out test."""
+    out = []
+    for name, e in sorted(est.items()):
+        if name.startswith("seed_memory_s.") and name.endswith(f".{DEFAULT.label}"):
+            role = name.split(".")[1]
+            low, high = e.interval(0.95)
+            out.append(Value(f"{STUDY}.implied.zero_fraction.{role}", 1 - SEED_DEFAULT_S / e.value, "",
+                             1 - SEED_DEFAULT_S / low, 1 - SEED_DEFAULT_S / high, e.n, 2, None,
+                             "1 − 333.95 s / T over the 95 % interval of T (t over independent runs, log)"))
+    return out
+
+
+__all__ = ["replicate_estimates", "overlap_values", "inferred_zero_fraction", "SEED_DEFAULT_S"]
