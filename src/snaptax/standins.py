@@ -73,12 +73,10 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn("checkpoint_walker", "003", "ESX lazy checkpoint of a 4 GiB VM's memory (mainMem.ioBlockPages / ioWait)",
             "16384 writes of 64 pages each with a 25-ms wait between them; the measured 334 s is below the "
             "author's 16384 × 25 ms = 409.6 s",
-            "a fio page walker on the emulated 10K RAID1 and the SSD-class device, in variants that realise each "
-            "explanation (waits overlapped with outstanding writes; zero pages skipped)",
-            "the variant's free quantity: the share z of blocks skipped as all-zero, with their waits (the "
-            "overlapped walker has none; measured, it cannot go below the waits)", "inferred",
-            "the value at which the walker's dump time equals the seed's default 333.95 s: z = 1 − 333.95 s / T, T "
-            "the walker's measured default time scaled to 4 GiB, with T's interval over the replicates",
+            "a fio page walker on the emulated 10K RAID1 and the SSD-class device; on the RAID1 also one whose "
+            "waits overlap its writes",
+            "the share z of blocks skipped as all-zero", "inferred",
+            "z = 1 − 333.95 s / T, T the walker's default time for 4 GiB (the seed's default timing)",
             calibrating="memory_dump.default_4gib", value_key="memory_dump.implied.zero_fraction.raid1_10k"),
     StandIn("sql_snapshot", "004", "SQL Server 2012 database snapshot (sparse files on NTFS)",
             "before a page is first changed, its 8 KiB image is pushed synchronously to every snapshot's sparse file",

@@ -46,10 +46,10 @@ def replicate_estimates(meas: pd.DataFrame) -> dict[str, Estimate]:
 def overlap_values(meas: pd.DataFrame, overlap: pd.DataFrame) -> list[Value]:
     """The overlapped walker (plan.overlap_job: its wait runs from each write's start, model `overlap`) at the seed's
     two settings, each over the replicates: `overlap_walker.vs_estimate.<role>.<label>`, its dump time ÷ its own
-    waits n·w (≥ 1 by construction: overlapping the wait with the write cannot bring a dump below n·w, where the
-    seed's default took 0.815 of it), `overlap_walker.seed_memory_s.<role>.<label>` (time per GiB × 4 GiB) and
-    `overlap_walker.to_after.<role>.<label>`, its time ÷ the grid walker's at the point within each replicate that
-    has both. None for a run before the overlapped walker."""
+    waits n·w (≈ 1 by construction: paced from the job's start, with the first write unpaced, it cannot take less
+    than (n − 1)·w, where the seed's default took 0.815 of n·w), `overlap_walker.seed_memory_s.<role>.<label>`
+    (time per GiB × 4 GiB) and `overlap_walker.to_after.<role>.<label>`, its time ÷ the grid walker's at the point
+    within each replicate that has both. None for a run before the overlapped walker."""
     out: list[Value] = []
     if overlap.empty:
         return out
