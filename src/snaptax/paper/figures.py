@@ -31,7 +31,6 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "
 MARK_COLOUR = OKABE_ITO[0]
 # the palette's vermilion: a mark set apart from a single series' blue
 VERMILION = "#D55E00"
-# colours a chart may name beside the palette: greys carry no category (reference lines, shaded bands)
 # Series that coincide at a point (one baseline, equal costs) hide one another's filled marks: each series gets its own
 # hollow shape (a shape encoding beside the colour), so a point under another stays visible (issue 50).
 SERIES_SHAPES = ["circle", "square", "triangle-up", "diamond", "cross", "triangle-down"]
@@ -42,6 +41,7 @@ def hollow_points(chart: alt.Chart, size: int = 50) -> alt.Chart:
     return chart.mark_point(filled=False, size=size, strokeWidth=1.5)
 
 
+# colours a chart may name beside the palette: greys carry no category (reference lines, shaded bands)
 NEUTRALS = frozenset({"black", "white", "gray", "grey", "lightgray", "lightgrey", "darkgray", "darkgrey"})
 
 
