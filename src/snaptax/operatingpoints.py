@@ -109,11 +109,11 @@ def get(rig: str, stand_in: str) -> OperatingPoint:
 
 
 def refused(point: OperatingPoint) -> str:
-    """Why an inferred value cannot be written ('' when it can): a coverage (every inferred setting today is one)
-    lies in [0, 1] with its interval."""
+    """Why an inferred value cannot be written ('' when it can): every inferred setting is a share (a cache coverage,
+    the share of a memory skipped as all-zero) and lies in [0, 1] with its interval."""
     if not (0.0 <= point.low <= point.value <= point.high <= 1.0):
         return (f"{point.value:g} [{point.low:g}, {point.high:g}] from {point.run} lies outside [0, 1], the range "
-                "of a cache coverage")
+                "of a share")
     return ""
 
 

@@ -74,9 +74,11 @@ STAND_INS: tuple[StandIn, ...] = (
             "16384 writes of 64 pages each with a 25-ms wait between them; the measured 334 s is below the "
             "author's 16384 × 25 ms = 409.6 s",
             "a fio page walker on the emulated 10K RAID1 and the SSD-class device; on the RAID1 also one whose "
-            "waits overlap its writes",
+            "waits overlap its writes and one that skips the share z of the memory, each skipped block with its wait "
+            "(the claims' walker)",
             "the share z of blocks skipped as all-zero", "inferred",
-            "z = 1 − 333.95 s / T, T the walker's default time for 4 GiB (the seed's default timing)",
+            "z = 1 − 333.95 s / T, T the walker's default time for 4 GiB (the seed's default timing); realised in "
+            "whole blocks of the grid's largest (8 MiB)",
             calibrating="memory_dump.default_4gib", value_key="memory_dump.implied.zero_fraction.raid1_10k"),
     StandIn("sql_snapshot", "004", "SQL Server 2012 database snapshot (sparse files on NTFS)",
             "before a page is first changed, its 8 KiB image is pushed synchronously to every snapshot's sparse file",

@@ -1,4 +1,5 @@
 """vm.ConsoleLines: a growing console log read line by line and stamped with the host's clock (pure; no guest)."""
+import re
 import time
 
 import pytest
@@ -145,9 +146,12 @@ def test_a_script_that_never_hears_its_answer_stalls_despite_the_echoes(monkeypa
                       'while read -r line; do echo "$line"; done', stall_timeout_s=vm.GATE_RESEND_S * 1.5,
                       run_timeout_s=vm.GATE_RESEND_S * 6)
     t0 = time.monotonic()
-    with pytest.raises(vm.GuestStalled):
+    with pytest.raises(vm.GuestStalled) as stalled:
         run(gate=lambda tag, name: True)
     assert time.monotonic() - t0 < vm.GATE_RESEND_S * 4
+    # what QEMU (here sh) was doing when the stall was declared, before it was stopped: its thread, sleeping
+    assert re.search(r"qemu-system-x86_64 \(TCG guest\) \(pid \d+\):\n  \d+ 'sh' S cpu [0-9.]+s wchan ",
+                     stalled.value.processes), stalled.value.processes
     console = (tmp_path / "run" / "console.log").read_text().splitlines()
     assert console.count("snaptax-go 001 run") >= 2                    # it was resent, and echoed
 

@@ -1,6 +1,7 @@
 """procs: a child and everything it forks into its process group are gone once it is stopped; /proc/stat's CPU
 seconds (cpu_times) from literal lines."""
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -128,3 +129,16 @@ def test_cpu_times_names_the_field_of_a_malformed_line(line, message):
 def test_cpu_times_refuses_a_tick_rate_of_zero():
     with pytest.raises(MeasurementError, match="user_hz must be > 0"):
         procs.cpu_times(PROC_STAT_CPU, 0)
+
+
+def test_threads_tells_what_each_child_s_threads_are_doing_and_names_one_that_is_gone(tmp_path):
+    """For a stall report (guest.vm.GuestStalled): per child its threads' name, state, CPU time and wait channel;
+    a child that has exited is named as gone, not an error."""
+    with procs.ProcessGroup() as group:
+        child = group.spawn(["sleep", "30"], name="sleeper")
+        time.sleep(0.2)
+        report = procs.threads_report([child])
+        assert re.fullmatch(r"sleeper \(pid \d+\):\n  \d+ 'sleep' S cpu 0\.\d\ds wchan \S+(\n  main thread.*)?",
+                            report), report
+        group.stop(child)
+        assert procs.threads_report([child]) == f"sleeper (pid {child.proc.pid}): gone"

@@ -233,3 +233,17 @@ def test_the_stand_ins_table_prints_the_point_in_use_before_what_the_newest_swee
     row = next(line for line in render.stand_ins_tex(newest, None).splitlines() if "ESX 3.5" in line)
     assert "0.020 [0.010, 0.030]" in row
     assert "not yet inferred" in next(line for line in render.stand_ins_tex({}, None).splitlines() if "ESX 3.5" in line)
+
+
+def test_a_registered_statement_no_row_tests_is_listed_as_not_tested():
+    """Every statement the registration judges or calibrates with and no outcome of the build tests is named in the
+    supplement (untested.tex); those registered as not judged are listed elsewhere (unjudged.tex)."""
+    from snaptax import registration
+
+    reg = registration.newest()
+    judged_ids = [c.id for c in reg.claims.values() if c.role != "unjudged"]
+    none_tested = render.untested_tex(reg, [])
+    assert none_tested.count("\\item ") == len(judged_ids)
+    first = reg.claims[judged_ids[0]]
+    assert f"\\item {first.label} (" in none_tested and f"registered as {first.role}" in none_tested
+    assert render.untested_tex(None, []).endswith("None.\n")

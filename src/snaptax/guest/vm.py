@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EngineError
-from ..host.procs import Child, ProcessGroup, signals_deferred
+from ..host.procs import Child, ProcessGroup, signals_deferred, threads_report
 from .image import GuestImage
 from .kernel import tool
 
@@ -36,7 +36,13 @@ class GuestError(EngineError):
 class GuestStalled(GuestError):
     """The guest's console stayed silent for longer than the plan's longest step may take (GuestConfig.stall_timeout_s):
     a request that never completes (qemu-storage-daemon 7.2 has been seen to hang) or a stuck guest. Nothing the
-    guest measured is returned; a caller may run the plan again on a fresh guest and daemon."""
+    guest measured is returned; a caller may run the plan again on a fresh guest and daemon. processes: what the
+    threads of QEMU and of the processes started beside it were doing when the stall was declared
+    (procs.threads_report), for tracing it."""
+
+    def __init__(self, message: str, processes: str = "") -> None:
+        super().__init__(message)
+        self.processes = processes
 
 
 @dataclass(frozen=True)
@@ -353,9 +359,13 @@ def run_guest(image: GuestImage, disks: list[GuestDisk], script: str, out_dir: P
                 raise GuestError(f"guest script still running after {config.run_timeout_s:.0f} s; console "
                                  f"tail:\n{_console_tail(console)}")
             elif config.stall_timeout_s is not None and now - heard_at > config.stall_timeout_s:
+                # before anything stops: what QEMU and the NBD servers beside it were doing (a stall is rare and
+                # has not been traced; see GuestStalled)
+                processes = threads_report(group.children)
                 group.stop(child)
                 raise GuestStalled(f"guest console silent for {now - heard_at:.0f} s (stall limit "
-                                   f"{config.stall_timeout_s:.0f} s); console tail:\n{_console_tail(console)}")
+                                   f"{config.stall_timeout_s:.0f} s); console tail:\n{_console_tail(console)}",
+                                   processes)
             time.sleep(0.05)
         wall = time.monotonic() - t0
         group.stop(child)

@@ -249,6 +249,29 @@ class ProcessGroup:
                         path.unlink()
 
 
+def threads_report(children: Sequence[Child]) -> str:
+    """What each child process's threads are doing (threads), for a report when a guest or daemon stops answering:
+    per thread its name, state (R running, S sleeping, D waiting on I/O), CPU seconds so far and kernel wait channel;
+    and the main thread's kernel stack where it can be read (root). Tells a stuck device request (D, a block-layer
+    wait channel) from a process idling in its event loop (S, poll) or spinning (R, CPU rising). Best effort: a
+    process that is gone is named so."""
+    out = []
+    for c in children:
+        pid = c.proc.pid
+        found = threads(pid)
+        if not found:
+            out.append(f"{c.name} (pid {pid}): gone")
+            continue
+        out.append(f"{c.name} (pid {pid}):")
+        out += [f"  {t['tid']} {t['comm']!r} {t['state']} cpu {t['cpu_s']:.2f}s wchan {t['wchan'] or '-'}"
+                for t in found]
+        with contextlib.suppress(OSError):
+            stack = [ln.split()[-1] for ln in Path(f"/proc/{pid}/stack").read_text().splitlines() if ln.split()]
+            if stack:
+                out.append("  main thread's kernel stack: " + " < ".join(stack[:8]))
+    return "\n".join(out)
+
+
 @contextlib.contextmanager
 def signals_deferred(redeliver: bool = False) -> Iterator[None]:
     """Hold off Ctrl-C and SIGTERM for the block, so that what it does (a clean-up, building something that must

@@ -115,7 +115,12 @@ def test_ratios_losses_and_fits_come_from_the_data(tmp_path):
     assert v["chain_bulk.on-disk-metadata.read_noise_pct"].value == pytest.approx(1.0, rel=0.02)
     assert v["chain_bulk.vs_flat.in-memory-metadata.read.n0"].value == pytest.approx(1, abs=0.01)
     assert v["chain_bulk.on-disk-metadata.read_pairs_needed"].value == 2     # the fewest: a 1 % spread is small
-    assert len(a.outcomes) == 9
+    # Table 1's "large sequential I/O" (C001-4f): the read and the write job together, the mean of their log changes
+    large = v["chain_bulk.on-disk-metadata.large_loss.n1"]
+    assert large.value == pytest.approx(100 * (1 - (500 / 650 * 600 / 920) ** 0.5), abs=0.5) and large.n == 3
+    assert o["chain_bulk.table1_large"].claim.seed_label == "C001-4f"
+    assert "chain_bulk.in-memory-metadata.large_loss.n1" in v
+    assert len(a.outcomes) == 10
 
 
 def test_a_run_of_one_replicate_is_not_judged(tmp_path):

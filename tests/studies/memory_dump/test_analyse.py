@@ -9,6 +9,7 @@ from scipy import stats as sps
 
 from snaptax import profiles
 from snaptax.models import memory_dump as md
+from snaptax.operatingpoints import UsedPoint
 from snaptax.paper import macros
 from snaptax.plan import split_replicate
 from snaptax.record import RunRecord
@@ -19,11 +20,12 @@ MiB, GiB = 1 << 20, 1 << 30
 DEVICE = {"ssd": (0.5e-3, 300 * MiB), "raid1_10k": (6e-3, 140 * MiB)}   # s0 (s), bw (bytes/s)
 
 
-def make_run(tmp_path, profile="quick", noise=0.01, model="after", **extra):
+def make_run(tmp_path, profile="quick", noise=0.01, model="after", zero_fraction=None, **extra):
     """A published run: every dump time from `model` with the role's DEVICE parameters, × (1 ± noise) in
-    alternate replicates (+ in replicates 0 and 2, − in 1)."""
+    alternate replicates (+ in replicates 0 and 2, − in 1); zero_fraction: the skipping walker measured at that
+    inferred share (recorded as the run's operating point)."""
     p = profiles.get(profile)
-    study = planmod.build_plan(p)
+    study = planmod.build_plan(p, zero_fraction=zero_fraction)
     points = [(vp.variant, i, m, 0) for vp in study.variants for i, m, _ in vp.plan.measurements()]
 
     def measured(variant, index, step, chain):
@@ -38,7 +40,10 @@ def make_run(tmp_path, profile="quick", noise=0.01, model="after", **extra):
         n = step.job.size // step.job.bs
         return fio_result(step.job.name, write_iops=n / t, runtime_s=t), {}, {}, {}
 
-    params = planmod.parameters(p, {"ssd": "ssd", "raid1_10k": "raid1_10k"}).to_json()
+    used = () if zero_fraction is None else (UsedPoint(
+        planmod.STAND_IN, zero_fraction, zero_fraction - 0.01, zero_fraction + 0.01, "memory_dump/earlier",
+        planmod.realised_zero_fraction(planmod.scale(p), zero_fraction)),)
+    params = planmod.parameters(p, {"ssd": "ssd", "raid1_10k": "raid1_10k"}, used).to_json()
     return RunRecord.load(write_run(tmp_path, planmod.STUDY, profile, params, points, measured))
 
 
@@ -136,7 +141,7 @@ def test_values_and_claims(tmp_path):
     json.dumps(r.to_json(), allow_nan=False)
     outcomes = {o.claim.id: o for o in a.outcomes}
     assert set(outcomes) == {"memory_dump.default_4gib", "memory_dump.tuned_4gib", "memory_dump.vs_estimate",
-                             "memory_dump.tuned_ratio"}
+                             "memory_dump.tuned_ratio", "memory_dump.scales_with_memory"}
     s = planmod.scale(profiles.get("quick"))
     default_4gib = exact("raid1_10k", planmod.DEFAULT, s.memory_bytes) * 4 * GiB / s.memory_bytes
     o = outcomes["memory_dump.default_4gib"]
@@ -153,7 +158,7 @@ def test_values_and_claims(tmp_path):
     t = outcomes["memory_dump.tuned_ratio"]
     assert t.claim.published == pytest.approx(83.881 / 333.95)
     assert t.ours.value < 1 and t.verdict in ("agrees", "differs", "inconclusive")
-    assert len(a.outcomes_table()) == 4
+    assert len(a.outcomes_table()) == 5
 
 
 def test_a_single_pass_gives_no_intervals_and_inconclusive_verdicts(tmp_path):
@@ -321,3 +326,64 @@ def test_the_overlapped_walker_and_the_zero_fraction_the_seed_needs(tmp_path):
     ov = an.measurements(a.record, planmod.OVERLAP_PHASE)
     assert len(ov) == 2 * (s.repeats + s.extra_replicates) and set(ov.role) == {"raid1_10k"}
     assert not [k for k in v if k.startswith("memory_dump.overlap_walker.") and ".ssd." in k]
+
+
+def test_the_skipping_walker_is_the_claims_stand_in_at_its_inferred_share(tmp_path):
+    """The skipping walker (issue 46.5) over the memory less its inferred zero share: its time scaled by the whole
+    memory (as the seed's whole VM is timed), over the replicates (its passes and the extra one); its vs_estimate
+    against the whole memory's n·w; its tuned ratio the grid walker's (a fixed share shortens both settings alike:
+    the same bytes are skipped at both block sizes); the share it realised; and the claims read it. A run without
+    it keeps the grid walker's values in the claims."""
+    z = 0.36
+    a = an.analyse(make_run(tmp_path, zero_fraction=z))
+    v = {x.key: x for x in a.values}
+    s = planmod.scale(profiles.get("quick"))
+    kept = planmod.kept_bytes(s.memory_bytes, z, planmod.TUNED.block_bytes)
+    assert kept == 160 * MiB and v["memory_dump.skip_walker.zero_fraction"].value == pytest.approx(0.375)
+    k = "memory_dump.skip_walker"
+    for p in (planmod.DEFAULT, planmod.TUNED):
+        t = v[f"{k}.seed_memory_s.raid1_10k.{p.label}"]
+        # the replicates at ×1.01, ×0.99, ×1.01: their geometric mean is 1.0033 of the exact time
+        assert t.value == pytest.approx(exact("raid1_10k", p, kept) * planmod.SEED_MEMORY / s.memory_bytes, rel=5e-3)
+        assert t.n == s.repeats + s.extra_replicates and t.low < t.value < t.high
+    n = s.memory_bytes // planmod.DEFAULT.block_bytes
+    assert v[f"{k}.vs_estimate.raid1_10k.p64-w25"].value == pytest.approx(
+        exact("raid1_10k", planmod.DEFAULT, kept) / (n * planmod.DEFAULT.wait_s), rel=5e-3)
+    assert v[f"{k}.tuned_ratio.raid1_10k"].value == pytest.approx(
+        v["memory_dump.tuned_ratio.raid1_10k"].value, rel=2e-3)
+    assert not [x for x in v if x.startswith(f"{k}.") and ".ssd." in x]
+    read = {o.claim.id: o.claim.value_key for o in a.outcomes}
+    assert read["memory_dump.default_4gib"] == f"{k}.seed_memory_s.raid1_10k.p64-w25"
+    assert read["memory_dump.tuned_ratio"] == f"{k}.tuned_ratio.raid1_10k"
+    # the grid's fits never read the skipping walker's runs: the same as a run without it
+    plain = an.analyse(make_run(tmp_path / "plain"))
+    assert a.fits["raid1_10k"]["after"].params == pytest.approx(plain.fits["raid1_10k"]["after"].params)
+    assert {o.claim.value_key for o in plain.outcomes} == {
+        "memory_dump.seed_memory_s.raid1_10k.p64-w25", "memory_dump.seed_memory_s.raid1_10k.p2048-w2",
+        "memory_dump.vs_estimate.raid1_10k.p64-w25", "memory_dump.tuned_ratio.raid1_10k",
+        "memory_dump.scaling.raid1_10k"}
+    assert not [x for x in {y.key for y in plain.values} if x.startswith(f"{k}.")]
+    # the walkers side by side: every block (both roles), the overlapped and the skipping one (the mirror only)
+    w = a.walkers_table()
+    assert list(w.walker.value_counts().sort_index().items()) == [
+        ("skips the inferred zero share", 2), ("wait from each write's start", 2), ("writes every block", 4)]
+    row = w[(w.walker == "skips the inferred zero share") & (w.setting == "default")].iloc[0]
+    assert (row.role, row.point, row.seed_s) == ("raid1_10k", "p64-w25", an.SEED_DEFAULT_S)
+    assert row.ours_4gib_s == v[f"{k}.seed_memory_s.raid1_10k.p64-w25"].formatted_ci()
+    assert set(plain.walkers_table().walker) == {"writes every block", "wait from each write's start"}
+
+
+def test_twice_the_memory_over_half_of_it_tests_that_the_dump_scales(tmp_path):
+    """C003-5 ('the dump time scales with the amount of memory'): the grid walker at the defaults over the whole
+    memory ÷ over half of it, paired within each replicate on the array, in per cent (200 for a walker whose every
+    iteration costs the same), over the replicates."""
+    a = an.analyse(make_run(tmp_path))
+    v = a.value("memory_dump.scaling.raid1_10k")
+    s = planmod.scale(profiles.get("quick"))
+    assert v.value == pytest.approx(200, abs=0.1) and v.n == s.repeats + s.extra_replicates and v.unit == "%"
+    assert v.low <= v.value <= v.high and "memory_dump.scaling.ssd" not in {x.key for x in a.values}
+    claim = {o.claim.label: o for o in a.outcomes}["C003-5"]
+    assert claim.claim.value_key == "memory_dump.scaling.raid1_10k" and claim.claim.published == 200
+    half = an.measurements(a.record, planmod.HALF_PHASE)
+    assert len(half) == s.repeats + s.extra_replicates and set(half.label) == {"p64-w25"}
+    assert [c.label for c in an._claims()][-1] == "C003-5"

@@ -28,14 +28,18 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     record = smoke_run("memory_dump")
     assert (record.path.parent.parent.name, record.path.parent.name) == ("local", "memory_dump")
     m = record.manifest
-    study = planmod.build_plan(profiles.get("smoke"))
+    # the skipping walker runs where the rig has the stand-in's inferred zero share
+    zero_fraction, _ = measure.skip_point("local", planmod.scale(profiles.get("smoke")))
+    study = planmod.build_plan(profiles.get("smoke"), zero_fraction=zero_fraction)
     assert m.measurements == study.points() == m.planned_points
     assert {split_replicate(v)[0] for v in m.variants} == {"ssd", "raid1_10k"} and m.emulated
     a = an.analyse(record)
     s = a.summary
     # every wait is waited: no point is faster than its waits, n·w
     assert (s.dump_s >= s.estimate_s).all()
-    assert len(a.outcomes) == 4 and set(a.fits) == {"ssd", "raid1_10k"}
+    assert len(a.outcomes) == 5 and set(a.fits) == {"ssd", "raid1_10k"}
+    assert a.value("memory_dump.skip_walker.zero_fraction").value > 0 if zero_fraction is not None else \
+        an.measurements(record, planmod.SKIP_PHASE).empty
     # the guest phase: every planned dump of the running guest completed, the guest kept running through them
     planned = planmod.guest_dumps(profiles.get("smoke"))
     assert [(r.label, r.repeat) for r in a.guest.itertuples()] == [(d.label, d.repeat) for d in planned]

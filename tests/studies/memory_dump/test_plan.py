@@ -32,16 +32,19 @@ def test_each_pass_is_a_replicate_on_both_devices_then_the_claims_points_alone(n
     assert names[:2] == ["ssd", "raid1_10k"] and len(set(names)) == len(names)
     assert [split_replicate(n) for n in names] == [(role, r) for r in range(s.repeats) for role in planmod.ROLES] + [
         ("raid1_10k", s.repeats + i) for i in range(s.extra_replicates)]
-    # per pass: the grid and the tuned point's further repeats; on the array also the overlapped walker at the
-    # seed's two points
-    assert study.points() == (2 * s.repeats * (16 + s.tuned_repeats - 1) + 2 * s.repeats
-                              + s.extra_replicates * (1 + s.tuned_repeats + 2))
+    # per pass: the grid and the tuned point's further repeats; on the array also the defaults over half the memory
+    # and the overlapped walker at the seed's two points
+    assert study.points() == (2 * s.repeats * (16 + s.tuned_repeats - 1) + 3 * s.repeats
+                              + s.extra_replicates * (1 + s.tuned_repeats + 3))
     for v in study.variants:
         every = [m for _, m, _ in v.plan.measurements()]
-        overlap = [m for m in every if m.phase == planmod.OVERLAP_PHASE]
-        assert every == [m for m in every if m.phase == planmod.PHASE] + overlap
-        expected = [planmod.DEFAULT, planmod.TUNED] if split_replicate(v.variant)[0] == planmod.SPINDLE else []
-        assert [planmod.point_of(m.job) for m in overlap] == expected
+        half, overlap = ([m for m in every if m.phase == phase] for phase in (planmod.HALF_PHASE,
+                                                                                 planmod.OVERLAP_PHASE))
+        assert every == [m for m in every if m.phase == planmod.PHASE] + half + overlap
+        on_array = split_replicate(v.variant)[0] == planmod.SPINDLE
+        assert [planmod.point_of(m.job) for m in overlap] == ([planmod.DEFAULT, planmod.TUNED] if on_array else [])
+        assert [(planmod.point_of(m.job), m.job.size) for m in half] == (
+            [(planmod.DEFAULT, s.memory_bytes // 2)] if on_array else [])
     steps = [m for _, m, _ in study.variants[0].plan.measurements()]
     assert [m.repeat for m in steps] == [0] * 16 + list(range(1, s.tuned_repeats))
     assert all(planmod.point_of(m.job) == planmod.TUNED for m in steps[16:])
@@ -60,9 +63,9 @@ def test_budgets():
     quick, smoke, full = (planmod.scale(profiles.get(n)) for n in ("quick", "smoke", "full"))
     assert full.memory_bytes == 4 * GiB and 128 * MiB <= quick.memory_bytes <= 512 * MiB
     assert quick.repeats >= 2
-    # the overlapped walker on the mirror adds ~1.4 min to quick's 7 (issue 46.5); quick as a whole stays under
-    # issue 49's 90 min (docs/timings.md)
-    assert sum(planmod.estimated_seconds(profiles.get("quick")).values()) < 9 * 60
+    # the overlapped walker on the mirror adds ~1.4 min to quick's 7 (issue 46.5), the half-memory walker ~0.7
+    # (C003-5); quick as a whole stays under issue 49's 90 min (docs/timings.md)
+    assert sum(planmod.estimated_seconds(profiles.get("quick")).values()) < 9.5 * 60
     assert sum(planmod.estimated_seconds(profiles.get("smoke")).values()) < 45
     # the waits alone are a lower bound of the estimate
     for n in ("smoke", "quick"):
@@ -217,3 +220,33 @@ def test_the_overlapped_walker_paces_one_block_per_wait_from_each_write_s_start(
     p = profiles.get("quick")
     est = planmod.estimated_seconds(p, part="raid1_10k.r0")
     assert est["raid1_10k"] > 0
+
+
+def test_the_skipping_walker_writes_the_memory_less_its_zero_share():
+    """The skipping walker (issue 46.5): the grid's walker over (1 − z)·M rounded to whole blocks of the grid's largest
+    (both points skip the same bytes), at the seed's two points once per replicate on the array (its passes and the
+    extra ones), never on the ssd, only where a share is given; it adds its time to the plan; a share outside [0, 1)
+    or one that leaves no whole block is refused in one line."""
+    p = profiles.get("quick")
+    s = planmod.scale(p)
+    assert planmod.kept_bytes(256 * MiB, 0.36, 8 * MiB) == 160 * MiB       # 163.84 MiB → 20 blocks of 8 MiB
+    assert planmod.kept_bytes(256 * MiB, 0.0, 8 * MiB) == 256 * MiB
+    assert planmod.realised_zero_fraction(s, 0.36) == pytest.approx(0.375)
+    job = planmod.skip_job(planmod.DEFAULT, s, 0.36)
+    assert job.size == 160 * MiB and dict(job.options())["thinktime"] == "25000"
+    assert planmod.point_of(job) == planmod.DEFAULT
+    study = planmod.build_plan(p, zero_fraction=0.36)
+    skipped = [(vp.variant, m.job.size) for vp in study.variants for _, m, _ in vp.plan.measurements()
+               if m.phase == planmod.SKIP_PHASE]
+    assert len(skipped) == 2 * (s.repeats + s.extra_replicates)
+    assert {split_replicate(v)[0] for v, _ in skipped} == {planmod.SPINDLE} and {n for _, n in skipped} == {160 * MiB}
+    assert not [m for vp in planmod.build_plan(p).variants for _, m, _ in vp.plan.measurements()
+                if m.phase == planmod.SKIP_PHASE]
+    assert planmod.planned_seconds(p, zero_fraction=0.36) > planmod.planned_seconds(p)
+    for z, why in ((1.0, "is not in \\[0, 1\\)"), (-0.1, "is not in"), (0.99, "leaves no whole 8 MiB block")):
+        with pytest.raises(ConfigError, match=f"skipping walker \\(checkpoint_walker\\): field 'zero_fraction': "
+                           f"[-0-9.]+ {why}"):
+            planmod.kept_bytes(256 * MiB, z, 8 * MiB)
+    # at full each part with the skipping walker still fits a measuring window
+    full = profiles.get("full")
+    assert max(planmod.planned_seconds(full, part=part, zero_fraction=0.36) for part in planmod.parts(full)) <= 80 * 60

@@ -153,7 +153,14 @@ def test_three_replicates_are_judged_with_intervals_from_the_spread_between_them
     assert (v.value, v.low, v.high) == pytest.approx(
         _t_interval(tier.at_tier_speed_pct.to_numpy() / sas.ratio_pct.to_numpy()), rel=1e-6)
 
+    # the two pools' initial rates, both measured, paired within each replicate (C002-4): all on flash, 10 000 IOPS
+    init = reps.drop_duplicates(["pool", "replicate"]).pivot(index="replicate", columns="pool", values="initial_iops")
+    v = a.value("tiering.tier_over_sas.initial")
+    assert v.value == pytest.approx(100 * 1e6 / TAU_SSD_MEASURED / SAS_INITIAL, rel=0.02) and v.n == 3
+    assert (v.value, v.low, v.high) == pytest.approx(_t_interval(init[planmod.TIERED] / init["sas_pool"]), rel=1e-6)
+
     verdicts = {o.claim.id: o for o in a.outcomes}
+    assert verdicts["tiering.initial_over_sas"].claim.seed_label == "C002-4"
     assert all(not o.judgeable for o in a.outcomes), {o.claim.id: o.judgeable for o in a.outcomes}
     # 50-60 % against the seed's 12.2 ± 5: differs; 99-101 % against recovered (100 ± 10): agrees
     assert verdicts["tiering.C002-1a"].verdict == "differs"
@@ -164,7 +171,7 @@ def test_one_replicate_is_not_judged_and_keeps_its_timelines_own_interval(tmp_pa
     a = an.analyse(make_run(tmp_path, 1))
     assert a.value("tiering.replicates").value == 1
     assert {o.claim.id for o in a.outcomes} == {f"tiering.C002-{c}" for c in ("1a", "1b", "1c", "2a", "2b", "2c",
-                                                                               "3")}
+                                                                               "3")} | {"tiering.initial_over_sas"}
     for o in a.outcomes:
         assert o.verdict == "not judged" and o.judgeable == "n < 3", (o.claim.id, o.judgeable)
     v = a.value("tiering.sas_pool.with.ratio")

@@ -318,9 +318,11 @@ def execute_variant(rig: Rig, device: Device, config: LvmThinConfig, disk_size: 
             return
         except GuestStalled as exc:
             session.log_event("guest_stalled", variant=variant, attempt=attempt, of=STALL_ATTEMPTS,
-                              message=str(exc)[-3000:])
+                              message=str(exc)[-3000:], processes=exc.processes[-6000:])
             if attempt == STALL_ATTEMPTS:
-                raise
+                # nothing is published: the report is the only trace of what the processes were doing
+                raise GuestStalled(f"{exc}\nprocesses when the stall was declared:\n{exc.processes}",
+                                   exc.processes) from exc
 
 
 def _metadata_guess(disk_size: int, config: LvmThinConfig) -> int:

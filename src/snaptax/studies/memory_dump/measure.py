@@ -9,13 +9,14 @@ import json
 from pathlib import Path
 from typing import cast
 
-from ... import profiles
+from ... import operatingpoints, profiles
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...guest import build_image
 from ...guest.memsnap import UNLIMITED_BANDWIDTH, Dirtier, DumpRequest, Method, run_memsnap
 from ...host import rig as rigmod
 from ...host.procs import ProcessGroup
+from ...operatingpoints import UsedPoint
 from ...plan import split_replicate
 from ...profiles import Profile
 from ...record import RunSession
@@ -41,6 +42,16 @@ def role_devices(rig: rigmod.Rig, device: str | None = None) -> dict[str, rigmod
     return {planmod.SSD: ssd[0], planmod.SPINDLE: spindle}
 
 
+def skip_point(rig: str, s: planmod.MemoryDumpScale) -> tuple[float | None, tuple[UsedPoint, ...]]:
+    """The stand-in's inferred zero share on `rig` (rigs/operating-points, `snaptax infer`), at which the skipping
+    walker measures, and the operating point as the run records it (realised at scale `s`); (None, ()) where the
+    rig has none: then no skipping walker runs."""
+    point = operatingpoints.read(rig).get(planmod.STAND_IN)
+    if point is None:
+        return None, ()
+    return point.value, (UsedPoint.of(point, planmod.realised_zero_fraction(s, point.value)),)
+
+
 def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """The grid on both device roles, then the guest's dumps; `device` names the rig device for the spindle role
     (default: the rig's emulated raid1_10k); `part`: one role's pass, or the guest phase (planmod.parts). Every part
@@ -48,7 +59,8 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: st
     their conditions (record.parts: the emulator's version is recorded where an emulated device is used)."""
     devs = role_devices(rig, device)
     s = planmod.scale(profile)
-    study = planmod.build_plan(profile, part=part)
+    zero_fraction, used = skip_point(rig.name, s)
+    study = planmod.build_plan(profile, part=part, zero_fraction=zero_fraction)
     guest = planmod.measures_guest(part)
 
     def measure(session: RunSession) -> None:
@@ -62,8 +74,9 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: st
                     engine.execute(vp.plan, session)
         if guest:
             guest_phase(rig, profile, session)
-    return Setup(planmod.parameters(profile, {role: d.name for role, d in devs.items()}),
-                 tuple(d.name for d in devs.values()), study.points(), planmod.planned_seconds(profile, part=part),
+    return Setup(planmod.parameters(profile, {role: d.name for role, d in devs.items()}, used),
+                 tuple(d.name for d in devs.values()), study.points(),
+                 planmod.planned_seconds(profile, part=part, zero_fraction=zero_fraction),
                  measure, planmod.parts(profile) if part is not None else ())
 
 

@@ -45,6 +45,15 @@ of one point, not of a whole pass.
 The overlapped walker (issue 46.5; overlap_job): on the array, each pass also runs the seed's two points with the
 wait counted from each write's start (model `overlap`), paced by fio's rate limit, so that that explanation of the
 seed's timing is measured, not only fitted.
+The half-memory walker (C003-5, "the dump time scales with the amount of memory"): on the array each replicate also
+runs the grid's walker at the seed's defaults over half the memory (HALF_PHASE); twice the memory over it, within the
+replicate, is the claim's value (a zone-recorded drive writes its inner half more slowly: it need not be 2).
+The skipping walker (issue 46.5; skip_job): where the rig has the stand-in's inferred operating point (the share z of
+the memory skipped as all-zero, standins.checkpoint_walker, `snaptax infer`), each replicate on the array also runs
+the seed's two points over the memory less its zero share, each skipped block skipped with its wait (the grid's
+walker over the first (1 − z)·M bytes: the zero memory taken as one contiguous run, so that both block sizes skip the
+same bytes), in a phase of its own (SKIP_PHASE). The seed's default timing then calibrates (the statement z was
+inferred from) and its tuned timing tests the inference.
 Parts (issue 49.1): at full the study takes longer than one measuring window, so it may be measured in parts (parts):
 one per device role and replicate (plan.replicate_parts, e.g. 'raid1_10k.r1'), each on its own fresh engine as in a
 whole run, and one more, 'guest', for the guest phase. No ratio the analysis forms pairs points of two replicates,
@@ -59,6 +68,7 @@ from ...engines.qcow2 import Qcow2Config
 from ...errors import ConfigError
 from ...fio import FioJob
 from ...models import memory_dump as model
+from ...operatingpoints import UsedPoint
 from ...plan import (
     Measure,
     Plan,
@@ -83,6 +93,13 @@ PHASE = "dump"
 # The walker whose wait runs from each write's start (model `overlap`, issue 46.5): measured at the seed's two points
 # beside the grid's walker, in a phase of its own so that the grid's fits never read it.
 OVERLAP_PHASE = "dump-overlap"
+# The walker that skips the zero memory (issue 46.5, skip_job): measured where the rig has the stand-in's inferred
+# share, in a phase of its own; STAND_IN is the stand-in whose operating point it measures at (snaptax.standins).
+SKIP_PHASE = "dump-skip"
+STAND_IN = "checkpoint_walker"
+# The grid's walker at the seed's defaults over half the memory (seed 003: the dump time "scales with the amount of
+# memory", C003-5): on the array in every replicate, paired with the replicate's whole-memory run at that point.
+HALF_PHASE = "dump-half"
 DEFAULT = model.WalkerPoint(64, 25)     # VMware's defaults (seed 003): 64 pages, 25 ms
 TUNED = model.WalkerPoint(2048, 2)      # the seed's tuned setting: 2048 pages (8 MiB), 2 ms
 SEED_MEMORY = 4 * GiB                   # the seed's VM: 1,048,576 pages
@@ -131,9 +148,10 @@ class MemoryDumpScale:
         pts = self.points()       # each point validates ioBlockPages and ioWait
         if not pts:
             raise ConfigError(src, "block_pages", "the grid is empty")
-        if self.memory_bytes <= 0 or any(self.memory_bytes % p.block_bytes for p in pts):
+        if self.memory_bytes <= 0 or any(self.memory_bytes % p.block_bytes for p in pts) \
+                or (self.memory_bytes // 2) % DEFAULT.block_bytes:
             raise ConfigError(src, "memory_bytes", f"{self.memory_bytes} is not a positive multiple of every block "
-                              "size (the walker writes whole blocks)")
+                              "size, with its half one of the default's (the walker writes whole blocks)")
         for p in (DEFAULT, TUNED):
             if p not in pts:
                 raise ConfigError(src, "block_pages", f"the grid must hold the seed's setting {p.label}")
@@ -279,6 +297,31 @@ def overlap_job(point: model.WalkerPoint, memory_bytes: int) -> FioJob:
                   time_based=False, runtime_s=None, log_avg_msec=None, extra=(("rate", str(round(rate))),))
 
 
+def kept_bytes(memory_bytes: int, zero_fraction: float, block_bytes: int) -> int:
+    """The bytes the skipping walker writes of `memory_bytes` with `zero_fraction` of it all-zero: (1 − z)·M rounded
+    to whole `block_bytes` (the grid's largest block, so that every point writes the same bytes: the nearest setting
+    the walker can realise). A share outside [0, 1), or one that leaves nothing to write, is refused."""
+    if not 0.0 <= zero_fraction < 1.0:
+        raise ConfigError(f"skipping walker ({STAND_IN})", "zero_fraction", f"{zero_fraction:g} is not in [0, 1)")
+    kept = round((1.0 - zero_fraction) * memory_bytes / block_bytes) * block_bytes
+    if kept <= 0:
+        raise ConfigError(f"skipping walker ({STAND_IN})", "zero_fraction", f"{zero_fraction:g} leaves no whole "
+                          f"{block_bytes // MiB} MiB block of {memory_bytes // MiB} MiB to write")
+    return kept
+
+
+def realised_zero_fraction(s: MemoryDumpScale, zero_fraction: float) -> float:
+    """The share the skipping walker realises at scale `s` (1 − kept_bytes / M): what the run records as its
+    operating point's realised setting."""
+    return 1.0 - kept_bytes(s.memory_bytes, zero_fraction, max(s.block_pages) * PAGE) / s.memory_bytes
+
+
+def skip_job(point: model.WalkerPoint, s: MemoryDumpScale, zero_fraction: float) -> FioJob:
+    """The walker at `point` over the memory less its zero share (kept_bytes): the grid's walker job, shorter. The
+    analysis scales its time by the whole memory M, as the seed's checkpoint of its 4 GiB VM is timed."""
+    return walker_job(point, kept_bytes(s.memory_bytes, zero_fraction, max(s.block_pages) * PAGE))
+
+
 def point_of(job: FioJob) -> model.WalkerPoint:
     """The grid point a walker job was made for (from its options, not its name): the wait is the grid walker's
     thinktime, or the overlapped walker's rate period B / rate."""
@@ -288,28 +331,39 @@ def point_of(job: FioJob) -> model.WalkerPoint:
     return model.WalkerPoint(job.bs // PAGE, round(job.bs * 1000 / int(opts["rate"]), 6))
 
 
-def role_plan(profile: profiles.Profile, claims_only: bool = False, overlap: bool = True) -> Plan:
+def role_plan(profile: profiles.Profile, claims_only: bool = False, on_array: bool = True,
+              zero_fraction: float | None = None) -> Plan:
     """One pass of one device role (one replicate): the whole grid (claims_only: only the seed's two settings),
     then the tuned point's further runs up to `tuned_repeats` (repeat 1, 2, ...: the pass's own runs are repeat
-    0), then (overlap) the overlapped walker (overlap_job) at the seed's two points, once each (OVERLAP_PHASE)."""
+    0), then (on_array) the walker at the defaults over half the memory (HALF_PHASE) and the overlapped
+    walker (overlap_job) at the seed's two points, once each (OVERLAP_PHASE), then (zero_fraction not None) the
+    skipping walker (skip_job) at them, once each (SKIP_PHASE)."""
     s = scale(profile)
     points = [DEFAULT, TUNED] if claims_only else s.points()
     grid = [Measure(walker_job(p, s.memory_bytes), PHASE, 0) for p in points]
     tuned = [Measure(walker_job(TUNED, s.memory_bytes), PHASE, r) for r in range(1, s.tuned_repeats)]
-    overlapped = [Measure(overlap_job(p, s.memory_bytes), OVERLAP_PHASE, 0) for p in (DEFAULT, TUNED)] \
-        if overlap else []
-    return Plan(tuple(grid + tuned + overlapped))
+    array = [Measure(walker_job(DEFAULT, s.memory_bytes // 2), HALF_PHASE, 0)] + \
+        [Measure(overlap_job(p, s.memory_bytes), OVERLAP_PHASE, 0) for p in (DEFAULT, TUNED)] if on_array else []
+    skipping = [Measure(skip_job(p, s, zero_fraction), SKIP_PHASE, 0) for p in (DEFAULT, TUNED)] \
+        if zero_fraction is not None else []
+    return Plan(tuple(grid + tuned + array + skipping))
 
 
-def build_plan(profile: profiles.Profile, *, part: str | None = None) -> StudyPlan:
+def build_plan(profile: profiles.Profile, *, part: str | None = None,
+               zero_fraction: float | None = None) -> StudyPlan:
     """Per pass (an independent replicate) one VariantPlan per device role: the SSD-class device, then the emulated
     array standing in for the seed's; then the extra replicates of the seed's two settings on the array. The
-    overlapped walker runs on the array only: the claims read the array, and quick stays within its 90 minutes
-    (issue 49). part: only that role's pass (parts); the guest part's plan has no page-walker runs."""
+    half-memory, the overlapped and the skipping walker (the last where `zero_fraction`, the stand-in's inferred zero
+    share, is given) run on the array only: the claims read the array, and quick stays within its 90 minutes
+    (issue 49).
+    part: only that role's pass (parts); the guest part's plan has no page-walker runs."""
     s = scale(profile)
-    passes = replicated(StudyPlan(tuple(VariantPlan(role, role_plan(profile, overlap=role == SPINDLE))
-                                        for role in ROLES)), s.repeats)
-    extra = tuple(VariantPlan(replicate_name(SPINDLE, s.repeats + i), role_plan(profile, claims_only=True))
+    passes = replicated(StudyPlan(tuple(
+        VariantPlan(role, role_plan(profile, on_array=role == SPINDLE,
+                                    zero_fraction=zero_fraction if role == SPINDLE else None))
+        for role in ROLES)), s.repeats)
+    extra = tuple(VariantPlan(replicate_name(SPINDLE, s.repeats + i),
+                              role_plan(profile, claims_only=True, zero_fraction=zero_fraction))
                   for i in range(s.extra_replicates))
     whole = StudyPlan(passes.variants + extra)
     if part is None:
@@ -338,11 +392,12 @@ def measures_guest(part: str | None) -> bool:
     return part in (None, GUEST_PART)
 
 
-def estimated_seconds(profile: profiles.Profile, *, part: str | None = None) -> dict[str, float]:
-    """Planned fio time per role (s) of the plan (of `part`; None: the whole study): the `after` model (the
-    overlapped walker's: `overlap`) with the NOMINAL service times (an estimate for the ETA, not a measurement),
-    summed over the plan's runs."""
-    study = build_plan(profile, part=part)
+def estimated_seconds(profile: profiles.Profile, *, part: str | None = None,
+                      zero_fraction: float | None = None) -> dict[str, float]:
+    """Planned fio time per role (s) of the plan (of `part`; None: the whole study; zero_fraction: build_plan's): the
+    `after` model (the overlapped walker's: `overlap`) with the NOMINAL service times (an estimate for the ETA, not a
+    measurement), summed over the plan's runs."""
+    study = build_plan(profile, part=part, zero_fraction=zero_fraction)
     out: dict[str, float] = {}
     for vp in study.variants:
         role = split_replicate(vp.variant)[0]
@@ -354,12 +409,13 @@ def estimated_seconds(profile: profiles.Profile, *, part: str | None = None) -> 
     return out
 
 
-def planned_seconds(profile: profiles.Profile, *, part: str | None = None) -> float:
-    """The run time the plan (of `part`; None: the whole study) predicts (s), as the run's manifest records it
-    (measure passes it to RunSession): the walker grid's estimate on the roles it measures and, where it measures the
-    guest phase, that phase's."""
+def planned_seconds(profile: profiles.Profile, *, part: str | None = None,
+                    zero_fraction: float | None = None) -> float:
+    """The run time the plan (of `part`; None: the whole study; zero_fraction: build_plan's) predicts (s), as the
+    run's manifest records it (measure passes it to RunSession): the walker grid's estimate on the roles it measures
+    and, where it measures the guest phase, that phase's."""
     guest = guest_estimated_seconds(profile) if measures_guest(part) else 0.0
-    return sum(estimated_seconds(profile, part=part).values()) + guest
+    return sum(estimated_seconds(profile, part=part, zero_fraction=zero_fraction).values()) + guest
 
 
 def wait_seconds(profile: profiles.Profile) -> float:
@@ -396,13 +452,16 @@ class MemoryDumpParameters(StudyParameters):
     tuned: tuple[int, float]
     seed_memory_bytes: int
     guest: GuestParameters | None
+    # the stand-in's inferred zero share the skipping walker measured at, realised (None or (): a run without it)
+    operating_points: tuple[UsedPoint, ...] | None = None
 
 
-def parameters(profile: profiles.Profile, devices: dict[str, str]) -> MemoryDumpParameters:
+def parameters(profile: profiles.Profile, devices: dict[str, str],
+               used: tuple[UsedPoint, ...] = ()) -> MemoryDumpParameters:
     return MemoryDumpParameters(scale=scale(profile), page_bytes=PAGE, devices=devices,
                                 spindle_role=SPINDLE, default=(DEFAULT.block_pages, DEFAULT.wait_ms),
                                 tuned=(TUNED.block_pages, TUNED.wait_ms), seed_memory_bytes=SEED_MEMORY,
-                                guest=guest_parameters(profile))
+                                guest=guest_parameters(profile), operating_points=used)
 
 
 def guest_parameters(profile: profiles.Profile) -> GuestParameters:
@@ -427,8 +486,10 @@ def describe(profile: profiles.Profile) -> str:
     lines = [f"profile {profile.name}: memory {s.memory_bytes // MiB} MiB written per fio run; grid ioBlockPages "
              f"{', '.join(map(str, s.block_pages))} x ioWait {', '.join(f'{w:g}' for w in s.waits_ms)} ms "
              f"({len(s.points())} points), {s.repeats} pass(es) over the grid, each an independent replicate on a "
-             f"fresh engine, the tuned point {s.tuned_repeats} times per replicate, on {SPINDLE} the overlapped "
-             f"walker (its wait from each write's start) at {DEFAULT.label} and {TUNED.label} once per replicate; "
+             f"fresh engine, the tuned point {s.tuned_repeats} times per replicate, on {SPINDLE} {DEFAULT.label} "
+             f"over half the memory and the overlapped walker (its wait from each write's start) at {DEFAULT.label} "
+             f"and {TUNED.label} once per replicate (and the walker skipping the zero memory there where the rig has "
+             f"the inferred zero share); "
              f"{s.extra_replicates} further replicate(s) of {DEFAULT.label} and {TUNED.label} alone on {SPINDLE}",
              f"{study.points()} fio runs in {len(study.variants)} replicates of the device roles (per pass: "
              + ", ".join(f"{n} on {role}" for role, n in per_pass.items()) + "): "
@@ -451,7 +512,9 @@ def describe(profile: profiles.Profile) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "OVERLAP_PHASE", "overlap_job",
+__all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "OVERLAP_PHASE", "overlap_job", "SKIP_PHASE", "STAND_IN",
+           "HALF_PHASE",
+           "kept_bytes", "realised_zero_fraction", "skip_job",
            "DEFAULT", "TUNED", "SEED_MEMORY", "MEMORY_FILE", "NOMINAL",
            "HELDOUT",
            "MemoryDumpScale", "SCALES", "scale", "walker_job", "point_of", "role_plan", "build_plan",

@@ -1,6 +1,7 @@
 """The memory-dump values over independent replicates (issue 47.3): one number per replicate (the geometric mean of
-its runs), then a t pivot, for the claims' values at the seed's two settings, the overlapped walker's (issue 46.5)
-and the zero-block fraction the seed's default timing needs. Pure."""
+its runs), then a t pivot, for the claims' values at the seed's two settings, the overlapped and the skipping
+walker's (issue 46.5), the half-memory walker's scaling (C003-5) and the zero-block fraction the seed's default timing
+needs; the walkers side by side (walkers_table). Pure."""
 from __future__ import annotations
 
 import pandas as pd
@@ -8,11 +9,13 @@ import pandas as pd
 from ...analysis import geometric_mean_by_replicate
 from ...inference import Estimate, geometric_estimate, ratio_estimate
 from ...values import Value
-from .plan import DEFAULT, SEED_MEMORY, STUDY, TUNED
+from .plan import DEFAULT, SEED_MEMORY, SPINDLE, SSD, STUDY, TUNED
 
 GiB = 1 << 30
-# Seed 003's default timing (analyse.SEED_DEFAULT_S, Lavallee 2013's vmware.log: 17:39:45.992 → 17:45:19.942)
+# Seed 003's two timings (Lavallee 2013's vmware.log): the defaults 17:39:45.992 → 17:45:19.942, 2048 pages and 2 ms
+# 17:35:32.793 → 17:36:56.674
 SEED_DEFAULT_S = 333.95
+SEED_TUNED_S = 83.881
 
 
 def _by_replicate(meas: pd.DataFrame, role: str, label: str, column: str) -> pd.Series:
@@ -68,6 +71,36 @@ def overlap_values(meas: pd.DataFrame, overlap: pd.DataFrame) -> list[Value]:
     return out
 
 
+def scaling_values(meas: pd.DataFrame, half: pd.DataFrame) -> list[Value]:
+    """`scaling.<role>`: the grid walker's time at the seed's defaults over the whole memory ÷ over half of it (plan
+    HALF_PHASE), within each replicate that has both, in per cent (200: the time scales with the memory, seed 003's
+    C003-5), over the replicates. None for a run without the half-memory runs."""
+    out = []
+    for role in sorted(set(half.role)):
+        whole, part = (_by_replicate(m, role, DEFAULT.label, "dump_s") for m in (meas, half))
+        common = whole.index.intersection(part.index)
+        if len(common):
+            out.append(Value.of_estimate(f"{STUDY}.scaling.{role}", ratio_estimate(
+                whole.loc[common].to_numpy(), part.loc[common].to_numpy(), "pct_log"), "%", 0))
+    return out
+
+
+def skip_values(skip: pd.DataFrame, realised: float | None) -> list[Value]:
+    """The skipping walker (plan.skip_job: the memory less its inferred zero share, each skipped block with its wait)
+    at the seed's two settings, each over the replicates: `skip_walker.<name>` for each of replicate_estimates'
+    names (its time scaled by the whole memory, as the seed's 4 GiB checkpoint is timed: seed_memory_s, vs_estimate
+    against the whole memory's n·w, tuned_ratio), and `skip_walker.zero_fraction`, the share it realised (whole
+    blocks of the grid's largest). None for a run without it."""
+    if skip.empty:
+        return []
+    out = [Value.of_estimate(f"{STUDY}.skip_walker.{name}", e, *(("s", 0) if name.startswith("seed_memory_s.")
+                                                                 else ("×", 3)))
+           for name, e in sorted(replicate_estimates(skip).items())]
+    if realised is not None:
+        out.append(Value(f"{STUDY}.skip_walker.zero_fraction", realised, "", digits=3))
+    return out
+
+
 def inferred_zero_fraction(est: dict[str, Estimate]) -> list[Value]:
     """`implied.zero_fraction.<role>`: the fraction of blocks the seed's walker must have skipped (zero pages, with
     their waits) for its default timing, 333.95 s, on a device that writes like this role's: z = 1 − 333.95 s / T,
@@ -86,4 +119,29 @@ def inferred_zero_fraction(est: dict[str, Estimate]) -> list[Value]:
     return out
 
 
-__all__ = ["replicate_estimates", "overlap_values", "inferred_zero_fraction", "SEED_DEFAULT_S"]
+WALKERS = (("writes every block", ""), ("wait from each write's start", "overlap_walker."),
+           ("skips the inferred zero share", "skip_walker."))
+
+
+def walkers_table(values: list[Value]) -> pd.DataFrame:
+    """Per walker (the grid's, which writes every block and waits after each write; the overlapped one; the one
+    skipping the inferred zero share), role and seed setting that the run measured: the time scaled to the seed's
+    4 GiB and its ratio to the seed's estimate n·w, each with its 95 % interval over the replicates, beside the
+    seed's timing. Only rows the run has (the overlapped walker runs on the mirror; the skipping one where the rig
+    has the inferred share)."""
+    by_key = {v.key: v for v in values}
+    rows = []
+    for walker, prefix in WALKERS:
+        for role in (SPINDLE, SSD):
+            for setting, p, seed in (("default", DEFAULT, SEED_DEFAULT_S), ("tuned", TUNED, SEED_TUNED_S)):
+                t = by_key.get(f"{STUDY}.{prefix}seed_memory_s.{role}.{p.label}")
+                if t is None:
+                    continue
+                vs = by_key.get(f"{STUDY}.{prefix}vs_estimate.{role}.{p.label}")
+                rows.append({"walker": walker, "role": role, "setting": setting, "point": p.label, "seed_s": seed,
+                             "ours_4gib_s": t.formatted_ci(), "vs_estimate": vs.formatted_ci() if vs else ""})
+    return pd.DataFrame(rows, columns=["walker", "role", "setting", "point", "seed_s", "ours_4gib_s", "vs_estimate"])
+
+
+__all__ = ["replicate_estimates", "overlap_values", "scaling_values", "skip_values", "inferred_zero_fraction",
+           "walkers_table", "SEED_DEFAULT_S", "SEED_TUNED_S"]

@@ -93,6 +93,10 @@ class TieringAnalysis(Analysis):
     replicates: pd.DataFrame = field(default_factory=pd.DataFrame)   # per qcow2 replicate and phase (replicates.py)
 
 
+INITIAL_BASIS = ("a judgment: two table values of one run each; ±10 % of the published ratio (the registration's rule "
+                 "decides)")
+
+
 def _claims(pools: set[str]) -> list[Claim]:
     k = STUDY
     out: list[Claim] = []
@@ -125,6 +129,11 @@ def _claims(pools: set[str]) -> list[Claim]:
                          "the emulated tiered pool (tier_pool) at the SSD tier's speed (model) over the SAS-only pool "
                          "(sas_pool, measured), qcow2",
                          basis="model"))
+        out.append(Claim(f"{k}.initial_over_sas", CITE, "both tables, 'Initial situation'", "initial IOPS of the "
+                         "tiered pool over the SAS-only pool's (11500 over 2450), %", 100 * 11500 / 2450, "%", 100.0,
+                         47.0, INITIAL_BASIS, f"{k}.tier_over_sas.initial",
+                         "the emulated tiered pool (tier_pool) over the SAS-only pool (sas_pool), both measured, "
+                         "qcow2, paired by replicate", label="C002-4", published_digits=1))
     return out
 
 
@@ -324,6 +333,10 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     reps = per_replicate(seconds, phases, model_us)
     est = estimates(reps)
     values = [over_replicates(v, est[v.key]) if v.key in est else v for v in values]
+    initial = f"{STUDY}.tier_over_sas.initial"
+    if initial in est:
+        values.append(Value.of_estimate(initial, est[initial], "%", 0, method=f"t over {est[initial].n} "
+                                        "independent replicates (pct_log), each pool's initial phase measured"))
     learned = events[(events.event == "learn_done") & (events.pool.map(pool_of) == TIERED)
                      & (events.pool.map(engine_of) == "qcow2")] if not events.empty else events
     values += replicate_values(reps, params.scale.replicates,

@@ -13,7 +13,9 @@ replicates (snaptax.inference), never over the batch means or seconds within one
                                     inference.log_estimate of the log ratios, pct_log;
     tier_over_sas.with              within each replicate, the tiered pool's with-snapshot ratio at the SSD tier's
                                     speed over the SAS-only pool's measured one (ratios formed within one sitting,
-                                    never across): log_estimate, pct_log.
+                                    never across): log_estimate, pct_log;
+    tier_over_sas.initial           within each replicate, the tiered pool's initial IOPS over the SAS-only pool's,
+                                    both measured: ratio_estimate, pct_log.
 
 With two or more replicates the value and its 95 % interval are the estimate's (Value.of_estimate), and the verdict
 rule judges it from three. With one (smoke, quick, runs made before replicates) there is no spread between
@@ -83,6 +85,12 @@ def estimates(reps: pd.DataFrame) -> dict[str, Estimate]:
         both = sorted(set(sas.index) & set(tier.index))
         if both:
             out[f"{k}.tier_over_sas.with"] = _pct_log(100 * tier[both].to_numpy() / sas[both].to_numpy())
+        # the two pools' initial rates, paired within each replicate (one sitting): C002-4, measured
+        init = reps.drop_duplicates(["pool", "replicate"]).pivot(index="replicate", columns="pool",
+                                                                   values="initial_iops")
+        if {"sas_pool", TIERED} <= set(init.columns) and len(paired := init[["sas_pool", TIERED]].dropna()):
+            out[f"{k}.tier_over_sas.initial"] = ratio_estimate(paired[TIERED].to_numpy(),
+                                                               paired["sas_pool"].to_numpy(), "pct_log")
     return out
 
 
