@@ -46,7 +46,7 @@ def expect(study: Study, rig: str, profile: profiles.Profile) -> Expectation:
     if not math.isnan(minutes):
         basis = f"measured: newest {profile.name} run {short_run_id(runs[-1].name)}"
     else:
-        planned = study.planned_seconds(profile)
+        planned = study.planned_seconds(profile, rig)
         none = f"no {profile.name} run on rig {rig}"
         if planned > 0:
             minutes, basis = planned / 60, f"plan's prediction: {none}"
@@ -110,7 +110,7 @@ def part_lines(study: Study, rig: str, profile: profiles.Profile) -> list[str]:
     them to the rig's)."""
     from .record import incomplete_sets
 
-    seconds = study.part_seconds(profile)
+    seconds = study.part_seconds(profile, rig)
     if not seconds:
         return []
     lines = [f"parts (each a run of its own, read together once all are published; python -m snaptax run {study.id} "

@@ -15,7 +15,7 @@ def test_planned_seconds_is_what_measure_records(study):
     rig = rigmod.load("local")
     for name in profiles.PROFILES:
         profile = profiles.get(name)
-        planned = study.planned_seconds(profile)
+        planned = study.planned_seconds(profile, "local")
         assert study.measure_module().setup(rig, profile).planned_seconds == planned, (study.id, name)
         assert math.isfinite(planned) and planned >= 0, (study.id, name)
 
@@ -86,7 +86,7 @@ def test_the_studies_with_parts_are_typed_as_such_and_measure_a_part_as_planned(
     assert sorted(checked.PARTED) == sorted(s.id for s in studies.REGISTRY if s.parts(profile))
     for study_id in checked.PARTED:
         study = studies.get(study_id)
-        for part, seconds in study.part_seconds(profile).items():
+        for part, seconds in study.part_seconds(profile, "local").items():
             setup = study.measure_module().setup(rig, profile, None, part)
             assert setup.planned_seconds == seconds and setup.part_set == study.parts(profile), (study_id, part)
             # a part measures less than the whole study; every part some time (memory_dump's guest part no fio run)

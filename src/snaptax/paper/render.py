@@ -391,7 +391,7 @@ def study_times(rig: str) -> list[article.StudyTimes]:
     for study in studies.REGISTRY:
         runs = {p: tuple(load_run(r).manifest for r in readable_runs(rig, study.id, p)[-article.RUNS_SHOWN:])
                 for p in article.MEASURED_PROFILES}
-        planned = {p: study.planned_seconds(profiles.get(p))
+        planned = {p: study.planned_seconds(profiles.get(p), rig)
                    for p in (*article.MEASURED_PROFILES, article.EXTRAPOLATED)}
         out.append(article.StudyTimes(study.id, study.notebook, runs, planned, study.no_planned_time()))
     return out

@@ -64,11 +64,14 @@ class Study:
     def describe_plan(self, profile: profiles.Profile) -> str:
         return self.plan_module().describe(profile)
 
-    def planned_seconds(self, profile: profiles.Profile) -> float:
+    def planned_seconds(self, profile: profiles.Profile, rig: str | None = None) -> float:
         """The run time the study's plan predicts at a profile (s), without measuring: what its measure's Setup
         gives RunSession, so the same figure a run's manifest records as planned_seconds (0: the plan predicts
-        none)."""
-        return float(self.plan_module().planned_seconds(profile))
+        none). rig: a plan whose runs depend on the rig's inferred operating points (a plan module with
+        planned_seconds_on(profile, rig), e.g. memory_dump's skipping walker) predicts at that rig's."""
+        plan = self.plan_module()
+        on_rig = getattr(plan, "planned_seconds_on", None)
+        return float(on_rig(profile, rig) if rig is not None and on_rig is not None else plan.planned_seconds(profile))
 
     def parted_plan_module(self) -> PartedPlanModule | None:
         """The plan module as a study with parts types it (contract.PartedPlanModule); None: measured whole only."""
@@ -81,10 +84,15 @@ class Study:
         plan = self.parted_plan_module()
         return plan.parts(profile) if plan else ()
 
-    def part_seconds(self, profile: profiles.Profile) -> dict[str, float]:
-        """Each part's planned run time at a profile (s), as its run's manifest records it; empty without parts."""
+    def part_seconds(self, profile: profiles.Profile, rig: str | None = None) -> dict[str, float]:
+        """Each part's planned run time at a profile (s), as its run's manifest records it (rig: as planned_seconds
+        says); empty without parts."""
         plan = self.parted_plan_module()
-        return {name: float(plan.planned_seconds(profile, part=name)) for name in plan.parts(profile)} if plan else {}
+        if plan is None:
+            return {}
+        on_rig = getattr(plan, "planned_seconds_on", None)
+        return {name: float(on_rig(profile, rig, part=name) if rig is not None and on_rig is not None
+                            else plan.planned_seconds(profile, part=name)) for name in plan.parts(profile)}
 
     def check_part(self, profile: profiles.Profile, part: str | None) -> None:
         """Refuse, in one ConfigError line naming the field and the valid names, a part the study does not have at

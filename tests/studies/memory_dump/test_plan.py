@@ -250,3 +250,18 @@ def test_the_skipping_walker_writes_the_memory_less_its_zero_share():
     # at full each part with the skipping walker still fits a measuring window
     full = profiles.get("full")
     assert max(planmod.planned_seconds(full, part=part, zero_fraction=0.36) for part in planmod.parts(full)) <= 80 * 60
+
+
+def test_on_a_rig_the_plan_predicts_what_the_run_plans(monkeypatch):
+    """The study's prediction for a rig (the artifact table's, `snaptax plan`'s) is the one measure.setup records:
+    with the skipping walker where the rig has the stand-in's inferred zero share, without it where not."""
+    from snaptax import operatingpoints as op
+    from snaptax.studies.memory_dump import measure
+
+    p = profiles.get("quick")
+    point = op.OperatingPoint(planmod.STAND_IN, 0.36, 0.35, 0.37, "memory_dump/r", "memory_dump.default_4gib")
+    for points, z in (({planmod.STAND_IN: point}, 0.36), ({}, None)):
+        monkeypatch.setattr(op, "read", lambda rig, points=points: points)
+        assert measure.skip_point("x", planmod.scale(p))[0] == z
+        assert get("memory_dump").planned_seconds(p, "x") == planmod.planned_seconds(p, zero_fraction=z)
+    assert get("memory_dump").planned_seconds(p) == planmod.planned_seconds(p)

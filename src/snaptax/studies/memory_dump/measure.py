@@ -46,7 +46,7 @@ def skip_point(rig: str, s: planmod.MemoryDumpScale) -> tuple[float | None, tupl
     """The stand-in's inferred zero share on `rig` (rigs/operating-points, `snaptax infer`), at which the skipping
     walker measures, and the operating point as the run records it (realised at scale `s`); (None, ()) where the
     rig has none: then no skipping walker runs."""
-    point = operatingpoints.read(rig).get(planmod.STAND_IN)
+    point = operatingpoints.read(rig).get(planmod.STAND_IN)        # as plan.planned_seconds_on reads it
     if point is None:
         return None, ()
     return point.value, (UsedPoint.of(point, planmod.realised_zero_fraction(s, point.value)),)

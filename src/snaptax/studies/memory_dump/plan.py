@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ... import profiles
+from ... import operatingpoints, profiles
 from ...engines.qcow2 import Qcow2Config
 from ...errors import ConfigError
 from ...fio import FioJob
@@ -418,6 +418,14 @@ def planned_seconds(profile: profiles.Profile, *, part: str | None = None,
     return sum(estimated_seconds(profile, part=part, zero_fraction=zero_fraction).values()) + guest
 
 
+def planned_seconds_on(profile: profiles.Profile, rig: str, *, part: str | None = None) -> float:
+    """planned_seconds (of `part`) as measure.setup plans it on `rig`: with the skipping walker where the rig has the
+    stand-in's inferred zero share (rigs/operating-points), so that a run's recorded plan and the artifact table's
+    prediction for that rig are one figure."""
+    point = operatingpoints.read(rig).get(STAND_IN)
+    return planned_seconds(profile, part=part, zero_fraction=point.value if point is not None else None)
+
+
 def wait_seconds(profile: profiles.Profile) -> float:
     """The plan's waits alone, Σ n·w over its runs (s): a lower bound of its fio time."""
     return sum(float(model.seed_estimate_s(m.job.size, m.job.bs, point_of(m.job).wait_s))
@@ -518,7 +526,8 @@ __all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "OVERLAP_PHASE", "overla
            "DEFAULT", "TUNED", "SEED_MEMORY", "MEMORY_FILE", "NOMINAL",
            "HELDOUT",
            "MemoryDumpScale", "SCALES", "scale", "walker_job", "point_of", "role_plan", "build_plan",
-           "estimated_seconds", "planned_seconds", "wait_seconds", "GUEST_PART", "parts", "check_part",
+           "estimated_seconds", "planned_seconds", "planned_seconds_on", "wait_seconds", "GUEST_PART", "parts",
+           "check_part",
            "measures_guest", "parameters", "describe", "GUEST", "GUEST_FILE",
            "GUEST_CONSOLE",
            "BACKGROUND", "PRECOPY",
