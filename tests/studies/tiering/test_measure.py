@@ -79,7 +79,8 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     init = [x for x in record.measurements if x.variant == "sas_pool" and x.phase == "initial"][0]
     assert a.seconds[(a.seconds.pool == "sas_pool") & (a.seconds.phase == "initial")].iops.mean() == pytest.approx(
         init.iops(), rel=0.25)
-    assert {o.claim.id for o in a.outcomes} == {f"tiering.C002-{c}" for c in ("1a", "1b", "1c", "2a", "2b", "2c", "3")}
+    assert {o.claim.id for o in a.outcomes} == {
+        *(f"tiering.C002-{c}" for c in ("1a", "1b", "1c", "2a", "2b", "2c", "3")), "tiering.initial_over_sas"}
     deletions = a.meas.dropna(subset=["deletion"])
     assert len(deletions) == 2 and all(d["converged"] for d in deletions.deletion)
     thin_rows = a.meas[a.meas.pool.isin(thin)]

@@ -155,7 +155,7 @@ def test_three_replicates_are_judged_with_intervals_from_the_spread_between_them
 
     # the two pools' initial rates, both measured, paired within each replicate (C002-4): all on flash, 10 000 IOPS
     init = reps.drop_duplicates(["pool", "replicate"]).pivot(index="replicate", columns="pool", values="initial_iops")
-    v = a.value("tiering.tier_over_sas.initial")
+    v = a.value("tiering.initial_over_sas")
     assert v.value == pytest.approx(100 * 1e6 / TAU_SSD_MEASURED / SAS_INITIAL, rel=0.02) and v.n == 3
     assert (v.value, v.low, v.high) == pytest.approx(_t_interval(init[planmod.TIERED] / init["sas_pool"]), rel=1e-6)
 

@@ -131,7 +131,7 @@ def _claims(pools: set[str]) -> list[Claim]:
                          basis="model"))
         out.append(Claim(f"{k}.initial_over_sas", CITE, "both tables, 'Initial situation'", "initial IOPS of the "
                          "tiered pool over the SAS-only pool's (11500 over 2450), %", 100 * 11500 / 2450, "%", 100.0,
-                         47.0, INITIAL_BASIS, f"{k}.tier_over_sas.initial",
+                         47.0, INITIAL_BASIS, f"{k}.initial_over_sas",
                          "the emulated tiered pool (tier_pool) over the SAS-only pool (sas_pool), both measured, "
                          "qcow2, paired by replicate", label="C002-4", published_digits=1))
     return out
@@ -333,7 +333,7 @@ def analyse(record: RunRecord) -> TieringAnalysis:
     reps = per_replicate(seconds, phases, model_us)
     est = estimates(reps)
     values = [over_replicates(v, est[v.key]) if v.key in est else v for v in values]
-    initial = f"{STUDY}.tier_over_sas.initial"
+    initial = f"{STUDY}.initial_over_sas"
     if initial in est:
         values.append(Value.of_estimate(initial, est[initial], "%", 0, method=f"t over {est[initial].n} "
                                         "independent replicates (pct_log), each pool's initial phase measured"))

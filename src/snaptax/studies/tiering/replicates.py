@@ -14,7 +14,7 @@ replicates (snaptax.inference), never over the batch means or seconds within one
     tier_over_sas.with              within each replicate, the tiered pool's with-snapshot ratio at the SSD tier's
                                     speed over the SAS-only pool's measured one (ratios formed within one sitting,
                                     never across): log_estimate, pct_log;
-    tier_over_sas.initial           within each replicate, the tiered pool's initial IOPS over the SAS-only pool's,
+    initial_over_sas                within each replicate, the tiered pool's initial IOPS over the SAS-only pool's,
                                     both measured: ratio_estimate, pct_log.
 
 With two or more replicates the value and its 95 % interval are the estimate's (Value.of_estimate), and the verdict
@@ -89,7 +89,7 @@ def estimates(reps: pd.DataFrame) -> dict[str, Estimate]:
         init = reps.drop_duplicates(["pool", "replicate"]).pivot(index="replicate", columns="pool",
                                                                    values="initial_iops")
         if {"sas_pool", TIERED} <= set(init.columns) and len(paired := init[["sas_pool", TIERED]].dropna()):
-            out[f"{k}.tier_over_sas.initial"] = ratio_estimate(paired[TIERED].to_numpy(),
+            out[f"{k}.initial_over_sas"] = ratio_estimate(paired[TIERED].to_numpy(),
                                                                paired["sas_pool"].to_numpy(), "pct_log")
     return out
 
