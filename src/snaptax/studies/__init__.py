@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import profiles
 from ..errors import ConfigError, SnaptaxError
@@ -69,9 +69,14 @@ class Study:
         gives RunSession, so the same figure a run's manifest records as planned_seconds (0: the plan predicts
         none). rig: a plan whose runs depend on the rig's inferred operating points (a plan module with
         planned_seconds_on(profile, rig), e.g. memory_dump's skipping walker) predicts at that rig's."""
-        plan = self.plan_module()
+        return self._planned(self.plan_module(), profile, rig)
+
+    @staticmethod
+    def _planned(plan: Any, profile: profiles.Profile, rig: str | None, **part: str) -> float:
+        """The plan module's planned_seconds, or its planned_seconds_on at `rig` where it has one."""
         on_rig = getattr(plan, "planned_seconds_on", None)
-        return float(on_rig(profile, rig) if rig is not None and on_rig is not None else plan.planned_seconds(profile))
+        return float(on_rig(profile, rig, **part) if rig is not None and on_rig is not None
+                     else plan.planned_seconds(profile, **part))
 
     def parted_plan_module(self) -> PartedPlanModule | None:
         """The plan module as a study with parts types it (contract.PartedPlanModule); None: measured whole only."""
@@ -90,9 +95,7 @@ class Study:
         plan = self.parted_plan_module()
         if plan is None:
             return {}
-        on_rig = getattr(plan, "planned_seconds_on", None)
-        return {name: float(on_rig(profile, rig, part=name) if rig is not None and on_rig is not None
-                            else plan.planned_seconds(profile, part=name)) for name in plan.parts(profile)}
+        return {name: self._planned(plan, profile, rig, part=name) for name in plan.parts(profile)}
 
     def check_part(self, profile: profiles.Profile, part: str | None) -> None:
         """Refuse, in one ConfigError line naming the field and the valid names, a part the study does not have at

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import cast
 
-from ... import operatingpoints, profiles
+from ... import profiles
 from ...engines.qcow2 import Qcow2ChainEngine
 from ...errors import ConfigError
 from ...guest import build_image
@@ -43,10 +43,9 @@ def role_devices(rig: rigmod.Rig, device: str | None = None) -> dict[str, rigmod
 
 
 def skip_point(rig: str, s: planmod.MemoryDumpScale) -> tuple[float | None, tuple[UsedPoint, ...]]:
-    """The stand-in's inferred zero share on `rig` (rigs/operating-points, `snaptax infer`), at which the skipping
-    walker measures, and the operating point as the run records it (realised at scale `s`); (None, ()) where the
-    rig has none: then no skipping walker runs."""
-    point = operatingpoints.read(rig).get(planmod.STAND_IN)        # as plan.planned_seconds_on reads it
+    """The stand-in's inferred zero share on `rig` (plan.zero_share_on), at which the skipping walker measures, and the
+    operating point as the run records it (realised at scale `s`); (None, ()) where the rig has none."""
+    point = planmod.zero_share_on(rig)
     if point is None:
         return None, ()
     return point.value, (UsedPoint.of(point, planmod.realised_zero_fraction(s, point.value)),)

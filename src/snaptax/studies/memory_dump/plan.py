@@ -418,11 +418,16 @@ def planned_seconds(profile: profiles.Profile, *, part: str | None = None,
     return sum(estimated_seconds(profile, part=part, zero_fraction=zero_fraction).values()) + guest
 
 
+def zero_share_on(rig: str) -> operatingpoints.OperatingPoint | None:
+    """The stand-in's inferred zero share on `rig` (rigs/operating-points, `snaptax infer`): the skipping walker
+    measures at it; None where the rig has none (then no skipping walker runs)."""
+    return operatingpoints.read(rig).get(STAND_IN)
+
+
 def planned_seconds_on(profile: profiles.Profile, rig: str, *, part: str | None = None) -> float:
-    """planned_seconds (of `part`) as measure.setup plans it on `rig`: with the skipping walker where the rig has the
-    stand-in's inferred zero share (rigs/operating-points), so that a run's recorded plan and the artifact table's
-    prediction for that rig are one figure."""
-    point = operatingpoints.read(rig).get(STAND_IN)
+    """planned_seconds (of `part`) as measure.setup plans it on `rig` (zero_share_on), so that a run's recorded plan
+    and the artifact table's prediction for that rig are one figure."""
+    point = zero_share_on(rig)
     return planned_seconds(profile, part=part, zero_fraction=point.value if point is not None else None)
 
 
@@ -526,8 +531,8 @@ __all__ = ["STUDY", "SSD", "SPINDLE", "ROLES", "PHASE", "OVERLAP_PHASE", "overla
            "DEFAULT", "TUNED", "SEED_MEMORY", "MEMORY_FILE", "NOMINAL",
            "HELDOUT",
            "MemoryDumpScale", "SCALES", "scale", "walker_job", "point_of", "role_plan", "build_plan",
-           "estimated_seconds", "planned_seconds", "planned_seconds_on", "wait_seconds", "GUEST_PART", "parts",
-           "check_part",
+           "estimated_seconds", "planned_seconds", "planned_seconds_on", "zero_share_on", "wait_seconds", "GUEST_PART",
+           "parts", "check_part",
            "measures_guest", "parameters", "describe", "GUEST", "GUEST_FILE",
            "GUEST_CONSOLE",
            "BACKGROUND", "PRECOPY",

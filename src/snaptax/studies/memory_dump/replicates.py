@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analysis import geometric_mean_by_replicate
-from ...inference import Estimate, geometric_estimate, ratio_estimate
+from ...inference import Estimate, Scale, geometric_estimate, ratio_estimate
 from ...values import Value
 from .plan import DEFAULT, SEED_MEMORY, SPINDLE, SSD, STUDY, TUNED
 
@@ -22,6 +22,24 @@ def _by_replicate(meas: pd.DataFrame, role: str, label: str, column: str) -> pd.
     """The geometric mean of `column` per replicate at one role and grid point."""
     g = meas[(meas.role == role) & (meas.label == label)]
     return geometric_mean_by_replicate(g[column], g.replicate)
+
+
+def _within_replicates(a: pd.DataFrame, b: pd.DataFrame, role: str, label_a: str, label_b: str,
+                       scale: Scale = "log") -> Estimate | None:
+    """dump_s of `a` at `label_a` ÷ dump_s of `b` at `label_b` on one role, within each replicate that has both (one
+    number per replicate: the geometric mean of its runs), over the replicates; None when no replicate has both."""
+    num, den = _by_replicate(a, role, label_a, "dump_s"), _by_replicate(b, role, label_b, "dump_s")
+    common = num.index.intersection(den.index)
+    return ratio_estimate(num.loc[common].to_numpy(), den.loc[common].to_numpy(), scale) if len(common) else None
+
+
+def _walker_values(prefix: str, frame: pd.DataFrame, with_ratio: bool) -> list[Value]:
+    """replicate_estimates of one walker's runs as `<prefix>.<name>` values (s for the 4 GiB times, × otherwise);
+    with_ratio: its tuned ÷ default ratio too."""
+    return [Value.of_estimate(f"{STUDY}.{prefix}.{name}", e, *(("s", 0) if name.startswith("seed_memory_s.")
+                                                               else ("×", 3)))
+            for name, e in sorted(replicate_estimates(frame).items())
+            if with_ratio or not name.startswith("tuned_ratio.")]
 
 
 def replicate_estimates(meas: pd.DataFrame) -> dict[str, Estimate]:
@@ -39,10 +57,8 @@ def replicate_estimates(meas: pd.DataFrame) -> dict[str, Estimate]:
             vs = _by_replicate(with_vs, role, p.label, "vs")
             if len(vs):
                 out[f"vs_estimate.{role}.{p.label}"] = geometric_estimate(vs.to_numpy())
-        tuned, default = (_by_replicate(meas, role, p.label, "dump_s") for p in (TUNED, DEFAULT))
-        common = tuned.index.intersection(default.index)
-        if len(common):
-            out[f"tuned_ratio.{role}"] = ratio_estimate(tuned.loc[common].to_numpy(), default.loc[common].to_numpy())
+        if (ratio := _within_replicates(meas, meas, role, TUNED.label, DEFAULT.label)) is not None:
+            out[f"tuned_ratio.{role}"] = ratio
     return out
 
 
@@ -53,21 +69,13 @@ def overlap_values(meas: pd.DataFrame, overlap: pd.DataFrame) -> list[Value]:
     than (n − 1)·w, where the seed's default took 0.815 of n·w), `overlap_walker.seed_memory_s.<role>.<label>`
     (time per GiB × 4 GiB) and `overlap_walker.to_after.<role>.<label>`, its time ÷ the grid walker's at the point
     within each replicate that has both. None for a run before the overlapped walker."""
-    out: list[Value] = []
     if overlap.empty:
-        return out
-    for name, e in sorted(replicate_estimates(overlap).items()):
-        if not name.startswith("tuned_ratio."):
-            unit, digits = ("s", 0) if name.startswith("seed_memory_s.") else ("×", 3)
-            out.append(Value.of_estimate(f"{STUDY}.overlap_walker.{name}", e, unit, digits))
+        return []
+    out = _walker_values("overlap_walker", overlap, with_ratio=False)
     for role in sorted(set(overlap.role)):
         for p in (DEFAULT, TUNED):
-            ov, after = (_by_replicate(m, role, p.label, "dump_s") for m in (overlap, meas))
-            common = ov.index.intersection(after.index)
-            if len(common):
-                out.append(Value.of_estimate(f"{STUDY}.overlap_walker.to_after.{role}.{p.label}",
-                                             ratio_estimate(ov.loc[common].to_numpy(), after.loc[common].to_numpy()),
-                                             "×", 3))
+            if (ratio := _within_replicates(overlap, meas, role, p.label, p.label)) is not None:
+                out.append(Value.of_estimate(f"{STUDY}.overlap_walker.to_after.{role}.{p.label}", ratio, "×", 3))
     return out
 
 
@@ -75,14 +83,8 @@ def scaling_values(meas: pd.DataFrame, half: pd.DataFrame) -> list[Value]:
     """`scaling.<role>`: the grid walker's time at the seed's defaults over the whole memory ÷ over half of it (plan
     HALF_PHASE), within each replicate that has both, in per cent (200: the time scales with the memory, seed 003's
     C003-5), over the replicates. None for a run without the half-memory runs."""
-    out = []
-    for role in sorted(set(half.role)):
-        whole, part = (_by_replicate(m, role, DEFAULT.label, "dump_s") for m in (meas, half))
-        common = whole.index.intersection(part.index)
-        if len(common):
-            out.append(Value.of_estimate(f"{STUDY}.scaling.{role}", ratio_estimate(
-                whole.loc[common].to_numpy(), part.loc[common].to_numpy(), "pct_log"), "%", 0))
-    return out
+    return [Value.of_estimate(f"{STUDY}.scaling.{role}", ratio, "%", 0) for role in sorted(set(half.role))
+            if (ratio := _within_replicates(meas, half, role, DEFAULT.label, DEFAULT.label, "pct_log")) is not None]
 
 
 def skip_values(skip: pd.DataFrame, realised: float | None) -> list[Value]:
@@ -93,9 +95,7 @@ def skip_values(skip: pd.DataFrame, realised: float | None) -> list[Value]:
     blocks of the grid's largest). None for a run without it."""
     if skip.empty:
         return []
-    out = [Value.of_estimate(f"{STUDY}.skip_walker.{name}", e, *(("s", 0) if name.startswith("seed_memory_s.")
-                                                                 else ("×", 3)))
-           for name, e in sorted(replicate_estimates(skip).items())]
+    out = _walker_values("skip_walker", skip, with_ratio=True)
     if realised is not None:
         out.append(Value(f"{STUDY}.skip_walker.zero_fraction", realised, "", digits=3))
     return out
