@@ -32,19 +32,21 @@ def test_each_pass_is_a_replicate_on_both_devices_then_the_claims_points_alone(n
     assert names[:2] == ["ssd", "raid1_10k"] and len(set(names)) == len(names)
     assert [split_replicate(n) for n in names] == [(role, r) for r in range(s.repeats) for role in planmod.ROLES] + [
         ("raid1_10k", s.repeats + i) for i in range(s.extra_replicates)]
-    # per pass: the grid and the tuned point's further repeats; on the array also the defaults over half the memory
-    # and the overlapped walker at the seed's two points
+    # per pass: the grid and the tuned point's further repeats; on the array also the tuned point over half the
+    # memory and the overlapped walker at the seed's two points; the extra replicates have no overlapped walker
     assert study.points() == (2 * s.repeats * (16 + s.tuned_repeats - 1) + 3 * s.repeats
-                              + s.extra_replicates * (1 + s.tuned_repeats + 3))
+                              + s.extra_replicates * (1 + s.tuned_repeats + 1))
     for v in study.variants:
         every = [m for _, m, _ in v.plan.measurements()]
         half, overlap = ([m for m in every if m.phase == phase] for phase in (planmod.HALF_PHASE,
                                                                                  planmod.OVERLAP_PHASE))
         assert every == [m for m in every if m.phase == planmod.PHASE] + half + overlap
-        on_array = split_replicate(v.variant)[0] == planmod.SPINDLE
-        assert [planmod.point_of(m.job) for m in overlap] == ([planmod.DEFAULT, planmod.TUNED] if on_array else [])
+        role, replicate = split_replicate(v.variant)
+        on_array, in_pass = role == planmod.SPINDLE, replicate < s.repeats
+        assert [planmod.point_of(m.job) for m in overlap] == (
+            [planmod.DEFAULT, planmod.TUNED] if on_array and in_pass else [])
         assert [(planmod.point_of(m.job), m.job.size) for m in half] == (
-            [(planmod.DEFAULT, s.memory_bytes // 2)] if on_array else [])
+            [(planmod.TUNED, s.memory_bytes // 2)] if on_array else [])
     steps = [m for _, m, _ in study.variants[0].plan.measurements()]
     assert [m.repeat for m in steps] == [0] * 16 + list(range(1, s.tuned_repeats))
     assert all(planmod.point_of(m.job) == planmod.TUNED for m in steps[16:])

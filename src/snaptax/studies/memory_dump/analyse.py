@@ -29,6 +29,7 @@ from .plan import (
     DEFAULT,
     GUEST_FILE,
     HALF_PHASE,
+    HALF_POINT,
     OVERLAP_PHASE,
     PHASE,
     SEED_MEMORY,
@@ -43,6 +44,7 @@ from .plan import (
 from .replicates import (
     SEED_DEFAULT_S,
     SEED_TUNED_S,
+    half_point_label,
     inferred_zero_fraction,
     overlap_values,
     replicate_estimates,
@@ -528,10 +530,10 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, fits: 
             + skip_values(walkers[SKIP_PHASE], realised) + scaling_values(meas, walkers[HALF_PHASE]))
 
 
-def _claims(skipping: bool = False) -> list[Claim]:
+def _claims(skipping: bool = False, half_label: str = HALF_POINT.label) -> list[Claim]:
     """Seed 003's claims, on the grid's walker, or (skipping: a run that measured the skipping walker at the stand-in's
     inferred zero share) on the skipping walker, which is then the stand-in: C003-1 and C003-3 calibrate it (the
-    registration), C003-2 and C003-4 test it."""
+    registration), C003-2 and C003-4 test it. half_label: the point the run's half-memory walker ran at (C003-5)."""
     stand_in = ("fio page-walker skipping the inferred zero share (skip_walker) on the emulated 10K SAS RAID1 "
                 "(raid1_10k)" if skipping else "fio page-walker on the emulated 10K SAS RAID1 (raid1_10k)")
     at = DEFAULT.label
@@ -557,8 +559,8 @@ def _claims(skipping: bool = False) -> list[Claim]:
         Claim(f"{STUDY}.scales_with_memory", CITE, "text",
               "the dump time scales with the amount of memory: time for twice the memory over time for it", 200.0,
               "%", 100.0, SCALING_TOLERANCE, SCALING_BASIS, f"{STUDY}.scaling.{SPINDLE}",
-              "fio page-walker on the emulated 10K SAS RAID1 (raid1_10k), the defaults over the whole memory and half "
-              "of it, paired by replicate", "scales with the amount of memory", label=SCALING_LABEL),
+              f"fio page-walker on the emulated 10K SAS RAID1 (raid1_10k), {half_label} over the whole memory and "
+              "half of it, paired by replicate", "scales with the amount of memory", label=SCALING_LABEL),
     ]
 
 
@@ -580,7 +582,8 @@ def analyse(record: RunRecord) -> MemoryDumpAnalysis:
                for v in heldout_values(f"{STUDY}.{model}.heldout.{role}", h)]
     by_key = {v.key: v for v in values}
     # a run before the half-memory runs has no value for C003-5: that claim is left out, not failed
-    outcomes = [outcome(c, by_key) for c in _claims(skipping=not walkers[SKIP_PHASE].empty)
+    outcomes = [outcome(c, by_key) for c in _claims(skipping=not walkers[SKIP_PHASE].empty,
+                                                    half_label=half_point_label(walkers[HALF_PHASE]) or HALF_POINT.label)
                 if c.value_key in by_key or c.label != SCALING_LABEL]
     return MemoryDumpAnalysis(record, values, outcomes, meas, summary, fits, preds, best_curve(fits), guest=guest,
                               guest_summary=gsum, guest_samples=guest_samples(doc), heldout=heldout)

@@ -79,12 +79,23 @@ def overlap_values(meas: pd.DataFrame, overlap: pd.DataFrame) -> list[Value]:
     return out
 
 
+def half_point_label(half: pd.DataFrame) -> str | None:
+    """The grid point the run's half-memory walker ran at (plan.HALF_POINT; the defaults in runs before 2026-11-30's
+    third session), from its runs; None for a run without them."""
+    labels = sorted(set(half.label))
+    if len(labels) > 1:
+        raise ValueError(f"the half-memory walker ran at {len(labels)} points ({', '.join(labels)}); one is planned")
+    return labels[0] if labels else None
+
+
 def scaling_values(meas: pd.DataFrame, half: pd.DataFrame) -> list[Value]:
-    """`scaling.<role>`: the grid walker's time at the seed's defaults over the whole memory ÷ over half of it (plan
-    HALF_PHASE), within each replicate that has both, in per cent (200: the time scales with the memory, seed 003's
-    C003-5), over the replicates. None for a run without the half-memory runs."""
+    """`scaling.<role>`: the grid walker's time over the whole memory ÷ over half of it at the half-memory walker's
+    point (plan HALF_PHASE, half_point_label), within each replicate that has both, in per cent (200: the time
+    scales with the memory, seed 003's C003-5), over the replicates. None for a run without the half-memory runs."""
+    if (label := half_point_label(half)) is None:
+        return []
     return [Value.of_estimate(f"{STUDY}.scaling.{role}", ratio, "%", 0) for role in sorted(set(half.role))
-            if (ratio := _within_replicates(meas, half, role, DEFAULT.label, DEFAULT.label, "pct_log")) is not None]
+            if (ratio := _within_replicates(meas, half, role, label, label, "pct_log")) is not None]
 
 
 def skip_values(skip: pd.DataFrame, realised: float | None) -> list[Value]:
@@ -143,5 +154,5 @@ def walkers_table(values: list[Value]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["walker", "role", "setting", "point", "seed_s", "ours_4gib_s", "vs_estimate"])
 
 
-__all__ = ["replicate_estimates", "overlap_values", "scaling_values", "skip_values", "inferred_zero_fraction",
+__all__ = ["replicate_estimates", "overlap_values", "scaling_values", "half_point_label", "skip_values", "inferred_zero_fraction",
            "walkers_table", "SEED_DEFAULT_S", "SEED_TUNED_S"]
