@@ -147,6 +147,23 @@ def test_the_largest_loss_is_the_longest_chain_s(tmp_path):
     assert not [c for c in v if c.startswith("chain_length.chain_end_loss_max.in-memory")]
 
 
+def test_the_loss_grows_with_the_chain_within_each_replicate(tmp_path):
+    """C001-6: the loss at the longest chain minus with one snapshot, pp, per replicate within its sweep, over the
+    replicates: VMFS's 1 − 0.4/1.4 − 60 % = 11.4 pp and vSAN's 1 − 0.7/1.4 − 30 % = 20 pp here, growth beyond
+    the 5 pp that matter (agrees); vVOL's is a value, not a claim (its seed statement is 'nearly zero')."""
+    a = make_run(tmp_path, noise=0.002, between=0.02)
+    longest = QUICK.max_chain
+    for variant, expect in (("on-disk-metadata", 0.4), ("in-memory-metadata", 0.7)):
+        g = a.value(f"chain_length.chain_growth.{variant}.randrw")
+        assert g.value == pytest.approx(100 * (1 - expect / (1 + 0.1 * (longest - 1))) - 100 * LOSS[variant], abs=1)
+        assert g.n == QUICK.replicates and g.independent and g.low < g.value < g.high
+    v = {o.claim.id: (o.claim.seed_label, o.verdict) for o in a.outcomes}
+    assert v["chain_length.chain_growth.on-disk-metadata.randrw"] == ("C001-6", "agrees")
+    assert v["chain_length.chain_growth.in-memory-metadata.randrw"] == ("C001-6", "agrees")
+    assert "chain_length.chain_growth.lvm-thin.randrw" not in v
+    assert a.value("chain_length.chain_growth.lvm-thin.randrw").n == QUICK.replicates
+
+
 def test_fit_recovers_the_per_layer_cost(tmp_path):
     a = make_run(tmp_path)
     f = a.fits[("on-disk-metadata", "randrw")]

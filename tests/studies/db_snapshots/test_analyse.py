@@ -6,13 +6,16 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from snaptax.studies.db_snapshots import analyse as an
 
 PAGES = 32768
 
 
-def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None, replicate=0):
+def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None, replicate=0, copy_share=0.7):
+    """Runs of known costs; the engine's 8 threads busy for the whole duration, the copies' write + commit
+    `copy_share` of the thread-time the snapshots add."""
     rows = []
     for r in range(repeats):
         drift = 1 + 0.05 * r                       # drift shared by a repetition's three runs
@@ -22,7 +25,8 @@ def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None, replicate=0):
                 t *= 1 + noise * rng.standard_normal()
             rows.append({"device": device, "replicate": replicate, "repeat": r, "k": k, "duration_s": t,
                          "pages_first_written": PAGES if k else 0.0, "concurrency": 8.0,
-                         "second_snapshot_s": 8.0 * PAGES * 2 * tau2 * (k == 2) * drift})
+                         "second_snapshot_s": 8.0 * PAGES * 2 * tau2 * (k == 2) * drift,
+                         "busy_s": 8.0 * t, "copy_s": copy_share * 8.0 * (t - t0 * drift)})
     return pd.DataFrame(rows)
 
 
@@ -71,7 +75,9 @@ def test_every_claim_tests_a_value_the_analysis_produces():
     assert set(summary.device) == {"raid5_15k_6", "ssd_snapshots"}
     keys = {c.value_key for c in an.claims()}
     assert keys == {"db_snapshots.ssd_snapshots.k1.ratio", "db_snapshots.raid5_15k_6.second_over_first",
-                    "db_snapshots.ssd_snapshots.second_over_first", "db_snapshots.raid5_over_ssd.k2"}
+                    "db_snapshots.ssd_snapshots.second_over_first", "db_snapshots.raid5_over_ssd.k2",
+                    "db_snapshots.ssd_snapshots.k1.copy_write_share"}
+    assert {k.removeprefix("db_snapshots.") for k in keys} <= set(an.replicate_estimates(runs))
 
 
 def test_the_duration_is_a_geometric_mean_with_a_positive_interval():
@@ -114,3 +120,21 @@ def test_the_claims_values_are_over_independent_replicates():
     assert est["raid5_over_ssd.k2"].n == 3
     one = an.replicate_estimates(runs[runs.replicate == 0])["ssd_snapshots.k1.ratio"]
     assert one.n == 1 and not one.defined
+
+
+def test_the_copies_share_of_the_added_time_is_per_repetition_then_over_replicates():
+    """C004-4's value: the copies' write + commit over the busy thread-time the snapshots add, paired by
+    repetition (the drift cancels), one mean per replicate, a t pivot over the replicates."""
+    runs = pd.concat([_runs(0.5, 10e-6, 5e-6, "ssd_snapshots", repeats=3, replicate=i, copy_share=share)
+                      for i, share in enumerate((0.6, 0.7, 0.8))])
+    est = an.replicate_estimates(runs)
+    k1, k2 = est["ssd_snapshots.k1.copy_write_share"], est["ssd_snapshots.k2.copy_write_share"]
+    assert k1.n == 3 and k1.independent and k1.value == pytest.approx(70) and k2.value == pytest.approx(70)
+    low, high = k1.interval(0.95)
+    # the spread of the three replicates' shares (60, 70, 80: sd 10), t with 2 degrees of freedom
+    assert (high - low) / 2 == pytest.approx(stats.t.ppf(0.975, 2) * 10 / math.sqrt(3))
+    claim = next(c for c in an.claims() if c.seed_label == "C004-4")
+    assert claim.direction == 1 and claim.no_effect == 50 and claim.direction_only
+    # a repetition whose snapshot added no busy time has no share: left out, not infinite
+    flat = runs.assign(busy_s=8.0)
+    assert "ssd_snapshots.k1.copy_write_share" not in an.replicate_estimates(flat)

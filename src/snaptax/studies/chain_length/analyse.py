@@ -27,6 +27,7 @@ from ...stats import (
 )
 from ...values import Value, heldout_values
 from ..seed001_standins import operating_point_values
+from .growth import chain_growth, growth_claims
 from .heldout import heldout_tests
 from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, ChainLengthParameters, pairs_needed
 
@@ -331,7 +332,8 @@ def replicate_estimates(meas: pd.DataFrame, sw: pd.DataFrame) -> dict[str, dict[
       loss                one snapshot ÷ none over the replicate's pairs (a loss in %);
       chain_end_loss      the longest chain of the sweep ÷ the no-snapshot runs before it (a loss in %);
       recovery            the runs at n = 0 after all deletes ÷ the no-snapshot runs before the sweep (%);
-      delete_over_create  deleting ÷ creating over the lengths 1 … max_chain − 1 where both ran (%).
+      delete_over_create  deleting ÷ creating over the lengths 1 … max_chain − 1 where both ran (%);
+      chain_growth        the loss at the longest chain minus at one snapshot, pp (growth.chain_growth: C001-6).
     A run of one replicate gives estimates of n = 1, without an interval (not judged: n < 3)."""
     out: dict[str, dict[Key, Estimate]] = {"loss": {}, "chain_end_loss": {}, "recovery": {},
                                            "delete_over_create": {}}
@@ -358,6 +360,7 @@ def replicate_estimates(meas: pd.DataFrame, sw: pd.DataFrame) -> dict[str, dict[
             out["delete_over_create"][key] = _across_replicates(
                 _gmean_by_replicate(delete[delete.chain_length.isin(lengths)]),
                 _gmean_by_replicate(create[create.chain_length.isin(lengths)]), "pct_log")
+    out["chain_growth"] = chain_growth(sw)
     return out
 
 
@@ -482,6 +485,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
         out.append(judged("chain_end_loss", (variant, job), iv))
         # where its interval lies against no loss, in words the prose prints (a rerun may move it)
         out.append(Value(f"{k}.chain_end_loss.{variant}.{job}.vs_zero", text=out[-1].side_of(0.0)))
+    growth = est.get("chain_growth", {})
+    out += [Value.of_estimate(f"{k}.chain_growth.{v}.{j}", e, "%") for (v, j), e in sorted(growth.items())]
     largest = largest_loss_estimate(est.get("chain_end_loss", {}))
     for variant, iv in sorted(largest_chain_end_loss(chain_end).items()):
         key = f"{k}.chain_end_loss_max.{variant}"
@@ -512,7 +517,7 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
 
 
 def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval], chain_end: dict[Key, Interval],
-            mirror: dict[Key, Interval]) -> list[Claim]:
+            mirror: dict[Key, Interval], growth: dict[Key, Estimate] | None = None) -> list[Claim]:
     claims = []
     for (variant, job), published in PUBLISHED_LOSS.items():
         if (variant, job) not in pairs:
@@ -553,7 +558,8 @@ def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval], chain_end
                                 f"{datastore}, FIO {JOB_WORDS[job]}: {what}", 100.0, "%", 100.0,
                                 RECOVERY_TOLERANCE_PP, RECOVERY_BASIS, f"{STUDY}.{name}.{variant}.{job}",
                                 ENGINE_WORDS[variant], words, label=RECOVERY_CLAIM))
-    return claims
+    degrading = {v: STAND_IN[v].split()[0] for v in ("on-disk-metadata", "in-memory-metadata")}
+    return claims + growth_claims(growth or {}, degrading, ENGINE_WORDS)
 
 
 def analyse(record: RunRecord) -> ChainAnalysis:
@@ -573,6 +579,6 @@ def analyse(record: RunRecord) -> ChainAnalysis:
     values += [v for (variant, j), h in sorted(heldout.items())
                for v in heldout_values(f"{STUDY}.chain.heldout.{variant}.{j}", h)]
     by_key = {v.key: v for v in values}
-    outcomes = [outcome(c, by_key) for c in _claims(pairs, recovery, chain_end, mirror)]
+    outcomes = [outcome(c, by_key) for c in _claims(pairs, recovery, chain_end, mirror, estimates["chain_growth"])]
     return ChainAnalysis(record, values, outcomes, meas, summary, pairs, recovery, mirror, fits, guest, by_second,
                          settling, heldout, estimates)

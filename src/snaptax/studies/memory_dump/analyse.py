@@ -582,8 +582,8 @@ def analyse(record: RunRecord) -> MemoryDumpAnalysis:
                for v in heldout_values(f"{STUDY}.{model}.heldout.{role}", h)]
     by_key = {v.key: v for v in values}
     # a run before the half-memory runs has no value for C003-5: that claim is left out, not failed
-    outcomes = [outcome(c, by_key) for c in _claims(skipping=not walkers[SKIP_PHASE].empty,
-                                                    half_label=half_point_label(walkers[HALF_PHASE]) or HALF_POINT.label)
+    half_label = half_point_label(walkers[HALF_PHASE]) or HALF_POINT.label
+    outcomes = [outcome(c, by_key) for c in _claims(skipping=not walkers[SKIP_PHASE].empty, half_label=half_label)
                 if c.value_key in by_key or c.label != SCALING_LABEL]
     return MemoryDumpAnalysis(record, values, outcomes, meas, summary, fits, preds, best_curve(fits), guest=guest,
                               guest_summary=gsum, guest_samples=guest_samples(doc), heldout=heldout)

@@ -154,5 +154,6 @@ def walkers_table(values: list[Value]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["walker", "role", "setting", "point", "seed_s", "ours_4gib_s", "vs_estimate"])
 
 
-__all__ = ["replicate_estimates", "overlap_values", "scaling_values", "half_point_label", "skip_values", "inferred_zero_fraction",
+__all__ = ["replicate_estimates", "overlap_values", "scaling_values", "half_point_label", "skip_values",
+           "inferred_zero_fraction",
            "walkers_table", "SEED_DEFAULT_S", "SEED_TUNED_S"]

@@ -1,0 +1,56 @@
+"""Seed 001's "the loss grows with the chain" (C001-6, declared in the science plan §18), part of the chain-length
+analysis: per configuration and job, within each replicate's sweep (one sitting), the loss at the sweep's longest
+chain minus the loss at one snapshot, each against the replicate's no-snapshot runs before the sweep (loss =
+100 × (1 − ratio of geometric-mean IOPS)), in percentage points; a t pivot over the replicates (linear: a
+difference). Pure."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ...analysis import geometric_mean_by_replicate
+from ...claims import Claim
+from ...inference import Estimate, mean_estimate
+
+Key = tuple[str, str]
+# The configurations whose chains seed 001's figures 1-4 show degrading (VMFS, vSAN) on its random job: the statements
+# the pre-registration registers (chain_length.chain_growth.<variant>.randrw).
+GROWTH_JOB = "randrw"
+GROWTH_BASIS = ("registered: 'degradation grows with the chain' (no number): it agrees when the loss at the longest "
+                "chain exceeds the loss with one snapshot by more than the smallest effect that matters")
+
+
+def chain_growth(sw: pd.DataFrame) -> dict[Key, Estimate]:
+    """The module's value per (variant, job) of the sweep `sw` (analyse.sweep's rows), for every replicate that has
+    the no-snapshot runs before the sweep, one snapshot and the longest chain (> 1)."""
+    out: dict[Key, Estimate] = {}
+    for (variant, job), g in sw[sw.phase == "create"].groupby(["variant", "job"]):
+        longest = int(g.chain_length.max())
+        if longest <= 1:
+            continue
+
+        def iops(n: int, runs: pd.DataFrame = g) -> pd.Series:
+            at = runs[runs.chain_length == n]
+            return geometric_mean_by_replicate(at.iops, at.replicate)
+
+        before, one, end = iops(0), iops(1), iops(longest)
+        common = before.index.intersection(one.index).intersection(end.index)
+        if len(common):
+            pp = 100 * (one.loc[common] - end.loc[common]) / before.loc[common]
+            out[(str(variant), str(job))] = mean_estimate(pp.to_numpy())
+    return out
+
+
+def growth_claims(growth: dict[Key, Estimate], datastore: dict[str, str], engine: dict[str, str],
+                  label: str = "C001-6") -> list[Claim]:
+    """C001-6 for each configuration the seed's figures show degrading (`datastore`: variant → the seed's
+    datastore) that the run measured on GROWTH_JOB; `engine`: variant → our stand-in's words. The published value is
+    the analysis's direction placeholder (no effect + 2 × the tolerance); the registration judges it."""
+    return [Claim(f"chain_length.chain_growth.{variant}.{GROWTH_JOB}", "setty2021", "Figures 1-4",
+                  f"{datastore[variant]}: the loss grows with the chain (loss at the longest chain minus loss with "
+                  "one snapshot, pp)", 10.0, "%", 0.0, 5.0, GROWTH_BASIS,
+                  f"chain_length.chain_growth.{variant}.{GROWTH_JOB}", engine[variant],
+                  "degradation grows with the chain (no number)", label=label, direction=1)
+            for variant in sorted(datastore) if (variant, GROWTH_JOB) in growth]
+
+
+__all__ = ["chain_growth", "growth_claims", "GROWTH_JOB"]
