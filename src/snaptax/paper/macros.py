@@ -34,6 +34,12 @@ def tex_escape(text: str) -> str:
     return "".join(repl.get(c, c) for c in str(text))
 
 
+def wrappable(text: str) -> str:
+    """Prose as TeX that may also break after each underscore (a seed's identifiers, such as SQL Server's
+    PREEMPTIVE_OS_WRITEFILE, are wider than a narrow table column)."""
+    return "\\_\\allowbreak{}".join(tex_escape(part) for part in str(text).split("_"))
+
+
 def breakable(dotted: str) -> str:
     """A dotted name (a value key, a function path) as TeX that may break after each dot and each underscore (such
     names, and single parts like read_during_iterative_over_before, are longer than a narrow column)."""

@@ -255,7 +255,7 @@ def claims_tex(outcomes: list[claimsmod.Outcome]) -> str:
     rows = []
     for o in outcomes:
         c = o.claim
-        rows.append([c.seed_label, f"{macros.tex_escape(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
+        rows.append([c.seed_label, f"{macros.wrappable(c.statement)} \\cite{{{c.cite}}}, {macros.tex_escape(c.where)}",
                      macros.tex_escape(claimsmod.published_str(c)), ours_cell(o), effect_ratio_cell(o),
                      macros.tex_escape(claimsmod.tolerance_str(c)).replace("±", "$\\pm$"),
                      macros.tex_escape(c.stand_in), verdict_cell(o)])
