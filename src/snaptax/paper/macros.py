@@ -43,8 +43,7 @@ def wrappable(text: str) -> str:
 def breakable(dotted: str) -> str:
     """A dotted name (a value key, a function path) as TeX that may break after each dot and each underscore (such
     names, and single parts like read_during_iterative_over_before, are longer than a narrow column)."""
-    return ".\\allowbreak{}".join("\\_\\allowbreak{}".join(tex_escape(w) for w in part.split("_"))
-                                   for part in dotted.split("."))
+    return ".\\allowbreak{}".join(wrappable(part) for part in dotted.split("."))
 
 
 def render_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str | None = None) -> str:

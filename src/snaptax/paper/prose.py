@@ -274,6 +274,12 @@ FACTS: tuple[Fact, ...] = (
          "snaptax.tex (findings, seed 002, conclusion): after lvremove dm-thin still copied chunks on first writes"),
     Fact("tiering.tier_pool.lvmthin.after.ssd_share", "estimate_below", "tiering.tier_pool.initial.ssd_share",
          "snaptax.tex, conclusion: with LVM thin the misplacement does not end with the snapshot"),
+    Fact("memory_dump.busy_pct.raid1_10k.p2048-w2", "estimate_above", 50.0,
+         "memory_dump.tex, C003-5: at the tuned setting the device's write, not the fixed wait, makes most of each "
+         "iteration on the mirror"),
+    Fact("db_snapshots.ssd_snapshots.k1.copy_write_share", "below", 100.0,
+         "db_snapshots.tex, C004-4: on the SSD the copies' write and commit were less than all of the time one "
+         "snapshot adds (the rest is the copy reads and the source writes' own change)"),
     Fact("db_snapshots.baseline_over_seed", "estimate_below", 100.0,
          "snaptax.tex, seed 004: our baseline is shorter than the seed's, so the copies weigh more in our durations"),
     # the seed's SAS-only pool kept its published share with its snapshot (C002-1a): "much more" is more than twice

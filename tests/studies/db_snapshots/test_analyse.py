@@ -6,16 +6,16 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
+from scipy import stats as sps
 
 from snaptax.studies.db_snapshots import analyse as an
 
 PAGES = 32768
 
 
-def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None, replicate=0, copy_share=0.7):
+def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None, replicate=0, copy_write_share=0.7):
     """Runs of known costs; the engine's 8 threads busy for the whole duration, the copies' write + commit
-    `copy_share` of the thread-time the snapshots add."""
+    `copy_write_share` of the thread-time the snapshots add."""
     rows = []
     for r in range(repeats):
         drift = 1 + 0.05 * r                       # drift shared by a repetition's three runs
@@ -26,7 +26,7 @@ def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None, replicate=0, c
             rows.append({"device": device, "replicate": replicate, "repeat": r, "k": k, "duration_s": t,
                          "pages_first_written": PAGES if k else 0.0, "concurrency": 8.0,
                          "second_snapshot_s": 8.0 * PAGES * 2 * tau2 * (k == 2) * drift,
-                         "busy_s": 8.0 * t, "copy_s": copy_share * 8.0 * (t - t0 * drift)})
+                         "busy_s": 8.0 * t, "copy_write_commit_s": copy_write_share * 8.0 * (t - t0 * drift)})
     return pd.DataFrame(rows)
 
 
@@ -125,16 +125,23 @@ def test_the_claims_values_are_over_independent_replicates():
 def test_the_copies_share_of_the_added_time_is_per_repetition_then_over_replicates():
     """C004-4's value: the copies' write + commit over the busy thread-time the snapshots add, paired by
     repetition (the drift cancels), one mean per replicate, a t pivot over the replicates."""
-    runs = pd.concat([_runs(0.5, 10e-6, 5e-6, "ssd_snapshots", repeats=3, replicate=i, copy_share=share)
+    runs = pd.concat([_runs(0.5, 10e-6, 5e-6, "ssd_snapshots", repeats=3, replicate=i, copy_write_share=share)
                       for i, share in enumerate((0.6, 0.7, 0.8))])
     est = an.replicate_estimates(runs)
     k1, k2 = est["ssd_snapshots.k1.copy_write_share"], est["ssd_snapshots.k2.copy_write_share"]
     assert k1.n == 3 and k1.independent and k1.value == pytest.approx(70) and k2.value == pytest.approx(70)
     low, high = k1.interval(0.95)
     # the spread of the three replicates' shares (60, 70, 80: sd 10), t with 2 degrees of freedom
-    assert (high - low) / 2 == pytest.approx(stats.t.ppf(0.975, 2) * 10 / math.sqrt(3))
+    assert (high - low) / 2 == pytest.approx(sps.t.ppf(0.975, 2) * 10 / math.sqrt(3))
     claim = next(c for c in an.claims() if c.seed_label == "C004-4")
-    assert claim.direction == 1 and claim.no_effect == 50 and claim.direction_only
+    assert claim.direction == 1 and claim.no_effect == 50 and claim.value_key.endswith("ssd_snapshots.k1."
+                                                                                      "copy_write_share")
     # a repetition whose snapshot added no busy time has no share: left out, not infinite
     flat = runs.assign(busy_s=8.0)
     assert "ssd_snapshots.k1.copy_write_share" not in an.replicate_estimates(flat)
+    # one whose snapshot made the engine less busy keeps its (negative) share: dropping it would bias the mean up
+    less = runs.copy()
+    one = (less.replicate == 0) & (less.repeat == 0) & (less.k == 1)
+    less.loc[one, "busy_s"] = less[(less.replicate == 0) & (less.repeat == 0) & (less.k == 0)].busy_s.iloc[0] - 1.0
+    share = an.replicate_estimates(less)["ssd_snapshots.k1.copy_write_share"]
+    assert share.n == 3 and share.value < 70 - 10

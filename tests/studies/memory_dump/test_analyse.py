@@ -4,6 +4,7 @@ predictions of the seed's timings, values and verdicts."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
@@ -375,9 +376,9 @@ def test_the_skipping_walker_is_the_claims_stand_in_at_its_inferred_share(tmp_pa
 
 
 def test_twice_the_memory_over_half_of_it_tests_that_the_dump_scales(tmp_path):
-    """C003-5 ('the dump time scales with the amount of memory'): the grid walker at the defaults over the whole
-    memory ÷ over half of it, paired within each replicate on the array, in per cent (200 for a walker whose every
-    iteration costs the same), over the replicates."""
+    """C003-5 ('the dump time scales with the amount of memory'): the grid walker at plan.HALF_POINT (the tuned
+    setting) over the whole memory ÷ over half of it, paired within each replicate on the array, in per cent (200 for
+    a walker whose every iteration costs the same), over the replicates; the run records the point."""
     a = an.analyse(make_run(tmp_path))
     v = a.value("memory_dump.scaling.raid1_10k")
     s = planmod.scale(profiles.get("quick"))
@@ -389,3 +390,24 @@ def test_twice_the_memory_over_half_of_it_tests_that_the_dump_scales(tmp_path):
     assert len(half) == s.repeats + s.extra_replicates and set(half.label) == {planmod.HALF_POINT.label}
     assert "p2048-w2 over the whole memory" in claim.claim.stand_in
     assert [c.label for c in an._claims()][-1] == "C003-5"
+
+
+def test_the_scaling_is_formed_at_the_point_the_half_memory_walker_ran_at():
+    """A run from before the science plan §18 ran the half-memory walker at the defaults: its scaling is the
+    defaults' (and says so beside the value); two points in one run cannot form one value."""
+    from snaptax.errors import AnalysisError
+    from snaptax.studies.memory_dump.replicates import scaling_values
+
+    def frame(label, seconds):
+        return pd.DataFrame({"role": "raid1_10k", "label": label, "replicate": [0, 1, 2], "dump_s": seconds})
+
+    meas = pd.concat([frame("p64-w25", [30.0, 31.0, 32.0]), frame("p2048-w2", [2.0, 2.2, 2.4])])
+    values = {v.key: v for v in scaling_values(meas, frame("p64-w25", [15.0, 15.5, 16.0]))}
+    assert values["memory_dump.scaling.raid1_10k"].value == pytest.approx(200)
+    assert values["memory_dump.scaling_point.raid1_10k"].text == "p64-w25"
+    values = {v.key: v for v in scaling_values(meas, frame("p2048-w2", [1.1, 1.1, 1.2]))}
+    assert values["memory_dump.scaling.raid1_10k"].value == pytest.approx(
+        100 * math.exp(np.mean(np.log([2.0 / 1.1, 2.2 / 1.1, 2.4 / 1.2]))))
+    assert values["memory_dump.scaling_point.raid1_10k"].text == "p2048-w2"
+    with pytest.raises(AnalysisError, match="2 points"):
+        scaling_values(meas, pd.concat([frame("p64-w25", [15.0] * 3), frame("p2048-w2", [1.1] * 3)]))

@@ -1,7 +1,8 @@
 """Analysis of a chain-length run: loss with one snapshot from neighbouring pairs (over the whole run and in each
 second of it), the chain sweep with ratios and 95 % intervals, recovery after deleting, the chain model fit, host
-reads per guest read, and the verdicts on seed 001's Table 1 and its recovery claim. Pure: a run in, tables and
-values out (fio's per-second logs are read through fiologparser on copies in a temporary directory)."""
+reads per guest read, and the verdicts on seed 001's Table 1, its recovery claim and its chain's growing loss
+(growth). Pure: a run in, tables and values out (fio's per-second logs are read through fiologparser on copies in a
+temporary directory)."""
 from __future__ import annotations
 
 import math
@@ -27,7 +28,7 @@ from ...stats import (
 )
 from ...values import Value, heldout_values
 from ..seed001_standins import operating_point_values
-from .growth import chain_growth, growth_claims
+from .growth import GROWTH_VARIANTS, chain_growth, growth_claims
 from .heldout import heldout_tests
 from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, ChainLengthParameters, pairs_needed
 
@@ -558,8 +559,8 @@ def _claims(pairs: dict[Key, Interval], recovery: dict[Key, Interval], chain_end
                                 f"{datastore}, FIO {JOB_WORDS[job]}: {what}", 100.0, "%", 100.0,
                                 RECOVERY_TOLERANCE_PP, RECOVERY_BASIS, f"{STUDY}.{name}.{variant}.{job}",
                                 ENGINE_WORDS[variant], words, label=RECOVERY_CLAIM))
-    degrading = {v: STAND_IN[v].split()[0] for v in ("on-disk-metadata", "in-memory-metadata")}
-    return claims + growth_claims(growth or {}, degrading, ENGINE_WORDS)
+    datastores = {v: STAND_IN[v].split()[0] for v in GROWTH_VARIANTS}
+    return claims + growth_claims(growth or {}, datastores, ENGINE_WORDS)
 
 
 def analyse(record: RunRecord) -> ChainAnalysis:

@@ -8,8 +8,9 @@ Intervals. Each repetition ran k = 0, 1, 2 back to back, so a ratio to the basel
 The values the claims judge are over the independent replicates (each device's whole plan on a fresh engine,
 plan.replicated): per replicate one number — the geometric mean of its repetitions' paired ratios, its increments'
 ratio of means, the RAID5's ratio over the SSD's of the same replicate — and a t pivot over the replicates
-(replicate_estimates). The summary's descriptive intervals pool the repetitions of all replicates (paired log-ratio
-t; increments a ratio of means, delta method, Welch).
+(replicate_estimates); the copies' share of the time a snapshot adds (C004-4) is a mean of the repetitions' shares
+per replicate, then a linear t over the replicates. The summary's descriptive intervals pool the repetitions of all
+replicates (paired log-ratio t; increments a ratio of means, delta method, Welch).
 """
 from __future__ import annotations
 
@@ -71,8 +72,9 @@ def _snapshot_times(m) -> list[float]:
 def runs_table(record: RunRecord) -> pd.DataFrame:
     """One row per SELECT INTO run: duration (fio's runtime; the eight jobs start together and group reporting
     gives the longest), pages first-written (cow_faults), copies, the engine's time counters (thread-seconds), their
-    sum (busy_s), the copies' write + commit (copy_s: the analogue of SQL Server's PREEMPTIVE_OS_WRITEFILE, C004-4),
-    the engine's mean concurrency (busy_s over the duration: Little's law) and the snapshot device's requests."""
+    sum (busy_s; nan when one is missing), the copies' write + commit (copy_write_commit_s: the analogue of SQL
+    Server's PREEMPTIVE_OS_WRITEFILE, C004-4), the engine's mean concurrency (the counters' sum over the duration:
+    Little's law) and the snapshot device's requests."""
     rows = []
     for m in record.measurements:
         if m.phase != PHASE:
@@ -81,6 +83,8 @@ def runs_table(record: RunRecord) -> pd.DataFrame:
         times = {k: _delta(m, f"engine.{k}") for k in TIME_KEYS}
         per_snap = _snapshot_times(m)
         busy = sum(v for v in times.values() if math.isfinite(v))
+        # C004-4's denominator: the sum only where every counter is there (a missing one would shrink it silently)
+        busy_all = busy if all(math.isfinite(v) for v in times.values()) else math.nan
         device, replicate = split_replicate(m.variant)
         rows.append({"device": device, "replicate": replicate, "repeat": m.repeat, "k": m.chain_length,
                      "index": m.index,
@@ -88,15 +92,15 @@ def runs_table(record: RunRecord) -> pd.DataFrame:
                      "pages_copied": _delta(m, "engine.pages_copied"), **times,
                      "first_snapshot_s": per_snap[0] if len(per_snap) > 0 else 0.0,
                      "second_snapshot_s": per_snap[1] if len(per_snap) > 1 else 0.0,
-                     "concurrency": busy / duration if duration > 0 else math.nan, "busy_s": busy,
-                     "copy_s": times["copy_write_s"] + times["commit_s"],
+                     "concurrency": busy / duration if duration > 0 else math.nan, "busy_s": busy_all,
+                     "copy_write_commit_s": times["copy_write_s"] + times["commit_s"],
                      "snapdev_writes": _delta(m, "snapdev.writes"),
                      "snapdev_rmw_rows": _delta(m, "snapdev.rmw_rows"),
                      "lateness_pct": 100 * m.lateness_fraction})
     return pd.DataFrame(rows, columns=["device", "replicate", "repeat", "k", "index", "duration_s",
                                        "pages_first_written", "pages_copied", *TIME_KEYS, "first_snapshot_s",
-                                       "second_snapshot_s", "concurrency", "busy_s", "copy_s", "snapdev_writes",
-                                       "snapdev_rmw_rows", "lateness_pct"])
+                                       "second_snapshot_s", "concurrency", "busy_s", "copy_write_commit_s",
+                                       "snapdev_writes", "snapdev_rmw_rows", "lateness_pct"])
 
 
 def _paired(runs: pd.DataFrame, device: str, k: int, base: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -150,16 +154,18 @@ def _ratio_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
     return geometric_mean_by_replicate(d[k] / d[0], d.index.get_level_values("replicate"))
 
 
-def _copy_share_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
-    """Per replicate, the mean over its repetitions of 100 × copy_s(k) ÷ (busy_s(k) − busy_s(0)): the share of the
-    engine's thread-time the k snapshots add that went to writing and committing the copies (C004-4, declared in the
-    science plan §18; repetitions lacking either k, or adding no time, left out)."""
+def _copy_write_share_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
+    """Per replicate, the mean over its repetitions of 100 × copy_write_commit_s(k) ÷ (busy_s(k) − busy_s(0)): the
+    share of the engine's thread-time the k snapshots add that went to writing and committing the copies (C004-4,
+    declared in the science plan §18). Repetitions lacking either k or a counter are left out, and those whose
+    snapshots added exactly no time (no share to form); a negative added time is kept (its share is negative: dropping
+    it would bias the mean up)."""
     g = runs[runs.device == device]
     busy = g.pivot_table(index=["replicate", "repeat"], columns="k", values="busy_s")
-    copy = g.pivot_table(index=["replicate", "repeat"], columns="k", values="copy_s")
-    if k not in busy.columns or 0 not in busy.columns:
+    copy = g.pivot_table(index=["replicate", "repeat"], columns="k", values="copy_write_commit_s")
+    if k not in copy.columns or k not in busy.columns or 0 not in busy.columns:
         return pd.Series(dtype=float)
-    added = (busy[k] - busy[0]).where(lambda a: a > 0)
+    added = (busy[k] - busy[0]).where(lambda a: a != 0)
     share = (100 * copy[k] / added).dropna()
     return share.groupby(level="replicate").mean()
 
@@ -171,7 +177,7 @@ def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
                                     can come out ≤ 0);
       raid5_over_ssd.k<k>           the RAID5's T(k)/T(0) over the SSD's, both of the same replicate (%);
       <device>.k<k>.copy_write_share  the copies' write + commit thread-time's share of the busy thread-time the
-                                    snapshots add (_copy_share_by_replicate; %, linear).
+                                    snapshots add (_copy_write_share_by_replicate; %, linear).
     A run of one replicate gives estimates of n = 1, without an interval (not judged: n < 3)."""
     out: dict[str, Estimate] = {}
     for device in [d for d in SNAPSHOT_DEVICES if d in set(runs.device)]:
@@ -185,7 +191,7 @@ def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
                    for _, g in d.groupby(level="replicate") if (g[1] - g[0]).mean() != 0]
             out[f"{device}.second_over_first"] = mean_estimate(per)
         for k in (1, 2):
-            if len(share := _copy_share_by_replicate(runs, device, k)):
+            if len(share := _copy_write_share_by_replicate(runs, device, k)):
                 out[f"{device}.k{k}.copy_write_share"] = mean_estimate(list(share))
     for k in (1, 2):
         a, b = _ratio_by_replicate(runs, RAID5, k), _ratio_by_replicate(runs, SSD, k)
@@ -351,8 +357,10 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
                 Value(f"{k}.{device}.fit.second_copy_us", float(r.second_copy_us), "µs", digits=1)]
     for kk in (1, 2):
         out.append(Value.of_estimate(f"{k}.raid5_over_ssd.k{kk}", est[f"raid5_over_ssd.k{kk}"], "%"))
+        # every device's share, nan where the run cannot form it (C004-4's claim reads the SSD's at k = 1)
         out += [Value.of_estimate(f"{k}.{device}.k{kk}.copy_write_share", est[name], "%", 0)
-                for device in SNAPSHOT_DEVICES if (name := f"{device}.k{kk}.copy_write_share") in est]
+                if (name := f"{device}.k{kk}.copy_write_share") in est
+                else Value(f"{k}.{device}.k{kk}.copy_write_share", math.nan, "%") for device in SNAPSHOT_DEVICES]
     base = summary[(summary.device == SSD) & (summary.k == 0)] if not summary.empty else summary
     out.append(Value(f"{k}.baseline_over_seed", 100 * float(base.duration_s.iloc[0]) / SEED_BASELINE_S
                      if len(base) else math.nan, "%"))

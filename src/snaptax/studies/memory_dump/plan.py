@@ -45,11 +45,12 @@ of one point, not of a whole pass.
 The overlapped walker (issue 46.5; overlap_job): on the array, each pass also runs the seed's two points with the
 wait counted from each write's start (model `overlap`), paced by fio's rate limit, so that that explanation of the
 seed's timing is measured, not only fitted. It is an explanation no claim reads, so it runs in the passes only, not
-in the extra replicates (quick: 2 replicates; it ran in all 3 before 2026-11-30's third session).
+in the extra replicates (quick: 2 replicates; it ran in all 3 before 20261130T100712Z-quick, the science plan §18).
 The half-memory walker (C003-5, "the dump time scales with the amount of memory"): on the array each replicate also
 runs the grid's walker at HALF_POINT over half the memory (HALF_PHASE); twice the memory over it, within the
 replicate, is the claim's value (a zone-recorded drive writes its inner half more slowly: it need not be 2). Runs
-before 2026-11-30 (third session that day) ran it at the defaults; the analysis reads the point from the run.
+before 20261130T100712Z-quick (the science plan §18) ran it at the defaults; the analysis reads the point from the
+run.
 The skipping walker (issue 46.5; skip_job): where the rig has the stand-in's inferred operating point (the share z of
 the memory skipped as all-zero, standins.checkpoint_walker, `snaptax infer`), each replicate on the array also runs
 the seed's two points over the memory less its zero share, each skipped block skipped with its wait (the grid's

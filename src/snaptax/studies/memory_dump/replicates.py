@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analysis import geometric_mean_by_replicate
+from ...errors import AnalysisError
 from ...inference import Estimate, Scale, geometric_estimate, ratio_estimate
 from ...values import Value
 from .plan import DEFAULT, SEED_MEMORY, SPINDLE, SSD, STUDY, TUNED
@@ -80,11 +81,13 @@ def overlap_values(meas: pd.DataFrame, overlap: pd.DataFrame) -> list[Value]:
 
 
 def half_point_label(half: pd.DataFrame) -> str | None:
-    """The grid point the run's half-memory walker ran at (plan.HALF_POINT; the defaults in runs before 2026-11-30's
-    third session), from its runs; None for a run without them."""
+    """The grid point the run's half-memory walker ran at (plan.HALF_POINT; the defaults in runs before
+    20261130T100712Z-quick, the science plan §18), from its runs; None for a run without them. Parts measured before
+    and after that change cannot form one value: AnalysisError."""
     labels = sorted(set(half.label))
     if len(labels) > 1:
-        raise ValueError(f"the half-memory walker ran at {len(labels)} points ({', '.join(labels)}); one is planned")
+        raise AnalysisError(f"the half-memory walker ran at {len(labels)} points ({', '.join(labels)}) in one run "
+                            "(parts measured before and after the science plan §18's change?); one is planned")
     return labels[0] if labels else None
 
 
@@ -94,8 +97,12 @@ def scaling_values(meas: pd.DataFrame, half: pd.DataFrame) -> list[Value]:
     scales with the memory, seed 003's C003-5), over the replicates. None for a run without the half-memory runs."""
     if (label := half_point_label(half)) is None:
         return []
-    return [Value.of_estimate(f"{STUDY}.scaling.{role}", ratio, "%", 0) for role in sorted(set(half.role))
-            if (ratio := _within_replicates(meas, half, role, label, label, "pct_log")) is not None]
+    # the point beside the value: runs before the science plan §18 measured it at the defaults, later ones at the
+    # tuned setting, and `snaptax compare` should not read the two as reruns of one quantity unawares
+    return [v for role in sorted(set(half.role))
+            if (ratio := _within_replicates(meas, half, role, label, label, "pct_log")) is not None
+            for v in (Value.of_estimate(f"{STUDY}.scaling.{role}", ratio, "%", 0),
+                      Value(f"{STUDY}.scaling_point.{role}", text=label))]
 
 
 def skip_values(skip: pd.DataFrame, realised: float | None) -> list[Value]:
