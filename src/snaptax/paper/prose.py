@@ -213,8 +213,9 @@ FACTS: tuple[Fact, ...] = (
     *(Fact("calibration.reads_double.slices_per_miss", relation, bound,
            "metadata_cache.tex: the calibration study's read job also counts one slice per read miss")
       for relation, bound in zip(WITHIN, ONE_SLICE_BAND, strict=True)),
-    Fact("chain_length.coverage.in-memory-metadata", "equals", 1.0,
-         "seed001.tex: the in-memory point rounds to all of this volume's slices"),
+    Fact("chain_length.chain_growth.on-disk-metadata.randrw", "below", "chain_length.loss.on-disk-metadata.randrw",
+         "snaptax.tex, findings: up to the longest chain each further layer added less than the first snapshot (the "
+         "growth from one snapshot to the longest chain below the first snapshot's loss)"),
     Fact("chain_length.loss.on-disk-metadata.randrw", "below", "metadata_cache.implied.vmfs.published_pct",
          "snaptax.tex (seed 001), seed001.tex and intro.tex: measured at the rounded points, the random job lost less "
          "than the seed's VMFS loss"),
@@ -242,18 +243,6 @@ FACTS: tuple[Fact, ...] = (
     *(Fact(f"chain_length.loss_by_second.on-disk-metadata.randrw.{second}", "above", 0.0,
            "threats.tex, per-second losses: with the metadata on disk the random job lost IOPS in every second "
            "(each second's interval above 0)") for second in ("s1", "s2", "last")),
-    Fact("chain_length.loss_settling.on-disk-metadata.randrw", "includes", 100.0,
-         "threats.tex, per-second losses: ... its change from the first second to the last includes none"),
-    Fact("chain_length.loss_settling.in-memory-metadata.randrw", "includes", 100.0,
-         "threats.tex, per-second losses: with the metadata in memory the loss shows no trend either (its change "
-         "from the first second to the last includes none)"),
-    Fact("chain_length.loss_settling.lvm-thin.randrw", "includes", 100.0,
-         "threats.tex, per-second losses: LVM thin's change from the first second to the last includes none (these "
-         "runs do not decide whether its loss is a transient)"),
-    Fact("chain_length.chunks_broken_per_write.lvm-thin.randrw", "above", 5 / 6,
-         "threats.tex, per-second losses: ... most writes broke a shared chunk, too many for the sharing to "
-         "have run out by the last second (above 5/6 over a 3-s run: with at least a third of the writes in the last "
-         "second, its share is at least 3 x 5/6 - 2 = 1/2)"),
     # The body (snaptax.tex) reads these too; its advice rests only on models that predict held-out data: each
     # such model's whole 95 % interval of the held-out error within the ±10 % bound (stricter than its verdict's 90 %).
     *(Fact(f"{model}.heldout.error", relation, bound,

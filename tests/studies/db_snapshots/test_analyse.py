@@ -15,7 +15,7 @@ PAGES = 32768
 
 def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None, replicate=0, copy_write_share=0.7):
     """Runs of known costs; the engine's 8 threads busy for the whole duration, the copies' write + commit
-    `copy_write_share` of the thread-time the snapshots add."""
+    `copy_write_share` of the thread-time the snapshots add (the write alone half of it)."""
     rows = []
     for r in range(repeats):
         drift = 1 + 0.05 * r                       # drift shared by a repetition's three runs
@@ -26,7 +26,9 @@ def _runs(t0, tau1, tau2, device, repeats=6, noise=0.0, rng=None, replicate=0, c
             rows.append({"device": device, "replicate": replicate, "repeat": r, "k": k, "duration_s": t,
                          "pages_first_written": PAGES if k else 0.0, "concurrency": 8.0,
                          "second_snapshot_s": 8.0 * PAGES * 2 * tau2 * (k == 2) * drift,
-                         "busy_s": 8.0 * t, "copy_write_commit_s": copy_write_share * 8.0 * (t - t0 * drift)})
+                         "busy_s": 8.0 * t, "copy_write_commit_s": copy_write_share * 8.0 * (t - t0 * drift),
+                         # the write alone: half of write + commit
+                         "copy_write_s": copy_write_share * 4.0 * (t - t0 * drift)})
     return pd.DataFrame(rows)
 
 
@@ -130,6 +132,8 @@ def test_the_copies_share_of_the_added_time_is_per_repetition_then_over_replicat
     est = an.replicate_estimates(runs)
     k1, k2 = est["ssd_snapshots.k1.copy_write_share"], est["ssd_snapshots.k2.copy_write_share"]
     assert k1.n == 3 and k1.independent and k1.value == pytest.approx(70) and k2.value == pytest.approx(70)
+    # the write alone, reported beside it the same way
+    assert est["ssd_snapshots.k1.copy_write_alone_share"].value == pytest.approx(35)
     low, high = k1.interval(0.95)
     # the spread of the three replicates' shares (60, 70, 80: sd 10), t with 2 degrees of freedom
     assert (high - low) / 2 == pytest.approx(sps.t.ppf(0.975, 2) * 10 / math.sqrt(3))

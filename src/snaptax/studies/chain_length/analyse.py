@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ... import fiolog
-from ...analysis import Analysis, geometric_mean_by_replicate
+from ...analysis import Analysis
 from ...claims import Claim, outcome
 from ...inference import Estimate, Scale, ratio_estimate
 from ...models import chain as chain_model, heldout as ho
@@ -28,7 +28,7 @@ from ...stats import (
 )
 from ...values import Value, heldout_values
 from ..seed001_standins import operating_point_values
-from .growth import GROWTH_VARIANTS, chain_growth, growth_claims
+from .growth import GROWTH_VARIANTS, chain_growth, growth_claims, iops_by_replicate
 from .heldout import heldout_tests
 from .plan import BEFORE, LOSS_TOLERANCE_PP, LVM_THIN, MIRROR, WORKLOADS, ChainLengthParameters, pairs_needed
 
@@ -315,11 +315,6 @@ def guest_ceiling(meas: pd.DataFrame) -> dict[str, dict[str, Interval]]:
     return out
 
 
-def _gmean_by_replicate(runs: pd.DataFrame) -> pd.Series:
-    """The geometric mean IOPS of `runs` per replicate (runs with IOPS ≤ 0 left out)."""
-    return geometric_mean_by_replicate(runs.iops, runs.replicate)
-
-
 def _across_replicates(a: pd.Series, b: pd.Series, scale: Scale) -> Estimate:
     """a ÷ b over the replicates both have (one ratio per replicate, each an independent run of the whole plan):
     inference.ratio_estimate, a t pivot on the log ratios."""
@@ -342,25 +337,25 @@ def replicate_estimates(meas: pd.DataFrame, sw: pd.DataFrame) -> dict[str, dict[
     for (variant, job), g in pairs.groupby(["variant", "job"]):
         matched = g.groupby(["replicate", "repeat"]).filter(lambda r: set(r.chain_length) == {0, 1})
         out["loss"][(str(variant), str(job))] = _across_replicates(
-            _gmean_by_replicate(matched[matched.chain_length == 1]),
-            _gmean_by_replicate(matched[matched.chain_length == 0]), "loss_log")
+            iops_by_replicate(matched[matched.chain_length == 1]),
+            iops_by_replicate(matched[matched.chain_length == 0]), "loss_log")
     for (variant, job), g in sw.groupby(["variant", "job"]):
         key = (str(variant), str(job))
         create = g[g.phase == "create"]
-        before = _gmean_by_replicate(create[create.chain_length == 0])
+        before = iops_by_replicate(create[create.chain_length == 0])
         longest = int(create.chain_length.max()) if len(create) else 0
         if longest > 0:
             out["chain_end_loss"][key] = _across_replicates(
-                _gmean_by_replicate(create[create.chain_length == longest]), before, "loss_log")
+                iops_by_replicate(create[create.chain_length == longest]), before, "loss_log")
         delete = g[g.phase == "delete"]
         if len(delete[delete.chain_length == 0]):
-            out["recovery"][key] = _across_replicates(_gmean_by_replicate(delete[delete.chain_length == 0]), before,
+            out["recovery"][key] = _across_replicates(iops_by_replicate(delete[delete.chain_length == 0]), before,
                                                       "pct_log")
         lengths = sorted(set(delete.chain_length[delete.chain_length > 0]) & set(create.chain_length))
         if lengths:
             out["delete_over_create"][key] = _across_replicates(
-                _gmean_by_replicate(delete[delete.chain_length.isin(lengths)]),
-                _gmean_by_replicate(create[create.chain_length.isin(lengths)]), "pct_log")
+                iops_by_replicate(delete[delete.chain_length.isin(lengths)]),
+                iops_by_replicate(create[create.chain_length.isin(lengths)]), "pct_log")
     out["chain_growth"] = chain_growth(sw)
     return out
 
@@ -467,6 +462,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
         key = f"{k}.loss_settling.{variant}.{job}"
         out.append(Value.of(key, settled.scaled(100), "%") if settled is not None and settled.n
                    else Value(key, math.nan, "%"))
+        # where its interval lies against no change, in words the prose prints (30-s runs resolve what 3-s do not)
+        out.append(Value(f"{key}.vs_hundred", text=out[-1].side_of(100.0)))
     host_sds = [pair_log_sd(meas, v, j) for v, j in pairs if v != LVM_THIN]
     out.append(Value(f"{k}.pair_log_sd_max_host", max(host_sds, default=math.nan), "", digits=3))
     for (variant, job), iv in sorted(recovery.items()):

@@ -24,6 +24,12 @@ GROWTH_BASIS = ("registered: 'degradation grows with the chain' (no number): it 
                 "chain exceeds the loss with one snapshot by more than the smallest effect that matters")
 
 
+def iops_by_replicate(runs: pd.DataFrame) -> pd.Series:
+    """The geometric mean IOPS of `runs` per replicate (runs with IOPS ≤ 0 left out): the sweep's one number per
+    replicate, shared with analyse."""
+    return geometric_mean_by_replicate(runs.iops, runs.replicate)
+
+
 def chain_growth(sw: pd.DataFrame) -> dict[Key, Estimate]:
     """The module's value per (variant, job) of the sweep `sw` (analyse.sweep's rows), for every replicate that has
     the no-snapshot runs before the sweep, one snapshot and the longest chain (> 1)."""
@@ -33,11 +39,7 @@ def chain_growth(sw: pd.DataFrame) -> dict[Key, Estimate]:
         if longest <= 1:
             continue
 
-        def iops(n: int, runs: pd.DataFrame = g) -> pd.Series:
-            at = runs[runs.chain_length == n]
-            return geometric_mean_by_replicate(at.iops, at.replicate)
-
-        before, one, end = iops(0), iops(1), iops(longest)
+        before, one, end = (iops_by_replicate(g[g.chain_length == n]) for n in (0, 1, longest))
         common = before.index.intersection(one.index).intersection(end.index)
         if len(common):
             pp = 100 * (one.loc[common] - end.loc[common]) / before.loc[common]
@@ -56,4 +58,5 @@ def growth_claims(growth: dict[Key, Estimate], datastore: dict[str, str], engine
             for variant in GROWTH_VARIANTS if (variant, GROWTH_JOB) in growth]
 
 
-__all__ = ["chain_growth", "growth_claims", "GROWTH_VARIANTS", "GROWTH_JOB", "GROWTH_CLAIM", "GROWTH_TOLERANCE_PP"]
+__all__ = ["chain_growth", "iops_by_replicate", "growth_claims", "GROWTH_VARIANTS", "GROWTH_JOB", "GROWTH_CLAIM",
+           "GROWTH_TOLERANCE_PP"]

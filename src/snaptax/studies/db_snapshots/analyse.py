@@ -46,6 +46,9 @@ DIRECTION_BASIS = ("the seed states a direction without a number (Figure 1's bar
                    "(no-effect value ∓ 2 × tolerance), so an effect of ours in that direction gives 'agrees' or "
                    "'same direction' and anything else 'differs'")
 TIME_KEYS = ("source_write_s", "copy_read_s", "copy_write_s", "commit_s")
+# The shares of the added busy thread-time (value name → runs_table column): the copies' write + commit (C004-4's
+# analogue of PREEMPTIVE_OS_WRITEFILE, judged) and their write alone (reported, not judged)
+SHARE_COLUMNS = {"copy_write_share": "copy_write_commit_s", "copy_write_alone_share": "copy_write_s"}
 
 
 @dataclass
@@ -138,9 +141,9 @@ def device_over_device(runs: pd.DataFrame, k: int) -> Interval:
                                     "ratio of paired ratios (log half-widths combined)")
 
 
-def _by_replicate(runs: pd.DataFrame, device: str) -> pd.DataFrame:
-    """Durations on one device: a row per (replicate, repetition), a column per k."""
-    return runs[runs.device == device].pivot_table(index=["replicate", "repeat"], columns="k", values="duration_s")
+def _by_replicate(runs: pd.DataFrame, device: str, column: str = "duration_s") -> pd.DataFrame:
+    """`column` (default the durations) on one device: a row per (replicate, repetition), a column per k."""
+    return runs[runs.device == device].pivot_table(index=["replicate", "repeat"], columns="k", values=column)
 
 
 def _ratio_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
@@ -154,15 +157,14 @@ def _ratio_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
     return geometric_mean_by_replicate(d[k] / d[0], d.index.get_level_values("replicate"))
 
 
-def _copy_write_share_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
-    """Per replicate, the mean over its repetitions of 100 × copy_write_commit_s(k) ÷ (busy_s(k) − busy_s(0)): the
-    share of the engine's thread-time the k snapshots add that went to writing and committing the copies (C004-4,
-    declared in the science plan §18). Repetitions lacking either k or a counter are left out, and those whose
-    snapshots added exactly no time (no share to form); a negative added time is kept (its share is negative: dropping
-    it would bias the mean up)."""
-    g = runs[runs.device == device]
-    busy = g.pivot_table(index=["replicate", "repeat"], columns="k", values="busy_s")
-    copy = g.pivot_table(index=["replicate", "repeat"], columns="k", values="copy_write_commit_s")
+def _copy_write_share_by_replicate(runs: pd.DataFrame, device: str, k: int,
+                                   column: str = "copy_write_commit_s") -> pd.Series:
+    """Per replicate, the mean over its repetitions of 100 × column(k) ÷ (busy_s(k) − busy_s(0)): the share of the
+    engine's thread-time the k snapshots add that went to writing and committing the copies (C004-4, declared in
+    the science plan §18; `column` copy_write_s: to writing them alone, reported beside it, not judged).
+    Repetitions lacking either k or a counter are left out, and those whose snapshots added exactly no time (no
+    share to form); a negative added time is kept (its share is negative: dropping it would bias the mean up)."""
+    busy, copy = _by_replicate(runs, device, "busy_s"), _by_replicate(runs, device, column)
     if k not in copy.columns or k not in busy.columns or 0 not in busy.columns:
         return pd.Series(dtype=float)
     added = (busy[k] - busy[0]).where(lambda a: a != 0)
@@ -177,7 +179,8 @@ def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
                                     can come out ≤ 0);
       raid5_over_ssd.k<k>           the RAID5's T(k)/T(0) over the SSD's, both of the same replicate (%);
       <device>.k<k>.copy_write_share  the copies' write + commit thread-time's share of the busy thread-time the
-                                    snapshots add (_copy_write_share_by_replicate; %, linear).
+                                    snapshots add (_copy_write_share_by_replicate; %, linear);
+      <device>.k<k>.copy_write_alone_share  the same for the copies' write alone (not judged).
     A run of one replicate gives estimates of n = 1, without an interval (not judged: n < 3)."""
     out: dict[str, Estimate] = {}
     for device in [d for d in SNAPSHOT_DEVICES if d in set(runs.device)]:
@@ -191,8 +194,9 @@ def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
                    for _, g in d.groupby(level="replicate") if (g[1] - g[0]).mean() != 0]
             out[f"{device}.second_over_first"] = mean_estimate(per)
         for k in (1, 2):
-            if len(share := _copy_write_share_by_replicate(runs, device, k)):
-                out[f"{device}.k{k}.copy_write_share"] = mean_estimate(list(share))
+            for name, column in SHARE_COLUMNS.items():
+                if len(share := _copy_write_share_by_replicate(runs, device, k, column)):
+                    out[f"{device}.k{k}.{name}"] = mean_estimate(list(share))
     for k in (1, 2):
         a, b = _ratio_by_replicate(runs, RAID5, k), _ratio_by_replicate(runs, SSD, k)
         common = a.index.intersection(b.index)
@@ -357,10 +361,11 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
                 Value(f"{k}.{device}.fit.second_copy_us", float(r.second_copy_us), "µs", digits=1)]
     for kk in (1, 2):
         out.append(Value.of_estimate(f"{k}.raid5_over_ssd.k{kk}", est[f"raid5_over_ssd.k{kk}"], "%"))
-        # every device's share, nan where the run cannot form it (C004-4's claim reads the SSD's at k = 1)
-        out += [Value.of_estimate(f"{k}.{device}.k{kk}.copy_write_share", est[name], "%", 0)
-                if (name := f"{device}.k{kk}.copy_write_share") in est
-                else Value(f"{k}.{device}.k{kk}.copy_write_share", math.nan, "%") for device in SNAPSHOT_DEVICES]
+        # every device's shares, nan where the run cannot form one (C004-4's claim reads copy_write_share on the SSD
+        # at k = 1; the copy write alone is reported beside it)
+        names = [f"{device}.k{kk}.{share}" for device in SNAPSHOT_DEVICES for share in SHARE_COLUMNS]
+        out += [Value.of_estimate(f"{k}.{n}", est[n], "%", 0) if n in est else Value(f"{k}.{n}", math.nan, "%")
+                for n in names]
     base = summary[(summary.device == SSD) & (summary.k == 0)] if not summary.empty else summary
     out.append(Value(f"{k}.baseline_over_seed", 100 * float(base.duration_s.iloc[0]) / SEED_BASELINE_S
                      if len(base) else math.nan, "%"))
