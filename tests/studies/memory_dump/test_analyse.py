@@ -411,3 +411,22 @@ def test_the_scaling_is_formed_at_the_point_the_half_memory_walker_ran_at():
     assert values["memory_dump.scaling_point.raid1_10k"].text == "p2048-w2"
     with pytest.raises(AnalysisError, match="2 points"):
         scaling_values(meas, pd.concat([frame("p64-w25", [15.0] * 3), frame("p2048-w2", [1.1] * 3)]))
+
+
+def test_a_part_without_the_array_analyses_alone_and_judges_nothing(tmp_path):
+    """A part of the SSD-class role alone (memory_dump's ssd.r<i>: `snaptax compare` reads parts one by one) is
+    analysed without the array's walker: its values, and no claim (every claim reads the array's walker)."""
+    p = profiles.get("quick")
+    study = planmod.build_plan(p, part="ssd.r0")
+    points = [(vp.variant, i, m, 0) for vp in study.variants for i, m, _ in vp.plan.measurements()]
+    assert {split_replicate(v)[0] for v, *_ in points} == {"ssd"}
+
+    def measured(variant, index, step, chain):
+        pt = planmod.point_of(step.job)
+        t = exact("ssd", pt, step.job.size) * (1 + 0.01 * (index % 3 - 1))    # some spread for the fits
+        return fio_result(step.job.name, write_iops=step.job.size // step.job.bs / t, runtime_s=t), {}, {}, {}
+
+    params = planmod.parameters(p, {"ssd": "ssd", "raid1_10k": "raid1_10k"}, ()).to_json()
+    a = an.analyse(RunRecord.load(write_run(tmp_path, planmod.STUDY, "quick", params, points, measured)))
+    assert a.outcomes == [] and set(a.meas.role) == {"ssd"}
+    assert math.isfinite(a.value("memory_dump.seed_memory_s.ssd.p64-w25").value)

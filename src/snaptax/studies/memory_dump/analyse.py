@@ -414,8 +414,10 @@ def analyse(record: RunRecord) -> MemoryDumpAnalysis:
     by_key = {v.key: v for v in values}
     # a run before the half-memory runs has no value for C003-5: that claim is left out, not failed
     half_label = half_point_label(walkers[HALF_PHASE]) or HALF_POINT.label
-    outcomes = [outcome(c, by_key) for c in _claims(skipping=not walkers[SKIP_PHASE].empty, half_label=half_label)
-                if c.value_key in by_key or c.label != SCALING_LABEL]
+    # every claim reads the array's walker: a part that did not measure it (an SSD-class part, the guest part) judges
+    # nothing alone (its set does)
+    claims = _claims(skipping=not walkers[SKIP_PHASE].empty, half_label=half_label) if SPINDLE in set(meas.role) else []
+    outcomes = [outcome(c, by_key) for c in claims if c.value_key in by_key or c.label != SCALING_LABEL]
     return MemoryDumpAnalysis(record, values, outcomes, meas, summary, fits, preds, best_curve(fits), guest=guest,
                               guest_summary=gsum, guest_samples=guest_samples(doc), heldout=heldout)
 
