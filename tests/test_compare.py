@@ -224,3 +224,22 @@ def test_runs_at_different_operating_points_are_not_a_rerun_and_say_so():
         compare.report(other)[1]
     # a run analysed before the run value existed measured at none
     assert compare.operating_points_of(results("c", judged("s.loss", 60, 55, 65, 4))) == op.NONE
+
+
+def test_an_analysis_that_fails_on_a_run_is_one_line_naming_it(tmp_path, monkeypatch):
+    from snaptax import derived
+    from snaptax.errors import AnalysisError
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    _derived(a, results("a", judged("s.loss", 60, 55, 65, 4)), monkeypatch, tmp_path)
+    b.mkdir()
+    real = derived.values_of
+
+    def values_of(run):
+        if run == b:
+            raise KeyError("walker")   # as a part read alone that lacks what every claim reads
+        return real(run)
+
+    monkeypatch.setattr(derived, "values_of", values_of)
+    with pytest.raises(AnalysisError, match=r"b: its analysis failed \(KeyError: 'walker'\)"):
+        compare.compare_runs(a, b)

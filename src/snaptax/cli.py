@@ -203,7 +203,7 @@ def cmd_site(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from . import compare, studies
-    from .errors import ConfigError
+    from .errors import AnalysisError, ConfigError
 
     if args.runs:
         if len(args.runs) != 2:
@@ -225,14 +225,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
         pairs = [(r.committed, r.rerun, f"{r.study}: rerun {compare.shown(r.rerun)} " + (
             f"(not committed) against the committed run {compare.shown(r.committed)}" if r.committed else
             f"has no committed {args.profile} run to compare against")) for r in found]
-    differs = False
+    differs, failed = False, False
     for a, b, named in pairs:
         if named:
             print(named)
-        if a is not None:
+        if a is None:
+            continue
+        try:
             c = compare.compare_runs(a, b)
-            print("\n".join(compare.report(c, all_values=args.all)))
-            differs |= not c.reproduced
+        except AnalysisError as exc:
+            if len(pairs) == 1:
+                raise
+            # one rerun that cannot be analysed does not hide the others' comparisons
+            print(f"snaptax: {exc}", file=sys.stderr)
+            failed = True
+            continue
+        print("\n".join(compare.report(c, all_values=args.all)))
+        differs |= not c.reproduced
+    if failed:
+        return 2
     if differs:
         print("snaptax: some verdicts differ between the runs", file=sys.stderr)
         return 1

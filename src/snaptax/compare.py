@@ -158,13 +158,25 @@ def operating_points_of(d: DerivedValues) -> str:
 def compare_runs(run_a: RunRef, run_b: RunRef) -> RunComparison:
     """Two published runs (or complete sets of part runs) compared, their verdicts judged by the registration each
     was measured under."""
-    from . import derived
     from .record import PartSet
 
     # a set's parts all recorded the same registration (record.parts checks it when it combines them)
     a, b = (r.runs[0] if isinstance(r, PartSet) else r for r in (run_a, run_b))
-    return compare_derived(derived.values_of(run_a), derived.values_of(run_b),
+    return compare_derived(_values_of(run_a), _values_of(run_b),
                            (registration.recorded_in(a), registration.recorded_in(b)))
+
+
+def _values_of(run: RunRef) -> DerivedValues:
+    """A run's derived values; an analysis that fails on a run it was never meant to read alone (a part of a set
+    lacking what every claim reads: a KeyError, an empty table) becomes the one line naming the run, where the CLI
+    would otherwise print a traceback."""
+    from . import derived
+
+    try:
+        return derived.values_of(run)
+    except (KeyError, IndexError, ValueError, ZeroDivisionError) as exc:
+        raise AnalysisError(f"{shown(run)}: its analysis failed ({type(exc).__name__}: {exc}); a part of a set is "
+                            "analysed alone only where its study reads it so") from exc
 
 
 def report(c: RunComparison, all_values: bool = False) -> list[str]:

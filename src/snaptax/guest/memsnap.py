@@ -54,11 +54,26 @@ _TERSE_WRITE_KB, _TERSE_WRITE_RUNTIME_MS = 46, 49  # 0-based fields of fio's ter
 _TERSE_RE = re.compile(r"^3;fio-[^;]*;(dirty|probe);")
 
 
+TMP_MARGIN_MIB = 16   # /tmp's room beside the dirtier's files (the init script's own small files)
+SMALLEST_GUEST_MIB = 384   # the initramfs alone needs ~200 MiB while it unpacks
+UNFILLED_MIB = 224         # the smallest guest's RAM a fill leaves: the unpacked initramfs (~95 MiB), kernel, fio
+# What grows with the RAM: what the kernel keeps (its page array alone is 1/64 of the RAM) and the page tables of
+# fio's mapping. Measured on a 4 GiB TCG guest (2026-11-30): the kernel kept 181 MiB (MemTotal 3915 MiB), the
+# unpacked initramfs and the rest of the system 148; a fill of 3756 MiB (1/32 of the RAM above the smallest guest's)
+# was killed by the guest's OOM killer, 3640 (1/16, exact in binary: no last bit to differ between hosts) left
+# 126 MiB free after the fill and its dump completed.
+UNFILLED_PER_MIB = 1 / 16
+
+
+def fill_mib_for(memory_mib: int) -> int:
+    """The MiB a guest of `memory_mib` fills with its dirtier: all of its RAM but what the kernel and fio need."""
+    return memory_mib - UNFILLED_MIB - int((memory_mib - SMALLEST_GUEST_MIB) * UNFILLED_PER_MIB)
+
+
 @dataclass(frozen=True)
 class Dirtier:
-    """The guest program. fill_mib: MiB filled before dirtying starts (keep ~100 MiB of the guest free for the
-    unpacked initramfs and the kernel); dirty_pages_s: the known dirty rate; probe_kib: the progress probe's file;
-    report_s: the status interval."""
+    """The guest program. fill_mib: MiB filled before dirtying starts (fill_mib_for: all the kernel and fio leave);
+    dirty_pages_s: the known dirty rate; probe_kib: the progress probe's file; report_s: the status interval."""
 
     fill_mib: int
     dirty_pages_s: int = 256
@@ -73,8 +88,12 @@ class Dirtier:
     def script(self) -> str:
         ms = round(self.report_s * 1000)
         common = "--ioengine=mmap --rw=randwrite --bs=4k --time_based --runtime=86400 --norandommap"
+        # /tmp is a tmpfs of the kernel's default size, half the guest's RAM (init.sh); the fill of a large guest
+        # needs most of it, so the dirtier sizes /tmp to its two files and a margin (a cap, not a reservation).
+        tmp_mib = self.fill_mib + -(-self.probe_kib // 1024) + TMP_MARGIN_MIB
         return "\n".join([
             "set -e",
+            f"mount -o remount,size={tmp_mib}m /tmp",
             f"fio --name=fill --ioengine=mmap --filename=/tmp/mem --size={self.fill_mib}m --rw=write --bs=1m "
             "--output-format=terse >/dev/null",
             "grep -E 'MemTotal|MemFree|Shmem:' /proc/meminfo",
@@ -334,7 +353,7 @@ def main() -> None:
     from .image import build_image
     mem = int(sys.argv[1]) if len(sys.argv) > 1 else 384
     with ProcessGroup() as pg:
-        run = run_memsnap(build_image(), Dirtier(fill_mib=max(16, mem - 224)),
+        run = run_memsnap(build_image(), Dirtier(fill_mib=max(16, fill_mib_for(mem))),
                           [DumpRequest("background-snapshot", int(float(a) * MiB)) for a in sys.argv[2:]],
                           memory_mib=mem, scratch=Path("/var/tmp/memsnap-try"), pg=pg)
         print(json.dumps({k: v for k, v in run.to_json().items() if k != "samples"}, indent=1, default=str))

@@ -430,3 +430,18 @@ def test_a_part_without_the_array_analyses_alone_and_judges_nothing(tmp_path):
     a = an.analyse(RunRecord.load(write_run(tmp_path, planmod.STUDY, "quick", params, points, measured)))
     assert a.outcomes == [] and set(a.meas.role) == {"ssd"}
     assert math.isfinite(a.value("memory_dump.seed_memory_s.ssd.p64-w25").value)
+
+
+def test_the_guest_part_alone_is_refused_in_one_line_naming_it(tmp_path):
+    """The guest part alone (memory_dump's `guest`: no page-walker run at all) is not analysed alone: its guest
+    values stand beside the walker's fits, which only its set has. `snaptax compare` of it prints this one line."""
+    import json
+
+    from snaptax.errors import AnalysisError
+    p = profiles.get("quick")
+    assert planmod.build_plan(p, part=planmod.GUEST_PART).variants == ()
+    params = planmod.parameters(p, {"ssd": "ssd", "raid1_10k": "raid1_10k"}, ()).to_json()
+    path = write_run(tmp_path, planmod.STUDY, "quick", params, [], lambda *a: None)
+    (path / planmod.GUEST_FILE).write_text(json.dumps(guest_doc("quick")))
+    with pytest.raises(AnalysisError, match=f"{path.name}: no page-walker measurements"):
+        an.analyse(RunRecord.load(path))

@@ -70,6 +70,7 @@ from ... import operatingpoints, profiles
 from ...engines.qcow2 import Qcow2Config
 from ...errors import ConfigError
 from ...fio import FioJob
+from ...guest.memsnap import SMALLEST_GUEST_MIB, fill_mib_for
 from ...models import memory_dump as model
 from ...operatingpoints import UsedPoint
 from ...plan import (
@@ -188,7 +189,6 @@ GUEST = "guest"                    # the guest phase's name in the run (events)
 GUEST_FILE = "guest_dump.json"     # the guest phase's record in the run: planned and measured dumps, progress samples
 GUEST_CONSOLE = "guest_console.log"
 BACKGROUND, PRECOPY = "background-snapshot", "precopy"
-GUEST_RESERVED_MIB = 224           # guest RAM not filled: the unpacked initramfs (~95 MiB), kernel, fio
 GUEST_DIRTY_PAGES_S = 256          # the known dirty rate (1 MiB/s): far below every precopy bandwidth, so it converges
 GUEST_BASELINE_S = 2.0             # quiet seconds before each dump: the guest's progress without a dump
 # Planning only (the ETA): measured 2026-11-25 on the 2-core machine with a 384 MiB guest.
@@ -210,9 +210,9 @@ class GuestDumpScale:
 
     def __post_init__(self) -> None:
         src = "memory-dump guest scale"
-        if self.memory_mib < 384:
-            raise ConfigError(src, "memory_mib", f"at least 384 MiB (the initramfs unpacks in RAM), got "
-                              f"{self.memory_mib}")
+        if self.memory_mib < SMALLEST_GUEST_MIB:
+            raise ConfigError(src, "memory_mib", f"at least {SMALLEST_GUEST_MIB} MiB (the initramfs unpacks in RAM), "
+                              f"got {self.memory_mib}")
         if self.repeats < 2:
             raise ConfigError(src, "repeats", f"at least 2 (a 95 % interval over repeats), got {self.repeats}")
         if not (self.precopy_points or self.background):
@@ -220,7 +220,7 @@ class GuestDumpScale:
 
     @property
     def fill_mib(self) -> int:
-        return self.memory_mib - GUEST_RESERVED_MIB
+        return fill_mib_for(self.memory_mib)
 
 
 GUEST_SCALES: dict[str, GuestDumpScale] = {
