@@ -35,12 +35,12 @@ def test_dirtier_script_fills_then_dirties_and_probes():
 
 
 def test_dirtier_sizes_tmp_for_its_files_before_the_fill():
-    # /tmp's default tmpfs is half the guest's RAM: a 4 GiB guest's 3756 MiB fill failed in it (ENOSPC, issue 49)
-    s = Dirtier(fill_mib=3756, probe_kib=1024).script()
+    # /tmp's default tmpfs is half the guest's RAM: a 4 GiB guest's 3872 MiB fill failed in it (ENOSPC, issue 49)
+    s = Dirtier(fill_mib=3872, probe_kib=1024).script()
     remount = s.index("mount -o remount,size=")
     assert remount < s.index("--name=fill")
     size_mib = int(s[remount:].split("size=", 1)[1].split("m", 1)[0])
-    assert 3756 + 1 < size_mib <= 3756 + 1 + 64
+    assert 3872 + 1 < size_mib <= 3872 + 1 + 64
 
 
 @pytest.mark.parametrize("kwargs", [dict(fill_mib=0), dict(fill_mib=8, dirty_pages_s=0),
