@@ -152,3 +152,11 @@ def test_smoke_runs_have_every_value_the_quick_ones_have(tmp_path):
     smoke = {x.key for x in an.analyse(make_run(tmp_path / "s", "smoke")).values}
     quick = {x.key for x in an.analyse(make_run(tmp_path / "q", "quick")).values}
     assert quick <= smoke | {k for k in quick if ".n4" in k}
+
+
+def test_runtime_clause_names_the_profile_only_when_shorter():
+    from snaptax.studies.chain_bulk.analyse import _runtime_clause
+    assert _runtime_clause("full", 30.0) == "The runs last 30\u2009s, the full profile's length"
+    quick = _runtime_clause("quick", 2.0)
+    assert quick.startswith("The quick profile's run length is its time budget's")
+    assert quick.endswith("runs last 30\u2009s, against 2\u2009s here")

@@ -137,6 +137,18 @@ def test_guest_budgets():
     assert "guest phase: a 384 MiB TCG guest" in planmod.describe(profiles.get("smoke"))
 
 
+def test_guest_plan_counts_the_fill(monkeypatch):
+    # the 4 GiB guest fills 3480 MiB more than the small one: its boot is planned 21.75 s longer (measured 21.5 s);
+    # smoke and quick (160 MiB filled) keep the small guest's 9 s
+    full, quick = profiles.get("full"), profiles.get("quick")
+    assert planmod.guest_scale(full).fill_mib - planmod.GUEST_BOOT_FILL_MIB == 3480
+    assert planmod.guest_scale(quick).fill_mib == planmod.GUEST_BOOT_FILL_MIB
+    full_s, quick_s = planmod.guest_estimated_seconds(full), planmod.guest_estimated_seconds(quick)
+    monkeypatch.setattr(planmod, "GUEST_FILL_MIB_S", float("inf"))
+    assert full_s - planmod.guest_estimated_seconds(full) == pytest.approx(3480 / 160.0)
+    assert quick_s == planmod.guest_estimated_seconds(quick)
+
+
 def test_guest_scale_validation():
     with pytest.raises(ConfigError, match="'memory_mib'"):
         planmod.GuestDumpScale(256, 2, (planmod.TUNED,))

@@ -222,6 +222,16 @@ def _claim_value(reps: dict[Key, Estimate], variant: str, name: str, pooled: Int
     return Value.of(key, pooled, "%", digits)
 
 
+def _runtime_clause(profile: str, runtime_s: float) -> str:
+    """The sentence on the run length: a run of the full profile's length says so; a shorter one says it is its
+    profile's time budget, beside the full profile's."""
+    full = SCALES["full"].runtime_s
+    if runtime_s >= full:
+        return f"The runs last {runtime_s:g}\u2009s, the full profile's length"
+    return (f"The {profile} profile's run length is its time budget's; the full profile's runs last {full:g}\u2009s, "
+            f"against {runtime_s:g}\u2009s here")
+
+
 def _values(record: RunRecord, pts: pd.DataFrame, pr: pd.DataFrame, nz: Noise, summary: pd.DataFrame,
             fits: dict[tuple[str, str], chain_model.ChainFit]) -> list[Value]:
     k, params = STUDY, record.parameters(ChainBulkParameters)
@@ -233,6 +243,7 @@ def _values(record: RunRecord, pts: pd.DataFrame, pr: pd.DataFrame, nz: Noise, s
            Value(f"{k}.replicates", float(s.replicates), "replicates"),
            Value(f"{k}.lengths", text=", ".join(map(str, s.measured_lengths()))),
            Value(f"{k}.full_runtime_s", float(SCALES["full"].runtime_s), "s"),     # the full profile's, for comparison
+           Value(f"{k}.runtime_clause", text=_runtime_clause(record.manifest.profile.name, s.runtime_s)),
            Value(f"{k}.disk_mib", float(params.disk_bytes) / (1 << 20), "MiB")]
     out += operating_point_values(k, params.operating_points)
     for r in summary.itertuples():
