@@ -74,6 +74,7 @@ class CofwServer:
         self.source, self.snapshot_dir = Path(source), Path(snapshot_dir)
         self.config, self.size = config, size
         self.control: ControlClient | None = None
+        self.pid: int | None = None        # the nbdkit's, once started (the engine admits it to its blkio group)
 
     @property
     def nbd_socket(self) -> Path:
@@ -109,7 +110,7 @@ class CofwServer:
                      f"extent_size={c.extent_size}"]
         log = self.run_dir / "nbdkit.log"
         try:
-            self.group.spawn(argv, name="nbdkit-cofw", log_path=log,
+            child = self.group.spawn(argv, name="nbdkit-cofw", log_path=log,
                              ready=lambda: self.nbd_socket.exists() and try_ping(self.control_socket))
         except EngineError as exc:
             # The plugin reports why in nbdkit's "error:" line (nbdkit: PLUGIN[1]: error: MESSAGE).
@@ -119,6 +120,7 @@ class CofwServer:
                 why = errors[-1] if errors else lines[-1].strip()   # the log may hold earlier runs
                 raise EngineError(f"cofw nbdkit did not start: {why} (log: {log})") from exc
             raise
+        self.pid = child.proc.pid
         self.control = ControlClient(self.control_socket)
         return self
 

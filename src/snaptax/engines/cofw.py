@@ -58,10 +58,19 @@ class CofwEngine(SnapshotEngine):
         self.server: CofwServer | None = None
 
     def __enter__(self) -> CofwEngine:
+        from ..host import blkio
         from ..host.backends import open_device
         try:
             tag = f"cofw-{self.config.name}"
-            backend = open_device(self.rig, self.device, self.group, tag=tag)
+            # A throttled device (seed 004's "storage as fast as the source": two devices of one class on the host's
+            # one disk) is capped in a blkio group the nbdkit joins: it does every I/O of the source and the
+            # snapshots (snaptax.host.blkio).
+            throttled = [d for d in (self.device, self.snapshot_device) if d is not None and d.throttle is not None]
+            throttles = None
+            if throttled:
+                blkio.require(self.rig.source, throttled[0].name)
+                throttles = blkio.BlkioGroup(self.group)
+            backend = open_device(self.rig, self.device, self.group, tag=tag, throttles=throttles)
             self._host_counters = backend.host_counters
             run_dir = self.group.own(paths.engine_run_dir(self.rig.rig_work_dir, tag))
             snap_dir = self._snapshot_dir or run_dir / "snapshots"
@@ -69,7 +78,8 @@ class CofwEngine(SnapshotEngine):
                 raise EngineError(f"cofw: rig device {self.device.name!r} has no file or block node")
             snapdev = None
             if self.snapshot_device is not None:
-                snap_backend = open_device(self.rig, self.snapshot_device, self.group, tag=f"{tag}-snapshots")
+                snap_backend = open_device(self.rig, self.snapshot_device, self.group, tag=f"{tag}-snapshots",
+                                           throttles=throttles)
                 snapdev = snapshot_target(snap_backend)
                 host = self._host_counters
                 snap_counters = snap_backend.host_counters
@@ -80,6 +90,9 @@ class CofwEngine(SnapshotEngine):
                 self._host_counters = lambda: _merge_snapdev(host(), snap_counters())
             self.server = CofwServer(self.group, run_dir, backend.path, snap_dir, self.config,
                                      size=self.disk_size, snapshot_device=snapdev).start()
+            if throttles is not None:
+                assert self.server.pid is not None
+                throttles.admit(self.server.pid)
         except BaseException:
             self.group.close()
             raise
@@ -140,7 +153,8 @@ class CofwEngine(SnapshotEngine):
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.kind, "config": asdict(self.config), "disk_size": self.disk_size,
-                "device": self.device.name,
+                "device": self.device.name, "throttled": sorted(d.name for d in (self.device, self.snapshot_device)
+                                                                if d is not None and d.throttle is not None),
                 "snapshot_device": self.snapshot_device.name if self.snapshot_device is not None else None,
                 "export": "live", "snapshot_suffix": SNAPSHOT_SUFFIX,
                 "page_size": self.config.page_size}

@@ -7,4 +7,5 @@
     rig.py       rig files (rigs/*.yaml): the typed schema of a rig and its devices
     devices.py   block-device identity, host I/O counters, and the safety checks guarding real devices
     backends.py  from a rig device to what an engine puts images on (loop device, block device, served spindle)
+    blkio.py     throttled devices: a rig device's own rates as a cgroup v1 blkio group the engine's server joins
 """

@@ -5,6 +5,8 @@
             file and loop device are removed when the group closes
   block   → the real device, after snaptax.host.devices.check_destroyable has proved it safe
   spindle → an emulated mechanical disk or array served by nbdkit (snaptax.spindle)
+A file or block device with a `throttle` gets its rates on its node in the engine's blkio group (snaptax.host.blkio),
+binding the processes the engine admits to it; an engine that admits none cannot use a throttled device.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import devices, procs, qsd
+from ..errors import ConfigError
+from . import blkio, devices, procs, qsd
 from .procs import ProcessGroup
 from .rig import Device, Rig
 
@@ -66,16 +69,27 @@ def detach_stale_loops(work_dir: Path) -> list[str]:
     return stale
 
 
-def open_device(rig: Rig, device: Device, group: ProcessGroup, tag: str = "") -> DeviceBackend:
-    """Prepare `device` for one engine; everything made here is removed when `group` closes."""
+def open_device(rig: Rig, device: Device, group: ProcessGroup, tag: str = "",
+                throttles: blkio.BlkioGroup | None = None) -> DeviceBackend:
+    """Prepare `device` for one engine; everything made here is removed when `group` closes. `throttles`: the
+    engine's blkio group, where a throttled device's rates are set (the engine admits its server to it)."""
+    if device.throttle is not None:
+        if throttles is None:
+            raise ConfigError(rig.source, f"devices.{device.name}.throttle",
+                              "this engine does not confine its I/O to a blkio group: use an unthrottled device")
+        blkio.require(rig.source, device.name)
     if device.type == "file":
         path = rig.rig_work_dir / "devices" / f"{device.name}{('-' + tag) if tag else ''}.img"
         group.own(path)
         qsd.make_sparse_file(path, device.capacity)
         loop = attach_loop(path, group)
+        if device.throttle is not None and throttles is not None:
+            throttles.limit(loop, device.throttle)
         return DeviceBackend(device, "block", loop, None, None, _disk_counters(loop.name))
     if device.type == "block":
         node = devices.check_destroyable(rig, device)
+        if device.throttle is not None and throttles is not None:
+            throttles.limit(node, device.throttle)
         return DeviceBackend(device, "block", node, None, None, _disk_counters(node.name))
     if device.type == "spindle":
         from ..spindle.serve import serve_device  # the emulator is only needed on rigs that have spindles

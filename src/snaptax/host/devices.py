@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from dataclasses import asdict
 from pathlib import Path
 
 from ..errors import DeviceRefused
@@ -173,4 +174,6 @@ def identity(rig: Rig, device: Device) -> dict:
         info["host_disk"] = disk_identity(name) if name else None
     if device.spindle:
         info["spindle"] = device.spindle
+    if device.throttle is not None:     # the device's own rates (snaptax.host.blkio), as the rig file gave them
+        info["throttle"] = {k: v for k, v in asdict(device.throttle).items() if v is not None}
     return info

@@ -5,6 +5,8 @@ A rig names devices. Each device is one of
   * `block`   — a real block device, named by /dev/disk/by-id, used only if the rig is enabled and
                 allows destruction (see snaptax.host.devices for the safety checks),
   * `spindle` — an emulated mechanical disk or array served over NBD (snaptax.spindle).
+A file or block device may carry a `throttle` (rates of its own, snaptax.host.blkio): two file devices on the host's
+one disk are then two devices of one class rather than two files sharing one disk's bandwidth.
 Every problem is reported as ConfigError naming the file and the field.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Literal
 from .. import paths
 from ..errors import ConfigError
 from ..fio import parse_size
+from .blkio import DeviceThrottle, parse_throttle
 
 MEDIA = ("ssd", "hdd", "nvme", "tiered")
 DEVICE_TYPES = ("file", "block", "spindle")
@@ -42,6 +45,7 @@ class Device:
     description: str = ""
     path: str | None = None                 # block: /dev/disk/by-id/...
     spindle: dict[str, Any] = field(default_factory=dict)  # validated by snaptax.spindle
+    throttle: DeviceThrottle | None = None  # file, block: the device's own rates (snaptax.host.blkio)
 
     @property
     def emulated(self) -> bool:
@@ -76,7 +80,7 @@ class Rig:
 
 
 _RIG_FIELDS = {"name", "kind", "description", "devices", "engines", "work_dir", "enabled", "allow_destroy"}
-_DEVICE_FIELDS = {"type", "medium", "capacity", "description", "path", "spindle"}
+_DEVICE_FIELDS = {"type", "medium", "capacity", "description", "path", "spindle", "throttle"}
 
 
 def _expect(source: str, field_name: str, value: Any, types: type | tuple, what: str) -> Any:
@@ -124,8 +128,14 @@ def _parse_device(source: str, name: str, raw: Any) -> Device:
         parse_spindle(spindle, source, f"{where}.spindle")
     elif spindle:
         raise ConfigError(source, f"{where}.spindle", "only spindle devices take a spindle model")
+    throttle = None
+    if "throttle" in raw:
+        if dtype == "spindle":     # an emulated device keeps its own time: its model is its rate
+            raise ConfigError(source, f"{where}.throttle", "only file and block devices take a throttle")
+        throttle = parse_throttle(raw["throttle"], source, f"{where}.throttle")
     return Device(name=name, type=dtype, medium=medium, capacity=capacity,
-                  description=str(raw.get("description", "")), path=path, spindle=dict(spindle))
+                  description=str(raw.get("description", "")), path=path, spindle=dict(spindle),
+                  throttle=throttle)
 
 
 def parse_rig(raw: Any, source: str) -> Rig:

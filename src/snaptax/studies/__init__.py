@@ -126,7 +126,7 @@ class Study:
         (parts; the run is published as that part, record.parts). Needs root. The one skeleton of every study's
         measuring: the study's measure.setup says what differs (contract.Setup), this runs it inside one
         RunSession and returns the published run directory under data/."""
-        from ..host import rig as rigmod
+        from ..host import blkio, rig as rigmod
         from ..host.backends import detach_stale_loops
         from ..record import RunPart, RunSession
 
@@ -144,6 +144,7 @@ class Study:
             # loop devices a killed run left behind, detached while the session holds the measurement lock: no
             # other run can own them now
             detach_stale_loops(r.work_dir)
+            blkio.remove_stale()
             setup.measure(session)
         assert session.published is not None
         return session.published

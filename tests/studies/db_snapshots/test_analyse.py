@@ -149,3 +149,32 @@ def test_the_copies_share_of_the_added_time_is_per_repetition_then_over_replicat
     less.loc[one, "busy_s"] = less[(less.replicate == 0) & (less.repeat == 0) & (less.k == 0)].busy_s.iloc[0] - 1.0
     share = an.replicate_estimates(less)["ssd_snapshots.k1.copy_write_share"]
     assert share.n == 3 and share.value < 70 - 10
+
+
+def _record_with(devices, source="ssd_source"):
+    from types import SimpleNamespace
+    params = SimpleNamespace(source_device=source)
+    return SimpleNamespace(parameters=lambda cls: params, manifest=SimpleNamespace(
+        devices=tuple(devices), profile=SimpleNamespace(name="quick")))
+
+
+def test_the_source_s_rate_without_snapshots_is_set_against_its_cap():
+    record = _record_with([{"name": "ssd_source", "throttle": {"write_mb_s": 125.0}}, {"name": "ssd_snapshots"}])
+    runs = pd.DataFrame({"k": [0, 0, 0, 1], "source_write_mb_s": [120.0, 124.0, 122.0, 60.0]})
+    by_key = {v.key: v for v in an.cap_values(record, runs)}
+    assert by_key["db_snapshots.source_cap_mb_s"].value == 125.0
+    assert by_key["db_snapshots.k0.source_write_mb_s"].value == pytest.approx(122.0)   # k = 1 left out
+    assert by_key["db_snapshots.k0.source_write_of_cap"].value == pytest.approx(97.6)
+    assert "125\u2009MB/s of writes" in by_key["db_snapshots.snapshot_ssd_clause"].text
+    assert by_key["db_snapshots.table_clause"].text.endswith("wrote 122\u2009MB/s, 98\u2009% of its cap")
+
+
+def test_a_run_whose_source_had_no_cap_has_no_share():
+    record = _record_with([{"name": "ssd"}], source="ssd")
+    runs = pd.DataFrame({"k": [0, 0], "source_write_mb_s": [900.0, 1100.0]})
+    by_key = {v.key: v for v in an.cap_values(record, runs)}
+    assert math.isnan(by_key["db_snapshots.source_cap_mb_s"].value)
+    assert by_key["db_snapshots.k0.source_write_mb_s"].value == pytest.approx(1000.0)
+    assert math.isnan(by_key["db_snapshots.k0.source_write_of_cap"].value)
+    assert "sharing the source's bandwidth" in by_key["db_snapshots.snapshot_ssd_clause"].text
+    assert "set by its time budget" in by_key["db_snapshots.table_clause"].text

@@ -4,7 +4,7 @@ import pytest
 
 from snaptax import profiles
 from snaptax.errors import ConfigError
-from snaptax.fio import FioTarget
+from snaptax.fio import FioTarget, format_size
 from snaptax.plan import split_replicate
 from snaptax.studies.db_snapshots import plan as pl
 from tests.parameters import assert_missing_is_named, assert_round_trip, committed_parameters
@@ -40,7 +40,7 @@ def test_the_select_into_writes_each_file_once_in_extents():
     text = job.job_file(FioTarget("nbd", uri="nbd+unix:///live?socket=/x"))
     assert "numjobs=8" in text and "bs=65536" in text and "rw=write" in text
     assert "time_based" not in text
-    assert f"offset_increment={s.file_bytes // (1 << 20)}M" in text
+    assert f"offset_increment={format_size(s.file_bytes)}" in text
     assert job.size * pl.DATA_FILES == s.table_bytes
 
 
@@ -51,6 +51,17 @@ def test_a_table_that_is_not_whole_extents_per_file_is_refused():
         pl.DbSnapshotScale(pl.EXTENT * 8, repeats=0, ssd_repeats=2)
     with pytest.raises(ConfigError, match="ssd_repeats"):
         pl.DbSnapshotScale(pl.EXTENT * 8, repeats=2, ssd_repeats=0)
+
+
+def test_the_table_is_the_seed_s_baseline_at_the_source_s_write_cap_in_whole_extents():
+    from snaptax.host import rig as rigmod
+    cap = rigmod.load("local").device(pl.SOURCE_DEVICE).throttle
+    assert cap is not None and cap.write_mb_s == pl.SOURCE_WRITE_MB_S     # the rig and the plan say one rate
+    assert pl.TABLE_BYTES % (pl.DATA_FILES * pl.EXTENT) == 0
+    assert abs(pl.TABLE_BYTES / (pl.SOURCE_WRITE_MB_S * 1e6) - pl.SEED_BASELINE_S) <= \
+        pl.DATA_FILES * pl.EXTENT / 2 / (pl.SOURCE_WRITE_MB_S * 1e6)      # within half a group of extents
+    assert pl.sized_table(0.0, 100.0) == pl.DATA_FILES * pl.EXTENT       # never an empty table
+    assert all(pl.scale(profiles.get(p)).table_bytes == pl.TABLE_BYTES for p in ("quick", "full"))
 
 
 def test_describe_is_deterministic_and_names_both_devices():

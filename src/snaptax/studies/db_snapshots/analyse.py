@@ -34,7 +34,7 @@ from ...stats import (
     ratio_of_means_interval,
     ratio_of_ratios_interval,
 )
-from ...values import Value, heldout_values
+from ...values import Value, format_number, heldout_values
 from .heldout import THREE_LEVELS, heldout_test
 from .plan import PHASE, SEED_BASELINE_S, SNAPSHOT_DEVICES, STUDY, DbSnapshotParameters
 
@@ -99,11 +99,85 @@ def runs_table(record: RunRecord) -> pd.DataFrame:
                      "copy_write_commit_s": times["copy_write_s"] + times["commit_s"],
                      "snapdev_writes": _delta(m, "snapdev.writes"),
                      "snapdev_rmw_rows": _delta(m, "snapdev.rmw_rows"),
+                     # what the source device wrote per second of the run (its loop device's sectors): at k = 0
+                     # the source's own rate, checked against its cap where the rig gave it one
+                     "source_write_mb_s": _delta(m, "host.sectors_written") * 512 / 1e6 / duration
+                     if duration > 0 else math.nan,
                      "lateness_pct": 100 * m.lateness_fraction})
     return pd.DataFrame(rows, columns=["device", "replicate", "repeat", "k", "index", "duration_s",
                                        "pages_first_written", "pages_copied", *TIME_KEYS, "first_snapshot_s",
                                        "second_snapshot_s", "concurrency", "busy_s", "copy_write_commit_s",
-                                       "snapdev_writes", "snapdev_rmw_rows", "lateness_pct"])
+                                       "snapdev_writes", "snapdev_rmw_rows", "source_write_mb_s", "lateness_pct"])
+
+
+def source_throttle(record: RunRecord) -> dict[str, float]:
+    """The source device's caps as the run's manifest recorded the rig device (rigs/*.yaml `throttle`; empty: none,
+    as on every run before 2026-12-01 and on a real rig's device)."""
+    source = record.parameters(DbSnapshotParameters).source_device
+    for d in record.manifest.devices:
+        if d.get("name") == source:
+            return {k: float(v) for k, v in d.get("throttle", {}).items()}
+    return {}
+
+
+def cap_values(record: RunRecord, runs: pd.DataFrame) -> list[Value]:
+    """Did the source's cap bind? Its write rate in the runs without snapshots (mean over them, with a t interval
+    over the runs) and that rate as a share of the cap: near 100 % the source ran at its own rate; well below, the
+    host disk or the engine held it back and the two devices were not two devices of their rate. With the text
+    clauses the set-up's prose reads (what the snapshot SSD is, how the table was sized), which differ between runs
+    with capped devices and the runs before them."""
+    k0 = runs[runs.k == 0].source_write_mb_s.dropna().to_numpy() if not runs.empty else np.array([])
+    caps = source_throttle(record)
+    cap = caps.get("write_mb_s", math.nan)
+    # repetitions, not independent runs: their interval is descriptive
+    rate = mean_estimate(k0, independent=False) if len(k0) > 1 else None
+    rate_value = (Value.of_estimate(f"{STUDY}.k0.source_write_mb_s", rate, "MB/s", 0) if rate is not None
+                  else Value(f"{STUDY}.k0.source_write_mb_s", math.nan, "MB/s"))
+    share = 100 * rate_value.value / cap if math.isfinite(cap) and cap > 0 else math.nan
+    share_value = Value(f"{STUDY}.k0.source_write_of_cap", share, "%", digits=0)
+    return [Value(f"{STUDY}.source_cap_mb_s", cap, "MB/s", digits=0), rate_value, share_value,
+            Value(f"{STUDY}.snapshot_ssd_clause", text=snapshot_ssd_clause(caps)),
+            Value(f"{STUDY}.ssd_difference_clause", text=ssd_difference_clause(caps)),
+            Value(f"{STUDY}.table_clause", text=table_clause(record.manifest.profile.name, caps, rate_value,
+                                                             share_value))]
+
+
+def snapshot_ssd_clause(caps: dict[str, float]) -> str:
+    """What the SSD-class snapshot device is, for the set-up's sentence: two capped devices, or (runs before
+    2026-12-01) a second file sharing the host disk's bandwidth with the source."""
+    if "write_mb_s" not in caps:
+        return ("a second SSD-class file on the same host disk (the seed's storage equivalent in performance, here "
+                "also sharing the source's bandwidth)")
+    reads = f" and {format_number(caps['read_mb_s'])} MB/s of reads" if "read_mb_s" in caps else ""
+    return ("a second SSD-class device as fast as the source (the seed's storage equivalent in performance): the "
+            "source and it are two files on the host disk, each capped by a blkio throttle at the same rates of its "
+            f"own, {format_number(caps['write_mb_s'])} MB/s of writes{reads}, so that neither takes the "
+            "other's bandwidth")
+
+
+def ssd_difference_clause(caps: dict[str, float]) -> str:
+    """How the SSD-class devices differ from the seed's, for the limits' sentence."""
+    if "write_mb_s" not in caps:
+        return ("our SSD-class snapshot device shares the host disk with the source, where the seed's Nytro card was a "
+                "device of its own")
+    return ("our two SSD-class devices have rates of their own but one host disk beneath them, whose latency under "
+            "the other's load they share, and their caps scale the seed's cards' rates down to what that disk serves "
+            "to both at once")
+
+
+def table_clause(profile: str, caps: dict[str, float], rate: Value, share: Value) -> str:
+    """How the table was sized, for the set-up's sentence."""
+    if "write_mb_s" in caps:
+        said = (f"; in the runs without snapshots the source wrote {rate.formatted()} MB/s, {share.formatted()}"
+                f" % of its cap" if math.isfinite(share.value) else "")
+        return ("The table is sized so that a run without snapshots takes the seed's "
+                f"{format_number(SEED_BASELINE_S, 1)} s at the source's write cap, at every profile (they "
+                f"differ in how many runs they make){said}")
+    if profile == "full":
+        return ("The full profile sized the table so that a run without snapshots took about the seed's "
+                f"{format_number(SEED_BASELINE_S, 1)} s on the host disk as it ran when the size was chosen")
+    return (f"The table's size at the {profile} profile is set by its time budget (a table sized to the seed's "
+            "time without snapshots would lengthen every run in proportion)")
 
 
 def _paired(runs: pd.DataFrame, device: str, k: int, base: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -377,7 +451,7 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
     summary = summary_table(runs)
     fits = fit_models(runs)
     model = model_table(runs, fits)
-    values = _values(record, runs, summary, model)
+    values = _values(record, runs, summary, model) + cap_values(record, runs)
     heldout, beta, cov = heldout_test(runs, summary)
     dof = heldout.fit_points - 2
     half = (float(sps.t.ppf(0.975, dof)) * np.sqrt(np.diag(cov)) if dof > 0 and np.all(np.isfinite(cov))
@@ -395,4 +469,5 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
 
 
 __all__ = ["DbSnapshotAnalysis", "analyse", "runs_table", "summary_table", "fit_models", "model_table",
-           "ratio_to_baseline", "second_over_first", "device_over_device", "replicate_estimates", "claims"]
+           "ratio_to_baseline", "second_over_first", "device_over_device", "replicate_estimates", "claims",
+           "source_throttle", "cap_values", "snapshot_ssd_clause", "ssd_difference_clause", "table_clause"]

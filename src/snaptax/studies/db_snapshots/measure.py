@@ -1,5 +1,6 @@
 """Measure the database-snapshot study (needs root): one variant per snapshot device, each a fresh
-copy-on-first-write volume on the rig's default device with its snapshots on that device, in one RunSession."""
+copy-on-first-write volume on the source device (plan.SOURCE_DEVICE) with its snapshots on that device, in one
+RunSession."""
 from __future__ import annotations
 
 from ...engines.cofw import CofwEngine
@@ -28,9 +29,9 @@ def snapshot_devices(rig: rigmod.Rig, source: rigmod.Device) -> dict[str, rigmod
 
 
 def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
-    """Both snapshot devices; `device` names the source device (default: the rig's first)."""
+    """Both snapshot devices; `device` names the source device (default: plan.SOURCE_DEVICE)."""
     whole_study("db_snapshots", part)
-    source = rig.device(device)
+    source = rig.device(device or planmod.SOURCE_DEVICE)
     snapdevs = snapshot_devices(rig, source)
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)

@@ -6,10 +6,12 @@ page after a snapshot copies the old page into every snapshot lacking it, durabl
 the snapshots on a device of their own laid out in NTFS's 64 KiB allocation units
 (the cofw plugin, src/snaptax/cofw/cofw.c).
 
-Devices: the source (the database's data files) on the rig's default device (SSD-class; the seed: two Fusion-io
-cards); the snapshots on `raid5_15k_6` (emulated six-disk 15K RAID5, the seed's iSCSI array) or on `ssd_snapshots`
-(SSD-class, the seed's LSI Nytro card). On the local rig the source and `ssd_snapshots` are two files on the same
-host disk: the seed's "storage as fast as the source", sharing its bandwidth (the seed's two were separate cards).
+Devices: the source (the database's data files) on `ssd_source` (SSD-class; the seed: two Fusion-io cards); the
+snapshots on `raid5_15k_6` (emulated six-disk 15K RAID5, the seed's iSCSI array) or on `ssd_snapshots` (SSD-class,
+the seed's LSI Nytro card, "storage as fast as the source"). On the local rig `ssd_source` and `ssd_snapshots` are
+two files on the host's one disk, each capped at the same rates of its own (rigs/local.yaml: a quarter of one
+320 GB ioDrive module's; snaptax.host.blkio), so that they are two devices of one class rather than two files
+sharing one disk's bandwidth, as they were in runs before 2026-12-01 (issue 46.6).
 
 Workload standing for the SELECT INTO (choices, and why):
   * Eight data files (the seed's eight, two per SSD half): the source volume cut into eight equal regions.
@@ -24,8 +26,9 @@ Workload standing for the SELECT INTO (choices, and why):
   * Allocation-map pages (GAM, SGAM, PFS, IAM: a handful per file) are left out: about 32 pages against the
     table's tens of thousands of first writes, a fraction of a per cent of the copies.
   * The table's size: the seed's table (1,000,000 rows of an enlarged SalesOrderHeader) is not sized in the seed,
-    so its size is not reproduced. At full the table is sized so that the run without snapshots takes about the
-    seed's 1.8 s on the local rig's SSD-class device; at quick the budget sets it (see SCALES).
+    so its size is not reproduced. It is sized so that the run without snapshots takes the seed's 1.8 s at the
+    source's write rate (SOURCE_WRITE_MB_S, the local rig's `ssd_source` cap): 1.8 s x 125 MB/s, in whole
+    groups of eight extents (`sized_table`); quick and full write the same table, full repeats more (SCALES).
   * About ten runs per configuration (the seed's ten; twice as many with SSD-class snapshots, see SCALES), in
     repetitions that each run k = 0, 1, 2 back to back in a rotating order, so drift through the session falls
     on every k alike and each k's run has a k = 0 neighbour; the repetitions are spread over independent
@@ -51,6 +54,7 @@ EXTENT = 64 * KiB                    # SQL Server's extent = NTFS's allocation u
 DATA_FILES = 8                       # the seed's eight data files
 IODEPTH = 4                          # outstanding writes per data file (32 in all: SQL Server's eager writes keep
                                      # many in flight; the seed does not say how many)
+SOURCE_DEVICE = "ssd_source"          # the rig device holding the table (the data files)
 SNAPSHOT_DEVICES = ("raid5_15k_6", "ssd_snapshots")     # measuring order; each one variant
 SSD_SNAPSHOTS = SNAPSHOT_DEVICES[1]
 SNAPSHOT_COUNTS = (0, 1, 2)
@@ -64,6 +68,7 @@ HELDOUT_FIT_DEVICE = "ssd_snapshots"
 HELDOUT_DEVICE = "raid5_15k_6"
 HELDOUT_SNAPSHOTS = (1, 2)
 SEED_BASELINE_S = 1.8                # the seed's average duration without snapshots (Figure 1's text)
+SOURCE_WRITE_MB_S = 125.0            # the local rig's ssd_source write cap (rigs/local.yaml; a test holds them equal)
 PHASE = "select_into"
 
 
@@ -100,6 +105,16 @@ class DbSnapshotScale:
         return self.table_bytes // PAGE
 
 
+def sized_table(seconds: float, write_mb_s: float) -> int:
+    """The table written in `seconds` at `write_mb_s` (MB = 10^6 bytes), to the nearest whole group of DATA_FILES
+    extents (each data file receives whole extents)."""
+    unit = DATA_FILES * EXTENT
+    return max(1, round(seconds * write_mb_s * 1e6 / unit)) * unit
+
+
+TABLE_BYTES = sized_table(SEED_BASELINE_S, SOURCE_WRITE_MB_S)     # 214.5 MiB
+
+
 # The seed ran ten times per configuration. The SSD-class device runs twice as many: its claim (C004-2b) is a ratio
 # of two increments, T2 - T1 over T1 - T0, each a difference of durations on a drifting virtual host disk; the
 # per-repetition ratio's standard deviation was 0.19 and 0.32 in the two quick runs of 2026-11-24 (ten
@@ -111,14 +126,12 @@ SCALES: dict[str, DbSnapshotScale] = {
     # smoke: every configuration twice on a small table (numbers not meaningful)
     "smoke": DbSnapshotScale(32 * MiB, repeats=2, ssd_repeats=2),
     # quick and full: the repetitions spread over 3 independent replicates (a fresh engine, with its own prefill,
-    # each): quick's 4 + 7 per replicate are the seed's ten and the 20 above, rounded up to whole replicates.
-    # quick: 448 MiB, set by the 10-minute budget. Through the C engine it runs in 0.31-0.36 s without snapshots
-    # (quick run 20261125T122458Z) but in 12.4 s with two snapshots on the emulated RAID5 (its copies are
-    # read-modify-writes on spindles); a table sized to the seed's 1.8 s would make each of those runs ~70 s.
-    # (With the earlier Python engine, 448 MiB took the seed's 1.8 s: the engine, not the disk, set the baseline.)
-    "quick": DbSnapshotScale(448 * MiB, repeats=4, ssd_repeats=7, replicates=3),
-    # full: the table sized so the run without snapshots takes about the seed's 1.8 s (448 MiB in ~0.33 s at quick)
-    "full": DbSnapshotScale(2432 * MiB, repeats=7, ssd_repeats=10, replicates=3),
+    # each): quick's 4 + 7 per replicate are the seed's ten and the 20 above, rounded up to whole replicates; full
+    # has 7 + 10 per replicate. Both write the table the seed's 1.8 s gives at the source's rate (TABLE_BYTES).
+    # Until 2026-12-01 the source was an uncapped file on the host disk and quick wrote 448 MiB (set by its budget),
+    # full 2432 MiB (the seed's 1.8 s at the host disk's own, drifting, rate).
+    "quick": DbSnapshotScale(TABLE_BYTES, repeats=4, ssd_repeats=7, replicates=3),
+    "full": DbSnapshotScale(TABLE_BYTES, repeats=7, ssd_repeats=10, replicates=3),
 }
 
 
@@ -170,13 +183,16 @@ def build_plan(profile: profiles.Profile) -> StudyPlan:
 
 
 def estimated_seconds(s: DbSnapshotScale) -> float:
-    """For the ETA: the durations of k = 0, 1, 2 per 448 MiB measured in quick run 20261125T122458Z (C engine;
-    SSD-class snapshots 0.36, 1.34, 1.73 s; on the emulated RAID5 0.31, 6.6, 12.4 s), scaled by the table, plus
-    1.5 s per repetition for its snapshot creates and drops and 10 s per variant for engine start and prefill."""
+    """For the ETA, until a run with the capped devices measures them: without snapshots, the table at the source's
+    write cap (T0); with k on ssd_snapshots, (1 + k)·T0 (the k copies written at the same cap before each source
+    write, nothing overlapped: an upper bound); on the emulated RAID5, T0 plus the copies' time per 448 MiB measured
+    in quick run 20261125T122458Z (6.6 and 12.4 s less 0.31 s, C engine), scaled by the table; plus 1.5 s per
+    repetition for its snapshot creates and drops and 10 s per variant for engine start and prefill."""
     per_table = s.table_bytes / (448 * MiB)
-    ssd = s.ssd_repeats * ((0.36 + 1.34 + 1.73) * per_table + 1.5)
-    raid5 = s.repeats * ((0.31 + 6.6 + 12.4) * per_table + 1.5)
-    return s.replicates * (ssd + raid5 + 2 * (10 + per_table))
+    t0 = s.table_bytes / (SOURCE_WRITE_MB_S * 1e6)
+    ssd = s.ssd_repeats * (t0 * (1 + 2 + 3) + 1.5)
+    raid5 = s.repeats * (3 * t0 + (6.6 + 12.4 - 2 * 0.31) * per_table + 1.5)
+    return s.replicates * (ssd + raid5 + 2 * (10 + 2 * t0))
 
 
 def planned_seconds(profile: profiles.Profile) -> float:
@@ -210,10 +226,11 @@ def parameters(s: DbSnapshotScale, source: str) -> DbSnapshotParameters:
                                 engine=engine_config().name)
 
 
-# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
-# on the build machine): the 448 MiB table's data files and the snapshots' sparse files on both devices; full ~13 GiB
-# (2432 MiB table).
-DISK = disk_needs(quick=2.5, full=13)
+# Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table): measured at
+# quick with the 448 MiB table, 2.5 GiB (its data files and the snapshots' sparse files on both devices), at full
+# with 2432 MiB ~13 GiB; both now write the 214.5 MiB table (TABLE_BYTES): scaled, about 1.2 GiB, kept at 2.5 until
+# measured.
+DISK = disk_needs(quick=2.5, full=2.5)
 
 
 def describe(profile: profiles.Profile) -> str:
@@ -232,7 +249,8 @@ def describe(profile: profiles.Profile) -> str:
 
 
 __all__ = ["STUDY", "PAGE", "EXTENT", "DATA_FILES", "IODEPTH", "SNAPSHOT_DEVICES", "SNAPSHOT_COUNTS",
-           "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "DbSnapshotScale", "SCALES", "scale", "engine_config",
+           "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "SOURCE_DEVICE", "SOURCE_WRITE_MB_S", "sized_table",
+           "TABLE_BYTES", "DbSnapshotScale", "SCALES", "scale", "engine_config",
            "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds",
            "planned_seconds", "DbSnapshotParameters", "parameters",
            "describe", "HELDOUT_FIT_DEVICE", "HELDOUT_DEVICE", "HELDOUT_SNAPSHOTS"]
