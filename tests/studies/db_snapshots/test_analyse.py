@@ -1,6 +1,7 @@
 """The database-snapshot analysis on synthetic runs with known costs: ratios paired by repetition, the second
 snapshot's increment against the first's, the RAID5 against the SSD each on its own baseline, and the model fit
 recovering its parameters."""
+import dataclasses
 import math
 
 import numpy as np
@@ -153,17 +154,19 @@ def test_the_copies_share_of_the_added_time_is_per_repetition_then_over_replicat
 
 def _record_with(devices, source="ssd_source"):
     from types import SimpleNamespace
-    params = SimpleNamespace(source_device=source)
+    params = SimpleNamespace(source_device=source, source_of=lambda device: source)
     return SimpleNamespace(parameters=lambda cls: params, manifest=SimpleNamespace(
         devices=tuple(devices), profile=SimpleNamespace(name="quick")))
 
 
 def test_the_source_s_rate_without_snapshots_is_set_against_its_cap():
     record = _record_with([{"name": "ssd_source", "throttle": {"write_mb_s": 125.0}}, {"name": "ssd_snapshots"}])
-    runs = pd.DataFrame({"k": [0, 0, 0, 1], "source_write_mb_s": [120.0, 124.0, 122.0, 60.0]})
+    # the RAID5's runs have a source of their own (the host disk), left out like the run with a snapshot
+    runs = pd.DataFrame({"device": ["ssd_snapshots"] * 4 + ["raid5_15k_6"], "k": [0, 0, 0, 1, 0],
+                         "source_write_mb_s": [120.0, 124.0, 122.0, 60.0, 1800.0]})
     by_key = {v.key: v for v in an.cap_values(record, runs)}
     assert by_key["db_snapshots.source_cap_mb_s"].value == 125.0
-    assert by_key["db_snapshots.k0.source_write_mb_s"].value == pytest.approx(122.0)   # k = 1 left out
+    assert by_key["db_snapshots.k0.source_write_mb_s"].value == pytest.approx(122.0)
     assert by_key["db_snapshots.k0.source_write_of_cap"].value == pytest.approx(97.6)
     assert "125\u2009MB/s of writes" in by_key["db_snapshots.snapshot_ssd_clause"].text
     assert by_key["db_snapshots.table_clause"].text.endswith("wrote 122\u2009MB/s, 98\u2009% of its cap")
@@ -171,10 +174,22 @@ def test_the_source_s_rate_without_snapshots_is_set_against_its_cap():
 
 def test_a_run_whose_source_had_no_cap_has_no_share():
     record = _record_with([{"name": "ssd"}], source="ssd")
-    runs = pd.DataFrame({"k": [0, 0], "source_write_mb_s": [900.0, 1100.0]})
+    runs = pd.DataFrame({"device": ["ssd_snapshots"] * 2, "k": [0, 0], "source_write_mb_s": [900.0, 1100.0]})
     by_key = {v.key: v for v in an.cap_values(record, runs)}
     assert math.isnan(by_key["db_snapshots.source_cap_mb_s"].value)
     assert by_key["db_snapshots.k0.source_write_mb_s"].value == pytest.approx(1000.0)
     assert math.isnan(by_key["db_snapshots.k0.source_write_of_cap"].value)
     assert "sharing the source's bandwidth" in by_key["db_snapshots.snapshot_ssd_clause"].text
     assert "set by its time budget" in by_key["db_snapshots.table_clause"].text
+
+
+def test_the_source_clause_says_where_each_variant_s_data_files_were():
+    from snaptax import profiles
+    from snaptax.studies.db_snapshots import plan as pl
+    s = pl.scale(profiles.get("quick"))
+    now = pl.parameters(s, pl.SOURCE_DEVICES)
+    assert now.source_of("raid5_15k_6") == "ssd" and now.source_of("ssd_snapshots") == "ssd_source"
+    assert "host disk at its own rate" in an.source_clause(now)
+    before = dataclasses.replace(now, source_devices=None, source_device="ssd")    # a run before 2026-12-01
+    assert before.source_of("raid5_15k_6") == before.source_of("ssd_snapshots") == "ssd"
+    assert an.source_clause(before) == "The source (the data files) is the rig's SSD-class device"

@@ -17,6 +17,18 @@ def test_the_snapshot_devices_come_from_the_rig_and_are_not_the_source():
         measure.snapshot_devices(rig, rig.device("ssd_snapshots"))
 
 
+def test_each_snapshot_device_has_its_source_and_one_named_source_serves_both():
+    rig = rigmod.load("local")
+    sources = measure.source_devices(rig)
+    assert {n: d.name for n, d in sources.items()} == planmod.SOURCE_DEVICES
+    # the SSD pair are two capped devices of one class; the RAID5's source is the host disk as it is
+    assert sources["ssd_snapshots"].throttle == rig.device("ssd_snapshots").throttle is not None
+    assert sources["raid5_15k_6"].throttle is None
+    assert {d.name for d in measure.source_devices(rig, "ssd").values()} == {"ssd"}
+    with pytest.raises(ConfigError, match="source device"):
+        measure.source_devices(rig, "ssd_snapshots")
+
+
 @pytest.mark.integration
 @requires_root
 @requires_spindles

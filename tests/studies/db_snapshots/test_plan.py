@@ -71,7 +71,7 @@ def test_describe_is_deterministic_and_names_both_devices():
 
 
 def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
-    params = pl.parameters(pl.scale(profiles.get("quick")), "ssd")
+    params = pl.parameters(pl.scale(profiles.get("quick")), pl.SOURCE_DEVICES)
     assert_round_trip(params)
     assert_missing_is_named(params, "scale.ssd_repeats")     # inside the recorded DbSnapshotScale
 

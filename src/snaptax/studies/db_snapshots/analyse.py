@@ -111,9 +111,9 @@ def runs_table(record: RunRecord) -> pd.DataFrame:
 
 
 def source_throttle(record: RunRecord) -> dict[str, float]:
-    """The source device's caps as the run's manifest recorded the rig device (rigs/*.yaml `throttle`; empty: none,
-    as on every run before 2026-12-01 and on a real rig's device)."""
-    source = record.parameters(DbSnapshotParameters).source_device
+    """The caps of the source under the SSD-class snapshots, as the run's manifest recorded the rig device
+    (rigs/*.yaml `throttle`; empty: none, as on every run before 2026-12-01 and on a real rig's device)."""
+    source = record.parameters(DbSnapshotParameters).source_of(SSD)
     for d in record.manifest.devices:
         if d.get("name") == source:
             return {k: float(v) for k, v in d.get("throttle", {}).items()}
@@ -121,12 +121,13 @@ def source_throttle(record: RunRecord) -> dict[str, float]:
 
 
 def cap_values(record: RunRecord, runs: pd.DataFrame) -> list[Value]:
-    """Did the source's cap bind? Its write rate in the runs without snapshots (mean over them, with a t interval
-    over the runs) and that rate as a share of the cap: near 100 % the source ran at its own rate; well below, the
-    host disk or the engine held it back and the two devices were not two devices of their rate. With the text
-    clauses the set-up's prose reads (what the snapshot SSD is, how the table was sized), which differ between runs
-    with capped devices and the runs before them."""
-    k0 = runs[runs.k == 0].source_write_mb_s.dropna().to_numpy() if not runs.empty else np.array([])
+    """Did the source's cap bind? Its write rate in the SSD pair's runs without snapshots (mean over them, with a t
+    interval over the runs) and that rate as a share of the cap: near 100 % the source ran at its own rate; well
+    below, the host disk or the engine held it back and the two devices were not two devices of their rate. With the
+    text clauses the set-up's prose reads (where the source is, what the snapshot SSD is, how the table was sized),
+    which differ between runs with capped devices and the runs before them."""
+    k0 = (runs[(runs.k == 0) & (runs.device == SSD)].source_write_mb_s.dropna().to_numpy() if not runs.empty
+          else np.array([]))
     caps = source_throttle(record)
     cap = caps.get("write_mb_s", math.nan)
     # repetitions, not independent runs: their interval is descriptive
@@ -136,10 +137,21 @@ def cap_values(record: RunRecord, runs: pd.DataFrame) -> list[Value]:
     share = 100 * rate_value.value / cap if math.isfinite(cap) and cap > 0 else math.nan
     share_value = Value(f"{STUDY}.k0.source_write_of_cap", share, "%", digits=0)
     return [Value(f"{STUDY}.source_cap_mb_s", cap, "MB/s", digits=0), rate_value, share_value,
+            Value(f"{STUDY}.source_clause", text=source_clause(record.parameters(DbSnapshotParameters))),
             Value(f"{STUDY}.snapshot_ssd_clause", text=snapshot_ssd_clause(caps)),
             Value(f"{STUDY}.ssd_difference_clause", text=ssd_difference_clause(caps)),
             Value(f"{STUDY}.table_clause", text=table_clause(record.manifest.profile.name, caps, rate_value,
                                                              share_value))]
+
+
+def source_clause(p: DbSnapshotParameters) -> str:
+    """Where the data files were, for the set-up's first sentence."""
+    if p.source_of(RAID5) == p.source_of(SSD):
+        return "The source (the data files) is the rig's SSD-class device"
+    return ("The source (the data files) is SSD-class: with the snapshots on the RAID5, the host disk at its own rate "
+            "(of the order of the seed's four ioDrive modules), so that the RAID5, emulated at its drives' speed, "
+            "meets a source of about the seed's speed; with them on the second SSD, a device capped like that SSD "
+            "(below)")
 
 
 def snapshot_ssd_clause(caps: dict[str, float]) -> str:
@@ -148,10 +160,10 @@ def snapshot_ssd_clause(caps: dict[str, float]) -> str:
     if "write_mb_s" not in caps:
         return ("a second SSD-class file on the same host disk (the seed's storage equivalent in performance, here "
                 "also sharing the source's bandwidth)")
-    reads = f" and {format_number(caps['read_mb_s'])} MB/s of reads" if "read_mb_s" in caps else ""
+    reads = f" and {format_number(caps['read_mb_s'])}\u2009MB/s of reads" if "read_mb_s" in caps else ""
     return ("a second SSD-class device as fast as the source (the seed's storage equivalent in performance): the "
             "source and it are two files on the host disk, each capped by a blkio throttle at the same rates of its "
-            f"own, {format_number(caps['write_mb_s'])} MB/s of writes{reads}, so that neither takes the "
+            f"own, {format_number(caps['write_mb_s'])}\u2009MB/s of writes{reads}, so that neither takes the "
             "other's bandwidth")
 
 
@@ -168,14 +180,14 @@ def ssd_difference_clause(caps: dict[str, float]) -> str:
 def table_clause(profile: str, caps: dict[str, float], rate: Value, share: Value) -> str:
     """How the table was sized, for the set-up's sentence."""
     if "write_mb_s" in caps:
-        said = (f"; in the runs without snapshots the source wrote {rate.formatted()} MB/s, {share.formatted()}"
-                f" % of its cap" if math.isfinite(share.value) else "")
-        return ("The table is sized so that a run without snapshots takes the seed's "
-                f"{format_number(SEED_BASELINE_S, 1)} s at the source's write cap, at every profile (they "
+        said = (f"; in those runs the source wrote {rate.formatted()}\u2009MB/s, {share.formatted()}"
+                f"\u2009% of its cap" if math.isfinite(share.value) else "")
+        return ("The table is sized so that a run without snapshots on the SSD pair takes the seed's "
+                f"{format_number(SEED_BASELINE_S, 1)}\u2009s at its source's write cap, at every profile (they "
                 f"differ in how many runs they make){said}")
     if profile == "full":
         return ("The full profile sized the table so that a run without snapshots took about the seed's "
-                f"{format_number(SEED_BASELINE_S, 1)} s on the host disk as it ran when the size was chosen")
+                f"{format_number(SEED_BASELINE_S, 1)}\u2009s on the host disk as it ran when the size was chosen")
     return (f"The table's size at the {profile} profile is set by its time budget (a table sized to the seed's "
             "time without snapshots would lengthen every run in proportion)")
 
@@ -470,4 +482,5 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
 
 __all__ = ["DbSnapshotAnalysis", "analyse", "runs_table", "summary_table", "fit_models", "model_table",
            "ratio_to_baseline", "second_over_first", "device_over_device", "replicate_estimates", "claims",
-           "source_throttle", "cap_values", "snapshot_ssd_clause", "ssd_difference_clause", "table_clause"]
+           "source_throttle", "cap_values", "source_clause", "snapshot_ssd_clause", "ssd_difference_clause",
+           "table_clause"]

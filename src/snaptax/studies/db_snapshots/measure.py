@@ -1,6 +1,6 @@
 """Measure the database-snapshot study (needs root): one variant per snapshot device, each a fresh
-copy-on-first-write volume on the source device (plan.SOURCE_DEVICE) with its snapshots on that device, in one
-RunSession."""
+copy-on-first-write volume on that snapshot device's source (plan.SOURCE_DEVICES) with its snapshots on the snapshot
+device, in one RunSession."""
 from __future__ import annotations
 
 from ...engines.cofw import CofwEngine
@@ -28,24 +28,35 @@ def snapshot_devices(rig: rigmod.Rig, source: rigmod.Device) -> dict[str, rigmod
     return out
 
 
+def source_devices(rig: rigmod.Rig, device: str | None = None) -> dict[str, rigmod.Device]:
+    """The source's rig device per snapshot device: `device` for all of them when given, else plan.SOURCE_DEVICES;
+    each checked against its snapshot device (snapshot_devices)."""
+    out = {name: rig.device(device or planmod.SOURCE_DEVICES[name]) for name in planmod.SNAPSHOT_DEVICES}
+    for source in out.values():
+        snapshot_devices(rig, source)      # raises if the source is one of the snapshot devices
+    return out
+
+
 def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
-    """Both snapshot devices; `device` names the source device (default: plan.SOURCE_DEVICE)."""
+    """Both snapshot devices; `device` names one source device for both (default: plan.SOURCE_DEVICES)."""
     whole_study("db_snapshots", part)
-    source = rig.device(device or planmod.SOURCE_DEVICE)
-    snapdevs = snapshot_devices(rig, source)
+    sources = source_devices(rig, device)
+    snapdevs = {name: rig.device(name) for name in planmod.SNAPSHOT_DEVICES}
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)
     cfg = planmod.engine_config()
 
     def measure(session: RunSession) -> None:
         for vp in study.variants:
-            snapdev = snapdevs[split_replicate(vp.variant)[0]]
+            name = split_replicate(vp.variant)[0]
+            snapdev, source = snapdevs[name], sources[name]
             with CofwEngine(rig, source, cfg, s.table_bytes, snapshot_device=snapdev) as engine:
                 with session.in_variant(vp.variant, {**engine.describe(), "snapshot_device_emulated":
                                                      snapdev.emulated, "source_emulated": source.emulated}):
                     engine.execute(vp.plan, session)
-    return Setup(planmod.parameters(s, source.name), (source.name, *snapdevs), study.points(),
+    used = tuple(dict.fromkeys([*(d.name for d in sources.values()), *snapdevs]))
+    return Setup(planmod.parameters(s, {n: d.name for n, d in sources.items()}), used, study.points(),
                  planmod.planned_seconds(profile), measure)
 
 
-__all__ = ["snapshot_devices", "setup"]
+__all__ = ["snapshot_devices", "source_devices", "setup"]

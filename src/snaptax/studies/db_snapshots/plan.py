@@ -6,12 +6,21 @@ page after a snapshot copies the old page into every snapshot lacking it, durabl
 the snapshots on a device of their own laid out in NTFS's 64 KiB allocation units
 (the cofw plugin, src/snaptax/cofw/cofw.c).
 
-Devices: the source (the database's data files) on `ssd_source` (SSD-class; the seed: two Fusion-io cards); the
-snapshots on `raid5_15k_6` (emulated six-disk 15K RAID5, the seed's iSCSI array) or on `ssd_snapshots` (SSD-class,
-the seed's LSI Nytro card, "storage as fast as the source"). On the local rig `ssd_source` and `ssd_snapshots` are
-two files on the host's one disk, each capped at the same rates of its own (rigs/local.yaml: a quarter of one
-320 GB ioDrive module's; snaptax.host.blkio), so that they are two devices of one class rather than two files
-sharing one disk's bandwidth, as they were in runs before 2026-12-01 (issue 46.6).
+Devices: the source (the database's data files) is SSD-class (the seed: two Fusion-io ioDrive Duo cards set up as
+four 320 GB disks); the snapshots sit on `raid5_15k_6` (emulated six-disk 15K RAID5, the seed's iSCSI array) or on
+`ssd_snapshots` (SSD-class, the seed's LSI Nytro card, "storage as fast as the source"). The source's device depends
+on the snapshot device (SOURCE_DEVICES), because this host has one disk:
+  * with the snapshots on `ssd_snapshots`, the source is `ssd_source`: on the local rig two files on the host disk,
+    each capped at the same rates of its own (rigs/local.yaml: a quarter of one 320 GB ioDrive module's;
+    snaptax.host.blkio), two devices of one class rather than two files sharing one disk's bandwidth, as they were
+    in runs before 2026-12-01 (issue 46.6). Two devices each as fast as the seed's source cannot be had from one
+    disk: both are scaled alike, which keeps the relation the seed states (equal devices);
+  * with the snapshots on the emulated RAID5, the source is `ssd`, the host disk at its own rate (about 1.8 GB/s of
+    64 KiB writes in the full run 20261129T200952Z, the order of the seed's four ioDrive modules' 2 GB/s of writes
+    by their datasheet), so the RAID5, emulated at its drives' own speed, meets a source of about the seed's speed.
+    A capped source there would make the source, not only the RAID5, a bottleneck of the copies (the quick run
+    20261130T234220Z, with ssd_source under both: what the second snapshot added on the RAID5 was 179 % of the
+    first's, where the uncapped source gave 99 %, since the source's own time then overlaps one snapshot's copies).
 
 Workload standing for the SELECT INTO (choices, and why):
   * Eight data files (the seed's eight, two per SSD half): the source volume cut into eight equal regions.
@@ -26,9 +35,10 @@ Workload standing for the SELECT INTO (choices, and why):
   * Allocation-map pages (GAM, SGAM, PFS, IAM: a handful per file) are left out: about 32 pages against the
     table's tens of thousands of first writes, a fraction of a per cent of the copies.
   * The table's size: the seed's table (1,000,000 rows of an enlarged SalesOrderHeader) is not sized in the seed,
-    so its size is not reproduced. It is sized so that the run without snapshots takes the seed's 1.8 s at the
-    source's write rate (SOURCE_WRITE_MB_S, the local rig's `ssd_source` cap): 1.8 s x 125 MB/s, in whole
-    groups of eight extents (`sized_table`); quick and full write the same table, full repeats more (SCALES).
+    so its size is not reproduced. It is sized so that the run without snapshots on the SSD-class pair takes the
+    seed's 1.8 s at its source's write rate (SOURCE_WRITE_MB_S, the local rig's `ssd_source` cap): 1.8 s x
+    125 MB/s, in whole groups of eight extents (`sized_table`); the RAID5's runs write the same table from the
+    faster source; quick and full write the same table, full repeats more (SCALES).
   * About ten runs per configuration (the seed's ten; twice as many with SSD-class snapshots, see SCALES), in
     repetitions that each run k = 0, 1, 2 back to back in a rotating order, so drift through the session falls
     on every k alike and each k's run has a k = 0 neighbour; the repetitions are spread over independent
@@ -54,8 +64,9 @@ EXTENT = 64 * KiB                    # SQL Server's extent = NTFS's allocation u
 DATA_FILES = 8                       # the seed's eight data files
 IODEPTH = 4                          # outstanding writes per data file (32 in all: SQL Server's eager writes keep
                                      # many in flight; the seed does not say how many)
-SOURCE_DEVICE = "ssd_source"          # the rig device holding the table (the data files)
 SNAPSHOT_DEVICES = ("raid5_15k_6", "ssd_snapshots")     # measuring order; each one variant
+SOURCE_DEVICES = {"raid5_15k_6": "ssd", "ssd_snapshots": "ssd_source"}   # the source's rig device per snapshot device
+SOURCE_DEVICE = SOURCE_DEVICES["ssd_snapshots"]          # the capped source, whose write rate sizes the table
 SSD_SNAPSHOTS = SNAPSHOT_DEVICES[1]
 SNAPSHOT_COUNTS = (0, 1, 2)
 # Held-out test of the database-snapshot cost model (issue 48), declared before any held-out error was computed. The
@@ -183,16 +194,16 @@ def build_plan(profile: profiles.Profile) -> StudyPlan:
 
 
 def estimated_seconds(s: DbSnapshotScale) -> float:
-    """For the ETA, until a run with the capped devices measures them: without snapshots, the table at the source's
-    write cap (T0); with k on ssd_snapshots, (1 + k)·T0 (the k copies written at the same cap before each source
-    write, nothing overlapped: an upper bound); on the emulated RAID5, T0 plus the copies' time per 448 MiB measured
-    in quick run 20261125T122458Z (6.6 and 12.4 s less 0.31 s, C engine), scaled by the table; plus 1.5 s per
-    repetition for its snapshot creates and drops and 10 s per variant for engine start and prefill."""
+    """For the ETA: on ssd_snapshots, with its capped source, k = 0, 1, 2 took 1.00, 1.01 and 2.06 times T0, the
+    table at the source's write cap (quick run 20261130T234220Z: 1.72, 1.74, 3.53 s for 214.5 MiB); on the emulated
+    RAID5, with the host disk as source, the durations per 448 MiB of quick run 20261125T122458Z (0.31, 6.6,
+    12.4 s, C engine), scaled by the table; plus 1.5 s per repetition for its snapshot creates and drops and 10 s
+    per variant for engine start and prefill."""
     per_table = s.table_bytes / (448 * MiB)
     t0 = s.table_bytes / (SOURCE_WRITE_MB_S * 1e6)
-    ssd = s.ssd_repeats * (t0 * (1 + 2 + 3) + 1.5)
-    raid5 = s.repeats * (3 * t0 + (6.6 + 12.4 - 2 * 0.31) * per_table + 1.5)
-    return s.replicates * (ssd + raid5 + 2 * (10 + 2 * t0))
+    ssd = s.ssd_repeats * (t0 * (1.00 + 1.01 + 2.06) + 1.5)
+    raid5 = s.repeats * ((0.31 + 6.6 + 12.4) * per_table + 1.5)
+    return s.replicates * (ssd + raid5 + 2 * 10 + t0 + per_table)
 
 
 def planned_seconds(profile: profiles.Profile) -> float:
@@ -204,7 +215,9 @@ def planned_seconds(profile: profiles.Profile) -> float:
 class DbSnapshotParameters(StudyParameters):
     """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
     (checked again by DbSnapshotScale when read) and the sizes it gives (file_bytes, pages); source_device: the
-    rig device holding the table; engine: the copy-on-first-write configuration's name."""
+    rig device holding the table with the SSD-class snapshots (whose write cap sizes the table); source_devices:
+    the source's rig device per snapshot device (None: every variant on source_device, as in runs before
+    2026-12-01); engine: the copy-on-first-write configuration's name."""
 
     scale: DbSnapshotScale
     source_device: str
@@ -217,13 +230,19 @@ class DbSnapshotParameters(StudyParameters):
     iodepth: int
     snapshot_counts: tuple[int, ...]
     engine: str
+    source_devices: dict[str, str] | None = None
+
+    def source_of(self, snapshot_device: str) -> str:
+        """The source's rig device in the variant with its snapshots on `snapshot_device`."""
+        return (self.source_devices or {}).get(snapshot_device, self.source_device)
 
 
-def parameters(s: DbSnapshotScale, source: str) -> DbSnapshotParameters:
-    return DbSnapshotParameters(scale=s, source_device=source, snapshot_devices=SNAPSHOT_DEVICES,
+def parameters(s: DbSnapshotScale, sources: dict[str, str]) -> DbSnapshotParameters:
+    """`sources`: the source's rig device per snapshot device (measure.source_devices)."""
+    return DbSnapshotParameters(scale=s, source_device=sources[SSD_SNAPSHOTS], snapshot_devices=SNAPSHOT_DEVICES,
                                 file_bytes=s.file_bytes, pages=s.pages, data_files=DATA_FILES, extent_bytes=EXTENT,
                                 page_bytes=PAGE, iodepth=IODEPTH, snapshot_counts=SNAPSHOT_COUNTS,
-                                engine=engine_config().name)
+                                engine=engine_config().name, source_devices=dict(sources))
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table): measured at
@@ -241,7 +260,8 @@ def describe(profile: profiles.Profile) -> str:
         f"({s.pages} pages of {PAGE // KiB} KiB) in {DATA_FILES} data files of {format_size(s.file_bytes)}, "
         f"sequential {EXTENT // KiB} KiB extents, QD{IODEPTH} per file",
         f"snapshots: {', '.join(map(str, SNAPSHOT_COUNTS))} on each of {', '.join(SNAPSHOT_DEVICES)} "
-        f"(8 KiB copy-on-first-write, {EXTENT // KiB} KiB allocation units, copies durable before the write)",
+        f"(8 KiB copy-on-first-write, {EXTENT // KiB} KiB allocation units, copies durable before the write); "
+        f"the source on " + ", ".join(f"{SOURCE_DEVICES[d]} with {d}" for d in SNAPSHOT_DEVICES),
         f"{s.replicates} independent replicates (a fresh engine each) of {s.repeats} runs per configuration on "
         f"{SNAPSHOT_DEVICES[0]}, {s.ssd_repeats} on {SSD_SNAPSHOTS}, k = 0, 1, 2 back to back in rotating order; "
         f"planned about {estimated_seconds(s) / 60:.1f} min",
@@ -249,7 +269,8 @@ def describe(profile: profiles.Profile) -> str:
 
 
 __all__ = ["STUDY", "PAGE", "EXTENT", "DATA_FILES", "IODEPTH", "SNAPSHOT_DEVICES", "SNAPSHOT_COUNTS",
-           "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "SOURCE_DEVICE", "SOURCE_WRITE_MB_S", "sized_table",
+           "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "SOURCE_DEVICE", "SOURCE_DEVICES", "SOURCE_WRITE_MB_S",
+           "sized_table",
            "TABLE_BYTES", "DbSnapshotScale", "SCALES", "scale", "engine_config",
            "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds",
            "planned_seconds", "DbSnapshotParameters", "parameters",
