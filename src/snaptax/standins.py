@@ -83,8 +83,7 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn("sql_snapshot", "004", "SQL Server 2012 database snapshot (sparse files on NTFS)",
             "before a page is first changed, its 8 KiB image is pushed synchronously to every snapshot's sparse file",
             "the copy-on-first-write engine (a C nbdkit plugin): 8 KiB pages, 64 KiB allocation units, copies durable "
-            "before the write, one copy per snapshot; the SSD-class source and snapshot device two devices of one "
-            "class (on the local rig capped at the same rates of their own)",
+            "before the write, one copy per snapshot",
             "page 8 KiB, allocation 64 KiB, synchronous copy", "documented",
             "Microsoft Learn: How Database Snapshots Work; Understanding Sparse File Sizes in Database Snapshots "
             "(64 KB increments holding one to eight 8-KB pages); SQLskills on FCB_REPLICA_WRITE (a synchronous push "

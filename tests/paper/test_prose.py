@@ -72,14 +72,23 @@ def test_a_sentence_set_against_a_seeds_number_reads_it_from_the_claim():
     assert any(f.than == prose.published("lifecycle.C000-3a") and f.times == 2 for f in prose.FACTS)
 
 
-def test_the_advice_rests_on_models_whose_verdict_is_predicts():
-    for model in prose.ADVICE_MODELS:
-        fact = next(f for f in prose.FACTS if f.key == f"{model}.heldout.verdict")
-        assert fact.relation == "says" and fact.than == "predicts" and fact.reads == [fact.key]
-        key = fact.key
-        assert fact.holds({key: Value(key, text="predicts")})
-        assert prose.broken([fact], {key: Value(key, text="descriptive only")}) == [
-            f"{key} = 'descriptive only', not 'predicts': rewrite {fact.where}"]
+def test_an_advice_paragraph_is_typeset_only_where_its_model_predicts_within_the_bound():
+    from snaptax.paper import macros
+
+    def held(model, verdict, low, high):
+        return {f"{model}.heldout.verdict": Value(f"{model}.heldout.verdict", text=verdict),
+                f"{model}.heldout.error": Value(f"{model}.heldout.error", (low + high) / 2, "%", low, high, 2),
+                f"{model}.heldout.bound": Value(f"{model}.heldout.bound", 10.0, "%")}
+
+    model = prose.ADVICE_MODELS[0]
+    assert prose.advice_holds(held(model, "predicts", -8.1, -6.7), model)
+    assert not prose.advice_holds(held(model, "predicts", -12.0, -6.7), model)      # the 95 % interval leaves the bound
+    assert not prose.advice_holds(held(model, "does not predict", -33.1, -21.8), model)
+    assert not prose.advice_holds({}, model)
+    flag = f"\\csname snaptax@advice@{model}\\endcsname"
+    assert flag in macros.render_tex(held(model, "predicts", -8.1, -6.7).values())
+    assert flag not in macros.render_tex(held(model, "does not predict", -33.1, -21.8).values())
+    assert "\\newcommand{\\advice}" in macros.TEX_PREAMBLE
 
 
 def _sides(fact: prose.Fact) -> tuple[dict, dict]:

@@ -95,6 +95,18 @@ ONE_SLICE_BAND = (0.5, 1.5)
 ADVICE_MODELS = ("db_snapshots.copy_work", "lifecycle.seek")
 
 
+def advice_holds(values: Mapping[str, Value], model: str) -> bool:
+    """The body's discussion draws advice from `model` (one of ADVICE_MODELS) only where it predicts held-out data:
+    its held-out verdict 'predicts' and the whole 95 % interval of its held-out error within the bound (stricter
+    than the verdict's 90 %). The paragraph is typeset only then (macros: \\advice), so a build whose data the
+    model does not predict has no such paragraph rather than an outdated one."""
+    verdict, error = values.get(f"{model}.heldout.verdict"), values.get(f"{model}.heldout.error")
+    bound = values.get(f"{model}.heldout.bound")
+    if verdict is None or error is None or bound is None or verdict.text != PREDICTS or not error.has_interval:
+        return False
+    return -bound.value <= error.low and error.high <= bound.value
+
+
 def published(claim_id: str) -> str:
     """The key of a claim's published value, as render prints it (claim.<id>.published)."""
     return f"claim.{claim_id}.published"
@@ -243,16 +255,6 @@ FACTS: tuple[Fact, ...] = (
     *(Fact(f"chain_length.loss_by_second.on-disk-metadata.randrw.{second}", "above", 0.0,
            "threats.tex, per-second losses: with the metadata on disk the random job lost IOPS in every second "
            "(each second's interval above 0)") for second in ("s1", "s2", "last")),
-    # The body (snaptax.tex) reads these too; its advice rests only on models that predict held-out data: each
-    # such model's whole 95 % interval of the held-out error within the ±10 % bound (stricter than its verdict's 90 %).
-    *(Fact(f"{model}.heldout.error", relation, bound,
-           "snaptax.tex, discussion: the advice drawn from this model, which predicts held-out data (its held-out "
-           "error's interval within the ±10 % bound)")
-      for model in ADVICE_MODELS for relation, bound in zip(WITHIN, (-10.0, 10.0), strict=True)),
-    # ... and its verdict is the one the advice rests on
-    *(Fact(f"{model}.heldout.verdict", "says", PREDICTS,
-           "snaptax.tex, discussion: the advice paragraph drawn from this model, which needs the verdict 'predicts'")
-      for model in ADVICE_MODELS),
     Fact("chain_length.fit.on-disk-metadata.randrw.tau_layer_us", "below",
          "chain_length.fit.on-disk-metadata.randrw.tau1_us",
          "discussion.tex (supplement), the metadata cache: with the metadata partly on disk the first snapshot cost "
@@ -266,12 +268,6 @@ FACTS: tuple[Fact, ...] = (
     Fact("memory_dump.busy_pct.raid1_10k.p2048-w2", "estimate_above", 50.0,
          "memory_dump.tex, C003-5: at the tuned setting the device's write, not the fixed wait, makes most of each "
          "iteration on the mirror"),
-    Fact("db_snapshots.ssd_snapshots.k1.copy_write_alone_share", "below", 50.0,
-         "db_snapshots.tex, C004-4: on the SSD the copy's write alone is below half of the added time, so the verdict "
-         "rests on counting the commit with the write"),
-    Fact("db_snapshots.ssd_snapshots.k1.copy_write_share", "below", 100.0,
-         "db_snapshots.tex, C004-4: on the SSD the copies' write and commit were less than all of the time one "
-         "snapshot adds (the rest is the copy reads and the source writes' own change)"),
     Fact("db_snapshots.baseline_over_seed", "estimate_below", 100.0,
          "snaptax.tex, seed 004: our baseline is shorter than the seed's, so the copies weigh more in our durations"),
     # the seed's SAS-only pool kept its published share with its snapshot (C002-1a): "much more" is more than twice
@@ -344,5 +340,5 @@ def outdated_tex(problems: list[str]) -> str:
             + r"\end{itemize}}}\par\medskip" + "\n")
 
 
-__all__ = ["Relation", "ProseOutdated", "Fact", "BANDS", "ADVICE_MODELS", "FACTS", "published", "fact_values", "broken",
-           "check", "outdated_tex"]
+__all__ = ["Relation", "ProseOutdated", "Fact", "BANDS", "ADVICE_MODELS", "advice_holds", "FACTS", "published",
+           "fact_values", "broken", "check", "outdated_tex"]

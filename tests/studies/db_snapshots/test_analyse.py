@@ -193,3 +193,12 @@ def test_the_source_clause_says_where_each_variant_s_data_files_were():
     before = dataclasses.replace(now, source_devices=None, source_device="ssd")    # a run before 2026-12-01
     assert before.source_of("raid5_15k_6") == before.source_of("ssd_snapshots") == "ssd"
     assert an.source_clause(before) == "The source (the data files) is the rig's SSD-class device"
+
+
+def test_the_write_alone_sentence_follows_its_interval_against_half():
+    from snaptax.values import Value
+    key = "db_snapshots.ssd_snapshots.k1.copy_write_alone_share"
+    assert "rests on counting the commit" in an.write_alone_clause(Value(key, 40.0, "%", 30.0, 45.0, 3))
+    assert "more than half as well" in an.write_alone_clause(Value(key, 1366.0, "%", 961.0, 1771.0, 3))
+    assert "more or less than half" in an.write_alone_clause(Value(key, 50.0, "%", 40.0, 60.0, 3))
+    assert "more or less than half" in an.write_alone_clause(Value(key, math.nan, "%"))

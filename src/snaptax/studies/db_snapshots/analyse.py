@@ -455,7 +455,19 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
     base = summary[(summary.device == SSD) & (summary.k == 0)] if not summary.empty else summary
     out.append(Value(f"{k}.baseline_over_seed", 100 * float(base.duration_s.iloc[0]) / SEED_BASELINE_S
                      if len(base) else math.nan, "%"))
+    alone = next(v for v in out if v.key == f"{k}.{SSD}.k1.copy_write_alone_share")
+    out.append(Value(f"{k}.write_alone_clause", text=write_alone_clause(alone)))
     return out
+
+
+def write_alone_clause(alone: Value) -> str:
+    """What the SSD's copy write alone (without its commit; not judged) says about C004-4's verdict, which counts
+    the commit with the write as declared: the sentence follows the value's interval against half."""
+    if alone.has_interval and alone.high < 50:
+        return "on the SSD the verdict rests on counting the commit with the write, as declared"
+    if alone.has_interval and alone.low > 50:
+        return "on the SSD the copy's write alone is more than half as well, so the verdict does not rest on the commit"
+    return "on the SSD the copy's write alone may be more or less than half"
 
 
 def analyse(record: RunRecord) -> DbSnapshotAnalysis:
@@ -483,4 +495,4 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
 __all__ = ["DbSnapshotAnalysis", "analyse", "runs_table", "summary_table", "fit_models", "model_table",
            "ratio_to_baseline", "second_over_first", "device_over_device", "replicate_estimates", "claims",
            "source_throttle", "cap_values", "source_clause", "snapshot_ssd_clause", "ssd_difference_clause",
-           "table_clause"]
+           "table_clause", "write_alone_clause"]
