@@ -86,8 +86,8 @@ def test_an_advice_paragraph_is_typeset_only_where_its_model_predicts_within_the
     assert not prose.advice_holds(held(model, "does not predict", -33.1, -21.8), model)
     assert not prose.advice_holds({}, model)
     flag = f"\\csname snaptax@advice@{model}\\endcsname"
-    assert flag in macros.render_tex(held(model, "predicts", -8.1, -6.7).values())
-    assert flag not in macros.render_tex(held(model, "does not predict", -33.1, -21.8).values())
+    assert flag in macros.render_tex(held(model, "predicts", -8.1, -6.7).values(), [model])
+    assert flag not in macros.render_tex(held(model, "predicts", -8.1, -6.7).values())
     assert "\\newcommand{\\advice}" in macros.TEX_PREAMBLE
 
 

@@ -459,7 +459,9 @@ def render_all(rig: str = "local", profile: str = profiles.DEFAULT, paper_dir: P
     macros.write_table("heldout", heldout.heldout_tex({v.key: v for v in values}), generated_dir)
     used = [r.analysis.record.manifest for r in rendered] + list(compared.values()) + list(across_runs.values())
     write_atomic(generated_dir / "frontnote.tex", dirty_runs_tex(used) + prose.outdated_tex(outdated))
-    write_atomic(generated_dir / "values.tex", macros.render_tex(values))
+    by_key = {v.key: v for v in values}
+    advice = [m for m in prose.ADVICE_MODELS if prose.advice_holds(by_key, m)]
+    write_atomic(generated_dir / "values.tex", macros.render_tex(values, advice))
     printed_file = printedvalues.path_for(paper_dir, rig, profile)
     drift = provenance.tool_drift([m.provenance.get("tools", {}) for m in used], provenance.tool_versions())
     return RenderedPaper(rendered, printed_file, printedvalues.update(printed_file, values), outdated, drift)
