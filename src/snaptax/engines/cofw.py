@@ -51,6 +51,8 @@ class CofwEngine(SnapshotEngine):
                               f"is the source device {device.name!r}: snapshots need a device of their own")
         self.rig, self.device, self.config, self.disk_size = rig, device, config, disk_size
         self.snapshot_device = snapshot_device
+        # the devices with rates of their own (rig `throttle`): capped in a blkio group the nbdkit joins
+        self.throttled = [d for d in (device, snapshot_device) if d is not None and d.throttle is not None]
         self._snapshot_dir = snapshot_dir
         self.group = ProcessGroup()
         self.snapshots: list[str] = []        # oldest first
@@ -65,10 +67,9 @@ class CofwEngine(SnapshotEngine):
             # A throttled device (seed 004's "storage as fast as the source": two devices of one class on the host's
             # one disk) is capped in a blkio group the nbdkit joins: it does every I/O of the source and the
             # snapshots (snaptax.host.blkio).
-            throttled = [d for d in (self.device, self.snapshot_device) if d is not None and d.throttle is not None]
             throttles = None
-            if throttled:
-                blkio.require(self.rig.source, throttled[0].name)
+            if self.throttled:
+                blkio.require(self.rig.source, self.throttled[0].name)
                 throttles = blkio.BlkioGroup(self.group)
             backend = open_device(self.rig, self.device, self.group, tag=tag, throttles=throttles)
             self._host_counters = backend.host_counters
@@ -153,8 +154,7 @@ class CofwEngine(SnapshotEngine):
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.kind, "config": asdict(self.config), "disk_size": self.disk_size,
-                "device": self.device.name, "throttled": sorted(d.name for d in (self.device, self.snapshot_device)
-                                                                if d is not None and d.throttle is not None),
+                "device": self.device.name, "throttled": sorted(d.name for d in self.throttled),
                 "snapshot_device": self.snapshot_device.name if self.snapshot_device is not None else None,
                 "export": "live", "snapshot_suffix": SNAPSHOT_SUFFIX,
                 "page_size": self.config.page_size}

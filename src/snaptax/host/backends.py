@@ -73,11 +73,9 @@ def open_device(rig: Rig, device: Device, group: ProcessGroup, tag: str = "",
                 throttles: blkio.BlkioGroup | None = None) -> DeviceBackend:
     """Prepare `device` for one engine; everything made here is removed when `group` closes. `throttles`: the
     engine's blkio group, where a throttled device's rates are set (the engine admits its server to it)."""
-    if device.throttle is not None:
-        if throttles is None:
-            raise ConfigError(rig.source, f"devices.{device.name}.throttle",
-                              "this engine does not confine its I/O to a blkio group: use an unthrottled device")
-        blkio.require(rig.source, device.name)
+    if device.throttle is not None and throttles is None:   # a BlkioGroup exists only where the host has blkio
+        raise ConfigError(rig.source, f"devices.{device.name}.throttle",
+                          "this engine does not confine its I/O to a blkio group: use an unthrottled device")
     if device.type == "file":
         path = rig.rig_work_dir / "devices" / f"{device.name}{('-' + tag) if tag else ''}.img"
         group.own(path)

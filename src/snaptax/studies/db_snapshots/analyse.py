@@ -463,9 +463,10 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
 def write_alone_clause(alone: Value) -> str:
     """What the SSD's copy write alone (without its commit; not judged) says about C004-4's verdict, which counts
     the commit with the write as declared: the sentence follows the value's interval against half."""
-    if alone.has_interval and alone.high < 50:
+    side = alone.side_of(50)
+    if side.startswith("lies below"):
         return "on the SSD the verdict rests on counting the commit with the write, as declared"
-    if alone.has_interval and alone.low > 50:
+    if side.startswith("lies above"):
         return "on the SSD the copy's write alone is more than half as well, so the verdict does not rest on the commit"
     return "on the SSD the copy's write alone may be more or less than half"
 
