@@ -55,6 +55,29 @@ def test_stop_leaves_a_reused_number_alone(monkeypatch):
     assert killed == []
 
 
+def test_stop_returns_only_when_what_was_left_in_the_group_has_exited(monkeypatch):
+    # A SIGKILLed fio job waiting on a device request lives on until the request returns; stop_group must not
+    # return (and let the engine tear down what serves the request) before it is gone. Here the member "dies"
+    # on the third look.
+    looks = []
+    monkeypatch.setattr(procs, "group_members", lambda pgid: [4242])
+    monkeypatch.setattr(os, "kill", lambda pid, sig: None)
+    monkeypatch.setattr(procs, "_alive", lambda pid: looks.append(pid) or len(looks) < 3)
+    procs._kill_left_in_group(2 ** 22 + 1)       # above pid_max's default: no process holds the number
+    assert looks == [4242, 4242, 4242]
+
+
+def test_alive_is_false_for_a_zombie_and_for_no_process():
+    proc = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 5
+    while procs._alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not procs._alive(proc.pid)            # exited, not yet reaped: a zombie
+    proc.wait()
+    assert not procs._alive(proc.pid)
+    assert procs._alive(os.getpid())
+
+
 def _gone(text: str, within: float = 5.0) -> bool:
     """No live process has `text` in its command line (arguments joined by NUL, as /proc keeps them)."""
     from tests.processes import processes_mentioning

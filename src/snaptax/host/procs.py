@@ -155,9 +155,30 @@ def _kill_left_in_group(pgid: int) -> None:
     numbered `pgid` exists, the number was reused and the group is someone else's."""
     if Path(f"/proc/{pgid}").exists():
         return
-    for pid in group_members(pgid):
+    left = group_members(pgid)
+    for pid in left:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+    _wait_gone(left, timeout=30.0)
+
+
+def _wait_gone(pids: Sequence[int], timeout: float) -> None:
+    """Wait until each of `pids` has exited (gone or a zombie awaiting its new parent). A SIGKILLed process lives
+    on until its device request in flight returns, and what serves that request (a daemon, a loop device) is
+    stopped after this: the caller's clean-up must not go on while the process still holds it."""
+    deadline = time.monotonic() + timeout
+    waiting = list(pids)
+    while waiting and time.monotonic() < deadline:
+        waiting = [pid for pid in waiting if _alive(pid)]
+        if waiting:
+            time.sleep(0.01)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return stat_fields(Path(f"/proc/{pid}/stat").read_text())[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 @dataclass
