@@ -83,6 +83,9 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     CounterSpec(r"engine\.(source_write|copy_read|copy_write|commit)_s", "counter", "thread-seconds",
                 "copy-on-first-write engine time in source writes / reading old pages / writing them into the "
                 "snapshots / making the copies durable (summed over request threads)"),
+    CounterSpec(r"engine\.push_wait_s", "counter", "thread-seconds",
+                "copy-on-first-write engine time requests waited for a pusher (pushers > 0: copies made so many at "
+                "a time; summed over request threads)"),
     CounterSpec(r"engine\.snap\d+\.(copy_write|commit)_s", "counter", "thread-seconds",
                 "the same, for one snapshot (snap1 the oldest name)"),
     CounterSpec(r"engine\.(pool_data_percent|pool_metadata_percent)", "gauge", "%", "thin pool usage"),

@@ -225,6 +225,41 @@ def test_concurrent_writers_and_snapshot_readers(disk_dir):
     vol.close()
 
 
+def test_one_pusher_copies_one_request_at_a_time(disk_dir):
+    """pushers=1 (a statement running in one thread pushes every copy itself): eight writers each first-write
+    extents after two snapshots; the requests' copies never overlap, so their summed time (read, write into each
+    snapshot, commit) fits in the burst's wall-clock time, and writers waited for the pusher. Every page is still
+    copied into both snapshots exactly once."""
+    import time
+    size, extent, nthreads = 4 * MiB, 65536, 8
+    model = make_source(disk_dir / "src.img", size)
+    with Volume(disk_dir / "src.img", page_size=8192, pushers=1) as vol:
+        vol.create_snapshot("s1")
+        vol.create_snapshot("s2")
+        per_thread = size // extent // nthreads
+        barrier = threading.Barrier(nthreads)
+
+        def writer(i: int) -> None:
+            vol.conn()                                 # connect before the burst starts
+            barrier.wait()
+            for j in range(per_thread):
+                vol.write(b"w" * extent, (i * per_thread + j) * extent)
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(nthreads)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.monotonic() - t0
+        k = vol.counters()
+        assert k["cow_requests"] == size // extent
+        assert k["copied_pages"] == {"s1": size // 8192, "s2": size // 8192}
+        assert k["copy_read_s"] + k["copy_write_s"] + k["commit_s"] <= wall
+        assert k["push_wait_s"] > 0
+        assert vol.view("s1") == bytes(model) and vol.view("s2") == bytes(model)
+
+
 def test_deleted_snapshot_is_gone_and_others_unaffected(disk_dir):
     model = make_source(disk_dir / "src.img", 1 * MiB)
     with Volume(disk_dir / "src.img", page_size=8192) as vol:
@@ -252,6 +287,7 @@ def test_deleted_snapshot_is_gone_and_others_unaffected(disk_dir):
     (dict(page_size=3000), "page_size"), (dict(page_size=256), "page_size"),
     (dict(durability="maybe"), "durability"), (dict(stripes=0), "stripes"),
     (dict(page_size=2048, direct=True), "page_size"), (dict(extent_size=3000), "extent_size"),
+    (dict(pushers=-1), "pushers"),
 ])
 def test_bad_config_is_one_clear_line(kwargs, field):
     with pytest.raises(ConfigError) as exc:
@@ -262,6 +298,7 @@ def test_bad_config_is_one_clear_line(kwargs, field):
 @pytest.mark.parametrize("args,field", [
     (["page_size=3000"], "page_size"), (["durability=maybe"], "durability"), (["stripes=0"], "stripes"),
     (["page_size=2048", "direct=1"], "page_size"), (["extent_size=3000"], "extent_size"),
+    (["pushers=-1"], "pushers"),
 ])
 def test_the_plugin_refuses_bad_config_itself(disk_dir, args, field):
     """Started by hand (not through CofwConfig's checks), the plugin names the field in one error line."""

@@ -3,7 +3,7 @@
  *   nbdkit -f -U SOCK [--filter=blocksize minblock=4096] build/nbdkit-cofw.so \
  *       source=FILE snapdir=DIR control=CTLSOCK [size=BYTES] \
  *       [page_size=8192] [durability=sync|none] [direct=0|1] [stripes=4096] \
- *       [snapdev=NBD-URI|PATH [snapdev_connections=4] [extent_size=65536]]
+ *       [snapdev=NBD-URI|PATH [snapdev_connections=4] [extent_size=65536]] [pushers=0]
  *
  * Exports: "live" (default, writable) and "snap-NAME" (read-only point-in-time view of snapshot NAME).
  * Built by snaptax.cofw.build (make setup). It replaces a Python plugin that the GIL capped near 10k IOPS; the
@@ -35,6 +35,8 @@
  *     written only after the mark (release store / acquire load). Snapshot readers need no page lock: they read
  *     the source first and look at the bitmap after; a page still unmarked then had not started being
  *     overwritten when the source was read, a marked one is re-read from the store.
+ *   - pushers=N (N > 0) lets at most N requests copy at once (a counting lock taken after the page locks, so a
+ *     pusher never waits for anything a waiter holds); the time requests wait for one is push_wait_s.
  *   - Counters are atomic 64-bit integers (times in nanoseconds), so the data path takes no global lock.
  *
  * CRASH SEMANTICS (durability=sync, the default)
@@ -110,6 +112,14 @@ static int64_t page_size = 8192, extent_size = 65536;
 static bool durable = true;     /* durability=sync */
 static bool direct;
 static int stripes_wanted = 4096, snapdev_connections = 4;
+/* pushers: how many requests may copy at once (0: any number). SQL Server pushes a page's copies in the thread of
+ * the statement about to change the page, before the change goes on; a statement that runs in one thread (SQL Server
+ * 2012's SELECT INTO) has one copy in flight however many of its page writes the lazy writer has outstanding.
+ * pushers=1 is that: the source writes keep their depth, their copies are made one request at a time. */
+static int pushers;
+static int pushing;                                     /* requests copying now (under push_lock) */
+static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t push_free = PTHREAD_COND_INITIALIZER;
 
 /* ------------------------------------------------------------------ state */
 
@@ -156,7 +166,7 @@ static int64_t nstripes;
 static struct {
   uint64_t pages_copied, bytes_copied, cow_faults, cow_requests, syncs, bitmap_marks, metadata_ops,
            snap_pages_read, snapshots_created, snapshots_deleted, recovery_punched_pages,
-           source_write_ns, copy_read_ns, copy_write_ns, commit_ns;
+           source_write_ns, copy_read_ns, copy_write_ns, commit_ns, push_wait_ns;
 } ctr;
 #define ADD(field, n) __atomic_fetch_add (&(field), (uint64_t) (n), __ATOMIC_RELAXED)
 #define GET(field) __atomic_load_n (&(field), __ATOMIC_RELAXED)
@@ -836,6 +846,7 @@ copy_out (int64_t first, int64_t last, char *err)
   else for (int64_t i = lo_s; i <= hi_s; i++) pthread_mutex_lock (&page_locks[i]);
 
   int r = 0;
+  bool pushed = false;                              /* holds one of the pushers */
   int n = nsnaps;
   /* need[p - first]: some snapshot lacks page p (rechecked under the page locks: another writer may have copied
    * these pages meanwhile). missing: per snapshot, its pages to copy. */
@@ -854,6 +865,17 @@ copy_out (int64_t first, int64_t last, char *err)
         if (!need[p - first]) { need[p - first] = 1; faults++; }
       }
   if (faults == 0) goto out;
+  if (pushers > 0) {               /* wait for a pusher (page locks held: nothing a pusher waits for) */
+    pthread_mutex_lock (&push_lock);
+    if (pushing >= pushers) {      /* only a real wait is timed: push_wait_s > 0 means requests queued */
+      uint64_t tw = now_ns ();
+      while (pushing >= pushers) pthread_cond_wait (&push_free, &push_lock);
+      ADD (ctr.push_wait_ns, now_ns () - tw);
+    }
+    pushing++;
+    pthread_mutex_unlock (&push_lock);
+    pushed = true;
+  }
 
   char *buf = scratch (npg << page_shift);
   if (!buf) { r = fail (err, "out of memory"); goto out; }
@@ -908,6 +930,12 @@ copy_out (int64_t first, int64_t last, char *err)
   ADD (ctr.metadata_ops, syncs);
   if (kill_after_copy) kill (getpid (), SIGKILL);
  out:
+  if (pushed) {
+    pthread_mutex_lock (&push_lock);
+    pushing--;
+    pthread_cond_signal (&push_free);
+    pthread_mutex_unlock (&push_lock);
+  }
   if (need != need_small) free (need);
   if (missing != miss_small) free (missing);
   free (nmiss);
@@ -995,9 +1023,13 @@ cofw_config (const char *key, const char *value)
       return -1;
     }
   }
+  else if (strcmp (key, "pushers") == 0) {
+    if (nbdkit_parse_int ("pushers", value, &pushers) < 0) return -1;
+    if (pushers < 0) { nbdkit_error ("cofw config: field 'pushers': must be >= 0, got %s", value); return -1; }
+  }
   else {
     nbdkit_error ("unknown parameter '%s' (known: source, snapdir, control, page_size, durability, direct, "
-                  "stripes, size, snapdev, snapdev_connections, extent_size)", key);
+                  "stripes, size, snapdev, snapdev_connections, extent_size, pushers)", key);
     return -1;
   }
   return 0;
@@ -1469,7 +1501,7 @@ counters_json (struct sbuf *b)
   CI (metadata_ops); CI (snap_pages_read); CI (snapshots_created); CI (snapshots_deleted);
   CI (recovery_punched_pages);
   CT (source_write_ns, "source_write_s"); CT (copy_read_ns, "copy_read_s"); CT (copy_write_ns, "copy_write_s");
-  CT (commit_ns, "commit_s");
+  CT (commit_ns, "commit_s"); CT (push_wait_ns, "push_wait_s");
   sb_add (b, "\"page_size\": %" PRIi64 ", \"snapshots\": [", page_size);
   for (int i = 0; i < nsnaps; i++) { if (i) sb_add (b, ", "); sb_str (b, snaps[i]->name); }
   sb_add (b, "], \"copied_pages\": {");
@@ -1583,7 +1615,7 @@ static struct nbdkit_plugin plugin = {
   .config = cofw_config,
   .config_complete = cofw_config_complete,
   .config_help = "source=FILE snapdir=DIR control=SOCK [size=] [page_size=8192] [durability=sync|none] "
-                 "[direct=0|1] [stripes=4096] [snapdev=URI|PATH] [snapdev_connections=4] [extent_size=65536]",
+                 "[direct=0|1] [stripes=4096] [snapdev=URI|PATH] [snapdev_connections=4] [extent_size=65536] [pushers=0]",
   .magic_config_key = NULL,
   .get_ready = cofw_get_ready,
   .after_fork = cofw_after_fork,

@@ -32,6 +32,8 @@ class CofwEngineConfig:
     threads: nbdkit worker threads per connection.
     extent_size: allocation unit when the snapshots have a device of their own (NTFS: 64 KiB).
     snapdev_connections: NBD connections to such a device (concurrent copies; a libnbd call holds its handle).
+    pushers: requests that may copy at once (0: any number); 1 is a database statement running in one thread,
+        which pushes each page's copies itself before changing the page (cofw.c).
     """
 
     name: str = "cofw8k"
@@ -41,6 +43,7 @@ class CofwEngineConfig:
     threads: int = 16
     extent_size: int = 65536
     snapdev_connections: int = 16            # as many as nbdkit threads: every request thread can copy at once
+    pushers: int = 0
     analogue: str = "SQL Server database snapshot (sparse file, 8 KiB pages)"
 
     def __post_init__(self) -> None:
@@ -53,7 +56,7 @@ class CofwEngineConfig:
 
     def core(self) -> CofwConfig:
         return CofwConfig(page_size=self.page_size, durability=self.durability, direct=self.direct,
-                          extent_size=self.extent_size)
+                          extent_size=self.extent_size, pushers=self.pushers)
 
 
 def plugin_available() -> Path:

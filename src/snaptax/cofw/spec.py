@@ -28,12 +28,13 @@ DURABILITY = ("sync", "none")
 #   metadata_ops   syncs + snapshot creates + deletes + holes punched at recovery: bookkeeping, not data
 #   snap_pages_read  pages a snapshot view served from its store
 #   source_write_s live writes to the source; copy_read_s reading old pages out of the source; copy_write_s
-#                  writing them into the snapshots (all); commit_s making them durable (all)
+#                  writing them into the snapshots (all); commit_s making them durable (all); push_wait_s
+#                  waiting for a pusher (pushers > 0: copies one request at a time, as one statement thread)
 # Per snapshot the plugin also reports times {NAME: {copy_write_s, commit_s}} (SNAPSHOT_TIMES), copied_pages
 # {NAME: n}, the snapshot names, page_size and snapshot_allocated_bytes.
 COUNTERS = ("pages_copied", "bytes_copied", "cow_faults", "cow_requests", "syncs", "bitmap_marks",
             "metadata_ops", "snap_pages_read", "snapshots_created", "snapshots_deleted",
-            "recovery_punched_pages", "source_write_s", "copy_read_s", "copy_write_s", "commit_s")
+            "recovery_punched_pages", "source_write_s", "copy_read_s", "copy_write_s", "commit_s", "push_wait_s")
 SNAPSHOT_TIMES = ("copy_write_s", "commit_s")
 
 
@@ -46,6 +47,7 @@ class CofwConfig:
     direct: bool = False           # O_DIRECT on source, snapshot files and a file snapshot device
     stripes: int = 4096            # number of page locks (page % stripes)
     extent_size: int = 65536       # allocation unit on a snapshot device of its own (NTFS: 64 KiB)
+    pushers: int = 0               # requests that may copy at once (0: any number; 1: one statement thread)
 
     def __post_init__(self) -> None:
         src = "cofw config"
@@ -59,10 +61,12 @@ class CofwConfig:
             raise ConfigError(src, "page_size", "must be a multiple of 4096 with direct=True")
         if self.extent_size < 4096 or self.extent_size & (self.extent_size - 1):
             raise ConfigError(src, "extent_size", f"must be a power of two >= 4096, got {self.extent_size}")
+        if self.pushers < 0:
+            raise ConfigError(src, "pushers", f"must be >= 0, got {self.pushers}")
 
     def plugin_args(self) -> list[str]:
         return [f"page_size={self.page_size}", f"durability={self.durability}", f"direct={int(self.direct)}",
-                f"stripes={self.stripes}"]
+                f"stripes={self.stripes}", f"pushers={self.pushers}"]
 
 
 def allocated_ranges(fd: int, size: int) -> list[tuple[int, int]]:

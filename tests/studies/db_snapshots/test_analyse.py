@@ -154,7 +154,8 @@ def test_the_copies_share_of_the_added_time_is_per_repetition_then_over_replicat
 
 def _record_with(devices, source="ssd_source"):
     from types import SimpleNamespace
-    params = SimpleNamespace(source_device=source, source_of=lambda device: source)
+    params = SimpleNamespace(source_device=source, source_of=lambda device: source, pushers=None, iodepth=4,
+                             data_files=8)
     return SimpleNamespace(parameters=lambda cls: params, manifest=SimpleNamespace(
         devices=tuple(devices), profile=SimpleNamespace(name="quick")))
 
@@ -193,6 +194,19 @@ def test_the_source_clause_says_where_each_variant_s_data_files_were():
     before = dataclasses.replace(now, source_devices=None, source_device="ssd")    # a run before 2026-12-01
     assert before.source_of("raid5_15k_6") == before.source_of("ssd_snapshots") == "ssd"
     assert an.source_clause(before) == "The source (the data files) is the rig's SSD-class device"
+
+
+def test_the_pushers_clause_says_who_made_the_copies():
+    from snaptax import profiles
+    from snaptax.studies.db_snapshots import plan as pl
+    now = pl.parameters(pl.scale(profiles.get("quick")), pl.SOURCE_DEVICES)
+    assert now.pushers == pl.PUSHERS == 1
+    assert an.pushers_clause(now).startswith("The copies are made one at a time")
+    assert "SQL Server 2012" in an.pushers_clause(now)
+    before = dataclasses.replace(now, pushers=None)                          # a run before the pusher
+    assert an.pushers_clause(before).startswith(f"Every request thread made its own copies, so up to "
+                                                f"{pl.IODEPTH * pl.DATA_FILES} copies")
+    assert pl.engine_config().pushers == 1
 
 
 def test_the_write_alone_sentence_follows_its_interval_against_half():

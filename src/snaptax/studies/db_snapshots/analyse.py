@@ -138,6 +138,7 @@ def cap_values(record: RunRecord, runs: pd.DataFrame) -> list[Value]:
     share_value = Value(f"{STUDY}.k0.source_write_of_cap", share, "%", digits=0)
     return [Value(f"{STUDY}.source_cap_mb_s", cap, "MB/s", digits=0), rate_value, share_value,
             Value(f"{STUDY}.source_clause", text=source_clause(record.parameters(DbSnapshotParameters))),
+            Value(f"{STUDY}.pushers_clause", text=pushers_clause(record.parameters(DbSnapshotParameters))),
             Value(f"{STUDY}.snapshot_ssd_clause", text=snapshot_ssd_clause(caps)),
             Value(f"{STUDY}.ssd_difference_clause", text=ssd_difference_clause(caps)),
             Value(f"{STUDY}.table_clause", text=table_clause(record.manifest.profile.name, caps, rate_value,
@@ -152,6 +153,18 @@ def source_clause(p: DbSnapshotParameters) -> str:
             "(of the order of the seed's four ioDrive modules), so that the RAID5, emulated at its drives' speed, "
             "meets a source of about the seed's speed; with them on the second SSD, a device capped like that SSD "
             "(below)")
+
+
+def pushers_clause(p: DbSnapshotParameters) -> str:
+    """Who makes the copies, for the set-up's sentence on the engine: one pusher (SQL Server's statement thread),
+    or (runs before 2026-12-01's pusher) every request thread at once."""
+    if p.pushers is None or p.pushers == 0:
+        return (f"Every request thread made its own copies, so up to {p.iodepth * p.data_files} copies were in "
+                "flight at once, as many as the table's writes")
+    return (f"The copies are made {'one at a time' if p.pushers == 1 else f'{p.pushers} at a time'}, while the "
+            "table's writes keep their depth: SQL Server pushes a page's copies in the thread of the statement "
+            "about to change the page, before the change goes on, and SQL Server 2012 runs a SELECT INTO's "
+            "insert in one thread (a parallel insert came with SQL Server 2014)")
 
 
 def snapshot_ssd_clause(caps: dict[str, float]) -> str:

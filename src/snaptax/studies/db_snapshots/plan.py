@@ -4,7 +4,16 @@ SQL Server database snapshots, the snapshots' sparse files on a six-disk 15K RAI
 Engine: the 8 KiB copy-on-first-write engine (snaptax.engines.cofw, SQL Server's semantics: the first write to a
 page after a snapshot copies the old page into every snapshot lacking it, durably, before the source write), with
 the snapshots on a device of their own laid out in NTFS's 64 KiB allocation units
-(the cofw plugin, src/snaptax/cofw/cofw.c).
+(the cofw plugin, src/snaptax/cofw/cofw.c), and one pusher (PUSHERS): SQL Server copies a page into the snapshots
+in the thread of the statement about to change it, before the change goes on (Microsoft's "How and when are the
+pages pushed down to the sparse files of a Database Snapshot?", MSDN blog archive; the seed's top wait
+PREEMPTIVE_OS_WRITEFILE is that thread in a synchronous WriteFile), and SQL Server 2012 runs a SELECT INTO's insert in
+one thread (a parallel insert came with SQL Server 2014). So the copies are made one at a time while the table's
+page writes (the lazy writer's and eager writes, asynchronous) keep many in flight. Runs before 2026-12-01 copied
+in every request thread at once (32 copies in flight): their copies overlapped each other and hid a copy's latency,
+which the seed's statement thread cannot do. With two snapshots SQL Server tries to write a page's copies in
+parallel (the same blog: conditions may make them complete one after another); the engine writes them one after
+the other, so what our second snapshot adds is at most what SQL Server's would.
 
 Devices: the source (the database's data files) is SSD-class (the seed: two Fusion-io ioDrive Duo cards set up as
 four 320 GB disks); the snapshots sit on `raid5_15k_6` (emulated six-disk 15K RAID5, the seed's iSCSI array) or on
@@ -80,6 +89,7 @@ HELDOUT_DEVICE = "raid5_15k_6"
 HELDOUT_SNAPSHOTS = (1, 2)
 SEED_BASELINE_S = 1.8                # the seed's average duration without snapshots (Figure 1's text)
 SOURCE_WRITE_MB_S = 125.0            # the local rig's ssd_source write cap (rigs/local.yaml; a test holds them equal)
+PUSHERS = 1                          # copies in flight: the one thread of SQL Server 2012's SELECT INTO (above)
 PHASE = "select_into"
 
 
@@ -137,12 +147,16 @@ SCALES: dict[str, DbSnapshotScale] = {
     # smoke: every configuration twice on a small table (numbers not meaningful)
     "smoke": DbSnapshotScale(32 * MiB, repeats=2, ssd_repeats=2),
     # quick and full: the repetitions spread over 3 independent replicates (a fresh engine, with its own prefill,
-    # each): quick's 4 + 7 per replicate are the seed's ten and the 20 above, rounded up to whole replicates; full
-    # has 7 + 10 per replicate. Both write the table the seed's 1.8 s gives at the source's rate (TABLE_BYTES).
-    # Until 2026-12-01 the source was an uncapped file on the host disk and quick wrote 448 MiB (set by its budget),
-    # full 2432 MiB (the seed's 1.8 s at the host disk's own, drifting, rate).
-    "quick": DbSnapshotScale(TABLE_BYTES, repeats=4, ssd_repeats=7, replicates=3),
-    "full": DbSnapshotScale(TABLE_BYTES, repeats=7, ssd_repeats=10, replicates=3),
+    # each). Both write the table the seed's 1.8 s gives at the source's rate (TABLE_BYTES). With one pusher
+    # (2026-12-01) a RAID5 repetition takes about 85 s (k = 1 and 2 copy serially, SERIAL_COPY_S), so quick makes
+    # one RAID5 repetition per replicate (its increments are 200 times its baseline: one resolves them; with one
+    # repetition k = 0, 1, 2 run in that order in every replicate) and 4 on the SSD pair, to stay in quick's
+    # 90 minutes; full makes 4 + 7 per replicate, 12 and 21 runs per configuration (the seed's ten; the SSD's twice,
+    # as above). Until then quick made 4 + 7 and full 7 + 10 per replicate; until 2026-12-01 the source was an
+    # uncapped file on the host disk and quick wrote 448 MiB (set by its budget), full 2432 MiB (the seed's 1.8 s at
+    # the host disk's own, drifting, rate).
+    "quick": DbSnapshotScale(TABLE_BYTES, repeats=1, ssd_repeats=4, replicates=3),
+    "full": DbSnapshotScale(TABLE_BYTES, repeats=4, ssd_repeats=7, replicates=3),
 }
 
 
@@ -152,8 +166,10 @@ def scale(profile: profiles.Profile) -> DbSnapshotScale:
 
 def engine_config() -> CofwEngineConfig:
     """SQL Server's database snapshot: 8 KiB pages copied durably before the source write, snapshot files laid
-    out in 64 KiB allocation units, O_DIRECT (SQL Server opens its files unbuffered)."""
-    return CofwEngineConfig(name="sqlsnap", page_size=PAGE, durability="sync", direct=True, extent_size=EXTENT)
+    out in 64 KiB allocation units, O_DIRECT (SQL Server opens its files unbuffered), the copies made by one
+    pusher (the statement's thread)."""
+    return CofwEngineConfig(name="sqlsnap", page_size=PAGE, durability="sync", direct=True, extent_size=EXTENT,
+                            pushers=PUSHERS)
 
 
 def select_into(s: DbSnapshotScale) -> FioJob:
@@ -193,17 +209,27 @@ def build_plan(profile: profiles.Profile) -> StudyPlan:
     return replicated(study, s.replicates)
 
 
+# For the ETA: with one pusher a run's copies are made one after another, each 64 KiB extent's in about
+# SERIAL_COPY_S[device][k - 1] (the pilot smoke run of 2026-12-01 03:23, from the pusher's uncommitted code, 512
+# extents: 4.13 and 8.26 s with k = 1, 2 on the emulated RAID5, 0.295 and 0.538 s on the SSD pair), while the table's
+# writes go on beside them: a run takes about the longer of the two. Without snapshots the table takes its size at
+# the source's write cap on the SSD pair and 0.14 s per 214.5 MiB from the host disk (quick run 20261201T003320Z).
+SERIAL_COPY_S = {"raid5_15k_6": (8.06e-3, 16.1e-3), "ssd_snapshots": (0.576e-3, 1.05e-3)}
+HOST_DISK_S_PER_MIB = 0.14 / 214.5                        # the table's writes from the host disk
+
+
 def estimated_seconds(s: DbSnapshotScale) -> float:
-    """For the ETA: on ssd_snapshots, with its capped source, k = 0, 1, 2 took 1.00, 1.01 and 2.06 times T0, the
-    table at the source's write cap (quick run 20261130T234220Z: 1.72, 1.74, 3.53 s for 214.5 MiB); on the emulated
-    RAID5, with the host disk as source, the durations per 448 MiB of quick run 20261125T122458Z (0.31, 6.6,
-    12.4 s, C engine), scaled by the table; plus 1.5 s per repetition for its snapshot creates and drops and 10 s
-    per variant for engine start and prefill."""
-    per_table = s.table_bytes / (448 * MiB)
-    t0 = s.table_bytes / (SOURCE_WRITE_MB_S * 1e6)
-    ssd = s.ssd_repeats * (t0 * (1.00 + 1.01 + 2.06) + 1.5)
-    raid5 = s.repeats * ((0.31 + 6.6 + 12.4) * per_table + 1.5)
-    return s.replicates * (ssd + raid5 + 2 * 10 + t0 + per_table)
+    """For the ETA: per device and repetition, k = 0, 1, 2 each the longer of the table's writes and its serial
+    copies (SERIAL_COPY_S), plus 1.5 s for the snapshot creates and drops; 10 s per variant and replicate for the
+    engine's start and the prefill (the table written once at the source's rate)."""
+    extents = s.table_bytes // EXTENT
+    total = 0.0
+    for device in SNAPSHOT_DEVICES:
+        t0 = (s.table_bytes / (SOURCE_WRITE_MB_S * 1e6) if device == SSD_SNAPSHOTS
+              else HOST_DISK_S_PER_MIB * s.table_bytes / MiB)
+        per_repeat = t0 + sum(max(t0, extents * c) for c in SERIAL_COPY_S[device]) + 1.5
+        total += s.repeats_on(device) * per_repeat + 10 + t0
+    return s.replicates * total
 
 
 def planned_seconds(profile: profiles.Profile) -> float:
@@ -217,7 +243,8 @@ class DbSnapshotParameters(StudyParameters):
     (checked again by DbSnapshotScale when read) and the sizes it gives (file_bytes, pages); source_device: the
     rig device holding the table with the SSD-class snapshots (whose write cap sizes the table); source_devices:
     the source's rig device per snapshot device (None: every variant on source_device, as in runs before
-    2026-12-01); engine: the copy-on-first-write configuration's name."""
+    2026-12-01); engine: the copy-on-first-write configuration's name; pushers: copies in flight at most (None:
+    any number, as in runs before 2026-12-01's second quick run)."""
 
     scale: DbSnapshotScale
     source_device: str
@@ -231,6 +258,7 @@ class DbSnapshotParameters(StudyParameters):
     snapshot_counts: tuple[int, ...]
     engine: str
     source_devices: dict[str, str] | None = None
+    pushers: int | None = None
 
     def source_of(self, snapshot_device: str) -> str:
         """The source's rig device in the variant with its snapshots on `snapshot_device`."""
@@ -242,7 +270,7 @@ def parameters(s: DbSnapshotScale, sources: dict[str, str]) -> DbSnapshotParamet
     return DbSnapshotParameters(scale=s, source_device=sources[SSD_SNAPSHOTS], snapshot_devices=SNAPSHOT_DEVICES,
                                 file_bytes=s.file_bytes, pages=s.pages, data_files=DATA_FILES, extent_bytes=EXTENT,
                                 page_bytes=PAGE, iodepth=IODEPTH, snapshot_counts=SNAPSHOT_COUNTS,
-                                engine=engine_config().name, source_devices=dict(sources))
+                                engine=engine_config().name, source_devices=dict(sources), pushers=PUSHERS)
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table): measured at
@@ -260,7 +288,8 @@ def describe(profile: profiles.Profile) -> str:
         f"({s.pages} pages of {PAGE // KiB} KiB) in {DATA_FILES} data files of {format_size(s.file_bytes)}, "
         f"sequential {EXTENT // KiB} KiB extents, QD{IODEPTH} per file",
         f"snapshots: {', '.join(map(str, SNAPSHOT_COUNTS))} on each of {', '.join(SNAPSHOT_DEVICES)} "
-        f"(8 KiB copy-on-first-write, {EXTENT // KiB} KiB allocation units, copies durable before the write); "
+        f"(8 KiB copy-on-first-write, {EXTENT // KiB} KiB allocation units, copies durable before the write, "
+        f"{PUSHERS} copy in flight: the statement's thread); "
         f"the source on " + ", ".join(f"{SOURCE_DEVICES[d]} with {d}" for d in SNAPSHOT_DEVICES),
         f"{s.replicates} independent replicates (a fresh engine each) of {s.repeats} runs per configuration on "
         f"{SNAPSHOT_DEVICES[0]}, {s.ssd_repeats} on {SSD_SNAPSHOTS}, k = 0, 1, 2 back to back in rotating order; "
@@ -269,7 +298,8 @@ def describe(profile: profiles.Profile) -> str:
 
 
 __all__ = ["STUDY", "PAGE", "EXTENT", "DATA_FILES", "IODEPTH", "SNAPSHOT_DEVICES", "SNAPSHOT_COUNTS",
-           "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "SOURCE_DEVICE", "SOURCE_DEVICES", "SOURCE_WRITE_MB_S",
+           "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "PUSHERS", "SOURCE_DEVICE", "SOURCE_DEVICES",
+           "SOURCE_WRITE_MB_S", "SERIAL_COPY_S", "HOST_DISK_S_PER_MIB",
            "sized_table",
            "TABLE_BYTES", "DbSnapshotScale", "SCALES", "scale", "engine_config",
            "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds",
