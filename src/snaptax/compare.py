@@ -184,7 +184,7 @@ def report(c: RunComparison, all_values: bool = False) -> list[str]:
     lines = [f"{c.study}: {short_run_id(c.run_a)} vs {short_run_id(c.run_b)}: "
              f"{c.verdicts_reproduced} of {len(c.verdicts)} verdicts the same "
              f"({c.decisive_reproduced} of the {len(c.decisive)} claims that a run decided; each claim judged "
-             "alone, so a verdict may differ from the paper's, which adjusts for the study's number of claims), "
+             "alone, so a verdict may differ from the paper's, Holm-adjusted within each seed's family), "
              f"{len(c.inconsistent)} of {sum(v.comparable for v in c.values)} values with intervals inconsistent"]
     if not c.same_operating_points:
         lines.append(f"  not a rerun: the runs measured at different operating points ({c.points_a} | {c.points_b});"

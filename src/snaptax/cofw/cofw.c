@@ -1615,7 +1615,8 @@ static struct nbdkit_plugin plugin = {
   .config = cofw_config,
   .config_complete = cofw_config_complete,
   .config_help = "source=FILE snapdir=DIR control=SOCK [size=] [page_size=8192] [durability=sync|none] "
-                 "[direct=0|1] [stripes=4096] [snapdev=URI|PATH] [snapdev_connections=4] [extent_size=65536] [pushers=0]",
+                 "[direct=0|1] [stripes=4096] [snapdev=URI|PATH] [snapdev_connections=4] [extent_size=65536] "
+                 "[pushers=0]",
   .magic_config_key = NULL,
   .get_ready = cofw_get_ready,
   .after_fork = cofw_after_fork,

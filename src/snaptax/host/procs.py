@@ -151,8 +151,9 @@ def group_members(pgid: int) -> list[int]:
 
 
 def _kill_left_in_group(pgid: int) -> None:
-    """SIGKILL what the reaped leader `pgid` left in its group. Only while nothing holds its number: if a process
-    numbered `pgid` exists, the number was reused and the group is someone else's."""
+    """SIGKILL what the reaped leader `pgid` left in its group and wait for it to exit (_wait_gone). Only while
+    nothing holds its number: if a process numbered `pgid` exists, the number was reused and the group is someone
+    else's."""
     if Path(f"/proc/{pgid}").exists():
         return
     left = group_members(pgid)
@@ -162,16 +163,18 @@ def _kill_left_in_group(pgid: int) -> None:
     _wait_gone(left, timeout=30.0)
 
 
-def _wait_gone(pids: Sequence[int], timeout: float) -> None:
-    """Wait until each of `pids` has exited (gone or a zombie awaiting its new parent). A SIGKILLed process lives
-    on until its device request in flight returns, and what serves that request (a daemon, a loop device) is
-    stopped after this: the caller's clean-up must not go on while the process still holds it."""
+def _wait_gone(pids: Sequence[int], timeout: float) -> list[int]:
+    """Wait, at most `timeout` seconds, until each of `pids` has exited (gone or a zombie awaiting its new parent);
+    the ones still alive then. A SIGKILLed process lives on until its device request in flight returns, and what
+    serves that request (a daemon, a loop device) is stopped after this: the caller's clean-up must not go on while
+    the process still holds it. One that outlives the wait is stuck in the kernel, beyond what a kill can do."""
     deadline = time.monotonic() + timeout
     waiting = list(pids)
     while waiting and time.monotonic() < deadline:
         waiting = [pid for pid in waiting if _alive(pid)]
         if waiting:
             time.sleep(0.01)
+    return waiting
 
 
 def _alive(pid: int) -> bool:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 
 from ..values import Value
-from . import heldout
+from . import heldout, prose
 from .heldout import PREDICTS
 
 
@@ -169,7 +169,27 @@ def heldout_others(values: Mapping[str, Value]) -> str:
     out = "; ".join(said)
     if rules:
         out += f"; we draw no rule from a model that does not predict: not {', not '.join(rules)}"
+    withheld = advice_withheld(values)
+    if withheld:
+        out += f"; and this build leaves out the advice the discussion draws from {withheld}"
     return out
+
+
+def advice_withheld(values: Mapping[str, Value]) -> str:
+    """The models of prose.ADVICE_MODELS whose advice paragraph this build leaves out (prose.advice_holds is
+    false), each with the held-out error and bound that decided it; '' when every one holds. A paragraph that is
+    not typeset is named here, so a reader of a build without it learns why."""
+    out = []
+    for model in prose.ADVICE_MODELS:
+        if prose.advice_holds(values, model):
+            continue
+        study, name = model.split(".", 1)
+        error, bound = values.get(f"{model}.heldout.error"), values.get(f"{model}.heldout.bound")
+        said = (f" (its held-out error {error.formatted_ci()}\u2009% against a bound of "
+                f"\u00b1{bound.formatted()}\u2009%)" if error is not None and bound is not None
+                and error.has_interval else " (not tested in this build)")
+        out.append(heldout.model_prose(study, name) + said)
+    return _join(out) if out else ""
 
 
 def clause_values(values: Mapping[str, Value]) -> list[Value]:
@@ -183,4 +203,4 @@ def clause_values(values: Mapping[str, Value]) -> list[Value]:
 
 
 __all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "engines_qcow2",
-           "OTHER_MODELS", "heldout_predicting", "heldout_others", "clause_values"]
+           "OTHER_MODELS", "heldout_predicting", "heldout_others", "advice_withheld", "clause_values"]

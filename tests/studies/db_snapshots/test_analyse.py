@@ -64,6 +64,9 @@ def test_the_model_fit_recovers_known_costs_within_its_interval():
     model = an.model_table(runs, fits).iloc[0]
     # c = the second snapshot's thread-seconds over the concurrency, per page: 2·τ2 here, so ω = 1 − τ2/(2·τ2)
     assert model.overlap == pytest.approx(0.5, abs=0.1)
+    # with one pusher the copies' thread-seconds are wall seconds: the engine's concurrency does not divide them
+    one = an.model_table(runs, fits, pushers=1).iloc[0]
+    assert one.second_copy_us == pytest.approx(model.second_copy_us * runs.concurrency[runs.k == 2].mean(), rel=1e-6)
 
 
 def test_without_runs_at_two_snapshots_there_is_no_fit():
@@ -205,7 +208,7 @@ def test_the_pushers_clause_says_who_made_the_copies():
     assert "SQL Server 2012" in an.pushers_clause(now)
     before = dataclasses.replace(now, pushers=None)                          # a run before the pusher
     assert an.pushers_clause(before).startswith(f"Every request thread made its own copies, so up to "
-                                                f"{pl.IODEPTH * pl.DATA_FILES} copies")
+                                                f"{pl.IODEPTH * pl.DATA_FILES} requests copied at once")
     assert pl.engine_config().pushers == 1
 
 

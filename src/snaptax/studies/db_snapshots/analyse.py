@@ -157,10 +157,10 @@ def source_clause(p: DbSnapshotParameters) -> str:
 
 def pushers_clause(p: DbSnapshotParameters) -> str:
     """Who makes the copies, for the set-up's sentence on the engine: one pusher (SQL Server's statement thread),
-    or (runs before 2026-12-01's pusher) every request thread at once."""
+    or (runs before 20261201T032541Z) every request thread at once."""
     if p.pushers is None or p.pushers == 0:
-        return (f"Every request thread made its own copies, so up to {p.iodepth * p.data_files} copies were in "
-                "flight at once, as many as the table's writes")
+        return (f"Every request thread made its own copies, so up to {p.iodepth * p.data_files} requests copied at "
+                "once, as many as the table's writes in flight")
     return (f"The copies are made {'one at a time' if p.pushers == 1 else f'{p.pushers} at a time'}, while the "
             "table's writes keep their depth: SQL Server pushes a page's copies in the thread of the statement "
             "about to change the page, before the change goes on, and SQL Server 2012 runs a SELECT INTO's "
@@ -345,14 +345,17 @@ def fit_models(runs: pd.DataFrame) -> dict[str, dbm.DbSnapshotFit]:
     return out
 
 
-def model_table(runs: pd.DataFrame, fits: dict[str, dbm.DbSnapshotFit]) -> pd.DataFrame:
+def model_table(runs: pd.DataFrame, fits: dict[str, dbm.DbSnapshotFit], pushers: int | None = None) -> pd.DataFrame:
     """Per device: the fitted T0, τ1, τ2 (µs per first-written page) with intervals, τ2/τ1, and the overlap ω of
-    the second snapshot's copies: c = its own copy write + commit thread-seconds per page over the engine's mean
-    concurrency (Little's law turns thread-seconds into wall seconds), ω = 1 − τ2/c."""
+    the second snapshot's copies: c = its own copy write + commit thread-seconds per page over the copies' mean
+    concurrency (Little's law turns thread-seconds into wall seconds), ω = 1 − τ2/c. The copies' concurrency is the
+    engine's (its request threads') or, with `pushers` (the run's requests copying at once at most), no more than
+    that: with one pusher their thread-seconds are wall seconds."""
     rows = []
     for device, f in fits.items():
         two = runs[(runs.device == device) & (runs.k == 2)]
-        c = float((two.second_snapshot_s / two.concurrency / two.pages_first_written).mean()) if len(two) \
+        concurrency = two.concurrency.clip(upper=pushers) if pushers else two.concurrency
+        c = float((two.second_snapshot_s / concurrency / two.pages_first_written).mean()) if len(two) \
             else math.nan
         rows.append({"device": device, "t0_s": f.t0_s, "t0_low": f.ci95[0][0], "t0_high": f.ci95[0][1],
                      "tau1_us": 1e6 * f.tau1_s, "tau1_low": 1e6 * f.ci95[1][0], "tau1_high": 1e6 * f.ci95[1][1],
@@ -488,7 +491,7 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
     runs = runs_table(record)
     summary = summary_table(runs)
     fits = fit_models(runs)
-    model = model_table(runs, fits)
+    model = model_table(runs, fits, record.parameters(DbSnapshotParameters).pushers)
     values = _values(record, runs, summary, model) + cap_values(record, runs)
     heldout, beta, cov = heldout_test(runs, summary)
     dof = heldout.fit_points - 2

@@ -9,11 +9,11 @@ in the thread of the statement about to change it, before the change goes on (Mi
 pages pushed down to the sparse files of a Database Snapshot?", MSDN blog archive; the seed's top wait
 PREEMPTIVE_OS_WRITEFILE is that thread in a synchronous WriteFile), and SQL Server 2012 runs a SELECT INTO's insert in
 one thread (a parallel insert came with SQL Server 2014). So the copies are made one at a time while the table's
-page writes (the lazy writer's and eager writes, asynchronous) keep many in flight. Runs before 2026-12-01 copied
-in every request thread at once (32 copies in flight): their copies overlapped each other and hid a copy's latency,
-which the seed's statement thread cannot do. With two snapshots SQL Server tries to write a page's copies in
-parallel (the same blog: conditions may make them complete one after another); the engine writes them one after
-the other, so what our second snapshot adds is at most what SQL Server's would.
+page writes (the lazy writer's and eager writes, asynchronous) keep many in flight. Runs before 20261201T032541Z
+copied in every request thread at once (32 requests copying at once): their copies overlapped each other and hid
+a copy's latency, which the seed's statement thread cannot do. With two snapshots SQL Server tries to write a
+page's copies in parallel (the same blog: conditions may make them complete one after another); the engine writes
+them one after the other, so what our second snapshot adds is at least what SQL Server's would.
 
 Devices: the source (the database's data files) is SSD-class (the seed: two Fusion-io ioDrive Duo cards set up as
 four 320 GB disks); the snapshots sit on `raid5_15k_6` (emulated six-disk 15K RAID5, the seed's iSCSI array) or on
@@ -48,7 +48,8 @@ Workload standing for the SELECT INTO (choices, and why):
     seed's 1.8 s at its source's write rate (SOURCE_WRITE_MB_S, the local rig's `ssd_source` cap): 1.8 s x
     125 MB/s, in whole groups of eight extents (`sized_table`); the RAID5's runs write the same table from the
     faster source; quick and full write the same table, full repeats more (SCALES).
-  * About ten runs per configuration (the seed's ten; twice as many with SSD-class snapshots, see SCALES), in
+  * At full about ten runs per configuration (the seed's ten: 12 on the RAID5, 21 on the SSD pair; quick makes 3
+    and 12, see SCALES), in
     repetitions that each run k = 0, 1, 2 back to back in a rotating order, so drift through the session falls
     on every k alike and each k's run has a k = 0 neighbour; the repetitions are spread over independent
     replicates (each device's whole plan on a fresh engine, with its own prefill), over which the claims' values
@@ -89,7 +90,7 @@ HELDOUT_DEVICE = "raid5_15k_6"
 HELDOUT_SNAPSHOTS = (1, 2)
 SEED_BASELINE_S = 1.8                # the seed's average duration without snapshots (Figure 1's text)
 SOURCE_WRITE_MB_S = 125.0            # the local rig's ssd_source write cap (rigs/local.yaml; a test holds them equal)
-PUSHERS = 1                          # copies in flight: the one thread of SQL Server 2012's SELECT INTO (above)
+PUSHERS = 1                          # requests copying at once: the one thread of SQL Server 2012's SELECT INTO
 PHASE = "select_into"
 
 
@@ -243,8 +244,8 @@ class DbSnapshotParameters(StudyParameters):
     (checked again by DbSnapshotScale when read) and the sizes it gives (file_bytes, pages); source_device: the
     rig device holding the table with the SSD-class snapshots (whose write cap sizes the table); source_devices:
     the source's rig device per snapshot device (None: every variant on source_device, as in runs before
-    2026-12-01); engine: the copy-on-first-write configuration's name; pushers: copies in flight at most (None:
-    any number, as in runs before 2026-12-01's second quick run)."""
+    2026-12-01); engine: the copy-on-first-write configuration's name; pushers: requests copying at once at most
+    (None: any number, as in runs before 20261201T032541Z)."""
 
     scale: DbSnapshotScale
     source_device: str
@@ -289,7 +290,7 @@ def describe(profile: profiles.Profile) -> str:
         f"sequential {EXTENT // KiB} KiB extents, QD{IODEPTH} per file",
         f"snapshots: {', '.join(map(str, SNAPSHOT_COUNTS))} on each of {', '.join(SNAPSHOT_DEVICES)} "
         f"(8 KiB copy-on-first-write, {EXTENT // KiB} KiB allocation units, copies durable before the write, "
-        f"{PUSHERS} copy in flight: the statement's thread); "
+        f"{PUSHERS} request copying at once: the statement's thread); "
         f"the source on " + ", ".join(f"{SOURCE_DEVICES[d]} with {d}" for d in SNAPSHOT_DEVICES),
         f"{s.replicates} independent replicates (a fresh engine each) of {s.repeats} runs per configuration on "
         f"{SNAPSHOT_DEVICES[0]}, {s.ssd_repeats} on {SSD_SNAPSHOTS}, k = 0, 1, 2 back to back in rotating order; "
