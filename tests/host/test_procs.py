@@ -4,20 +4,11 @@ import os
 import re
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 from snaptax.errors import MeasurementError
 from snaptax.host import procs
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = procs.stat_fields(Path(f"/proc/{pid}/stat").read_text())[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_a_forked_child_outliving_its_leader_is_killed(tmp_path):
@@ -28,9 +19,9 @@ def test_a_forked_child_outliving_its_leader_is_killed(tmp_path):
         procs.run(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; exit 0"], timeout=1.0)
     pid = int(pid_file.read_text())
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while procs._alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(pid)
+    assert not procs._alive(pid)
 
 
 def test_group_members_lists_the_forked_child_not_the_leader():

@@ -163,9 +163,9 @@ def _kill_left_in_group(pgid: int) -> None:
     _wait_gone(left, timeout=30.0)
 
 
-def _wait_gone(pids: Sequence[int], timeout: float) -> list[int]:
-    """Wait, at most `timeout` seconds, until each of `pids` has exited (gone or a zombie awaiting its new parent);
-    the ones still alive then. A SIGKILLed process lives on until its device request in flight returns, and what
+def _wait_gone(pids: Sequence[int], timeout: float) -> None:
+    """Wait, at most `timeout` seconds, until each of `pids` has exited (gone or a zombie awaiting its new parent).
+    A SIGKILLed process lives on until its device request in flight returns, and what
     serves that request (a daemon, a loop device) is stopped after this: the caller's clean-up must not go on while
     the process still holds it. One that outlives the wait is stuck in the kernel, beyond what a kill can do."""
     deadline = time.monotonic() + timeout
@@ -174,7 +174,6 @@ def _wait_gone(pids: Sequence[int], timeout: float) -> list[int]:
         waiting = [pid for pid in waiting if _alive(pid)]
         if waiting:
             time.sleep(0.01)
-    return waiting
 
 
 def _alive(pid: int) -> bool:

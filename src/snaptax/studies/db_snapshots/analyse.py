@@ -128,7 +128,7 @@ def cap_values(record: RunRecord, runs: pd.DataFrame) -> list[Value]:
     which differ between runs with capped devices and the runs before them."""
     k0 = (runs[(runs.k == 0) & (runs.device == SSD)].source_write_mb_s.dropna().to_numpy() if not runs.empty
           else np.array([]))
-    caps = source_throttle(record)
+    caps, params = source_throttle(record), record.parameters(DbSnapshotParameters)
     cap = caps.get("write_mb_s", math.nan)
     # repetitions, not independent runs: their interval is descriptive
     rate = mean_estimate(k0, independent=False) if len(k0) > 1 else None
@@ -137,8 +137,8 @@ def cap_values(record: RunRecord, runs: pd.DataFrame) -> list[Value]:
     share = 100 * rate_value.value / cap if math.isfinite(cap) and cap > 0 else math.nan
     share_value = Value(f"{STUDY}.k0.source_write_of_cap", share, "%", digits=0)
     return [Value(f"{STUDY}.source_cap_mb_s", cap, "MB/s", digits=0), rate_value, share_value,
-            Value(f"{STUDY}.source_clause", text=source_clause(record.parameters(DbSnapshotParameters))),
-            Value(f"{STUDY}.pushers_clause", text=pushers_clause(record.parameters(DbSnapshotParameters))),
+            Value(f"{STUDY}.source_clause", text=source_clause(params)),
+            Value(f"{STUDY}.pushers_clause", text=pushers_clause(params)),
             Value(f"{STUDY}.snapshot_ssd_clause", text=snapshot_ssd_clause(caps)),
             Value(f"{STUDY}.ssd_difference_clause", text=ssd_difference_clause(caps)),
             Value(f"{STUDY}.table_clause", text=table_clause(record.manifest.profile.name, caps, rate_value,
@@ -158,7 +158,7 @@ def source_clause(p: DbSnapshotParameters) -> str:
 def pushers_clause(p: DbSnapshotParameters) -> str:
     """Who makes the copies, for the set-up's sentence on the engine: one pusher (SQL Server's statement thread),
     or (runs before 20261201T032541Z) every request thread at once."""
-    if p.pushers is None or p.pushers == 0:
+    if not p.pushers:
         return (f"Every request thread made its own copies, so up to {p.iodepth * p.data_files} requests copied at "
                 "once, as many as the table's writes in flight")
     return (f"The copies are made {'one at a time' if p.pushers == 1 else f'{p.pushers} at a time'}, while the "
