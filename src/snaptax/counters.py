@@ -86,6 +86,9 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     CounterSpec(r"engine\.push_wait_s", "counter", "thread-seconds",
                 "copy-on-first-write engine time requests waited for a pusher (pushers > 0: copies made so many at "
                 "a time; summed over request threads)"),
+    CounterSpec(r"engine\.statement_s", "counter", "seconds",
+                "copy-on-first-write engine time in the statement's own work, done holding the pusher before each "
+                "write's copies (statement_ns > 0; one pusher: wall time)"),
     CounterSpec(r"engine\.snap\d+\.(copy_write|commit)_s", "counter", "thread-seconds",
                 "the same, for one snapshot (snap1 the oldest name)"),
     CounterSpec(r"engine\.(pool_data_percent|pool_metadata_percent)", "gauge", "%", "thin pool usage"),

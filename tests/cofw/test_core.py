@@ -260,6 +260,51 @@ def test_one_pusher_copies_one_request_at_a_time(disk_dir):
         assert vol.view("s1") == bytes(model) and vol.view("s2") == bytes(model)
 
 
+def _burst(vol, size: int, extent: int, nthreads: int) -> float:
+    """`nthreads` writers first-write `size` bytes in `extent`-sized requests, all starting together; the wall
+    time (s)."""
+    import time
+    per_thread = size // extent // nthreads
+    barrier = threading.Barrier(nthreads)
+
+    def writer(i: int) -> None:
+        vol.conn()                                 # connect before the burst starts
+        barrier.wait()
+        for j in range(per_thread):
+            vol.write(b"w" * extent, (i * per_thread + j) * extent)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(nthreads)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.monotonic() - t0
+
+
+@pytest.mark.parametrize("snapshots", [0, 1])
+def test_statement_work_is_serial_with_and_without_copies(disk_dir, snapshots):
+    """statement_ns (the statement's own work per page, done holding the one pusher): eight writers' requests
+    cannot overlap it, so a burst takes at least pages x statement_ns, with or without snapshots; the engine
+    counts that work (statement_s) at its planned length, not far above (a sleep to an absolute deadline with
+    1 ns timer slack), and the copies still come after it, one request at a time."""
+    size, extent, nthreads, per_page = 2 * MiB, 65536, 8, 200_000
+    pages = size // 8192
+    model = make_source(disk_dir / "src.img", size)
+    with Volume(disk_dir / "src.img", page_size=8192, pushers=1, statement_ns=per_page) as vol:
+        for i in range(snapshots):
+            vol.create_snapshot(f"s{i}")
+        wall = _burst(vol, size, extent, nthreads)
+        k = vol.counters()
+        planned = pages * per_page / 1e9                        # 0.05 s
+        assert planned <= k["statement_s"] < planned * 1.5, k["statement_s"]
+        assert k["statement_s"] + k["copy_read_s"] + k["copy_write_s"] + k["commit_s"] <= wall
+        assert k["push_wait_s"] > 0
+        assert k["cow_requests"] == (size // extent if snapshots else 0)
+        if snapshots:
+            assert vol.view("s0") == bytes(model)
+
+
 def test_deleted_snapshot_is_gone_and_others_unaffected(disk_dir):
     model = make_source(disk_dir / "src.img", 1 * MiB)
     with Volume(disk_dir / "src.img", page_size=8192) as vol:
@@ -287,7 +332,8 @@ def test_deleted_snapshot_is_gone_and_others_unaffected(disk_dir):
     (dict(page_size=3000), "page_size"), (dict(page_size=256), "page_size"),
     (dict(durability="maybe"), "durability"), (dict(stripes=0), "stripes"),
     (dict(page_size=2048, direct=True), "page_size"), (dict(extent_size=3000), "extent_size"),
-    (dict(pushers=-1), "pushers"),
+    (dict(pushers=-1), "pushers"), (dict(pushers=1, statement_ns=-1), "statement_ns"),
+    (dict(statement_ns=1000), "statement_ns"),
 ])
 def test_bad_config_is_one_clear_line(kwargs, field):
     with pytest.raises(ConfigError) as exc:
@@ -298,7 +344,8 @@ def test_bad_config_is_one_clear_line(kwargs, field):
 @pytest.mark.parametrize("args,field", [
     (["page_size=3000"], "page_size"), (["durability=maybe"], "durability"), (["stripes=0"], "stripes"),
     (["page_size=2048", "direct=1"], "page_size"), (["extent_size=3000"], "extent_size"),
-    (["pushers=-1"], "pushers"),
+    (["pushers=-1"], "pushers"), (["pushers=1", "statement_ns=-1"], "statement_ns"),
+    (["statement_ns=1000"], "statement_ns"),
 ])
 def test_the_plugin_refuses_bad_config_itself(disk_dir, args, field):
     """Started by hand (not through CofwConfig's checks), the plugin names the field in one error line."""

@@ -103,11 +103,13 @@ class Volume:
 
     def __init__(self, source: Path, *, page_size: int = 8192, durability: str = "sync", direct: bool = False,
                  size: int | None = None, snapdev: Path | str | None = None, snapdir: Path | None = None,
-                 extent_size: int = 65536, threads: int = 16, pushers: int = 0) -> None:
+                 extent_size: int = 65536, threads: int = 16, pushers: int = 0,
+                 statement_ns: int = 0) -> None:
         self.source = Path(source)
         self.snapdir = Path(snapdir) if snapdir else self.source.parent
         self.config = CofwEngineConfig(name="test", page_size=page_size, durability=durability, direct=direct,
-                                       threads=threads, extent_size=extent_size, pushers=pushers)
+                                       threads=threads, extent_size=extent_size, pushers=pushers,
+                                       statement_ns=statement_ns)
         self.size_arg, self.snapdev = size, None if snapdev is None else str(snapdev)
         self.group = ProcessGroup()
         self._local = threading.local()

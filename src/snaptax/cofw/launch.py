@@ -34,6 +34,8 @@ class CofwEngineConfig:
     snapdev_connections: NBD connections to such a device (concurrent copies; a libnbd call holds its handle).
     pushers: requests that may copy at once (0: any number); 1 is a database statement running in one thread,
         which pushes each page's copies itself before changing the page (cofw.c).
+    statement_ns: that statement's own work per page written (ns), done by the pusher before the page's copies, with
+        or without snapshots (0: none; needs pushers > 0).
     """
 
     name: str = "cofw8k"
@@ -44,6 +46,7 @@ class CofwEngineConfig:
     extent_size: int = 65536
     snapdev_connections: int = 16            # as many as nbdkit threads: every request thread can copy at once
     pushers: int = 0
+    statement_ns: int = 0
     analogue: str = "SQL Server database snapshot (sparse file, 8 KiB pages)"
 
     def __post_init__(self) -> None:
@@ -56,7 +59,8 @@ class CofwEngineConfig:
 
     def core(self) -> CofwConfig:
         return CofwConfig(page_size=self.page_size, durability=self.durability, direct=self.direct,
-                          extent_size=self.extent_size, pushers=self.pushers)
+                          extent_size=self.extent_size, pushers=self.pushers,
+                          statement_ns=self.statement_ns)
 
 
 def plugin_available() -> Path:

@@ -29,12 +29,15 @@ DURABILITY = ("sync", "none")
 #   snap_pages_read  pages a snapshot view served from its store
 #   source_write_s live writes to the source; copy_read_s reading old pages out of the source; copy_write_s
 #                  writing them into the snapshots (all); commit_s making them durable (all); push_wait_s
-#                  waiting for a pusher (pushers > 0: copies one request at a time, as one statement thread)
+#                  waiting for a pusher (pushers > 0: copies one request at a time, as one statement thread);
+#                  statement_s the statement's own work done holding a pusher (statement_ns > 0; wall time, since
+#                  pushers hold it one at a time when pushers = 1)
 # Per snapshot the plugin also reports times {NAME: {copy_write_s, commit_s}} (SNAPSHOT_TIMES), copied_pages
 # {NAME: n}, the snapshot names, page_size and snapshot_allocated_bytes.
 COUNTERS = ("pages_copied", "bytes_copied", "cow_faults", "cow_requests", "syncs", "bitmap_marks",
             "metadata_ops", "snap_pages_read", "snapshots_created", "snapshots_deleted",
-            "recovery_punched_pages", "source_write_s", "copy_read_s", "copy_write_s", "commit_s", "push_wait_s")
+            "recovery_punched_pages", "source_write_s", "copy_read_s", "copy_write_s", "commit_s", "push_wait_s",
+            "statement_s")
 SNAPSHOT_TIMES = ("copy_write_s", "commit_s")
 
 
@@ -48,6 +51,7 @@ class CofwConfig:
     stripes: int = 4096            # number of page locks (page % stripes)
     extent_size: int = 65536       # allocation unit on a snapshot device of its own (NTFS: 64 KiB)
     pushers: int = 0               # requests that may copy at once (0: any number; 1: one statement thread)
+    statement_ns: int = 0          # the statement's own work per page written, done holding a pusher (needs pushers)
 
     def __post_init__(self) -> None:
         src = "cofw config"
@@ -63,10 +67,14 @@ class CofwConfig:
             raise ConfigError(src, "extent_size", f"must be a power of two >= 4096, got {self.extent_size}")
         if self.pushers < 0:
             raise ConfigError(src, "pushers", f"must be >= 0, got {self.pushers}")
+        if self.statement_ns < 0:
+            raise ConfigError(src, "statement_ns", f"must be >= 0, got {self.statement_ns}")
+        if self.statement_ns and not self.pushers:
+            raise ConfigError(src, "statement_ns", "needs pushers > 0 (the statement's work is a pusher's)")
 
     def plugin_args(self) -> list[str]:
         return [f"page_size={self.page_size}", f"durability={self.durability}", f"direct={int(self.direct)}",
-                f"stripes={self.stripes}", f"pushers={self.pushers}"]
+                f"stripes={self.stripes}", f"pushers={self.pushers}", f"statement_ns={self.statement_ns}"]
 
 
 def allocated_ranges(fd: int, size: int) -> list[tuple[int, int]]:

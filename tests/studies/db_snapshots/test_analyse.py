@@ -158,7 +158,7 @@ def test_the_copies_share_of_the_added_time_is_per_repetition_then_over_replicat
 def _record_with(devices, source="ssd_source"):
     from types import SimpleNamespace
     params = SimpleNamespace(source_device=source, source_of=lambda device: source, pushers=None, iodepth=4,
-                             data_files=8)
+                             data_files=8, statement_ns=None)
     return SimpleNamespace(parameters=lambda cls: params, manifest=SimpleNamespace(
         devices=tuple(devices), profile=SimpleNamespace(name="quick")))
 
@@ -191,7 +191,7 @@ def test_the_source_clause_says_where_each_variant_s_data_files_were():
     from snaptax import profiles
     from snaptax.studies.db_snapshots import plan as pl
     s = pl.scale(profiles.get("quick"))
-    now = pl.parameters(s, pl.SOURCE_DEVICES)
+    now = pl.parameters(s, pl.SOURCE_DEVICES, pl.local_statement())
     assert now.source_of("raid5_15k_6") == "ssd" and now.source_of("ssd_snapshots") == "ssd_source"
     assert "host disk at its own rate" in an.source_clause(now)
     before = dataclasses.replace(now, source_devices=None, source_device="ssd")    # a run before 2026-12-01
@@ -202,7 +202,7 @@ def test_the_source_clause_says_where_each_variant_s_data_files_were():
 def test_the_pushers_clause_says_who_made_the_copies():
     from snaptax import profiles
     from snaptax.studies.db_snapshots import plan as pl
-    now = pl.parameters(pl.scale(profiles.get("quick")), pl.SOURCE_DEVICES)
+    now = pl.parameters(pl.scale(profiles.get("quick")), pl.SOURCE_DEVICES, pl.local_statement())
     assert now.pushers == pl.PUSHERS == 1
     assert an.pushers_clause(now).startswith("The copies are made one at a time")
     assert "SQL Server 2012" in an.pushers_clause(now)
@@ -219,3 +219,29 @@ def test_the_write_alone_sentence_follows_its_interval_against_half():
     assert "more than half as well" in an.write_alone_clause(Value(key, 1366.0, "%", 961.0, 1771.0, 3))
     assert "more or less than half" in an.write_alone_clause(Value(key, 50.0, "%", 40.0, 60.0, 3))
     assert "more or less than half" in an.write_alone_clause(Value(key, math.nan, "%"))
+
+
+def test_c004_4_reads_the_added_wall_time_with_one_pusher_and_thread_time_before():
+    from snaptax import profiles
+    from snaptax.studies.db_snapshots import plan as pl
+    now = pl.parameters(pl.scale(profiles.get("quick")), pl.SOURCE_DEVICES, pl.local_statement())
+    assert an.added_column(now) == "duration_s"
+    assert an.added_column(dataclasses.replace(now, pushers=None)) == "busy_s"
+    # one replicate, one repetition: the copies' 3 s of write + commit over the 4 s the snapshot added to the run
+    runs = pd.DataFrame([
+        {"device": "ssd_snapshots", "replicate": 0, "repeat": 0, "k": k, "duration_s": d, "busy_s": b,
+         "copy_write_commit_s": c} for k, d, b, c in ((0, 10.0, 5.0, 0.0), (1, 14.0, 5.5, 3.0))])
+    wall = an._copy_write_share_by_replicate(runs, "ssd_snapshots", 1, added="duration_s")
+    threads = an._copy_write_share_by_replicate(runs, "ssd_snapshots", 1)
+    assert float(wall.iloc[0]) == pytest.approx(75.0) and float(threads.iloc[0]) == pytest.approx(600.0)
+    assert "one pusher's" in next(c for c in an.claims(None, 1) if c.label == "C004-4").stand_in
+    assert "thread-time" in next(c for c in an.claims(None, None) if c.label == "C004-4").stand_in
+
+
+def test_the_statement_clause_gives_each_device_s_work_and_old_runs_had_none():
+    from snaptax import profiles
+    from snaptax.studies.db_snapshots import plan as pl
+    now = pl.parameters(pl.scale(profiles.get("quick")), pl.SOURCE_DEVICES, pl.local_statement())
+    assert "80.8\u2009µs per page with the snapshots on the RAID5" in an.statement_clause(now)
+    assert "323.3\u2009µs on the SSD pair" in an.statement_clause(now)
+    assert an.statement_clause(dataclasses.replace(now, statement_ns=None)).startswith("The statement did no work")

@@ -53,15 +53,26 @@ def test_a_table_that_is_not_whole_extents_per_file_is_refused():
         pl.DbSnapshotScale(pl.EXTENT * 8, repeats=2, ssd_repeats=0)
 
 
-def test_the_table_is_the_seed_s_baseline_at_the_source_s_write_cap_in_whole_extents():
+def test_the_table_is_the_seed_s_rows_at_salesorderheader_s_density_in_whole_extents():
     from snaptax.host import rig as rigmod
     cap = rigmod.load("local").device(pl.SOURCE_DEVICE).throttle
     assert cap is not None and cap.write_mb_s == pl.SOURCE_WRITE_MB_S     # the rig and the plan say one rate
-    assert pl.TABLE_BYTES % (pl.DATA_FILES * pl.EXTENT) == 0
-    assert abs(pl.TABLE_BYTES / (pl.SOURCE_WRITE_MB_S * 1e6) - pl.SEED_BASELINE_S) <= \
-        pl.DATA_FILES * pl.EXTENT / 2 / (pl.SOURCE_WRITE_MB_S * 1e6)      # within half a group of extents
-    assert pl.sized_table(0.0, 100.0) == pl.DATA_FILES * pl.EXTENT       # never an empty table
+    unit = pl.DATA_FILES * pl.EXTENT
+    assert pl.TABLE_BYTES % unit == 0
+    rows_bytes = pl.SEED_ROWS * pl.DENSITY_PAGES / pl.DENSITY_ROWS * pl.PAGE
+    assert rows_bytes <= pl.TABLE_BYTES < rows_bytes + unit                # the rows, rounded up to one group
+    assert pl.seed_table_bytes(1) == unit                                  # never an empty table
     assert all(pl.scale(profiles.get(p)).table_bytes == pl.TABLE_BYTES for p in ("quick", "full"))
+
+
+def test_the_statement_s_work_is_the_seed_s_baseline_scaled_by_the_snapshot_device_s_cap():
+    pages = pl.TABLE_BYTES // pl.PAGE
+    assert pages * pl.STATEMENT_S_PER_PAGE == pytest.approx(pl.SEED_BASELINE_S)
+    assert pl.time_scale(None) == 1.0 and pl.time_scale(pl.SOURCE_WRITE_MB_S) == 4.0   # a quarter of a module
+    local = pl.local_statement()
+    assert pages * local["raid5_15k_6"] / 1e9 == pytest.approx(pl.SEED_BASELINE_S, rel=1e-4)
+    assert local["ssd_snapshots"] == pytest.approx(4 * local["raid5_15k_6"], rel=1e-4)
+    assert pl.engine_config(local["ssd_snapshots"]).core().statement_ns == local["ssd_snapshots"]
 
 
 def test_describe_is_deterministic_and_names_both_devices():
@@ -71,7 +82,7 @@ def test_describe_is_deterministic_and_names_both_devices():
 
 
 def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
-    params = pl.parameters(pl.scale(profiles.get("quick")), pl.SOURCE_DEVICES)
+    params = pl.parameters(pl.scale(profiles.get("quick")), pl.SOURCE_DEVICES, pl.local_statement())
     assert_round_trip(params)
     assert_missing_is_named(params, "scale.ssd_repeats")     # inside the recorded DbSnapshotScale
 

@@ -36,7 +36,17 @@ from ...stats import (
 )
 from ...values import Value, format_number, heldout_values
 from .heldout import THREE_LEVELS, heldout_test
-from .plan import PHASE, SEED_BASELINE_S, SNAPSHOT_DEVICES, STUDY, DbSnapshotParameters
+from .plan import (
+    DENSITY_PAGES,
+    DENSITY_ROWS,
+    PHASE,
+    SEED_BASELINE_S,
+    SEED_ROWS,
+    SNAPSHOT_DEVICES,
+    STATEMENT_S_PER_PAGE,
+    STUDY,
+    DbSnapshotParameters,
+)
 
 CITE = "kehayias"
 WHERE = "Figure 1 and its text"
@@ -97,6 +107,7 @@ def runs_table(record: RunRecord) -> pd.DataFrame:
                      "second_snapshot_s": per_snap[1] if len(per_snap) > 1 else 0.0,
                      "concurrency": busy / duration if duration > 0 else math.nan, "busy_s": busy_all,
                      "copy_write_commit_s": times["copy_write_s"] + times["commit_s"],
+                     "statement_s": _delta(m, "engine.statement_s"),
                      "snapdev_writes": _delta(m, "snapdev.writes"),
                      "snapdev_rmw_rows": _delta(m, "snapdev.rmw_rows"),
                      # what the source device wrote per second of the run (its loop device's sectors): at k = 0
@@ -107,7 +118,8 @@ def runs_table(record: RunRecord) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["device", "replicate", "repeat", "k", "index", "duration_s",
                                        "pages_first_written", "pages_copied", *TIME_KEYS, "first_snapshot_s",
                                        "second_snapshot_s", "concurrency", "busy_s", "copy_write_commit_s",
-                                       "snapdev_writes", "snapdev_rmw_rows", "source_write_mb_s", "lateness_pct"])
+                                       "statement_s", "snapdev_writes", "snapdev_rmw_rows", "source_write_mb_s",
+                                       "lateness_pct"])
 
 
 def source_throttle(record: RunRecord) -> dict[str, float]:
@@ -142,7 +154,7 @@ def cap_values(record: RunRecord, runs: pd.DataFrame) -> list[Value]:
             Value(f"{STUDY}.snapshot_ssd_clause", text=snapshot_ssd_clause(caps)),
             Value(f"{STUDY}.ssd_difference_clause", text=ssd_difference_clause(caps)),
             Value(f"{STUDY}.table_clause", text=table_clause(record.manifest.profile.name, caps, rate_value,
-                                                             share_value))]
+                                                             share_value, bool(params.statement_ns)))]
 
 
 def source_clause(p: DbSnapshotParameters) -> str:
@@ -190,8 +202,15 @@ def ssd_difference_clause(caps: dict[str, float]) -> str:
             "to both at once")
 
 
-def table_clause(profile: str, caps: dict[str, float], rate: Value, share: Value) -> str:
-    """How the table was sized, for the set-up's sentence."""
+def table_clause(profile: str, caps: dict[str, float], rate: Value, share: Value, statement: bool = False) -> str:
+    """How the table was sized, for the set-up's sentence (`statement`: the run had the statement's own work)."""
+    if statement:
+        said = (f"; without snapshots the source wrote {rate.formatted()} MB/s, {share.formatted()} % of "
+                "its cap" if math.isfinite(share.value) else "")
+        return (f"The table is the seed's {format_number(SEED_ROWS)} rows at the density of AdventureWorks' "
+                f"SalesOrderHeader ({format_number(DENSITY_ROWS)} rows in {format_number(DENSITY_PAGES)} pages), "
+                "at every profile (they differ in how many runs they make); it leaves out the two computed columns "
+                f"SELECT INTO stores, about a tenth more{said}")
     if "write_mb_s" in caps:
         said = (f"; in those runs the source wrote {rate.formatted()}\u2009MB/s, {share.formatted()}"
                 f"\u2009% of its cap" if math.isfinite(share.value) else "")
@@ -256,14 +275,22 @@ def _ratio_by_replicate(runs: pd.DataFrame, device: str, k: int) -> pd.Series:
     return geometric_mean_by_replicate(d[k] / d[0], d.index.get_level_values("replicate"))
 
 
+def added_column(p: DbSnapshotParameters) -> str:
+    """C004-4's denominator: with one pusher the run's added wall time (duration_s; science plan §24, declared before
+    it was computed: the one pusher's copy write + commit time is wall time, and the source writes' thread-time no
+    longer adds up to what the run waits for), else the engine's added thread-time (busy_s; §18)."""
+    return "duration_s" if p.pushers == 1 else "busy_s"
+
+
 def _copy_write_share_by_replicate(runs: pd.DataFrame, device: str, k: int,
-                                   column: str = "copy_write_commit_s") -> pd.Series:
-    """Per replicate, the mean over its repetitions of 100 × column(k) ÷ (busy_s(k) − busy_s(0)): the share of the
-    engine's thread-time the k snapshots add that went to writing and committing the copies (C004-4, declared in
-    the science plan §18; `column` copy_write_s: to writing them alone, reported beside it, not judged).
-    Repetitions lacking either k or a counter are left out, and those whose snapshots added exactly no time (no
-    share to form); a negative added time is kept (its share is negative: dropping it would bias the mean up)."""
-    busy, copy = _by_replicate(runs, device, "busy_s"), _by_replicate(runs, device, column)
+                                   column: str = "copy_write_commit_s", added: str = "busy_s") -> pd.Series:
+    """Per replicate, the mean over its repetitions of 100 × column(k) ÷ (added(k) − added(0)): the share of the
+    time the k snapshots add (`added`: busy_s, the engine's thread-time, science plan §18; duration_s, the run's
+    wall time, §24) that went to writing and committing the copies (C004-4; `column` copy_write_s: to writing them
+    alone, reported beside it, not judged). Repetitions lacking either k or a counter are left out, and those whose
+    snapshots added exactly no time (no share to form); a negative added time is kept (its share is negative:
+    dropping it would bias the mean up)."""
+    busy, copy = _by_replicate(runs, device, added), _by_replicate(runs, device, column)
     if k not in copy.columns or k not in busy.columns or 0 not in busy.columns:
         return pd.Series(dtype=float)
     added = (busy[k] - busy[0]).where(lambda a: a != 0)
@@ -271,14 +298,15 @@ def _copy_write_share_by_replicate(runs: pd.DataFrame, device: str, k: int,
     return share.groupby(level="replicate").mean()
 
 
-def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
+def replicate_estimates(runs: pd.DataFrame, added: str = "busy_s") -> dict[str, Estimate]:
     """The values the claims judge, each over the independent replicates (one number per replicate, then a t pivot):
       <device>.k<k>.ratio           T(k)/T(0), the geometric mean of the replicate's paired ratios (%);
       <device>.second_over_first    mean(T2 − T1) / mean(T1 − T0) within the replicate (%, linear: an increment
                                     can come out ≤ 0);
       raid5_over_ssd.k<k>           the RAID5's T(k)/T(0) over the SSD's, both of the same replicate (%);
-      <device>.k<k>.copy_write_share  the copies' write + commit thread-time's share of the busy thread-time the
-                                    snapshots add (_copy_write_share_by_replicate; %, linear);
+      <device>.k<k>.copy_write_share  the copies' write + commit time's share of the time the snapshots add
+                                    (`added`: thread-time busy_s or wall time duration_s, added_column;
+                                    _copy_write_share_by_replicate; %, linear);
       <device>.k<k>.copy_write_alone_share  the same for the copies' write alone (not judged).
     A run of one replicate gives estimates of n = 1, without an interval (not judged: n < 3)."""
     out: dict[str, Estimate] = {}
@@ -294,7 +322,7 @@ def replicate_estimates(runs: pd.DataFrame) -> dict[str, Estimate]:
             out[f"{device}.second_over_first"] = mean_estimate(per)
         for k in (1, 2):
             for name, column in SHARE_COLUMNS.items():
-                if len(share := _copy_write_share_by_replicate(runs, device, k, column)):
+                if len(share := _copy_write_share_by_replicate(runs, device, k, column, added)):
                     out[f"{device}.k{k}.{name}"] = mean_estimate(list(share))
     for k in (1, 2):
         a, b = _ratio_by_replicate(runs, RAID5, k), _ratio_by_replicate(runs, SSD, k)
@@ -382,11 +410,13 @@ def provisional_on_raid5(emulator_version: int | None) -> str:
     return PROVISIONAL_RAID5 if emulator_version is not None and emulator_version < FLUSH_FIX_EMULATOR else ""
 
 
-def claims(emulator_version: int | None = None) -> list[Claim]:
+def claims(emulator_version: int | None = None, pushers: int | None = None) -> list[Claim]:
     """Seed 004's claims (Kehayias, SQLPerformance.com), each with the value of ours that tests it; those on the
     emulated RAID5 provisional when the emulator that timed the run (`emulator_version`, the manifest's) predates
-    the flush fix."""
+    the flush fix; C004-4's analogue read as wall time with one pusher (`pushers`, added_column)."""
     k = STUDY
+    share = ("the one pusher's copy write + commit time over the time the snapshot adds to the run" if pushers == 1
+             else "the copies' write + commit thread-time over the engine's added thread-time")
     cow = "8 KiB copy-on-first-write engine, 64 KiB allocation units"
     raid5 = provisional_on_raid5(emulator_version)
     return [
@@ -404,8 +434,8 @@ def claims(emulator_version: int | None = None) -> list[Claim]:
         Claim(f"{k}.top_wait", CITE, "wait statistics (Figure 2 and its text)", "the writes of the copies "
               "(PREEMPTIVE_OS_WRITEFILE) are the top wait: their share of the time a snapshot adds", 60.0, "%", 50.0,
               5.0, DIRECTION_BASIS + "; a top wait holds more than half of the added time",
-              f"{k}.{SSD}.k1.copy_write_share", f"{cow}, snapshots on ssd_snapshots; the copies' write + commit "
-              "thread-time over the engine's added thread-time", "top wait (no number)", label="C004-4", direction=1),
+              f"{k}.{SSD}.k1.copy_write_share", f"{cow}, snapshots on ssd_snapshots; {share}",
+              "top wait (no number)", label="C004-4", direction=1),
         Claim(f"{k}.C004-3", CITE, WHERE, "two snapshots: the 15K RAID5's slowdown over the SSD's (T2/T0 over "
               "T2/T0)", 150.0, "%", 100.0, 25.0, DIRECTION_BASIS + "; 'much more difficult' is a large effect: "
               "±25 pp separates it from 'somewhat'", f"{k}.raid5_over_ssd.k2",
@@ -416,7 +446,7 @@ def claims(emulator_version: int | None = None) -> list[Claim]:
 
 def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model: pd.DataFrame) -> list[Value]:
     k, p = STUDY, record.parameters(DbSnapshotParameters)
-    est = replicate_estimates(runs)
+    est = replicate_estimates(runs, added_column(p))
     out = [Value(f"{k}.table_mib", float(p.scale.table_bytes) / (1 << 20), "MiB"),
            Value(f"{k}.pages", float(p.pages), "pages"),
            Value(f"{k}.replicates", float(p.scale.replicates), ""),
@@ -469,11 +499,47 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
         out += [Value.of_estimate(f"{k}.{n}", est[n], "%", 0) if n in est else Value(f"{k}.{n}", math.nan, "%")
                 for n in names]
     base = summary[(summary.device == SSD) & (summary.k == 0)] if not summary.empty else summary
-    out.append(Value(f"{k}.baseline_over_seed", 100 * float(base.duration_s.iloc[0]) / SEED_BASELINE_S
+    # the seed's baseline at the SSD pair's time scale (the statement's work scaled with its devices; 1 before it)
+    scale = p.statement_of(SSD) / 1e9 / STATEMENT_S_PER_PAGE if p.statement_of(SSD) else 1.0
+    out.append(Value(f"{k}.baseline_over_seed", 100 * float(base.duration_s.iloc[0]) / (SEED_BASELINE_S * scale)
                      if len(base) else math.nan, "%"))
+    out += statement_values(runs, p)
     alone = next(v for v in out if v.key == f"{k}.{SSD}.k1.copy_write_alone_share")
     out.append(Value(f"{k}.write_alone_clause", text=write_alone_clause(alone)))
     return out
+
+
+def statement_values(runs: pd.DataFrame, p: DbSnapshotParameters) -> list[Value]:
+    """The statement's own work: per page (µs) and as the time scale it stands at, per device, and its share of a
+    run without snapshots (statement_s over the duration, mean over those runs: near 100 % the baseline is the
+    statement's, as in the seed; nan for runs before the statement's work), with the set-up's sentence."""
+    out = []
+    for device in SNAPSHOT_DEVICES:
+        ns = p.statement_of(device)
+        out.append(Value(f"{STUDY}.{device}.statement_us_per_page", ns / 1e3 if ns else math.nan, "µs", digits=1))
+        out.append(Value(f"{STUDY}.{device}.time_scale", ns / 1e9 / STATEMENT_S_PER_PAGE if ns else math.nan, "",
+                         digits=1))
+        k0 = runs[(runs.device == device) & (runs.k == 0)] if not runs.empty else runs
+        share = (100 * float(k0.statement_s.mean() / k0.duration_s.mean())
+                 if ns and len(k0) and k0.statement_s.notna().all() else math.nan)
+        out.append(Value(f"{STUDY}.{device}.k0.statement_share", share, "%", digits=0))
+    out.append(Value(f"{STUDY}.statement_clause", text=statement_clause(p)))
+    return out
+
+
+def statement_clause(p: DbSnapshotParameters) -> str:
+    """The statement's own work, for the set-up's sentence after the pusher's."""
+    if not p.statement_ns:
+        return ("The statement did no work of its own: a run without snapshots took the table's writes' time, and the "
+                "copies ran beside those writes instead of in series with the statement's work")
+    us = {d: format_number(p.statement_of(d) / 1e3, 1) for d in SNAPSHOT_DEVICES}
+    return ("Before a page's copies the pusher spends the statement's own work on it, a sleep of "
+            f"{us[RAID5]} µs per page with the snapshots on the RAID5 and {us[SSD]} µs on the SSD pair: "
+            f"SQL Server's thread formats each page and pushes its copies in series, and the seed's "
+            f"{format_number(SEED_BASELINE_S, 1)} s is that work's time (the table's writes to its two data "
+            "cards take a tenth of it, asynchronously), spread over the table's pages and, on the SSD pair, "
+            "scaled by how much slower than the seed's cards its caps make it, so that the copies meet the "
+            "statement's work in the seed's proportion")
 
 
 def write_alone_clause(alone: Value) -> str:
@@ -505,11 +571,13 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
     three = ho.judge([], int(len(runs)), "nothing beyond the levels it is fitted on", not_tested=THREE_LEVELS)
     values += heldout_values(f"{STUDY}.cost.heldout", three)
     by_key = {v.key: v for v in values}
-    outcomes = [outcome(c, by_key) for c in claims(record.manifest.emulator_version)]
+    outcomes = [outcome(c, by_key) for c in claims(record.manifest.emulator_version,
+                                                    record.parameters(DbSnapshotParameters).pushers)]
     return DbSnapshotAnalysis(record, values, outcomes, runs, summary, fits, model, heldout)
 
 
-__all__ = ["DbSnapshotAnalysis", "analyse", "runs_table", "summary_table", "fit_models", "model_table",
+__all__ = ["added_column", "statement_values", "statement_clause",
+           "DbSnapshotAnalysis", "analyse", "runs_table", "summary_table", "fit_models", "model_table",
            "ratio_to_baseline", "second_over_first", "device_over_device", "replicate_estimates", "claims",
            "source_throttle", "cap_values", "source_clause", "snapshot_ssd_clause", "ssd_difference_clause",
            "table_clause", "write_alone_clause"]

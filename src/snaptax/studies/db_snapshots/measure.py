@@ -37,6 +37,11 @@ def source_devices(rig: rigmod.Rig, device: str | None = None) -> dict[str, rigm
     return out
 
 
+def write_cap(device: rigmod.Device) -> float | None:
+    """The device's write cap (MB/s) where the rig gives it one (rigs/*.yaml `throttle`), else None."""
+    return device.throttle.write_mb_s if device.throttle is not None and device.throttle.write_mb_s else None
+
+
 def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: str | None = None) -> Setup:
     """Both snapshot devices; `device` names one source device for both (default: plan.SOURCE_DEVICES)."""
     whole_study("db_snapshots", part)
@@ -44,19 +49,20 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: st
     snapdevs = {name: rig.device(name) for name in planmod.SNAPSHOT_DEVICES}
     s = planmod.scale(profile)
     study = planmod.build_plan(profile)
-    cfg = planmod.engine_config()
+    statement = {name: planmod.statement_ns(write_cap(d)) for name, d in snapdevs.items()}
 
     def measure(session: RunSession) -> None:
         for vp in study.variants:
             name = split_replicate(vp.variant)[0]
             snapdev, source = snapdevs[name], sources[name]
+            cfg = planmod.engine_config(statement[name])
             with CofwEngine(rig, source, cfg, s.table_bytes, snapshot_device=snapdev) as engine:
                 with session.in_variant(vp.variant, {**engine.describe(), "snapshot_device_emulated":
                                                      snapdev.emulated, "source_emulated": source.emulated}):
                     engine.execute(vp.plan, session)
     used = tuple(dict.fromkeys([*(d.name for d in sources.values()), *snapdevs]))
-    return Setup(planmod.parameters(s, {n: d.name for n, d in sources.items()}), used, study.points(),
+    return Setup(planmod.parameters(s, {n: d.name for n, d in sources.items()}, statement), used, study.points(),
                  planmod.planned_seconds(profile), measure)
 
 
-__all__ = ["snapshot_devices", "source_devices", "setup"]
+__all__ = ["snapshot_devices", "source_devices", "write_cap", "setup"]

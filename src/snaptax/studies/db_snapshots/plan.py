@@ -43,11 +43,22 @@ Workload standing for the SELECT INTO (choices, and why):
     (prefill), so that the old pages hold data.
   * Allocation-map pages (GAM, SGAM, PFS, IAM: a handful per file) are left out: about 32 pages against the
     table's tens of thousands of first writes, a fraction of a per cent of the copies.
-  * The table's size: the seed's table (1,000,000 rows of an enlarged SalesOrderHeader) is not sized in the seed,
-    so its size is not reproduced. It is sized so that the run without snapshots on the SSD-class pair takes the
-    seed's 1.8 s at its source's write rate (SOURCE_WRITE_MB_S, the local rig's `ssd_source` cap): 1.8 s x
-    125 MB/s, in whole groups of eight extents (`sized_table`); the RAID5's runs write the same table from the
-    faster source; quick and full write the same table, full repeats more (SCALES).
+  * The table's size: the seed's 1,000,000 rows of an enlarged AdventureWorks SalesOrderHeader at that table's
+    density, 31,465 rows in 700 in-row data pages (qdpma.com, "Examples with AdventureWorks", sp_spaceused), in
+    whole groups of eight extents (`seed_table_bytes`): 174 MiB. A lower bound: SELECT INTO stores the source's
+    two computed columns (an order number, a total), which the source table computes, about 10 % more per row.
+    Until 2026-12-01 the table was sized so that its writes at the capped source took the seed's 1.8 s (214.5 MiB),
+    which made the baseline the source's write time; it is the statement's (next).
+  * The statement's own work (issue 46.6, science plan §24): SQL Server's SELECT INTO thread reads the rows and
+    formats each new page, pushes the page's copies into the snapshots, and leaves the page to be written
+    asynchronously (eager writes), so its work and its pushes are in series and the writes go on beside them. The
+    seed's baseline is that work's time: the table's writes to its two data modules take 182 MB / 1 GB/s = 0.18 s
+    (docs/datasheets.md A.5: 500 MB/s per module), a tenth of 1.8 s. So the engine's pusher spends
+    SEED_BASELINE_S / pages per page written (STATEMENT_S_PER_PAGE, 80.8 us) before the page's copies, scaled by
+    how much slower than the seed's our snapshot device is (`time_scale`: a module's write rate over the device's
+    write cap, 4 on the local rig's SSD pair; 1 on the RAID5, emulated at its drives' own speed, and on an uncapped
+    device), so that the copies meet the statement's work in the seed's proportion. A sleep, not a spin: it
+    stands for the seed host's CPU, not this host's two cores.
   * At full about ten runs per configuration (the seed's ten: 12 on the RAID5, 21 on the SSD pair; quick makes 3
     and 12, see SCALES), in
     repetitions that each run k = 0, 1, 2 back to back in a rotating order, so drift through the session falls
@@ -58,6 +69,7 @@ Workload standing for the SELECT INTO (choices, and why):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ... import profiles
@@ -90,6 +102,9 @@ HELDOUT_DEVICE = "raid5_15k_6"
 HELDOUT_SNAPSHOTS = (1, 2)
 SEED_BASELINE_S = 1.8                # the seed's average duration without snapshots (Figure 1's text)
 SOURCE_WRITE_MB_S = 125.0            # the local rig's ssd_source write cap (rigs/local.yaml; a test holds them equal)
+SEED_ROWS = 1_000_000                # the seed's SELECT TOP 1000000
+DENSITY_ROWS, DENSITY_PAGES = 31_465, 700   # AdventureWorks' Sales.SalesOrderHeader: rows in in-row data pages
+SEED_MODULE_WRITE_MB_S = 500.0       # one 320 GB ioDrive module's write rate (docs/datasheets.md A.5, lower end)
 PUSHERS = 1                          # requests copying at once: the one thread of SQL Server 2012's SELECT INTO
 PHASE = "select_into"
 
@@ -127,14 +142,27 @@ class DbSnapshotScale:
         return self.table_bytes // PAGE
 
 
-def sized_table(seconds: float, write_mb_s: float) -> int:
-    """The table written in `seconds` at `write_mb_s` (MB = 10^6 bytes), to the nearest whole group of DATA_FILES
-    extents (each data file receives whole extents)."""
-    unit = DATA_FILES * EXTENT
-    return max(1, round(seconds * write_mb_s * 1e6 / unit)) * unit
+def seed_table_bytes(rows: int = SEED_ROWS) -> int:
+    """The seed's table: `rows` at SalesOrderHeader's density, rounded up to whole groups of DATA_FILES extents
+    (each data file receives whole extents)."""
+    pages = math.ceil(rows * DENSITY_PAGES / DENSITY_ROWS)
+    unit = DATA_FILES * EXTENT // PAGE
+    return math.ceil(pages / unit) * unit * PAGE
 
 
-TABLE_BYTES = sized_table(SEED_BASELINE_S, SOURCE_WRITE_MB_S)     # 214.5 MiB
+TABLE_BYTES = seed_table_bytes()                         # 174 MiB, 22,272 pages
+STATEMENT_S_PER_PAGE = SEED_BASELINE_S / (TABLE_BYTES // PAGE)   # the seed's statement work per page (80.8 us)
+
+
+def time_scale(write_cap_mb_s: float | None) -> float:
+    """How many times slower than the seed's an SSD-class device capped at `write_cap_mb_s` writes (a module's rate
+    over the cap); 1 for an uncapped device (None) and for the emulated RAID5, which keeps its drives' own time."""
+    return SEED_MODULE_WRITE_MB_S / write_cap_mb_s if write_cap_mb_s else 1.0
+
+
+def statement_ns(write_cap_mb_s: float | None) -> int:
+    """The engine's statement work per page (ns) with the snapshots on a device capped at `write_cap_mb_s`."""
+    return round(STATEMENT_S_PER_PAGE * time_scale(write_cap_mb_s) * 1e9)
 
 
 # The seed ran ten times per configuration. The SSD-class device runs twice as many: its claim (C004-2b) is a ratio
@@ -148,15 +176,16 @@ SCALES: dict[str, DbSnapshotScale] = {
     # smoke: every configuration twice on a small table (numbers not meaningful)
     "smoke": DbSnapshotScale(32 * MiB, repeats=2, ssd_repeats=2),
     # quick and full: the repetitions spread over 3 independent replicates (a fresh engine, with its own prefill,
-    # each). Both write the table the seed's 1.8 s gives at the source's rate (TABLE_BYTES). With one pusher
-    # (2026-12-01) a RAID5 repetition takes about 85 s (k = 1 and 2 copy serially, SERIAL_COPY_S), so quick makes
-    # one RAID5 repetition per replicate (its increments are 200 times its baseline: one resolves them; with one
-    # repetition k = 0, 1, 2 run in that order in every replicate) and 4 on the SSD pair, to stay in quick's
-    # 90 minutes; full makes 4 + 7 per replicate, 12 and 21 runs per configuration (the seed's ten; the SSD's twice,
-    # as above). Until then quick made 4 + 7 and full 7 + 10 per replicate; until 2026-12-01 the source was an
-    # uncapped file on the host disk and quick wrote 448 MiB (set by its budget), full 2432 MiB (the seed's 1.8 s at
-    # the host disk's own, drifting, rate).
-    "quick": DbSnapshotScale(TABLE_BYTES, repeats=1, ssd_repeats=4, replicates=3),
+    # each). Both write the seed's table (TABLE_BYTES). With one pusher (2026-12-01) a RAID5 repetition takes about
+    # 75 s (k = 1 and 2 copy serially, SERIAL_COPY_S), so quick makes one RAID5 repetition per replicate (its
+    # increments are ten times its baseline: one resolves them; with one repetition k = 0, 1, 2 run in that order in
+    # every replicate) and 3 on the SSD pair, whose repetition the statement's work makes about 28 s (4 before it
+    # came), to stay in quick's 90 minutes; full makes 4 + 7 per replicate, 12 and 21 runs per configuration (the
+    # seed's ten; the SSD's twice, as above). Until then quick made 4 + 7 and full 7 + 10 per replicate; until
+    # 2026-12-01 the source was an uncapped file on the host disk and quick wrote 448 MiB (set by its budget), full
+    # 2432 MiB (the seed's 1.8 s at the host disk's own, drifting, rate), then 214.5 MiB (the seed's 1.8 s at the
+    # capped source's rate).
+    "quick": DbSnapshotScale(TABLE_BYTES, repeats=1, ssd_repeats=3, replicates=3),
     "full": DbSnapshotScale(TABLE_BYTES, repeats=4, ssd_repeats=7, replicates=3),
 }
 
@@ -165,12 +194,13 @@ def scale(profile: profiles.Profile) -> DbSnapshotScale:
     return profiles.study_scale(SCALES, profile, STUDY, "db_snapshots scale")
 
 
-def engine_config() -> CofwEngineConfig:
+def engine_config(statement: int = 0) -> CofwEngineConfig:
     """SQL Server's database snapshot: 8 KiB pages copied durably before the source write, snapshot files laid
     out in 64 KiB allocation units, O_DIRECT (SQL Server opens its files unbuffered), the copies made by one
-    pusher (the statement's thread)."""
+    pusher (the statement's thread), which first does the statement's own work, `statement` ns per page
+    (statement_ns)."""
     return CofwEngineConfig(name="sqlsnap", page_size=PAGE, durability="sync", direct=True, extent_size=EXTENT,
-                            pushers=PUSHERS)
+                            pushers=PUSHERS, statement_ns=statement)
 
 
 def select_into(s: DbSnapshotScale) -> FioJob:
@@ -214,22 +244,31 @@ def build_plan(profile: profiles.Profile) -> StudyPlan:
 # SERIAL_COPY_S[device][k - 1] (the pilot smoke run of 2026-12-01 03:23, from the pusher's uncommitted code, 512
 # extents: 4.13 and 8.26 s with k = 1, 2 on the emulated RAID5, 0.295 and 0.538 s on the SSD pair), while the table's
 # writes go on beside them: a run takes about the longer of the two. Without snapshots the table takes its size at
-# the source's write cap on the SSD pair and 0.14 s per 214.5 MiB from the host disk (quick run 20261201T003320Z).
+# the source's write cap on the SSD pair and 0.14 s per 214.5 MiB from the host disk (quick run 20261201T003320Z);
+# with the statement's work, its time when longer.
 SERIAL_COPY_S = {"raid5_15k_6": (8.06e-3, 16.1e-3), "ssd_snapshots": (0.576e-3, 1.05e-3)}
 HOST_DISK_S_PER_MIB = 0.14 / 214.5                        # the table's writes from the host disk
+LOCAL_CAPS = {"raid5_15k_6": None, "ssd_snapshots": SOURCE_WRITE_MB_S}   # the local rig's snapshot devices' caps
+
+
+def local_statement() -> dict[str, int]:
+    """The statement's work per page (ns) per snapshot device on the local rig (LOCAL_CAPS)."""
+    return {device: statement_ns(cap) for device, cap in LOCAL_CAPS.items()}
 
 
 def estimated_seconds(s: DbSnapshotScale) -> float:
-    """For the ETA: per device and repetition, k = 0, 1, 2 each the longer of the table's writes and its serial
-    copies (SERIAL_COPY_S), plus 1.5 s for the snapshot creates and drops; 10 s per variant and replicate for the
-    engine's start and the prefill (the table written once at the source's rate)."""
-    extents = s.table_bytes // EXTENT
+    """For the ETA (the local rig): per device and repetition, k = 0, 1, 2 each the longer of the table's writes
+    and the statement's work plus its serial copies (SERIAL_COPY_S), plus 1.5 s for the snapshot creates and
+    drops; per variant and replicate 10 s for the engine's start and the prefill (the statement's work again)."""
+    extents, pages = s.table_bytes // EXTENT, s.table_bytes // PAGE
     total = 0.0
     for device in SNAPSHOT_DEVICES:
-        t0 = (s.table_bytes / (SOURCE_WRITE_MB_S * 1e6) if device == SSD_SNAPSHOTS
-              else HOST_DISK_S_PER_MIB * s.table_bytes / MiB)
-        per_repeat = t0 + sum(max(t0, extents * c) for c in SERIAL_COPY_S[device]) + 1.5
-        total += s.repeats_on(device) * per_repeat + 10 + t0
+        writes = (s.table_bytes / (SOURCE_WRITE_MB_S * 1e6) if device == SSD_SNAPSHOTS
+                  else HOST_DISK_S_PER_MIB * s.table_bytes / MiB)
+        work = pages * statement_ns(LOCAL_CAPS[device]) / 1e9
+        t0 = max(writes, work)
+        per_repeat = t0 + sum(max(writes, work + extents * c) for c in SERIAL_COPY_S[device]) + 1.5
+        total += s.repeats_on(device) * per_repeat + 10 + 2 * t0       # the warm-up and the prefill
     return s.replicates * total
 
 
@@ -245,7 +284,8 @@ class DbSnapshotParameters(StudyParameters):
     rig device holding the table with the SSD-class snapshots (whose write cap sizes the table); source_devices:
     the source's rig device per snapshot device (None: every variant on source_device, as in runs before
     2026-12-01); engine: the copy-on-first-write configuration's name; pushers: requests copying at once at most
-    (None: any number, as in runs before 20261201T032541Z)."""
+    (None: any number, as in runs before 20261201T032541Z); statement_ns: the statement's work per page
+    (ns) per snapshot device (None: none)."""
 
     scale: DbSnapshotScale
     source_device: str
@@ -260,23 +300,31 @@ class DbSnapshotParameters(StudyParameters):
     engine: str
     source_devices: dict[str, str] | None = None
     pushers: int | None = None
+    statement_ns: dict[str, int] | None = None
+
+    def statement_of(self, snapshot_device: str) -> int:
+        """The statement's work per page (ns) in the variant with its snapshots on `snapshot_device` (0: none, as
+        in runs before 2026-12-01's statement work)."""
+        return (self.statement_ns or {}).get(snapshot_device, 0)
 
     def source_of(self, snapshot_device: str) -> str:
         """The source's rig device in the variant with its snapshots on `snapshot_device`."""
         return (self.source_devices or {}).get(snapshot_device, self.source_device)
 
 
-def parameters(s: DbSnapshotScale, sources: dict[str, str]) -> DbSnapshotParameters:
-    """`sources`: the source's rig device per snapshot device (measure.source_devices)."""
+def parameters(s: DbSnapshotScale, sources: dict[str, str], statement: dict[str, int]) -> DbSnapshotParameters:
+    """`sources`: the source's rig device per snapshot device (measure.source_devices); `statement`: the
+    statement's work per page (ns) per snapshot device (statement_ns)."""
     return DbSnapshotParameters(scale=s, source_device=sources[SSD_SNAPSHOTS], snapshot_devices=SNAPSHOT_DEVICES,
                                 file_bytes=s.file_bytes, pages=s.pages, data_files=DATA_FILES, extent_bytes=EXTENT,
                                 page_bytes=PAGE, iodepth=IODEPTH, snapshot_counts=SNAPSHOT_COUNTS,
-                                engine=engine_config().name, source_devices=dict(sources), pushers=PUSHERS)
+                                engine=engine_config().name, source_devices=dict(sources), pushers=PUSHERS,
+                                statement_ns=dict(statement))
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table): measured at
 # quick with the 448 MiB table, 2.5 GiB (its data files and the snapshots' sparse files on both devices), at full
-# with 2432 MiB ~13 GiB; both now write the 214.5 MiB table (TABLE_BYTES): scaled, about 1.2 GiB, kept at 2.5 until
+# with 2432 MiB ~13 GiB; both now write the 174 MiB table (TABLE_BYTES): scaled, about 1 GiB, kept at 2.5 until
 # measured.
 DISK = disk_needs(quick=2.5, full=2.5)
 
@@ -300,8 +348,9 @@ def describe(profile: profiles.Profile) -> str:
 
 __all__ = ["STUDY", "PAGE", "EXTENT", "DATA_FILES", "IODEPTH", "SNAPSHOT_DEVICES", "SNAPSHOT_COUNTS",
            "SEED_BASELINE_S", "PHASE", "SSD_SNAPSHOTS", "PUSHERS", "SOURCE_DEVICE", "SOURCE_DEVICES",
-           "SOURCE_WRITE_MB_S", "SERIAL_COPY_S", "HOST_DISK_S_PER_MIB",
-           "sized_table",
+           "SOURCE_WRITE_MB_S", "SERIAL_COPY_S", "HOST_DISK_S_PER_MIB", "LOCAL_CAPS", "local_statement",
+           "SEED_ROWS", "DENSITY_ROWS", "DENSITY_PAGES", "SEED_MODULE_WRITE_MB_S", "seed_table_bytes",
+           "STATEMENT_S_PER_PAGE", "time_scale", "statement_ns",
            "TABLE_BYTES", "DbSnapshotScale", "SCALES", "scale", "engine_config",
            "select_into", "prefill", "order", "variant_plan", "build_plan", "estimated_seconds",
            "planned_seconds", "DbSnapshotParameters", "parameters",
