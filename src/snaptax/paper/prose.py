@@ -268,8 +268,6 @@ FACTS: tuple[Fact, ...] = (
     Fact("memory_dump.busy_pct.raid1_10k.p2048-w2", "estimate_above", 50.0,
          "memory_dump.tex, C003-5: at the tuned setting the device's write, not the fixed wait, makes most of each "
          "iteration on the mirror"),
-    Fact("db_snapshots.baseline_over_seed", "estimate_below", 100.0,
-         "snaptax.tex, seed 004: our baseline is shorter than the seed's, so the copies weigh more in our durations"),
     # the seed's SAS-only pool kept its published share with its snapshot (C002-1a): "much more" is more than twice
     # the share left
     Fact("tiering.sas_pool.with.ratio", "above", published("tiering.C002-1a"),

@@ -221,12 +221,13 @@ def test_the_write_alone_sentence_follows_its_interval_against_half():
     assert "more or less than half" in an.write_alone_clause(Value(key, math.nan, "%"))
 
 
-def test_c004_4_reads_the_added_wall_time_with_one_pusher_and_thread_time_before():
+def test_c004_4_reads_the_added_wall_time_with_the_statement_s_work_and_thread_time_before():
     from snaptax import profiles
     from snaptax.studies.db_snapshots import plan as pl
     now = pl.parameters(pl.scale(profiles.get("quick")), pl.SOURCE_DEVICES, pl.local_statement())
     assert an.added_column(now) == "duration_s"
     assert an.added_column(dataclasses.replace(now, pushers=None)) == "busy_s"
+    assert an.added_column(dataclasses.replace(now, statement_ns=None)) == "busy_s"   # one pusher, no statement
     # one replicate, one repetition: the copies' 3 s of write + commit over the 4 s the snapshot added to the run
     runs = pd.DataFrame([
         {"device": "ssd_snapshots", "replicate": 0, "repeat": 0, "k": k, "duration_s": d, "busy_s": b,
@@ -234,8 +235,8 @@ def test_c004_4_reads_the_added_wall_time_with_one_pusher_and_thread_time_before
     wall = an._copy_write_share_by_replicate(runs, "ssd_snapshots", 1, added="duration_s")
     threads = an._copy_write_share_by_replicate(runs, "ssd_snapshots", 1)
     assert float(wall.iloc[0]) == pytest.approx(75.0) and float(threads.iloc[0]) == pytest.approx(600.0)
-    assert "one pusher's" in next(c for c in an.claims(None, 1) if c.label == "C004-4").stand_in
-    assert "thread-time" in next(c for c in an.claims(None, None) if c.label == "C004-4").stand_in
+    assert "one pusher's" in next(c for c in an.claims(None, 1, True) if c.label == "C004-4").stand_in
+    assert "thread-time" in next(c for c in an.claims(None, 1, False) if c.label == "C004-4").stand_in
 
 
 def test_the_statement_clause_gives_each_device_s_work_and_old_runs_had_none():

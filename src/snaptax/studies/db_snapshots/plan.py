@@ -88,7 +88,7 @@ IODEPTH = 4                          # outstanding writes per data file (32 in a
                                      # many in flight; the seed does not say how many)
 SNAPSHOT_DEVICES = ("raid5_15k_6", "ssd_snapshots")     # measuring order; each one variant
 SOURCE_DEVICES = {"raid5_15k_6": "ssd", "ssd_snapshots": "ssd_source"}   # the source's rig device per snapshot device
-SOURCE_DEVICE = SOURCE_DEVICES["ssd_snapshots"]          # the capped source, whose write rate sizes the table
+SOURCE_DEVICE = SOURCE_DEVICES["ssd_snapshots"]          # the capped source (its cap: SOURCE_WRITE_MB_S)
 SSD_SNAPSHOTS = SNAPSHOT_DEVICES[1]
 SNAPSHOT_COUNTS = (0, 1, 2)
 # Held-out test of the database-snapshot cost model (issue 48), declared before any held-out error was computed. The
@@ -243,7 +243,8 @@ def build_plan(profile: profiles.Profile) -> StudyPlan:
 # For the ETA: with one pusher a run's copies are made one after another, each 64 KiB extent's in about
 # SERIAL_COPY_S[device][k - 1] (the pilot smoke run of 2026-12-01 03:23, from the pusher's uncommitted code, 512
 # extents: 4.13 and 8.26 s with k = 1, 2 on the emulated RAID5, 0.295 and 0.538 s on the SSD pair), while the table's
-# writes go on beside them: a run takes about the longer of the two. Without snapshots the table takes its size at
+# writes go on beside them: a run takes about the longer of the two (with the statement's work: that work plus
+# the copies, against the writes). Without snapshots the table takes its size at
 # the source's write cap on the SSD pair and 0.14 s per 214.5 MiB from the host disk (quick run 20261201T003320Z);
 # with the statement's work, its time when longer.
 SERIAL_COPY_S = {"raid5_15k_6": (8.06e-3, 16.1e-3), "ssd_snapshots": (0.576e-3, 1.05e-3)}
@@ -281,7 +282,7 @@ def planned_seconds(profile: profiles.Profile) -> float:
 class DbSnapshotParameters(StudyParameters):
     """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
     (checked again by DbSnapshotScale when read) and the sizes it gives (file_bytes, pages); source_device: the
-    rig device holding the table with the SSD-class snapshots (whose write cap sizes the table); source_devices:
+    rig device holding the table with the SSD-class snapshots (the capped source); source_devices:
     the source's rig device per snapshot device (None: every variant on source_device, as in runs before
     2026-12-01); engine: the copy-on-first-write configuration's name; pushers: requests copying at once at most
     (None: any number, as in runs before 20261201T032541Z); statement_ns: the statement's work per page
