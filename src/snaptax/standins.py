@@ -83,14 +83,10 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn("sql_snapshot", "004", "SQL Server 2012 database snapshot (sparse files on NTFS)",
             "before a page is first changed, its 8 KiB image is pushed synchronously to every snapshot's sparse file",
             "the copy-on-first-write engine (a C nbdkit plugin): 8 KiB pages, 64 KiB allocation units, copies durable "
-            "before the write, one copy per snapshot, made by one pusher after the statement's own work on the page",
-            "page 8 KiB, allocation 64 KiB, synchronous copy, one pusher; statement work per page", "documented",
-            "Microsoft Learn: How Database Snapshots Work; Understanding Sparse File Sizes in Database Snapshots "
-            "(64 KB increments holding one to eight 8-KB pages); SQLskills on FCB_REPLICA_WRITE (a synchronous push "
-            "to every snapshot); MSDN blog archive, How and when are the pages pushed down to the sparse files (the "
-            "statement's thread pushes; SQL Server 2012's SELECT INTO inserts in one thread); the statement's work: "
-            "the seed's 1.8 s over its table's pages (1,000,000 rows at SalesOrderHeader's density, qdpma.com), "
-            "times the snapshot device's time scale (an ioDrive module's write rate over the device's cap)"),
+            "before the write, one per snapshot, by one pusher",
+            "page 8 KiB, allocation 64 KiB, synchronous copy", "documented",
+            "Microsoft Learn: How Database Snapshots Work, Understanding Sparse File Sizes (64 KB units); MSDN "
+            "blog archive: the statement's thread pushes, its work the seed's 1.8 s per table"),
 )
 
 

@@ -38,7 +38,7 @@ COPY_KEYS = ("copy_read_s", "copy_write_s", "commit_s")
 PREDICTS = (f"the statement's duration with snapshots on {HELDOUT_DEVICE} from the engine's copy work there "
             f"(fitted on {HELDOUT_FIT_DEVICE})")
 PREDICTS_OWN = (f"the statement's duration with snapshots on {HELDOUT_DEVICE} from the engine's copy work there and "
-                f"its own baseline (β fitted on {HELDOUT_FIT_DEVICE})")
+                f"its own baseline (the share of copy work waited for fitted on {HELDOUT_FIT_DEVICE})")
 THREE_LEVELS = "three parameters for three levels of k: it reproduces their means and has nothing left to predict"
 
 
