@@ -67,6 +67,10 @@ def test_the_model_fit_recovers_known_costs_within_its_interval():
     # with one pusher the copies' thread-seconds are wall seconds: the engine's concurrency does not divide them
     one = an.model_table(runs, fits, pushers=1).iloc[0]
     assert one.second_copy_us == pytest.approx(model.second_copy_us * runs.concurrency[runs.k == 2].mean(), rel=1e-6)
+    # an engine idle most of the run (the statement's work is not engine thread-time): a mean concurrency below 1
+    # does not inflate the one pusher's copy time either
+    idle = runs.assign(concurrency=0.25)
+    assert an.model_table(idle, fits, pushers=1).iloc[0].second_copy_us == pytest.approx(one.second_copy_us, rel=1e-6)
 
 
 def test_without_runs_at_two_snapshots_there_is_no_fit():

@@ -174,8 +174,11 @@ def pushers_clause(p: DbSnapshotParameters) -> str:
     if not p.pushers:
         return (f"Every request thread made its own copies, so up to {p.iodepth * p.data_files} requests copied at "
                 "once, as many as the table's writes in flight")
-    return (f"The copies are made {'one at a time' if p.pushers == 1 else f'{p.pushers} at a time'}, while the "
-            "table's writes keep their depth: SQL Server pushes a page's copies in the thread of the statement "
+    depth = ("fio keeps the table's writes outstanding, each waiting for the pusher" if p.statement_ns
+             else "the table's writes keep their depth")
+    who = "one at a time, by one thread (the pusher)" if p.pushers == 1 else f"{p.pushers} at a time"
+    return (f"The copies are made {who}, while {depth}: "
+            "SQL Server pushes a page's copies in the thread of the statement "
             "about to change the page, before the change goes on, and SQL Server 2012 runs a SELECT INTO's "
             "insert in one thread (a parallel insert came with SQL Server 2014)")
 
@@ -206,8 +209,9 @@ def ssd_difference_clause(caps: dict[str, float]) -> str:
 def table_clause(profile: str, caps: dict[str, float], rate: Value, share: Value, statement: bool = False) -> str:
     """How the table was sized, for the set-up's sentence (`statement`: the run had the statement's own work)."""
     if statement:
-        said = (f"; without snapshots the source wrote {rate.formatted()}\u2009MB/s, {share.formatted()}\u2009% of "
-                "its cap: the statement's work, not the cap, set the pace" if math.isfinite(share.value) else "")
+        said = (f"; without snapshots on the SSD pair the source wrote {rate.formatted()}\u2009MB/s, "
+                f"{share.formatted()}\u2009% of its cap: the statement's work, not the cap, set the pace"
+                if math.isfinite(share.value) else "")
         return (f"The table is the seed's {format_number(SEED_ROWS)} rows at the density of AdventureWorks' "
                 f"SalesOrderHeader ({format_number(DENSITY_ROWS)} rows in {format_number(DENSITY_PAGES)} pages), "
                 "at every profile (they differ in how many runs they make); it leaves out the two computed columns "
@@ -379,12 +383,14 @@ def model_table(runs: pd.DataFrame, fits: dict[str, dbm.DbSnapshotFit], pushers:
     """Per device: the fitted T0, τ1, τ2 (µs per first-written page) with intervals, τ2/τ1, and the overlap ω of
     the second snapshot's copies: c = its own copy write + commit thread-seconds per page over the copies' mean
     concurrency (Little's law turns thread-seconds into wall seconds), ω = 1 − τ2/c. The copies' concurrency is the
-    engine's (its request threads') or, with `pushers` (the run's requests copying at once at most), no more than
-    that: with one pusher their thread-seconds are wall seconds."""
+    engine's (its request threads') or, with `pushers` (the run's requests copying at once at most), between 1 and
+    that: with one pusher their thread-seconds are wall seconds. (Until 2026-12-01 the engine's mean concurrency was
+    only capped at `pushers`; with the statement's work the engine is idle much of a run, its mean concurrency falls
+    below 1, and dividing by it inflated c: science plan §24.)"""
     rows = []
     for device, f in fits.items():
         two = runs[(runs.device == device) & (runs.k == 2)]
-        concurrency = two.concurrency.clip(upper=pushers) if pushers else two.concurrency
+        concurrency = two.concurrency.clip(lower=1, upper=pushers) if pushers else two.concurrency
         c = float((two.second_snapshot_s / concurrency / two.pages_first_written).mean()) if len(two) \
             else math.nan
         rows.append({"device": device, "t0_s": f.t0_s, "t0_low": f.ci95[0][0], "t0_high": f.ci95[0][1],
@@ -537,10 +543,10 @@ def statement_clause(p: DbSnapshotParameters) -> str:
         return ("The statement did no work of its own: a run without snapshots took the table's writes' time, and the "
                 "copies ran beside those writes instead of in series with the statement's work")
     us = {d: format_number(p.statement_of(d) / 1e3, 1) for d in SNAPSHOT_DEVICES}
-    return ("Before a page's copies the pusher spends the statement's own work on it, a sleep of "
+    return ("Before a page's copies the pusher first spends the statement's own work on it, a sleep of "
             f"{us[RAID5]}\u2009µs per page with the snapshots on the RAID5 and {us[SSD]}\u2009µs on the SSD pair: "
-            f"SQL Server's thread formats each page and pushes its copies in series, and the seed's "
-            f"{format_number(SEED_BASELINE_S, 1)}\u2009s is that work's time (the table's writes to its two data "
+            f"SQL Server's thread formats each page and pushes its copies in series, and we take the seed's "
+            f"{format_number(SEED_BASELINE_S, 1)}\u2009s to be that work's time (the table's writes to its two data "
             "cards take a tenth of it, asynchronously), spread over the table's pages and, on the SSD pair, "
             "scaled by how much slower than one ioDrive module its caps make it (the seed's snapshot card is taken "
             "to write like one, as its 'equivalent in performance' says; no rate of it is published), so that the "
