@@ -230,28 +230,12 @@ def test_one_pusher_copies_one_request_at_a_time(disk_dir):
     extents after two snapshots; the requests' copies never overlap, so their summed time (read, write into each
     snapshot, commit) fits in the burst's wall-clock time, and writers waited for the pusher. Every page is still
     copied into both snapshots exactly once."""
-    import time
     size, extent, nthreads = 4 * MiB, 65536, 8
     model = make_source(disk_dir / "src.img", size)
     with Volume(disk_dir / "src.img", page_size=8192, pushers=1) as vol:
         vol.create_snapshot("s1")
         vol.create_snapshot("s2")
-        per_thread = size // extent // nthreads
-        barrier = threading.Barrier(nthreads)
-
-        def writer(i: int) -> None:
-            vol.conn()                                 # connect before the burst starts
-            barrier.wait()
-            for j in range(per_thread):
-                vol.write(b"w" * extent, (i * per_thread + j) * extent)
-
-        threads = [threading.Thread(target=writer, args=(i,)) for i in range(nthreads)]
-        t0 = time.monotonic()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.monotonic() - t0
+        wall = _burst(vol, size, extent, nthreads)
         k = vol.counters()
         assert k["cow_requests"] == size // extent
         assert k["copied_pages"] == {"s1": size // 8192, "s2": size // 8192}
