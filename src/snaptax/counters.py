@@ -86,6 +86,9 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     CounterSpec(r"engine\.push_wait_s", "counter", "thread-seconds",
                 "copy-on-first-write engine time requests waited for a pusher (pushers > 0: copies made so many at "
                 "a time; summed over request threads)"),
+    CounterSpec(r"engine\.push_peak", "gauge", "requests",
+                "the most requests of the copy-on-first-write engine that held a pusher at once since the volume "
+                "opened (at most pushers)"),
     CounterSpec(r"engine\.statement_s", "counter", "seconds",
                 "copy-on-first-write engine time in the statement's own work, done holding the pusher before each "
                 "write's copies (statement_ns > 0; one pusher: wall time)"),

@@ -241,7 +241,21 @@ def test_one_pusher_copies_one_request_at_a_time(disk_dir):
         assert k["copied_pages"] == {"s1": size // 8192, "s2": size // 8192}
         assert k["copy_read_s"] + k["copy_write_s"] + k["commit_s"] <= wall
         assert k["push_wait_s"] > 0
+        assert k["push_peak"] == 1                              # never two requests copying at once
         assert vol.view("s1") == bytes(model) and vol.view("s2") == bytes(model)
+
+
+@pytest.mark.parametrize("pushers", [0, 2])
+def test_the_pusher_limit_holds_and_is_counted_as_a_high_water_mark(disk_dir, pushers):
+    """push_peak: the most requests that held a pusher at once, at most `pushers` under eight writers' burst
+    (and 0 without pushers: nothing takes one)."""
+    size, extent, nthreads = 2 * MiB, 65536, 8
+    make_source(disk_dir / "src.img", size)
+    with Volume(disk_dir / "src.img", page_size=8192, pushers=pushers) as vol:
+        vol.create_snapshot("s1")
+        _burst(vol, size, extent, nthreads)
+        k = vol.counters()
+        assert (1 <= k["push_peak"] <= pushers) if pushers else k["push_peak"] == 0
 
 
 def _burst(vol, size: int, extent: int, nthreads: int) -> float:
@@ -284,6 +298,7 @@ def test_statement_work_is_serial_with_and_without_copies(disk_dir, snapshots):
         assert planned <= k["statement_s"] < planned * 1.5, k["statement_s"]
         assert k["statement_s"] + k["copy_read_s"] + k["copy_write_s"] + k["commit_s"] <= wall
         assert k["push_wait_s"] > 0
+        assert k["push_peak"] == 1
         assert k["cow_requests"] == (size // extent if snapshots else 0)
         if snapshots:
             assert vol.view("s0") == bytes(model)

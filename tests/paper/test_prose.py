@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from snaptax import derived, studies
+from snaptax import derived, registration, studies
 from snaptax.paper import prose
 from snaptax.record import published_runs
 from snaptax.values import DerivedValues, Value
@@ -42,17 +42,17 @@ def test_every_fact_holds_for_the_newest_quick_runs(monkeypatch):
     assert prose.broken(prose.FACTS, values) == []
 
 
-@pytest.mark.committed
-def test_the_bands_the_prose_reads_are_their_claims_tolerance(monkeypatch):
-    """A sentence read against a claim's band ('within the claim's tolerance') is checked against that claim's own
-    centre and tolerance, as the committed run states them."""
-    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)
-    claims = {}
-    for study in studies.REGISTRY:
-        claims.update({c["id"]: c for c in derived.values_of(published_runs("local", study.id, "quick")[-1]).claims})
-    for (claim_id, around), band in prose.BANDS.items():
-        c = claims[claim_id]
-        assert band == (c[around] - c["tolerance"], c[around] + c["tolerance"]), claim_id
+def test_the_bands_the_prose_reads_are_their_registered_tolerance():
+    """A sentence read against a claim's band ('within the claim's tolerance') is checked against the tolerance the
+    verdicts use and the claims table prints: the registration's, by its one rule."""
+    reg = registration.newest()
+    assert reg is not None
+    for (claim_id, around), (low, high) in prose.BANDS.items():
+        r = reg.get(claim_id)
+        centre = getattr(r, around)
+        assert (low, high) == pytest.approx((centre - r.tolerance, centre + r.tolerance)), claim_id
+    assert prose.READS_DOUBLE_BAND == pytest.approx((1.8, 2.2))       # 2 ± 0.2 (an amplification's smallest effect)
+    assert prose.SEEK_BAND == pytest.approx((95.0, 105.0))
 
 
 def test_a_sentence_set_against_a_seeds_number_reads_it_from_the_claim():

@@ -36,7 +36,8 @@
  *     the source first and look at the bitmap after; a page still unmarked then had not started being
  *     overwritten when the source was read, a marked one is re-read from the store.
  *   - pushers=N (N > 0) lets at most N requests copy at once (a counting lock taken after the page locks, so a
- *     pusher never waits for anything a waiter holds); the time requests wait for one is push_wait_s.
+ *     pusher never waits for anything a waiter holds); the time requests wait for one is push_wait_s, the most
+ *     requests that held one at once push_peak (at most N: what the tests check the limit by).
  *   - statement_ns=T (needs pushers > 0): every write request, with or without copies, first spends T ns per page
  *     holding a pusher (a sleep to an absolute deadline; the time is statement_s): the work of the statement whose
  *     thread pushes the copies, in series with them, while the source writes themselves go on beside it. A
@@ -176,7 +177,8 @@ static int64_t nstripes;
 static struct {
   uint64_t pages_copied, bytes_copied, cow_faults, cow_requests, syncs, bitmap_marks, metadata_ops,
            snap_pages_read, snapshots_created, snapshots_deleted, recovery_punched_pages,
-           source_write_ns, copy_read_ns, copy_write_ns, commit_ns, push_wait_ns, statement_ns;
+           source_write_ns, copy_read_ns, copy_write_ns, commit_ns, push_wait_ns, statement_ns,
+           push_peak;         /* the most requests that held a pusher at once (a high-water mark, not a sum) */
 } ctr;
 #define ADD(field, n) __atomic_fetch_add (&(field), (uint64_t) (n), __ATOMIC_RELAXED)
 #define GET(field) __atomic_load_n (&(field), __ATOMIC_RELAXED)
@@ -850,6 +852,8 @@ push_acquire (void)
     ADD (ctr.push_wait_ns, now_ns () - tw);
   }
   pushing++;
+  if ((uint64_t) pushing > GET (ctr.push_peak))     /* written under push_lock only */
+    __atomic_store_n (&ctr.push_peak, (uint64_t) pushing, __ATOMIC_RELAXED);
   pthread_mutex_unlock (&push_lock);
 }
 
@@ -1557,7 +1561,7 @@ counters_json (struct sbuf *b)
   CI (recovery_punched_pages);
   CT (source_write_ns, "source_write_s"); CT (copy_read_ns, "copy_read_s"); CT (copy_write_ns, "copy_write_s");
   CT (commit_ns, "commit_s"); CT (push_wait_ns, "push_wait_s");
-  CT (statement_ns, "statement_s");
+  CT (statement_ns, "statement_s"); CI (push_peak);
   sb_add (b, "\"page_size\": %" PRIi64 ", \"snapshots\": [", page_size);
   for (int i = 0; i < nsnaps; i++) { if (i) sb_add (b, ", "); sb_str (b, snaps[i]->name); }
   sb_add (b, "], \"copied_pages\": {");

@@ -32,12 +32,14 @@ DURABILITY = ("sync", "none")
 #                  waiting for a pusher (pushers > 0: copies one request at a time, as one statement thread);
 #                  statement_s the statement's own work done holding a pusher (statement_ns > 0; wall time, since
 #                  pushers hold it one at a time when pushers = 1)
+#   push_peak      the most requests that held a pusher at once since the volume opened (a high-water mark: at
+#                  most pushers; 0 without pushers)
 # Per snapshot the plugin also reports times {NAME: {copy_write_s, commit_s}} (SNAPSHOT_TIMES), copied_pages
 # {NAME: n}, the snapshot names, page_size and snapshot_allocated_bytes.
 COUNTERS = ("pages_copied", "bytes_copied", "cow_faults", "cow_requests", "syncs", "bitmap_marks",
             "metadata_ops", "snap_pages_read", "snapshots_created", "snapshots_deleted",
             "recovery_punched_pages", "source_write_s", "copy_read_s", "copy_write_s", "commit_s", "push_wait_s",
-            "statement_s")
+            "statement_s", "push_peak")
 SNAPSHOT_TIMES = ("copy_write_s", "commit_s")
 
 

@@ -36,7 +36,7 @@ with the value the runs before them ran with): the independent replicates of 202
 db_snapshots' and chain_bulk's `replicates` (1: every variant once, on one engine) and memory_dump's
 `extra_replicates` (0); metadata_cache's read job (`read_coverages` none, `read_runtime_s` unused); calibration's
 coverage sweep (`reads_double_sweep` none); tiering's `replicates` (1: one qcow2 timeline per pool, the runs before
-2026-11-29's replicates).
+2026-11-29's replicates) and its `coverage_sweep` (none: the runs before 2026-12-01's sweep on the SAS-only pool).
 """
 from __future__ import annotations
 
@@ -86,8 +86,9 @@ SCALE_FIELDS_ADDED: dict[str, dict[str, Any]] = {
     "db_snapshots": {"replicates": 1},
     "memory_dump": {"extra_replicates": 0},
     "chain_bulk": {"replicates": 1},
-    # the runs before the tiering study's replicates (issue 47.3, 2026-11-29) measured one qcow2 timeline per pool
-    "tiering": {"replicates": 1},
+    # the runs before the tiering study's replicates (issue 47.3, 2026-11-29) measured one qcow2 timeline per pool, and
+    # those before its coverage sweep (issue 46.4, 2026-12-01) none
+    "tiering": {"replicates": 1, "coverage_sweep": []},
     # the runs before the read job measured seed 001's random job only
     "metadata_cache": {"read_coverages": [], "read_runtime_s": 1.0},
     # the runs before seed 000's coverage sweep read the overlay at its one coverage

@@ -7,6 +7,8 @@ their own module (seed001_standins), as they come in a pair."""
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Sequence
 from fractions import Fraction
 
 from .. import operatingpoints
@@ -36,6 +38,22 @@ def esx35_config(preset: Qcow2Config, disk_size: int, coverage: Fraction, preset
                                                                preset.cluster_size))
 
 
+def crossing(coverage: Sequence[float], h: Sequence[float], target: float) -> float:
+    """The coverage at which h, decreasing with the coverage, first falls to `target`: linear interpolation between
+    the two neighbouring coverages that bracket it; -inf when even the least coverage gives less, +inf when even the
+    greatest gives more, nan when h is not finite there. (A quantity that rises with the coverage crosses where its
+    negative crosses the negative target.)"""
+    pts = [(c, v) for c, v in zip(coverage, h, strict=True) if math.isfinite(v)]
+    if not pts:
+        return math.nan
+    if pts[0][1] < target:
+        return -math.inf
+    for (c0, h0), (c1, h1) in zip(pts, pts[1:], strict=False):
+        if h0 >= target > h1:
+            return c0 + (h0 - target) / (h0 - h1) * (c1 - c0)
+    return math.inf
+
+
 def operating_point_values(prefix: str, stand_in: str, preset: Fraction,
                            used: tuple[UsedPoint, ...] | None) -> list[Value]:
     """What a run's analysis quotes of its stand-in's setting: `<prefix>.coverage` (the coverage it measured at),
@@ -50,4 +68,4 @@ def operating_point_values(prefix: str, stand_in: str, preset: Fraction,
     return out
 
 
-__all__ = ["coverage", "esx35_config", "operating_point_values"]
+__all__ = ["coverage", "esx35_config", "crossing", "operating_point_values"]

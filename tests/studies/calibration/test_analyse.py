@@ -215,10 +215,10 @@ def test_one_repeat_gives_the_operating_point_s_estimate_without_an_interval():
 
 def test_the_crossing_of_two_reads_is_interpolated_between_the_coverages_that_bracket_it():
     cov = [1 / 32, 1 / 16, 1 / 8, 1 / 2]
-    assert an.crossing(cov, [2.9, 2.4, 1.9, 1.5]) == pytest.approx(1 / 16 + 0.4 / 0.5 * (1 / 16))
-    assert an.crossing(cov, [1.9, 1.8, 1.7, 1.5]) == -math.inf       # below the sweep: no cache is nearest
-    assert an.crossing(cov, [3.0, 2.9, 2.5, 2.1]) == math.inf        # above it
-    assert math.isnan(an.crossing(cov, [math.nan] * 4))
+    assert an.crossing(cov, [2.9, 2.4, 1.9, 1.5], 2.0) == pytest.approx(1 / 16 + 0.4 / 0.5 * (1 / 16))
+    assert an.crossing(cov, [1.9, 1.8, 1.7, 1.5], 2.0) == -math.inf       # below the sweep: no cache is nearest
+    assert an.crossing(cov, [3.0, 2.9, 2.5, 2.1], 2.0) == math.inf        # above it
+    assert math.isnan(an.crossing(cov, [math.nan] * 4, 2.0))
 
 
 def test_the_sweep_s_point_and_its_interval_come_from_the_estimates_and_their_interval_curves():
@@ -229,7 +229,7 @@ def test_the_sweep_s_point_and_its_interval_come_from_the_estimates_and_their_in
                           "h_low": [2.8, 2.1, 1.8], "h_high": [3.0, 2.3, 1.95]})
     v = {x.key: x for x in an.sweep_values(sweep)}
     p = v["calibration.implied.esx35.coverage"]
-    assert p.value == pytest.approx(an.crossing(list(sweep.realised), list(sweep.h)))
+    assert p.value == pytest.approx(an.crossing(list(sweep.realised), list(sweep.h), 2.0))
     # the upper curve crosses later, between 1/16 and 1/8
     assert p.low < p.value < p.high == pytest.approx(0.0625 + 0.3 / 0.35 * 0.0625)
     # a curve that never falls below 2 in the sweep puts that end at the sweep's top (constrained to 1)

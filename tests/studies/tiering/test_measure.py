@@ -55,7 +55,13 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     assert (record.path.parent.parent.name, record.path.parent.name) == ("local", "tiering")
     m = record.manifest
     thin = {planmod.lvmthin_variant(p): p for p in planmod.POOLS}
-    assert set(m.variants) == {*planmod.POOLS, *thin} and m.emulated
+    sweep = planmod.sweep_variant(0)
+    assert set(m.variants) == {*planmod.POOLS, *thin, sweep} and m.emulated
+    # the coverage sweep: its phases in order, each point's cache set on its own snapshot and committed after
+    assert [x.phase for x in record.measurements if x.variant == sweep] == \
+        ["fill", "initial", "settle-1-1", "with-1-1", "after"]
+    points = [e for e in m.events if e.get("variant") == sweep and e["event"] in ("snapshot", "commit")]
+    assert [e["event"] for e in points] == ["snapshot", "commit"] and points[0]["realised"] == 1.0
     for pool in planmod.POOLS:
         assert [x.phase for x in record.measurements if x.variant == pool and x.phase not in ("learn", "relearn")] \
             == [p for p in planmod.phases_of(pool) if p not in ("learn", "relearn")]
@@ -87,3 +93,7 @@ def test_smoke_run_publishes_an_analysable_run(smoke_run):
     # the guest's I/O reached the pool: every run after the fill has host I/O between its start and end
     assert thin_rows[thin_rows.phase != "fill"].ssd_share.notna().all()
     assert {"tiering.tier_pool.lvmthin.with.ratio", "tiering.sas_pool.lvmthin.after.ratio"} <= {v.key for v in a.values}
+    # the sweep is read apart from the timelines: its one coverage's keep and a point, no row of the phases table
+    assert list(a.sweep.label) == ["1-1"] and {"tiering.sweep.keep.1-1", "tiering.implied.coverage"} <= {
+        v.key for v in a.values}
+    assert sweep not in set(a.phases.pool)

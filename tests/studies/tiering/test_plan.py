@@ -1,6 +1,7 @@
 """The tiering plan: the seed's IOmeter pattern, a disk scaled from the seed's, phases that fit between two tiering
 cycles of the rig's tier_pool, and scales that refuse what cannot be measured."""
 import dataclasses
+from fractions import Fraction
 
 import pytest
 
@@ -264,3 +265,56 @@ def test_every_committed_run_s_parameters_load_with_what_older_runs_ran_with(mon
     newest = runs[max(runs)]
     assert all(r.scale.span_model_ios > 0 for r in runs.values())
     assert newest.scale.span_model_ios == planmod.scale(profiles.get("quick")).span_model_ios
+
+
+def test_the_coverage_sweep_spans_qemus_least_cache_to_every_table_in_whole_slices_at_full_only():
+    full = planmod.scale(profiles.get("full"))
+    assert full.coverage_sweep == planmod.SWEEP_COVERAGES and not planmod.scale(profiles.get("quick")).coverage_sweep
+    realised = [planmod.realised_coverage(c, full.disk_bytes) for c in full.coverage_sweep]
+    assert realised == list(full.coverage_sweep)          # each a whole number of the disk's 4 KiB slices
+    assert realised[0] == Fraction(2, 24) and realised[-1] == 1      # QEMU's two slices of 24, and every table
+    # the seed system's bound lies inside the sweep
+    assert any(c <= planmod.HEAP_BOUND < d for c, d in zip(realised, realised[1:], strict=False))
+
+
+def test_the_sweep_names_its_phases_and_variants_and_reads_them_back():
+    assert planmod.sweep_variant(0) == "sas_pool.sweep" and planmod.sweep_variant(2) == "sas_pool.sweep@r2"
+    assert planmod.engine_of("sas_pool.sweep@r2") == planmod.SWEEP and planmod.pool_of("sas_pool.sweep") == "sas_pool"
+    assert planmod.sweep_phase("with", Fraction(1, 12)) == "with-1-12"
+    assert planmod.sweep_coverage("with-1-12") == ("with", Fraction(1, 12))
+    assert planmod.sweep_coverage("settle-1-1") == ("settle", Fraction(1))
+    assert all(planmod.sweep_coverage(p) is None for p in ("with", "initial", "with-x-2", "after-1-2", "with-1-0"))
+
+
+def test_the_sweep_goes_up_in_even_replicates_and_down_in_odd_ones():
+    s = planmod.scale(profiles.get("full"))
+    assert planmod.sweep_order(s, 0) == s.coverage_sweep
+    assert planmod.sweep_order(s, 1) == tuple(reversed(s.coverage_sweep))
+    assert planmod.sweep_order(s, 2) == s.coverage_sweep
+
+
+@pytest.mark.parametrize("sweep", [(Fraction(1, 2), Fraction(1, 4)), (Fraction(0),), (Fraction(3, 2),),
+                                   (Fraction(1, 2), Fraction(1, 2))])
+def test_a_sweep_out_of_order_or_range_is_refused(sweep):
+    with pytest.raises(ConfigError, match="coverage_sweep"):
+        dataclasses.replace(planmod.scale(profiles.get("full")), coverage_sweep=sweep)
+
+
+def test_the_sweep_adds_its_runs_and_time_to_the_plan():
+    s = planmod.scale(profiles.get("full"))
+    without = dataclasses.replace(s, coverage_sweep=())
+    per = 10 + 2 * s.phase_s * s.untiered_factor + len(s.coverage_sweep) * (
+        (s.settle_s + s.with_s) * s.untiered_factor + planmod.SWEEP_POINT_OVERHEAD_S)
+    assert planmod.estimated_seconds(s) - planmod.estimated_seconds(without) == pytest.approx(per * s.replicates)
+    assert planmod.planned_points(s) - planmod.planned_points(without) == (3 + 2 * 5) * s.replicates
+
+
+def test_the_redo_log_caches_the_stand_ins_coverage_and_the_preset_every_table():
+    s = planmod.scale(profiles.get("quick"))
+    preset = planmod.qcow2_config(s)
+    assert preset.name == "in-memory-metadata" and preset.l2_cache_size >= preset.l2_bytes_for(s.disk_bytes)
+    at = planmod.qcow2_config(s, Fraction(1, 6))
+    assert at.name == "v7000-redo-log" and at.l2_cache_size == preset.l2_bytes_for(s.disk_bytes) // 6
+    assert (at.cluster_size, at.extended_l2) == (preset.cluster_size, preset.extended_l2)
+    params = planmod.parameters(s, {p: p for p in planmod.POOLS}, lvmthin=True, coverage=Fraction(1, 6))
+    assert params.qcow2 == "v7000-redo-log" and params.operating_points == ()

@@ -3,12 +3,15 @@ analysis tests work on synthetic tables (test_analyse._seconds, _sas_lvmthin); t
 steps analyse() chains (phases_table, fit_model, at_tier_speed, what_if_table, what_if_curves) on such tables: the
 SAS pool loses half with the snapshot, the tiered pool follows the misplacement model with τ_ssd = 100 µs and
 τ_hdd = 1000 µs, its SSD-served share falling from 1 to 0.1 with the snapshot."""
+from fractions import Fraction
+
 import pandas as pd
 import pytest
 
 from snaptax.models import tiering as tm
-from snaptax.studies.tiering import analyse as an, misplacement, present, tables
+from snaptax.studies.tiering import analyse as an, coverage, misplacement, present, tables
 from tests.studies.tiering.test_analyse import _sas_lvmthin, _seconds
+from tests.studies.tiering.test_coverage import _sweep
 
 TAU_SSD, TAU_HDD, TAU_SSD_TIER = 100.0, 1000.0, 20.0
 SHARES = {"initial": 1.0, "with": 0.1, "delete": 0.1, "after": 0.2}
@@ -83,3 +86,12 @@ def test_the_engines_table_puts_both_engines_per_pool_and_phase():
     assert tier.at_tier_speed_pct["initial"] == 100.0
     assert tier.at_tier_speed_pct["with"] == pytest.approx(100 * TAU_SSD_TIER / (0.1 * TAU_SSD_TIER + 0.9 * TAU_HDD))
     assert t[t.pool == "sas_pool"].at_tier_speed_pct.isna().all()
+
+
+def test_the_sweep_chart_draws_keep_against_the_cached_share_and_is_empty_without_a_sweep():
+    seconds, meas = _sweep({Fraction(1, 12): [8.0, 9.0, 7.0], Fraction(1): [90.0, 91.0, 89.0]})
+    a = an.TieringAnalysis(None, sweep=coverage.sweep_summary(coverage.sweep_table(seconds, meas, 384 << 20)))
+    spec = present.sweep_chart(a).to_dict()
+    rows = next(rows for rows in spec["datasets"].values() if rows and "keep_low" in rows[0])
+    assert [round(r["pct"], 2) for r in rows] == [8.33, 100.0] and all("estimate" not in r for r in rows)
+    assert present.sweep_chart(an.TieringAnalysis(None)).to_dict()["layer"]

@@ -8,7 +8,6 @@ is today, so an old run is analysed with the profiles it was measured with.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -24,6 +23,7 @@ from ...spindle.profiles import DeviceSpec, DiskSpec, DriveProfile, spec_from_js
 from ...stats import Interval, geometric_mean_interval, mean_interval, paired_ratio_interval
 from ...values import Value
 from .. import standin_settings
+from ..standin_settings import crossing
 from . import plan as planmod
 from .plan import READS_DOUBLE, STUDY, ZERO, CalibrationParameters
 
@@ -229,21 +229,6 @@ def sweep_table(record: RunRecord) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["coverage", "realised", "label", "n", "h", "h_low", "h_high"])
 
 
-def crossing(coverage: Sequence[float], h: Sequence[float], target: float = 2.0) -> float:
-    """The coverage at which h, decreasing with the coverage, first falls to `target`: linear interpolation between
-    the two neighbouring coverages that bracket it; -inf when even the least coverage gives less, +inf when even the
-    greatest gives more, nan when h is not finite there."""
-    pts = [(c, v) for c, v in zip(coverage, h, strict=True) if math.isfinite(v)]
-    if not pts:
-        return math.nan
-    if pts[0][1] < target:
-        return -math.inf
-    for (c0, h0), (c1, h1) in zip(pts, pts[1:], strict=False):
-        if h0 >= target > h1:
-            return c0 + (h0 - target) / (h0 - h1) * (c1 - c0)
-    return math.inf
-
-
 def _interval(t: pd.DataFrame, phase: str, column: str) -> Interval:
     """Over the repeats of `phase`: IOPS (strictly positive) as a geometric mean with its log-t interval; host reads
     per VM read, a count per I/O that can be 0 (reads the host never saw), as an arithmetic mean with its t
@@ -360,7 +345,7 @@ def sweep_values(sweep: pd.DataFrame) -> list[Value]:
                 Value(f"{k}.sweep.{end}.host_reads_per_vm_read", float(r.h), "×", float(r.h_low), float(r.h_high),
                       int(r.n), 2)]
     cov = list(sweep.realised)
-    est, lo, hi = (crossing(cov, list(sweep[col])) for col in ("h", "h_low", "h_high"))
+    est, lo, hi = (crossing(cov, list(sweep[col]), SEED000_READS_PER_READ) for col in ("h", "h_low", "h_high"))
     clip = [min(max(x, 0.0), 1.0) if not math.isnan(x) else math.nan for x in (est, lo, hi)]
     out += [Value(f"{k}.implied.esx35.coverage", clip[0], "", clip[1], clip[2], int(sweep.n.min()), 3,
                   method="where the sweep's host reads per VM read cross 2 (linear between neighbours)"),

@@ -47,6 +47,7 @@ from .plan import (
     STUDY,
     DbSnapshotParameters,
 )
+from .statement import ALT_MODULE_WRITE_MB_S, shifted_runs, statement_clause, statement_values, write_alone_clause
 
 CITE = "kehayias"
 WHERE = "Figure 1 and its text"
@@ -516,52 +517,19 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
     out += statement_values(runs, p)
     alone = next(v for v in out if v.key == f"{k}.{SSD}.k1.copy_write_alone_share")
     out.append(Value(f"{k}.write_alone_clause", text=write_alone_clause(alone)))
-    return out
+    return out + sensitivity_values(runs, p)
 
 
-def statement_values(runs: pd.DataFrame, p: DbSnapshotParameters) -> list[Value]:
-    """The statement's own work: per page (µs) and as the time scale it stands at, per device, and its share of a
-    run without snapshots (statement_s over the duration, mean over those runs: near 100 % the baseline is the
-    statement's, as in the seed; nan for runs before the statement's work), with the set-up's sentence."""
-    out = []
-    for device in SNAPSHOT_DEVICES:
-        ns = p.statement_of(device)
-        out.append(Value(f"{STUDY}.{device}.statement_us_per_page", ns / 1e3 if ns else math.nan, "µs", digits=1))
-        out.append(Value(f"{STUDY}.{device}.time_scale", ns / 1e9 / STATEMENT_S_PER_PAGE if ns else math.nan, "",
-                         digits=1))
-        k0 = runs[(runs.device == device) & (runs.k == 0)] if not runs.empty else runs
-        share = (100 * float(k0.statement_s.mean() / k0.duration_s.mean())
-                 if ns and len(k0) and k0.statement_s.notna().all() else math.nan)
-        out.append(Value(f"{STUDY}.{device}.k0.statement_share", share, "%", digits=0))
-    out.append(Value(f"{STUDY}.statement_clause", text=statement_clause(p)))
-    return out
-
-
-def statement_clause(p: DbSnapshotParameters) -> str:
-    """The statement's own work, for the set-up's sentence after the pusher's."""
-    if not p.statement_ns:
-        return ("The statement did no work of its own: a run without snapshots took the table's writes' time, and the "
-                "copies ran beside those writes instead of in series with the statement's work")
-    us = {d: format_number(p.statement_of(d) / 1e3, 1) for d in SNAPSHOT_DEVICES}
-    return ("Before a page's copies the pusher first spends the statement's own work on it, a sleep of "
-            f"{us[RAID5]}\u2009µs per page with the snapshots on the RAID5 and {us[SSD]}\u2009µs on the SSD pair: "
-            f"SQL Server's thread formats each page and pushes its copies in series, and we take the seed's "
-            f"{format_number(SEED_BASELINE_S, 1)}\u2009s to be that work's time (the table's writes to its two data "
-            "cards take a tenth of it, asynchronously), spread over the table's pages and, on the SSD pair, "
-            "scaled by how much slower than one ioDrive module its caps make it (the seed's snapshot card is taken "
-            "to write like one, as its 'equivalent in performance' says; no rate of it is published), so that the "
-            "copies meet the statement's work in the seed's proportion")
-
-
-def write_alone_clause(alone: Value) -> str:
-    """What the SSD's copy write alone (without its commit; not judged) says about C004-4's verdict, which counts
-    the commit with the write as declared: the sentence follows the value's interval against half."""
-    side = alone.side_of(50)
-    if side.startswith("lies below"):
-        return "on the SSD the verdict rests on counting the commit with the write, as declared"
-    if side.startswith("lies above"):
-        return "on the SSD the copy's write alone is more than half as well, so the verdict does not rest on the commit"
-    return "on the SSD the copy's write alone may be more or less than half"
+def sensitivity_values(runs: pd.DataFrame, p: DbSnapshotParameters) -> list[Value]:
+    """The ratios the claims judge had the time scale assumed a module writing at ALT_MODULE_WRITE_MB_S
+    (statement.shifted_runs), over the replicates as the measured ones (`sensitivity.*`); nan without the statement's
+    work (a run before it, or `runs` without statement_s)."""
+    k = f"{STUDY}.sensitivity"
+    shifted = shifted_runs(runs, p) if p.statement_ns and "statement_s" in runs.columns else runs.iloc[0:0]
+    est = replicate_estimates(shifted) if len(shifted) and shifted.duration_s.notna().all() else {}
+    keys = [f"{SSD}.k1.ratio", f"{SSD}.k2.ratio", f"{SSD}.second_over_first", "raid5_over_ssd.k2"]
+    return [Value(f"{k}.module_write_mb_s", ALT_MODULE_WRITE_MB_S, "MB/s")] + [
+        Value.of_estimate(f"{k}.{n}", est[n], "%") if n in est else Value(f"{k}.{n}", math.nan, "%") for n in keys]
 
 
 def analyse(record: RunRecord) -> DbSnapshotAnalysis:
@@ -593,7 +561,7 @@ def analyse(record: RunRecord) -> DbSnapshotAnalysis:
     return DbSnapshotAnalysis(record, values, outcomes, runs, summary, fits, model, heldout)
 
 
-__all__ = ["added_column", "statement_values", "statement_clause",
+__all__ = ["added_column", "statement_values", "statement_clause", "sensitivity_values",
            "DbSnapshotAnalysis", "analyse", "runs_table", "summary_table", "fit_models", "model_table",
            "ratio_to_baseline", "second_over_first", "device_over_device", "replicate_estimates", "claims",
            "source_throttle", "cap_values", "source_clause", "snapshot_ssd_clause", "ssd_difference_clause",

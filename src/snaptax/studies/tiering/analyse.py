@@ -19,8 +19,9 @@ cycles that ended inside steady phases are checked over every replicate. The LVM
 
 Modules. tables.py reads the run into tables (per fio run, per second, per phase); misplacement.py fits the
 misplacement model and computes its predictions and what-ifs; lvmthin.py gives the LVM thin contrast's values and
-its models of the loss after lvremove; replicates.py the claims' values over replicates; this module puts them
-together into the values and the claims' verdicts.
+its models of the loss after lvremove; replicates.py the claims' values over replicates; coverage.py the SAS-only
+pool's coverage sweep and the stand-in's operating point read off it; this module puts them together into the
+values and the claims' verdicts.
 """
 from __future__ import annotations
 
@@ -36,13 +37,18 @@ from ...record import Manifest, RunRecord
 from ...spindle.profiles import DeviceSpec, Raid5Spec, TierSpec, spec_from_json
 from ...stats import Interval, ratio_of_ratios_interval
 from ...values import Value, heldout_values
+from .. import standin_settings
+from .coverage import sweep_summary, sweep_table, sweep_values
 from .heldout import heldout_test
 from .lvmthin import lvmthin_values
 from .misplacement import at_tier_speed, fit_model, model_time_per_io, what_if_curves, what_if_table
 from .plan import (
     LVM_THIN,
     POOLS,
+    PRESET_COVERAGE,
+    STAND_IN,
     STUDY,
+    SWEEP,
     TIERED,
     TieringParameters,
     engine_of,
@@ -91,6 +97,7 @@ class TieringAnalysis(Analysis):
     what_if_curves: pd.DataFrame = field(default_factory=pd.DataFrame)     # what_if_curves()
     heldout: ho.HeldOut | None = None                                        # the misplacement model's (heldout.py)
     replicates: pd.DataFrame = field(default_factory=pd.DataFrame)   # per qcow2 replicate and phase (replicates.py)
+    sweep: pd.DataFrame = field(default_factory=pd.DataFrame)        # per realised coverage (coverage.py)
 
 
 INITIAL_BASIS = ("a judgment: two table values of one run each; ±10 % of the published ratio (the registration's rule "
@@ -198,7 +205,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
     out = [Value(f"{k}.disk_mib", float(s.disk_bytes) / (1 << 20), "MiB"),
            # how many of the emulator's flagged measurements are in a phase a claim's ratio reads, and which those are
            Value(f"{k}.flagged_in_ratio_phases",
-                 float(sum(1 for x in record.measurements if x.flagged and x.phase in read_phases)), "measurements"),
+                 float(sum(1 for x in record.measurements if x.flagged and x.phase in read_phases
+                           and engine_of(x.variant) != SWEEP)), "measurements"),
            Value(f"{k}.ratio_phases", text=", ".join(read_phases)),
            Value(f"{k}.iodepth", float(params.iodepth), ""),
            Value(f"{k}.phase_s", float(s.phase_s), "s"), Value(f"{k}.with_s", float(s.with_s), "s"),
@@ -350,13 +358,18 @@ def analyse(record: RunRecord) -> TieringAnalysis:
                               params.scale.span_model_ios)
     chunks = {variant_chunk_size(record, v) for v in layout}
     values.append(Value(f"{STUDY}.{LVM_THIN}.chunk_kib", chunks.pop() / 1024 if len(chunks) == 1 else math.nan, "KiB"))
+    # the stand-in's setting the timelines measured at, and the sweep that infers it (coverage.py)
+    values += standin_settings.operating_point_values(f"{STUDY}.stand_in", STAND_IN, PRESET_COVERAGE,
+                                                      params.operating_points)
+    sweep = sweep_summary(sweep_table(seconds, meas, params.scale.disk_bytes, record.manifest.events))
+    values += sweep_values(sweep, meas)
     test = heldout_test(phases, lambda pool, phase: phase_samples(seconds, meas, pool, phase), HELDOUT_ENGINES)
     values += heldout_values(f"{STUDY}.misplacement.heldout", test)
     by_key = {v.key: v for v in values}
     outcomes = [outcome(c, by_key) for c in _claims(set(meas.pool))]
     curves = what_if_curves(fit, model_us.get(TIERED, {}).get("ssd_us_per_io", fit.tau_ssd_us if fit else math.nan))
     return TieringAnalysis(record, values, outcomes, meas, seconds, phases, events, fit, what_if, model_us, speed,
-                           curves, test, reps)
+                           curves, test, reps, sweep)
 
 
 __all__ = ["TieringAnalysis", "analyse", "pool_specs", "pool_values", "read_fraction"]

@@ -9,6 +9,9 @@ measured again with a fresh engine (snaptax.timeline.attempt; studies.lifecycle.
 Learning is ended by the pool's own counters, never by a
 fixed wait: the study cannot know when the emulated (or a real) Easy Tier plans, only see that it did.
 
+Each replicate with a coverage sweep (plan: scale.coverage_sweep) also measures it on the SAS-only pool, on a fresh
+engine caching every table until each point's cache is set (sweep_timeline), after the replicates' timelines.
+
 Then, where the rig lists the lvmthin engine, each pool's LVM thin timeline (plan.lvmthin_plan) as one script in
 the TCG guest (or natively), a fresh pool under it: the same host sampler runs beside the guest, and the guest's step
 lines, stamped on the host's clock, put each fio run on the timeline (engines.lvmthin, clock_t0). The guest asks the
@@ -31,6 +34,7 @@ from ...spindle.predict import Region, closed_loop, closed_loop_mix
 from ...spindle.profiles import DeviceSpec, TierSpec, to_json as spec_to_json
 from ...spindle.rigfiles import parse_device
 from ...timeline import HostSampler, Timeline, attempt, job_text
+from .. import standin_settings
 from ..contract import Setup, whole_study
 from . import plan as planmod
 
@@ -200,6 +204,35 @@ def timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringSc
     sampler.write(host_series_path(session))
 
 
+def sweep_timeline(session: RunSession, engine: Qcow2ChainEngine, s: planmod.TieringScale, replicate: int = 0) \
+        -> None:
+    """One coverage sweep on the SAS-only pool (plan's docstring): fill, initial, then per coverage (sweep_order) a
+    snapshot, its cache set to the coverage, settle, with and the commit without load; then after. The pool's
+    counters are sampled as in a timeline."""
+    tl = Timeline[Qcow2ChainEngine](session, engine, session.variant)
+    pool = planmod.SWEEP_POOL
+
+    def steady(phase: str, seconds: float) -> None:
+        # offsets of its own (plan.phase_seed of 'sweep-<phase>'): not those of the replicate's timeline phases
+        job = planmod.workload(s, s.phase_length(pool, seconds), f"{planmod.SWEEP}-{phase}", replicate=replicate)
+        tl.run(job_text(job), job, phase)
+
+    with HostSampler(engine._host_counters, tl.t0, sampled_keys(engine.counters())) as sampler:
+        fill = planmod.fill_job(s)
+        tl.run(job_text(fill), fill, "fill")
+        steady("initial", s.phase_s)
+        for c in planmod.sweep_order(s, replicate):
+            name = engine.take_snapshot()
+            tl.event("snapshot", name=name, coverage=str(c), **engine.set_cache(c))
+            steady(planmod.sweep_phase("settle", c), s.settle_s)
+            steady(planmod.sweep_phase("with", c), s.with_s)
+            t = tl.now()
+            engine.delete_snapshot("newest")
+            tl.event("commit", coverage=str(c), seconds=tl.now() - t)
+        steady("after", s.phase_s)
+    sampler.write(host_series_path(session))
+
+
 def host_series_path(session: RunSession):
     return session.variant_dir() / "host_series.csv"
 
@@ -262,7 +295,9 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: st
     whole_study("tiering", part)
     devices = pool_devices(rig)
     s = planmod.scale(profile)
-    cfg = planmod.qcow2_config(s)
+    # the stand-in's operating point on this rig, or the preset (standin_settings)
+    coverage, used = standin_settings.coverage(rig.name, planmod.STAND_IN, s.disk_bytes, planmod.PRESET_COVERAGE)
+    cfg = planmod.qcow2_config(s, coverage)
     lvmthin = planmod.LVM_THIN in rig.engines
 
     def measure(session: RunSession) -> None:
@@ -279,18 +314,28 @@ def setup(rig: rigmod.Rig, profile: Profile, device: str | None = None, part: st
             attempt(session, name, functools.partial(timeline, s=s, pool=pool, replicate=replicate),
                     functools.partial(Qcow2ChainEngine, rig, dev, cfg, s.disk_bytes, commit_timeout_s=COMMIT_TIMEOUT_S),
                     {**study[pool], "replicate": replicate})
+        # the coverage sweeps: every table cached until each point sets its cache
+        sweep_dev = devices[planmod.SWEEP_POOL]
+        for replicate in range(s.replicates) if s.coverage_sweep else ():
+            attempt(session, planmod.sweep_variant(replicate),
+                    functools.partial(sweep_timeline, s=s, replicate=replicate),
+                    functools.partial(Qcow2ChainEngine, rig, sweep_dev, planmod.qcow2_config(s), s.disk_bytes,
+                                      commit_timeout_s=COMMIT_TIMEOUT_S),
+                    {**study[planmod.SWEEP_POOL], "replicate": replicate,
+                     "coverages": [str(c) for c in planmod.sweep_order(s, replicate)]})
         if lvmthin:      # the contrast: once per pool, after every qcow2 replicate
             for pool, dev in devices.items():
                 plan = planmod.lvmthin_plan(s, pool)
                 execute_variant(rig, dev, planmod.lvmthin_config(), s.disk_bytes, planmod.lvmthin_variant(pool),
                                 plan, session, {"study": {**study[pool], "span_model": span[pool]}},
                                 functools.partial(lvmthin_timeline, session=session, plan=plan, s=s))
-    return Setup(planmod.parameters(s, {p: d.name for p, d in devices.items()}, lvmthin),
+    return Setup(planmod.parameters(s, {p: d.name for p, d in devices.items()}, lvmthin, coverage,
+                                    (used,) if used else ()),
                  tuple(d.name for d in devices.values()), planmod.planned_points(s, lvmthin),
                  planmod.planned_seconds(profile, lvmthin), measure)
 
 
 __all__ = ["HOST_KEYS", "LATENESS_KEYS", "sampled_keys", "pool_devices",
            "pool_spec", "emulated_time_per_io", "span_model", "ssd_share", "LearningVerdict", "learning_verdict",
-           "wait_until_learned", "timeline",
+           "wait_until_learned", "timeline", "sweep_timeline",
            "LearningGate", "lvmthin_timeline", "host_series_path", "setup"]

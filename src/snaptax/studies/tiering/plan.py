@@ -39,6 +39,16 @@ first keeps the pool's name, so a run of one replicate reads as runs always did)
 per replicate and their intervals taken over the replicates (analyse, replicates.py); smoke and quick run one
 (their claims are not judged, n < 3), full three. The order is replicate-major (qcow2_variants).
 
+The stand-in's operating point (issue 46.4). The redo log's metadata cost is set by how much of its L2 tables the
+cache holds (standins.vmfs5_redolog_v7000): the qcow2 timelines measure at the coverage inferred on the rig
+(rigs/operating-points/<rig>.yaml), or, where none is, at the preset of the runs before it (every table cached,
+PRESET_COVERAGE). Where the scale has a `coverage_sweep`, each replicate also measures a sweep on the SAS-only pool
+(`sas_pool.sweep`, `sas_pool.sweep@r1`, ...), which the analysis reads the point off: fill, initial, then per
+coverage a fresh snapshot, its cache set to the coverage (QMP blockdev-reopen), settle and with as in the timeline,
+and its consolidation without load; then after. The coverages go up in even replicates and down in odd ones, so an
+order effect (the base's layout after each commit, drift) falls on both ends alike. C002-1a's 12.2 % calibrates the
+point and is then not judged (snaptax.judged).
+
 LVM thin (array-native), for contrast, on each pool after the qcow2 timeline: a thin volume of the same size in a
 thin pool (64 KiB chunks, snapshots of the origin, fio on the origin), in the TCG guest where the kernel has no
 device-mapper. A snapshot makes every write to a shared chunk allocate a new pool chunk: further into the pool's LBA
@@ -51,15 +61,19 @@ and the analysis judges from the host's counters, cut at the guest's steps, whet
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import zlib
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ... import profiles
 from ...engines.lvmthin.config import LvmThinConfig
-from ...engines.qcow2 import Qcow2Config, metadata_configs
+from ...engines.qcow2 import Qcow2Config, l2_cache_size_for, metadata_configs, nearest_coverage
 from ...errors import ConfigError
 from ...fio import FioJob, format_size
+from ...operatingpoints import UsedPoint
 from ...plan import DeleteSnapshot, Measure, Plan, Step, TakeSnapshot, disk_needs, replicate_name, split_replicate
 from ...studyparams import StudyParameters
 
@@ -82,6 +96,19 @@ SEED_DISK_BYTES = 100e9                    # the seed's VM disk
 SEED_POOL_BYTES = 4.2e12                   # the V7000's usable capacity the emulated pools scale (16 GiB)
 PHASES = ("fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned")
 LVM_THIN = "lvmthin"
+# Seed 002's redo-log stand-in (standins.vmfs5_redolog_v7000) and the coverage its timelines measure at where no
+# operating point is inferred on the rig: every L2 table cached (the runs before the sweep).
+STAND_IN = "vmfs5_redolog_v7000"
+PRESET_COVERAGE = Fraction(1)
+SWEEP = "sweep"                            # the sweep's engine mark in its variant names (sas_pool.sweep@r1)
+SWEEP_POOL = "sas_pool"
+# The sweep's coverages, fixed before any sweep was measured: from QEMU's least cache (two 4 KiB slices of the
+# 384 MiB disk's 96 KiB of tables, 1/12) through the seed system's bound (a host's metadata heap holds at most
+# 24 % of a full 100 GB vmfsSparse delta's grain tables: standins) to every table (the preset, 1). They are whole
+# slices of that disk (2, 4, 6, 12 and 24 of 24).
+SWEEP_COVERAGES = (Fraction(1, 12), Fraction(1, 6), Fraction(1, 4), Fraction(1, 2), Fraction(1))
+HEAP_BOUND = 192 / 800         # standins.vmfs5_redolog_v7000's bound: 192 MiB of heap over 800 MiB of grain tables
+SEED_SAS_KEEP_PCT = 100 * 300 / 2450       # C002-1a: 300 of 2450 IO/s with the snapshot on the SAS-only pool
 
 
 @dataclass(frozen=True)
@@ -95,7 +122,8 @@ class TieringScale:
     SSD-served share of I/O that counts as learned; untiered_factor: how much longer the runs are on the pool
     without tiering (phase_length); span_model_ios: requests per closed loop of the untiered pool's span model
     (measure.span_model: 25 loops, about 60 µs of CPU per request); replicates: independent qcow2 timelines per
-    pool (issue 47.3: a fresh pool, engine and fio processes each; the LVM thin contrast runs once)."""
+    pool (issue 47.3: a fresh pool, engine and fio processes each; the LVM thin contrast runs once);
+    coverage_sweep: the L2-cache coverages of the SAS-only pool's sweep, once per replicate (none: no sweep)."""
 
     disk_bytes: int
     phase_s: float
@@ -110,6 +138,7 @@ class TieringScale:
     guest_segment_s: float = 10.0
     span_model_ios: int = 6000
     replicates: int = 1     # runs recorded before replicates existed (2026-11-29) had one (record.upgrade)
+    coverage_sweep: tuple[Fraction, ...] = ()      # runs before the sweep (2026-12-01) had none
 
     def __post_init__(self) -> None:
         src = "tiering scale"
@@ -130,6 +159,9 @@ class TieringScale:
             raise ConfigError(src, "replicates", f"must be a whole number >= 1, got {self.replicates}")
         if not self.untiered_factor >= 1:
             raise ConfigError(src, "untiered_factor", f"must be ≥ 1, got {self.untiered_factor}")
+        if any(not 0 < c <= 1 for c in self.coverage_sweep) or \
+                sorted(set(self.coverage_sweep)) != list(self.coverage_sweep):
+            raise ConfigError(src, "coverage_sweep", "must be distinct ascending fractions in (0, 1]")
 
     def phase_length(self, pool: str, seconds: float) -> float:
         """A run's length on `pool`: a pool without tiering has no cycle to fit its phases into, so they run
@@ -146,7 +178,9 @@ SCALES: dict[str, TieringScale] = {
     # smoke: every phase once, short; the pool does not get to learn (no cycle ends): numbers are not meaningful;
     # the span model with a tenth of the requests (1 s of CPU, not 9); one replicate
     "smoke": TieringScale(32 * MiB, phase_s=2, settle_s=2, with_s=2, delete_window_s=4, learn_segment_s=2,
-                          learn_limit_s=2, relearn_limit_s=2, untiered_factor=1.0, span_model_ios=600, replicates=1),
+                          learn_limit_s=2, relearn_limit_s=2, untiered_factor=1.0, span_model_ios=600, replicates=1,
+                          # the sweep's steps once (the 32 MiB disk's tables are QEMU's least cache: one coverage)
+                          coverage_sweep=(Fraction(1),)),
     # quick: the seed's disk scaled; learning takes one 120 s cycle; initial ... after take 95 s of the ~110 s
     # left in the next cycle; sas_pool's runs twice as long (its claims' intervals were about ±6 pp with 3-s
     # batches of 20 s, against ±5 pp tolerances). The LVM thin guest learns in 10-s runs the host ends from the
@@ -154,9 +188,10 @@ SCALES: dict[str, TieringScale] = {
     # quick's whole-suite budget (90 min) is nearly used, so its claims stay not judged (n < 3).
     "quick": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
                           learn_limit_s=200, relearn_limit_s=150, replicates=1),
-    # full: three independent qcow2 timelines per pool, the least that is judged (science plan §5)
+    # full: three independent qcow2 timelines per pool, the least that is judged (science plan §5); the coverage
+    # sweep in each replicate (quick has none: its whole-suite budget of 90 minutes is used)
     "full": TieringScale(384 * MiB, phase_s=15, settle_s=10, with_s=20, delete_window_s=35, learn_segment_s=5,
-                         learn_limit_s=260, relearn_limit_s=260, replicates=3),
+                         learn_limit_s=260, relearn_limit_s=260, replicates=3, coverage_sweep=SWEEP_COVERAGES),
 }
 
 
@@ -228,10 +263,53 @@ def scale(profile: profiles.Profile) -> TieringScale:
     return profiles.study_scale(SCALES, profile, STUDY, "tiering scale")
 
 
-def qcow2_config(s: TieringScale) -> Qcow2Config:
-    """The delta: qcow2 with its L2 tables cached (engines.qcow2's `in-memory-metadata` preset), so what changes
-    with the snapshot is where the data lands, not metadata reads."""
-    return metadata_configs(s.disk_bytes)[1]
+def qcow2_config(s: TieringScale, coverage: Fraction = PRESET_COVERAGE) -> Qcow2Config:
+    """The delta: qcow2 with 64 KiB clusters and extended L2 (engines.qcow2's `in-memory-metadata` preset: a 32 KiB
+    first write copies nothing, as vmfsSparse's 512-byte grains) with an L2 cache holding `coverage` of its tables:
+    the stand-in's operating point (standin_settings.coverage), so a lookup reads the block map from the pool with
+    probability 1 − coverage. At the preset (every table cached) it is that preset, as the runs before the point
+    were."""
+    preset = metadata_configs(s.disk_bytes)[1]
+    if coverage == PRESET_COVERAGE:
+        return preset
+    return dataclasses.replace(preset, name="v7000-redo-log", analogue="vmfsSparse redo log (vSphere 5.5)",
+                               l2_cache_size=l2_cache_size_for(preset.l2_bytes_for(s.disk_bytes), coverage,
+                                                               preset.cluster_size))
+
+
+def sweep_variant(replicate: int) -> str:
+    """The coverage sweep's recorded variant in `replicate` (`sas_pool.sweep`, `sas_pool.sweep@r1`, ...)."""
+    return replicate_name(f"{SWEEP_POOL}.{SWEEP}", replicate)
+
+
+def sweep_label(c: Fraction) -> str:
+    """A coverage in a phase name or value key: '1-12'."""
+    return f"{c.numerator}-{c.denominator}"
+
+
+def sweep_phase(phase: str, c: Fraction) -> str:
+    """The sweep's `phase` ('settle' or 'with') at coverage c: 'with-1-12'."""
+    return f"{phase}-{sweep_label(c)}"
+
+
+def sweep_coverage(phase: str) -> tuple[str, Fraction] | None:
+    """sweep_phase's inverse: ('with', 1/12) for 'with-1-12'; None for any other phase."""
+    base, _, label = phase.partition("-")
+    num, _, den = label.partition("-")
+    if base not in ("settle", "with") or not (num.isdigit() and den.isdigit()) or int(den) == 0:
+        return None
+    return base, Fraction(int(num), int(den))
+
+
+def sweep_order(s: TieringScale, replicate: int) -> tuple[Fraction, ...]:
+    """The sweep's coverages in the order `replicate` measures them: up in even replicates, down in odd ones."""
+    return s.coverage_sweep if replicate % 2 == 0 else tuple(reversed(s.coverage_sweep))
+
+
+def realised_coverage(c: Fraction, disk_bytes: int) -> Fraction:
+    """The coverage a sweep point's cache realises on the disk (whole slices, at least QEMU's two): engine's
+    set_cache rounds so."""
+    return nearest_coverage(float(c), disk_bytes)
 
 
 def workload(s: TieringScale, runtime_s: float, phase: str, repeat: int = 0, name: str = "iometer",
@@ -277,16 +355,29 @@ GUEST_FIO_START_S = 1.5    # fio's start and exit in the TCG guest, per run
 def estimated_seconds(s: TieringScale, lvmthin: bool = True) -> float:
     """Planned time (s), for the ETA: the qcow2 timelines (each pool's `replicates` times) with the tier pool's
     waits at their limits (learning ends earlier when the counters say so), the phases, 5 s per fill and engine
-    start; then (lvmthin) the LVM thin timelines' fixed plans, once per pool, with the guest's start and fio's
-    start in it."""
+    start; the coverage sweeps (sweep_seconds); then (lvmthin) the LVM thin timelines' fixed plans, once per pool,
+    with the guest's start and fio's start in it."""
     per_pool = s.between_cycles_s + 10
     per_replicate = per_pool * (1 + s.untiered_factor) + s.learn_limit_s + s.relearn_limit_s + s.phase_s
-    total = per_replicate * s.replicates
+    total = (per_replicate + sweep_seconds(s)) * s.replicates
     if lvmthin:
         for pool in POOLS:
             plan = lvmthin_plan(s, pool)
             total += GUEST_START_S + plan.fio_seconds() + GUEST_FIO_START_S * len(list(plan.measurements()))
     return total
+
+
+SWEEP_POINT_OVERHEAD_S = 10.0     # a sweep point's snapshot, cache reopen and unloaded commit (seconds on the pool)
+
+
+def sweep_seconds(s: TieringScale) -> float:
+    """One replicate's coverage sweep (s): fill and engine start, initial and after, and per coverage settle, with
+    and SWEEP_POINT_OVERHEAD_S; 0 without a sweep."""
+    if not s.coverage_sweep:
+        return 0.0
+    run = functools.partial(s.phase_length, SWEEP_POOL)
+    return 10 + 2 * run(s.phase_s) + len(s.coverage_sweep) * (run(s.settle_s) + run(s.with_s) +
+                                                             SWEEP_POINT_OVERHEAD_S)
 
 
 def planned_seconds(profile: profiles.Profile, lvmthin: bool = True) -> float:
@@ -295,10 +386,11 @@ def planned_seconds(profile: profiles.Profile, lvmthin: bool = True) -> float:
 
 
 def planned_points(s: TieringScale, lvmthin: bool = True) -> int:
-    """fio runs at most: every phase of both pools in every replicate, learning segments at their limits; the LVM
-    thin plans' runs (once)."""
+    """fio runs at most: every phase of both pools in every replicate, learning segments at their limits, and the
+    sweep's (fill, initial, after and two per coverage); the LVM thin plans' runs (once)."""
     learn = -(-s.learn_limit_s // s.learn_segment_s) + -(-s.relearn_limit_s // s.learn_segment_s)
-    qcow2 = (len(phases_of("sas_pool")) + len(phases_of(TIERED)) - 2 + int(learn)) * s.replicates
+    sweep = 3 + 2 * len(s.coverage_sweep) if s.coverage_sweep else 0
+    qcow2 = (len(phases_of("sas_pool")) + len(phases_of(TIERED)) - 2 + int(learn) + sweep) * s.replicates
     return qcow2 + (sum(len(list(lvmthin_plan(s, p).measurements())) for p in POOLS) if lvmthin else 0)
 
 
@@ -306,7 +398,9 @@ def planned_points(s: TieringScale, lvmthin: bool = True) -> int:
 class TieringParameters(StudyParameters):
     """The study's parameters as the run's manifest records them (read back only by analyse): the scale it ran at
     (the times, sizes and learning rule; checked again by TieringScale when read); devices: pool → the rig device
-    serving it; lvmthin: whether the run measured the LVM thin variants (the rig has the engine)."""
+    serving it; lvmthin: whether the run measured the LVM thin variants (the rig has the engine); operating_points:
+    the stand-in's inferred point the qcow2 timelines measured at (empty: the preset; None: a run before operating
+    points, at the preset)."""
 
     scale: TieringScale
     devices: dict[str, str]
@@ -317,12 +411,14 @@ class TieringParameters(StudyParameters):
     qcow2: str
     disk_scale: float
     lvmthin: bool
+    operating_points: tuple[UsedPoint, ...] | None = None
 
 
-def parameters(s: TieringScale, devices: dict[str, str], lvmthin: bool) -> TieringParameters:
+def parameters(s: TieringScale, devices: dict[str, str], lvmthin: bool, coverage: Fraction = PRESET_COVERAGE,
+               used: tuple[UsedPoint, ...] = ()) -> TieringParameters:
     return TieringParameters(scale=s, devices=devices, bs=BS, read_percent=READ_PERCENT, random_percent=RANDOM_PERCENT,
-                             iodepth=IODEPTH, qcow2=qcow2_config(s).name, disk_scale=s.disk_bytes / SEED_DISK_BYTES,
-                             lvmthin=lvmthin)
+                             iodepth=IODEPTH, qcow2=qcow2_config(s, coverage).name,
+                             disk_scale=s.disk_bytes / SEED_DISK_BYTES, lvmthin=lvmthin, operating_points=used)
 
 
 # Disk space the work directory needs while the study runs (plan.DiskNeed; the README's study table, measured at quick
@@ -350,6 +446,10 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
         f"x{s.untiered_factor:g} on sas_pool)",
         f"learning: {s.learn_segment_s:g}-s runs until a cycle has ended and >= {s.learned_fraction:.0%} of I/O is "
         f"SSD-served, at most {s.learn_limit_s:g} s (re-learning at most {s.relearn_limit_s:g} s)",
+        (f"coverage sweep on {SWEEP_POOL} in each replicate (the stand-in's operating point is read off it): L2 "
+         f"cache {', '.join(str(c) for c in s.coverage_sweep)} of the tables, each on a fresh snapshot (settle, "
+         f"with, commit without load), up in even replicates and down in odd ones"
+         if s.coverage_sweep else "no coverage sweep at this profile"),
         *([f"then {LVM_THIN} ({t.analogue}) once on each pool (a contrast, not a claim), in the TCG guest where "
             f"the kernel has no device-mapper: "
             f"{t.chunk_size // KiB} KiB chunks, snapshot of the origin, deleted by lvremove (no load window: it "
@@ -361,6 +461,9 @@ def describe(profile: profiles.Profile, lvmthin: bool = True) -> str:
 
 
 __all__ = ["STUDY", "POOLS", "TIERED", "PHASES", "BS", "IODEPTH", "SPAN_MODEL_FRACTIONS", "SPAN_MODEL_SEEDS",
+           "STAND_IN", "PRESET_COVERAGE", "SWEEP", "SWEEP_POOL", "SWEEP_COVERAGES", "HEAP_BOUND", "SEED_SAS_KEEP_PCT",
+           "sweep_variant", "sweep_label", "sweep_phase", "sweep_coverage", "sweep_order", "realised_coverage",
+           "sweep_seconds",
            "TieringScale", "HELDOUT_PHASES", "SCALES", "scale",
            "qcow2_config", "workload", "phase_seed", "fill_job", "tiered", "phases_of", "estimated_seconds",
            "planned_seconds", "planned_points", "LVM_THIN", "lvmthin_config", "lvmthin_variant", "pool_of",

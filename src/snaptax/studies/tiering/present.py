@@ -15,7 +15,7 @@ import pandas as pd
 from ...models import tiering as tm
 from ...paper import figures, macros
 from .analyse import TieringAnalysis
-from .plan import LVM_THIN, POOLS, TIERED, engine_of, lvmthin_variant, pool_of
+from .plan import HEAP_BOUND, LVM_THIN, POOLS, SEED_SAS_KEEP_PCT, TIERED, engine_of, lvmthin_variant, pool_of
 from .tables import LAYOUT_COLUMNS, SEED
 
 PHASE_ORDER = ["fill", "learn", "initial", "settle", "with", "delete", "after", "relearn", "relearned"]
@@ -203,6 +203,26 @@ def what_if_chart(a: TieringAnalysis) -> alt.HConcatChart:
     layers.append(alt.Chart(pd.DataFrame({"y": [seed]})).mark_rule(strokeDash=[4, 3], color="gray").encode(y="y:Q"))
     right = alt.layer(*layers).properties(width=220, height=170, title="tiered pool: model at the SSD tier's speed")
     return alt.hconcat(left, right)
+
+
+def sweep_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
+    """The SAS-only pool's coverage sweep (coverage.py): the share of its initial rate the pool kept with a snapshot
+    against the share of the redo log's L2 tables cached (log), mean over the sweeps with its 95 % interval, the
+    seed's 12.2 % (dashed rule) and the seed system's bound on the cached share (dotted rule). Empty for a run without
+    a sweep (quick)."""
+    d = a.sweep.drop(columns=["estimate"], errors="ignore").assign(pct=lambda t: 100 * t.realised) \
+        if not a.sweep.empty else pd.DataFrame(columns=["pct", "keep_pct", "keep_low", "keep_high", "n"])
+    x = alt.X("pct:Q", title="L2 tables cached (%, log)", scale=alt.Scale(type="log"))
+    y = alt.Y("keep_pct:Q", title="kept with a snapshot (% of initial)", scale=alt.Scale(domain=[0, 100]))
+    return alt.layer(
+        alt.Chart(d).mark_rule(color="black").encode(x=x, y="keep_low:Q", y2="keep_high:Q"),
+        alt.Chart(d).mark_line(point=True, color="black").encode(
+            x=x, y=y, tooltip=[alt.Tooltip("pct:Q", format=".1f"), alt.Tooltip("keep_pct:Q", format=".1f"), "n"]),
+        alt.Chart(pd.DataFrame({"keep_pct": [SEED_SAS_KEEP_PCT]})).mark_rule(strokeDash=[4, 3], color="gray")
+        .encode(y="keep_pct:Q"),
+        alt.Chart(pd.DataFrame({"pct": [100 * HEAP_BOUND]})).mark_rule(strokeDash=[1, 2], color="gray")
+        .encode(x="pct:Q"),
+    ).properties(width=300, height=200, title="SAS-only pool: redo log's cache against what it keeps")
 
 
 def engines_table(a: TieringAnalysis) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from ...record import RunRecord, lateness_fraction, service_time_s
 from ...stats import ratio_of_means_interval
 from .plan import (
     LVM_THIN,
+    SWEEP,
     engine_of,
     pool_of,
     replicate_of,
@@ -237,9 +238,9 @@ def phases_table(seconds: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per timeline (`pool`: the recorded variant, every replicate; `replicate` its number) and phase: the mean of
     the phase's batch means, their ratio to the initial phase's with the Welch interval within the timeline
     (descriptive: the claims' intervals are over replicates, replicates.py), the SSD-served share, cycles inside and
-    the seed's figures."""
+    the seed's figures. The coverage sweeps are not timelines of the seed's phases (coverage.py reads them)."""
     rows = []
-    for pool in sorted(meas.pool.unique()):
+    for pool in sorted(p for p in meas.pool.unique() if engine_of(p) != SWEEP):
         initial = phase_samples(seconds, meas, pool, "initial")
         for phase in ("initial", *RATIO_PHASES):
             m = meas[(meas.pool == pool) & (meas.phase == phase)]
