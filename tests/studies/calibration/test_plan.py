@@ -75,9 +75,9 @@ def test_describe_counts_come_from_the_plan(name):
 
 
 def test_quick_plan_time_is_the_sum_of_its_jobs():
-    # smoke: 3 drives × (6 × 2 s + 3 × 2 s) + harness 4 s + reads double 2 × 2 s and its sweep's 2 coverages × 2 s
+    # smoke: 3 drives × (6 × 2 s + 3 × 6 s) + harness 4 s + reads double 2 × 2 s and its sweep's 2 coverages × 2 s
     # (prefills are not time-based)
-    assert planmod.build_plan(profiles.get("smoke")).fio_seconds() == 3 * (6 * 2 + 3 * 2) + 4 + 2 * 2 + 2 * 2
+    assert planmod.build_plan(profiles.get("smoke")).fio_seconds() == 3 * (6 * 2 + 3 * 6) + 4 + 2 * 2 + 2 * 2
 
 
 def test_parameters_read_back_from_the_manifest_and_a_missing_key_is_named():
