@@ -43,11 +43,17 @@ from .plan import (
     SEED_BASELINE_S,
     SEED_ROWS,
     SNAPSHOT_DEVICES,
-    STATEMENT_S_PER_PAGE,
     STUDY,
     DbSnapshotParameters,
 )
-from .statement import ALT_MODULE_WRITE_MB_S, shifted_runs, statement_clause, statement_values, write_alone_clause
+from .statement import (
+    ALT_MODULE_WRITE_MB_S,
+    shifted_runs,
+    statement_clause,
+    statement_values,
+    time_scale_of,
+    write_alone_clause,
+)
 
 CITE = "kehayias"
 WHERE = "Figure 1 and its text"
@@ -511,7 +517,7 @@ def _values(record: RunRecord, runs: pd.DataFrame, summary: pd.DataFrame, model:
                 for n in names]
     base = summary[(summary.device == SSD) & (summary.k == 0)] if not summary.empty else summary
     # the seed's baseline at the SSD pair's time scale (the statement's work scaled with its devices; 1 before it)
-    scale = p.statement_of(SSD) / 1e9 / STATEMENT_S_PER_PAGE if p.statement_of(SSD) else 1.0
+    scale = time_scale_of(p, SSD) if p.statement_of(SSD) else 1.0
     out.append(Value(f"{k}.baseline_over_seed", 100 * float(base.duration_s.iloc[0]) / (SEED_BASELINE_S * scale)
                      if len(base) else math.nan, "%"))
     out += statement_values(runs, p)

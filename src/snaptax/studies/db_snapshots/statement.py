@@ -57,7 +57,7 @@ def statement_values(runs: pd.DataFrame, p: DbSnapshotParameters) -> list[Value]
     for device in SNAPSHOT_DEVICES:
         ns = p.statement_of(device)
         out.append(Value(f"{STUDY}.{device}.statement_us_per_page", ns / 1e3 if ns else math.nan, "µs", digits=1))
-        out.append(Value(f"{STUDY}.{device}.time_scale", ns / 1e9 / STATEMENT_S_PER_PAGE if ns else math.nan, "",
+        out.append(Value(f"{STUDY}.{device}.time_scale", time_scale_of(p, device), "",
                          digits=1))
         k0 = runs[(runs.device == device) & (runs.k == 0)] if not runs.empty else runs
         share = (100 * float(k0.statement_s.mean() / k0.duration_s.mean())
