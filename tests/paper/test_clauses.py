@@ -140,3 +140,33 @@ def test_the_paragraph_names_the_advice_this_build_leaves_out_and_why():
     assert out == ("the copy-work model of a database snapshot's duration (its held-out error "
                    "-44.0 [-52.5, -34.0]\u2009% against a bound of \u00b110\u2009%)")
     assert clauses.advice_withheld({**holds, **advice("db_snapshots.copy_work", "predicts", (2.0, -1.0, 5.0))}) == ""
+
+
+def test_the_sweep_clause_says_what_the_sweep_found_and_where_the_point_lies_against_the_bound():
+    from fractions import Fraction as F
+
+    from tests.studies.tiering.test_coverage import _values
+    _, inside = _values({F(1, 12): [8.0, 8.2, 7.8], F(1, 6): [16.0, 16.4, 15.6], F(1): [90.0, 91.0, 89.0]})
+    said = clauses.tiering_sweep(inside)
+    assert said.startswith("a sweep of the redo log's cache on this pool (3 replicates) kept 8.0 [")
+    assert "with 1/12 of the tables cached and 90.0 [" in said and "with every table;" in said
+    assert said.endswith("of the tables cached, within the 0.24 that the seed system's metadata heap can hold at most")
+    _, above = _values({F(1, 12): [10.0, 10.0], F(1, 4): [10.5, 10.7], F(1, 2): [14.0, 14.2], F(1): [91.0, 91.0]})
+    assert clauses.tiering_sweep(above).endswith("above the 0.24 that the seed system's metadata heap can hold at most")
+    _, below = _values({F(1, 12): [40.0, 41.0], F(1): [90.0, 91.0]})
+    assert clauses.tiering_sweep(below).endswith("the least cache is the nearest setting")
+    assert clauses.tiering_sweep({}).startswith("this build's tiering run measured no sweep")
+
+
+def test_the_sweep_clause_quotes_the_arrays_queue_where_the_run_has_it():
+    from fractions import Fraction as F
+
+    from tests.studies.tiering.test_coverage import _values
+    _, v = _values({F(1, 12): [10.0, 10.0], F(1, 4): [10.5, 10.7], F(1, 2): [14.0, 14.2], F(1): [91.0, 91.0]})
+    assert "the array held" not in clauses.tiering_sweep(v)          # the synthetic run counted no queue
+    k = "tiering.sweep"
+    v |= {f"{k}.least.device_queue": Value(f"{k}.least.device_queue", 1.84, "commands", digits=1),
+          f"{k}.initial_device_queue": Value(f"{k}.initial_device_queue", 15.7, "commands", digits=1),
+          f"{k}.least.member_busy_pct": Value(f"{k}.least.member_busy_pct", 26.2, "%", digits=0)}
+    assert ("(with the least cache the array held 1.8 commands on average, against 15.7 in the initial run, and its "
+            "members were busy 26\u2009% of the time)") in clauses.tiering_sweep(v)

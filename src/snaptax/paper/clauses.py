@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 
 from ..values import Value
 from . import heldout, prose
@@ -85,6 +86,43 @@ def tiering_heldout(values: Mapping[str, Value]) -> str:
                  + (f" ({reason})" if reason else ""))
     return (f"{found}, so the rates the model gives at the tier's own speed above are what-ifs of the model, not "
             "predictions")
+
+
+def tiering_sweep(values: Mapping[str, Value]) -> str:
+    """What the SAS-only pool's coverage sweep found (tiering.sweep.*, tiering.implied.*: studies/tiering/coverage):
+    the share of the initial rate the pool kept with a snapshot at the least cache and with every L2 table, and the
+    share of the tables at which that crosses the seed's 12.2 %, against the seed system's own bound on it. A build
+    whose tiering run measured no sweep (quick) says so."""
+    k = "tiering.sweep"
+    keys = (f"{k}.least.keep", f"{k}.greatest.keep", f"{k}.least.coverage", f"{k}.greatest.coverage",
+            f"{k}.replicates", "tiering.implied.coverage", "tiering.implied.heap_bound", "tiering.implied.bound")
+    if any(key not in values for key in keys):
+        return ("this build's tiering run measured no sweep of the redo log's cache (the quick profile has none), so "
+                "no share of cached tables is read off it")
+    least, greatest, c_least, c_greatest, n, point, bound, where = (values[key] for key in keys)
+    pct = "\u2009%"
+
+    def tables(c: float) -> str:
+        f = Fraction(c).limit_denominator(4096)
+        return "every table" if f == 1 else f"{f.numerator}/{f.denominator} of the tables"
+
+    said = (f"a sweep of the redo log's cache on this pool ({n.value:.0f} replicate"
+            f"{'s' if n.value != 1 else ''}) kept {least.formatted_ci()}{pct} of the initial rate with "
+            f"{tables(c_least.value)} cached and {greatest.formatted_ci()}{pct} with {tables(c_greatest.value)}")
+    queue, queue0, busy = (values.get(f"{k}.{q}") for q in ("least.device_queue", "initial_device_queue",
+                                                             "least.member_busy_pct"))
+    if queue is not None and queue0 is not None and busy is not None and math.isfinite(queue.value):
+        said += (f" (with the least cache the array held {queue.formatted()} commands on average, against "
+                 f"{queue0.formatted()} in the initial run, and its members were busy {busy.formatted()}{pct} of the "
+                 "time)")
+    if not math.isfinite(point.value):
+        return f"{said}; no share of the tables is read off it ({where.text})"
+    if where.text != "inside the sweep":
+        return f"{said}; {where.text}"
+    side = "within" if point.value <= bound.value else "above"
+    return (f"{said}; it crosses the seed's {values[f'{k}.seed_keep_pct'].formatted()}{pct} at "
+            f"{point.formatted_ci()} of the tables cached, {side} the {bound.formatted()} that the seed system's "
+            "metadata heap can hold at most")
 
 
 # The engines study's four qcow2 write ratios the prose reads: (value key, what it is in words)
@@ -197,10 +235,11 @@ def clause_values(values: Mapping[str, Value]) -> list[Value]:
     return [Value("paper.clause.saturated_iterative", text=saturated_iterative(values)),
             Value("paper.clause.tiering_mix_predictions", text=tiering_mix_predictions(values)),
             Value("paper.clause.tiering_heldout", text=tiering_heldout(values)),
+            Value("paper.clause.tiering_sweep", text=tiering_sweep(values)),
             Value("paper.clause.engines_qcow2", text=engines_qcow2(values)),
             Value("paper.clause.heldout_predicting", text=heldout_predicting(values)),
             Value("paper.clause.heldout_others", text=heldout_others(values))]
 
 
-__all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "engines_qcow2",
+__all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "tiering_sweep", "engines_qcow2",
            "OTHER_MODELS", "heldout_predicting", "heldout_others", "advice_withheld", "clause_values"]

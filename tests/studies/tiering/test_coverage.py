@@ -86,10 +86,12 @@ def test_one_sweep_gives_keep_without_an_interval_and_a_point_without_one():
     assert math.isfinite(point.value) and math.isnan(point.low) and math.isnan(point.high)
 
 
-def test_a_run_without_a_sweep_has_no_sweep_values():
+def test_a_run_without_a_sweep_has_only_the_designs_constants():
     meas = pd.DataFrame({"pool": ["sas_pool"], "phase": ["initial"], "deletion": [None]})
     seconds = _run("sas_pool", "initial", 100.0, 0.0)
-    assert cov.sweep_values(cov.sweep_summary(cov.sweep_table(seconds, meas, DISK))) == []
+    v = {x.key: x for x in cov.sweep_values(cov.sweep_summary(cov.sweep_table(seconds, meas, DISK)))}
+    assert set(v) == {"tiering.sweep.design_coverages", "tiering.sweep.seed_keep_pct", "tiering.implied.heap_bound"}
+    assert v["tiering.sweep.design_coverages"].text == "1/12, 1/6, 1/4, 1/2 and 1"
 
 
 def test_the_realised_coverage_is_the_one_the_run_recorded():
@@ -98,3 +100,18 @@ def test_the_realised_coverage_is_the_one_the_run_recorded():
               {"variant": "sas_pool.sweep@r1", "event": "snapshot", "coverage": "1", "realised": 0.5}]
     t = cov.sweep_table(seconds, meas, DISK, events)
     assert list(t.realised) == pytest.approx([0.1, 1.0])      # recorded for its own variant, else the plan's rounding
+
+
+def test_the_arrays_queue_and_busy_share_are_the_with_runs_means_over_the_sweeps():
+    seconds, meas = _sweep({F(1, 12): [10.0, 12.0], F(1): [90.0, 80.0]})
+    with_low = meas.phase == planmod.sweep_phase("with", F(1, 12))
+    meas["device_queue"] = np.where(meas.phase == "initial", 15.0, np.where(with_low, 1.5, 14.0))
+    meas.loc[with_low & (meas.pool == planmod.sweep_variant(1)), "device_queue"] = 2.5
+    meas["member_busy_pct"] = np.where(with_low, 25.0, 85.0)
+    summary = cov.sweep_summary(cov.sweep_table(seconds, meas, DISK))
+    assert list(summary.device_queue) == pytest.approx([2.0, 14.0])
+    assert list(summary.initial_device_queue) == pytest.approx([15.0, 15.0])
+    v = {x.key: x for x in cov.sweep_values(summary)}
+    assert v["tiering.sweep.least.device_queue"].value == pytest.approx(2.0)
+    assert v["tiering.sweep.greatest.member_busy_pct"].value == pytest.approx(85.0)
+    assert v["tiering.sweep.initial_device_queue"].value == pytest.approx(15.0)

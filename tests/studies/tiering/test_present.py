@@ -48,7 +48,8 @@ def test_write_saves_figures_and_the_phases_table(tmp_path):
     a = synthetic()
     assert a.fit.tau_hdd_us == pytest.approx(TAU_HDD) and a.fit.tau_ssd_us == pytest.approx(TAU_SSD)
     present.write(a, tmp_path / "fig", tmp_path / "gen")
-    for stem in ("tiering-timeline", "tiering-lvmthin-timeline", "tiering-ratios", "tiering-model", "tiering-whatif"):
+    for stem in ("tiering-timeline", "tiering-lvmthin-timeline", "tiering-ratios", "tiering-model", "tiering-whatif",
+                 "tiering-sweep"):
         assert (tmp_path / "fig" / f"{stem}.pdf").stat().st_size > 1000
         assert (tmp_path / "fig" / f"{stem}.svg").stat().st_size > 1000
     tex = (tmp_path / "gen" / "tiering-phases.tex").read_text()

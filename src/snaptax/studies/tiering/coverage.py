@@ -13,7 +13,13 @@ of keep's intervals cross it (keep rises with the coverage, so the upper curve c
 constrained to [0, 1] as seed 000's point is (calibration). A sweep whose least coverage keeps more than 12.2 %
 gives no coverage at which block-map reads alone cost the seed's loss: its nearest setting is QEMU's least cache,
 and `implied.bound` says so. Whether the point lies within the seed system's own bound (plan.HEAP_BOUND: a host's
-metadata heap against a full delta's grain tables) is a value of its own. Pure.
+metadata heap against a full delta's grain tables) is a value of its own.
+
+Where the rate went: per coverage the array's mean number of commands outstanding in the with-c run (Little's
+law, tables.device_time) against the sweep's initial run, and its members' busy share, each the plain mean over
+the sweeps (descriptions, not judged). A cache that misses could cost the array's work (a slice read per lookup)
+or serialise the lookups (QEMU's qcow2 driver reads a missing L2 slice while it holds the image's lock); the
+queue tells the two apart. Pure.
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ from .plan import (
     SEED_SAS_KEEP_PCT,
     STUDY,
     SWEEP,
+    SWEEP_COVERAGES,
     engine_of,
     realised_coverage,
     replicate_of,
@@ -41,8 +48,10 @@ from .plan import (
 )
 from .tables import phase_samples
 
-COLUMNS = ["variant", "replicate", "coverage", "realised", "iops", "initial_iops", "keep_pct"]
-SUMMARY = ["realised", "label", "keep_pct", "keep_low", "keep_high", "n"]
+COLUMNS = ["variant", "replicate", "coverage", "realised", "iops", "initial_iops", "keep_pct", "device_queue",
+           "initial_device_queue", "member_busy_pct"]
+SUMMARY = ["realised", "label", "keep_pct", "keep_low", "keep_high", "n", "device_queue", "initial_device_queue",
+           "member_busy_pct"]
 
 
 def _mean(x: np.ndarray) -> float:
@@ -70,16 +79,21 @@ def sweep_table(seconds: pd.DataFrame, meas: pd.DataFrame, disk_bytes: int,
         v = sweeps[sweeps.pool == variant]
         recorded = recorded_coverages(events, variant)
         initial = _mean(phase_samples(seconds, meas, variant, "initial"))
+        queue0 = _mean(v[v.phase == "initial"].get("device_queue", pd.Series(dtype=float)).to_numpy())
         for phase in v.phase:
             parsed = sweep_coverage(phase)
             if parsed is None or parsed[0] != "with":
                 continue
             iops = _mean(phase_samples(seconds, meas, variant, phase))
+            run = v[v.phase == phase]
             rows.append({"variant": variant, "replicate": replicate_of(variant), "coverage": parsed[1],
                          "realised": recorded.get(parsed[1], float(realised_coverage(parsed[1], disk_bytes))),
                          "iops": iops,
                          "initial_iops": initial,
-                         "keep_pct": 100 * iops / initial if initial > 0 else math.nan})
+                         "keep_pct": 100 * iops / initial if initial > 0 else math.nan,
+                         "device_queue": _mean(run.get("device_queue", pd.Series(dtype=float)).to_numpy()),
+                         "initial_device_queue": queue0,
+                         "member_busy_pct": _mean(run.get("member_busy_pct", pd.Series(dtype=float)).to_numpy())})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -90,7 +104,9 @@ def sweep_summary(table: pd.DataFrame) -> pd.DataFrame:
         est = ratio_estimate(g.iops.to_numpy(), g.initial_iops.to_numpy(), "pct_log")
         low, high = est.interval(0.95)
         rows.append({"realised": float(realised), "label": sweep_label(Fraction(realised).limit_denominator(4096)),
-                     "keep_pct": est.value, "keep_low": low, "keep_high": high, "n": est.n, "estimate": est})
+                     "keep_pct": est.value, "keep_low": low, "keep_high": high, "n": est.n,
+                     **{c: float(g[c].mean()) for c in ("device_queue", "initial_device_queue", "member_busy_pct")},
+                     "estimate": est})
     return pd.DataFrame(rows, columns=[*SUMMARY, "estimate"])
 
 
@@ -115,37 +131,52 @@ def bound_text(point: float) -> str:
     return "inside the sweep"
 
 
+def shares_text(shares: Iterable[Fraction]) -> str:
+    """Shares of the tables in words: '1/12, 1/6, 1/4, 1/2 and 1'."""
+    said = [str(c) for c in shares]
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+
+
 def sweep_values(summary: pd.DataFrame, meas: pd.DataFrame | None = None) -> list[Value]:
     """The sweep's keep per coverage and the operating point read off it (the module's docstring), and the
-    emulator's worst lateness over the sweeps' runs (`meas`: the run's measurements table); none for a run without
-    a sweep."""
+    emulator's worst lateness over the sweeps' runs (`meas`: the run's measurements table), the array's queue and
+    members' busy share at both ends; for a run without a sweep only the design's constants."""
     k = f"{STUDY}.sweep"
+    i = f"{STUDY}.implied"
+    # the design's constants, in every run (the paper describes the full profile's sweep whatever a build reads)
+    out = [Value(f"{k}.design_coverages", text=shares_text(SWEEP_COVERAGES)),
+           Value(f"{k}.seed_keep_pct", SEED_SAS_KEEP_PCT, "%", digits=1),
+           Value(f"{i}.heap_bound", HEAP_BOUND, "", digits=2)]
     if summary.empty:
-        return []
+        return out
     late = meas[meas.pool.map(engine_of) == SWEEP].lateness_pct if meas is not None and not meas.empty else None
-    out = [Value(f"{k}.coverages", text=", ".join(f"{c:.3f}" for c in summary.realised)),
-           Value(f"{k}.worst_lateness_pct", float(late.max()) if late is not None and len(late) else math.nan, "%",
-                 digits=0),
-           Value(f"{k}.points", float(len(summary)), "coverages"),
-           Value(f"{k}.replicates", float(summary.n.max()), "replicates"),
-           Value(f"{k}.seed_keep_pct", SEED_SAS_KEEP_PCT, "%", digits=1)]
+    out += [Value(f"{k}.coverages", text=shares_text(Fraction(c).limit_denominator(4096) for c in summary.realised)),
+            Value(f"{k}.worst_lateness_pct", float(late.max()) if late is not None and len(late) else math.nan, "%",
+                  digits=0),
+            Value(f"{k}.points", float(len(summary)), "coverages"),
+            Value(f"{k}.replicates", float(summary.n.max()), "replicates")]
     method = "t over the sweeps (pct_log)"
     out += [Value.of_estimate(f"{k}.keep.{r.label}", r.estimate, "%", 1, method=method)
             for r in summary.itertuples(index=False)]
     for end, r in (("least", summary.iloc[0]), ("greatest", summary.iloc[-1])):
         out += [Value(f"{k}.{end}.coverage", float(r.realised), "", digits=3),
-                Value.of_estimate(f"{k}.{end}.keep", r.estimate, "%", 1, method=method)]
+                Value.of_estimate(f"{k}.{end}.keep", r.estimate, "%", 1, method=method),
+                Value(f"{k}.{end}.device_queue", float(r.device_queue), "commands", n=int(r.n), digits=1,
+                      method="mean over the sweeps"),
+                Value(f"{k}.{end}.member_busy_pct", float(r.member_busy_pct), "%", n=int(r.n), digits=0,
+                      method="mean over the sweeps")]
+    out.append(Value(f"{k}.initial_device_queue", float(summary.initial_device_queue.mean()), "commands",
+                     n=int(summary.n.max()), digits=1, method="mean over the sweeps"))
     point, low, high = implied_coverage(summary)
     clip = [min(max(x, 0.0), 1.0) if not math.isnan(x) else math.nan for x in (point, low, high)]
-    i = f"{STUDY}.implied"
     out += [Value(f"{i}.coverage", clip[0], "", clip[1], clip[2], int(summary.n.min()), 3,
                   method="where the sweep's keep crosses the seed's 12.2 % (linear between neighbours)"),
             Value(f"{i}.method", text="read off the SAS-only pool's coverage sweep"),
             Value(f"{i}.bound", text=bound_text(point)),
-            Value(f"{i}.heap_bound", HEAP_BOUND, "", digits=2),
             Value(f"{i}.within_heap_bound", text="n/a" if math.isnan(clip[0]) else
                   "yes" if clip[0] <= HEAP_BOUND else "no")]
     return out
 
 
-__all__ = ["recorded_coverages", "sweep_table", "sweep_summary", "implied_coverage", "bound_text", "sweep_values"]
+__all__ = ["recorded_coverages", "sweep_table", "sweep_summary", "implied_coverage", "bound_text", "shares_text",
+           "sweep_values"]

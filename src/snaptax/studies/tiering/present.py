@@ -264,4 +264,5 @@ def write(a: TieringAnalysis, figure_dir: Path | None = None, generated_dir: Pat
     figures.save(ratio_chart(a), "tiering-ratios", figure_dir)
     figures.save(model_chart(a), "tiering-model", figure_dir)
     figures.save(what_if_chart(a), "tiering-whatif", figure_dir)
+    figures.save(sweep_chart(a), "tiering-sweep", figure_dir)
     macros.write_table("tiering-phases", phases_tex(a), generated_dir)
