@@ -150,12 +150,20 @@ def test_the_sweep_clause_says_what_the_sweep_found_and_where_the_point_lies_aga
     said = clauses.tiering_sweep(inside)
     assert said.startswith("a sweep of the redo log's cache on this pool (3 replicates) kept 8.0 [")
     assert "with 1/12 of the tables cached and 90.0 [" in said and "with every table;" in said
-    assert said.endswith("of the tables cached, within the 0.24 that the seed system's metadata heap can hold at most")
+    assert said.endswith("of the tables cached, a point within the 0.24 that the seed system's metadata heap can hold "
+                         "at most")
     _, above = _values({F(1, 12): [10.0, 10.0], F(1, 4): [10.5, 10.7], F(1, 2): [14.0, 14.2], F(1): [91.0, 91.0]})
-    assert clauses.tiering_sweep(above).endswith("above the 0.24 that the seed system's metadata heap can hold at most")
+    assert clauses.tiering_sweep(above).endswith("a point above the 0.24 that the seed system's metadata heap can hold "
+                                                 "at most")
     _, below = _values({F(1, 12): [40.0, 41.0], F(1): [90.0, 91.0]})
-    assert clauses.tiering_sweep(below).endswith("the least cache is the nearest setting")
-    assert clauses.tiering_sweep({}).startswith("this build's tiering run measured no sweep")
+    assert "; the crossing of the seed's 12.2\u2009% lies below the sweep's least coverage: even" in \
+        clauses.tiering_sweep(below)
+    _, never = _values({F(1, 12): [5.0, 5.2], F(1): [9.0, 9.4]})
+    assert clauses.tiering_sweep(never).endswith("lies above the sweep's greatest coverage")
+    _, one = _values({F(1): [90.0, 91.0]})                 # smoke's one-point sweep: nothing is read off it
+    assert clauses.tiering_sweep(one).endswith("with every table cached, one share only, so no share of the tables "
+                                               "is read off it")
+    assert clauses.tiering_sweep({}).startswith("no sweep of the redo log's cache was measured")
 
 
 def test_the_sweep_clause_quotes_the_arrays_queue_where_the_run_has_it():
@@ -165,8 +173,29 @@ def test_the_sweep_clause_quotes_the_arrays_queue_where_the_run_has_it():
     _, v = _values({F(1, 12): [10.0, 10.0], F(1, 4): [10.5, 10.7], F(1, 2): [14.0, 14.2], F(1): [91.0, 91.0]})
     assert "the array held" not in clauses.tiering_sweep(v)          # the synthetic run counted no queue
     k = "tiering.sweep"
+    v[f"{k}.least.device_queue"] = Value(f"{k}.least.device_queue", 1.84, "commands", digits=1)
+    assert "the array held" not in clauses.tiering_sweep(v)          # nor its initial queue and busy share
     v |= {f"{k}.least.device_queue": Value(f"{k}.least.device_queue", 1.84, "commands", digits=1),
           f"{k}.initial_device_queue": Value(f"{k}.initial_device_queue", 15.7, "commands", digits=1),
           f"{k}.least.member_busy_pct": Value(f"{k}.least.member_busy_pct", 26.2, "%", digits=0)}
     assert ("(with the least cache the array held 1.8 commands on average, against 15.7 in the initial run, and its "
             "members were busy 26\u2009% of the time)") in clauses.tiering_sweep(v)
+
+
+def test_the_introductions_sweep_finding_needs_a_sweep_of_several_shares_with_its_queue():
+    from fractions import Fraction as F
+
+    from tests.studies.tiering.test_coverage import _values
+    _, v = _values({F(1, 12): [9.0, 9.4], F(1): [91.0, 92.0]})
+    none = "this build's tiering run has no sweep of the cache to show it"
+    assert clauses.tiering_sweep_finding(v) == none                  # no queue counted
+    k = "tiering.sweep"
+    v |= {f"{k}.least.device_queue": Value(f"{k}.least.device_queue", 1.84, "commands", digits=1),
+          f"{k}.initial_device_queue": Value(f"{k}.initial_device_queue", 15.5, "commands", digits=1)}
+    said = clauses.tiering_sweep_finding(v)
+    assert said.startswith("with 1/12 of the map cached the load kept 9.2 [")
+    assert said.endswith("while the array held 1.8 commands on average, against 15.5 without the snapshot")
+    _, one = _values({F(1): [90.0, 91.0]})
+    assert clauses.tiering_sweep_finding(one | {key: v[key] for key in (f"{k}.least.device_queue",
+                                                                        f"{k}.initial_device_queue")}) == none
+    assert clauses.tiering_sweep_finding({}) == none

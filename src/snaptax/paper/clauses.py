@@ -97,8 +97,8 @@ def tiering_sweep(values: Mapping[str, Value]) -> str:
     keys = (f"{k}.least.keep", f"{k}.greatest.keep", f"{k}.least.coverage", f"{k}.greatest.coverage",
             f"{k}.replicates", "tiering.implied.coverage", "tiering.implied.heap_bound", "tiering.implied.bound")
     if any(key not in values for key in keys):
-        return ("this build's tiering run measured no sweep of the redo log's cache (the quick profile has none), so "
-                "no share of cached tables is read off it")
+        return ("no sweep of the redo log's cache was measured (the quick profile has none), so no share of cached "
+                "tables is read off it")
     least, greatest, c_least, c_greatest, n, point, bound, where = (values[key] for key in keys)
     pct = "\u2009%"
 
@@ -109,21 +109,39 @@ def tiering_sweep(values: Mapping[str, Value]) -> str:
     said = (f"a sweep of the redo log's cache on this pool ({n.value:.0f} replicate"
             f"{'s' if n.value != 1 else ''}) kept {least.formatted_ci()}{pct} of the initial rate with "
             f"{tables(c_least.value)} cached and {greatest.formatted_ci()}{pct} with {tables(c_greatest.value)}")
+    if c_least.value == c_greatest.value:
+        return (f"a sweep of the redo log's cache on this pool kept {least.formatted_ci()}{pct} of the initial rate "
+                f"with {tables(c_least.value)} cached, one share only, so no share of the tables is read off it")
     queue, queue0, busy = (values.get(f"{k}.{q}") for q in ("least.device_queue", "initial_device_queue",
                                                              "least.member_busy_pct"))
-    if queue is not None and queue0 is not None and busy is not None and math.isfinite(queue.value):
+    if all(x is not None and math.isfinite(x.value) for x in (queue, queue0, busy)):
         said += (f" (with the least cache the array held {queue.formatted()} commands on average, against "
                  f"{queue0.formatted()} in the initial run, and its members were busy {busy.formatted()}{pct} of the "
                  "time)")
     if not math.isfinite(point.value):
         return f"{said}; no share of the tables is read off it ({where.text})"
+    seed = f"the seed's {values[f'{k}.seed_keep_pct'].formatted()}{pct}"
     if where.text != "inside the sweep":
-        return f"{said}; {where.text}"
+        return f"{said}; the crossing of {seed} lies {where.text}"
     side = "within" if point.value <= bound.value else "above"
-    return (f"{said}; it crosses the seed's {values[f'{k}.seed_keep_pct'].formatted()}{pct} at "
-            f"{point.formatted_ci()} of the tables cached, {side} the {bound.formatted()} that the seed system's "
-            "metadata heap can hold at most")
+    return (f"{said}; it crosses {seed} at {point.formatted_ci()} of the tables cached, a point {side} the "
+            f"{bound.formatted()} that the seed system's metadata heap can hold at most")
 
+
+def tiering_sweep_finding(values: Mapping[str, Value]) -> str:
+    """The introduction's short form of the sweep (tiering_sweep): what the least cache kept and the array's queue
+    with it, or that the build's run measured no sweep of more than one share."""
+    k = "tiering.sweep"
+    keys = (f"{k}.least.keep", f"{k}.least.coverage", f"{k}.greatest.coverage", f"{k}.least.device_queue",
+            f"{k}.initial_device_queue")
+    if any(key not in values for key in keys) or values[keys[1]].value == values[keys[2]].value \
+            or not all(math.isfinite(values[key].value) for key in keys[3:]):
+        return "this build's tiering run has no sweep of the cache to show it"
+    keep, c, queue, queue0 = (values[key] for key in (keys[0], keys[1], keys[3], keys[4]))
+    f = Fraction(c.value).limit_denominator(4096)
+    return (f"with {f.numerator}/{f.denominator} of the map cached the load kept {keep.formatted_ci()}\u2009% of its "
+            f"rate while the array held {queue.formatted()} commands on average, against {queue0.formatted()} "
+            "without the snapshot")
 
 # The engines study's four qcow2 write ratios the prose reads: (value key, what it is in words)
 QCOW2_RATIOS = (("engines.first_ratio.qcow2-c64k", "64 KiB clusters during first writes"),
@@ -236,10 +254,12 @@ def clause_values(values: Mapping[str, Value]) -> list[Value]:
             Value("paper.clause.tiering_mix_predictions", text=tiering_mix_predictions(values)),
             Value("paper.clause.tiering_heldout", text=tiering_heldout(values)),
             Value("paper.clause.tiering_sweep", text=tiering_sweep(values)),
+            Value("paper.clause.tiering_sweep_finding", text=tiering_sweep_finding(values)),
             Value("paper.clause.engines_qcow2", text=engines_qcow2(values)),
             Value("paper.clause.heldout_predicting", text=heldout_predicting(values)),
             Value("paper.clause.heldout_others", text=heldout_others(values))]
 
 
-__all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "tiering_sweep", "engines_qcow2",
+__all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "tiering_sweep", "tiering_sweep_finding",
+           "engines_qcow2",
            "OTHER_MODELS", "heldout_predicting", "heldout_others", "advice_withheld", "clause_values"]

@@ -211,13 +211,14 @@ def sweep_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
     seed's 12.2 % (dashed rule) and the seed system's bound on the cached share (dotted rule). Empty for a run without
     a sweep (quick)."""
     d = a.sweep.drop(columns=["estimate"], errors="ignore").assign(pct=lambda t: 100 * t.realised) \
-        if not a.sweep.empty else pd.DataFrame(columns=["pct", "keep_pct", "keep_low", "keep_high", "n"])
+        if not a.sweep.empty else pd.DataFrame({c: pd.Series(dtype=float)       # typed: altair infers no type
+                                                 for c in ("pct", "keep_pct", "keep_low", "keep_high", "n")})
     x = alt.X("pct:Q", title="L2 tables cached (%, log)", scale=alt.Scale(type="log"))
     y = alt.Y("keep_pct:Q", title="kept with a snapshot (% of initial)", scale=alt.Scale(domain=[0, 100]))
     return alt.layer(
         alt.Chart(d).mark_rule(color="black").encode(x=x, y="keep_low:Q", y2="keep_high:Q"),
         alt.Chart(d).mark_line(point=True, color="black").encode(
-            x=x, y=y, tooltip=[alt.Tooltip("pct:Q", format=".1f"), alt.Tooltip("keep_pct:Q", format=".1f"), "n"]),
+            x=x, y=y, tooltip=[alt.Tooltip("pct:Q", format=".1f"), alt.Tooltip("keep_pct:Q", format=".1f"), "n:Q"]),
         alt.Chart(pd.DataFrame({"keep_pct": [SEED_SAS_KEEP_PCT]})).mark_rule(strokeDash=[4, 3], color="gray")
         .encode(y="keep_pct:Q"),
         alt.Chart(pd.DataFrame({"pct": [100 * HEAP_BOUND]})).mark_rule(strokeDash=[1, 2], color="gray")
