@@ -59,9 +59,9 @@ def test_a_run_records_the_points_it_measured_at_and_its_values_say_so():
 
 @pytest.mark.committed
 def test_the_committed_points_are_what_the_committed_sweeps_infer(monkeypatch):
-    """rigs/operating-points/ is written by `snaptax infer` only: each committed point is what the committed quick run
-    it names gives now (to printed precision: nothing may rest on a float's last bits), a run of the study that
-    infers its stand-in."""
+    """rigs/operating-points/ is written by `snaptax infer` only: each committed point is what the committed run it
+    names gives now (to printed precision: nothing may rest on a float's last bits), a quick or full run of the study
+    that infers its stand-in (tiering's sweep is measured at full only)."""
     from snaptax import standins
     from snaptax.host import rig as rigmod
 
@@ -71,7 +71,7 @@ def test_the_committed_points_are_what_the_committed_sweeps_infer(monkeypatch):
         for sid, p in op.read(rig).items():
             s = standins.get(sid)
             run = inferpoints.recorded_run(rig, p)
-            assert run.parent.name == s.value_key.split(".")[0] and run.name.endswith("-quick"), sid
+            assert run.parent.name == s.value_key.split(".")[0] and run.name.endswith(("-quick", "-full")), sid
             q = inferpoints.point_of(s, run)
             assert q is not None, f"{rig}: {sid}'s run {p.run} gives no point"
             assert p.run == q.run and p.calibrating == q.calibrating

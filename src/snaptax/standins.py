@@ -64,12 +64,13 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn("vmfs5_redolog_v7000", "002", "vSphere 5.5 redo-log snapshot (vmfsSparse) on a Storwize V7000 pool",
             "the snapshot's new blocks are new data and land on the SAS tier until the next 24-h cycle; the redo "
             "log reads its block map besides the data",
-            "a qcow2 overlay over a raw base on the emulated V7000 pools (SAS-only RAID5; SAS + 10 % SSD Easy Tier)",
+            "a qcow2 overlay over a raw base on the emulated V7000 pools without their cache (SAS-only RAID5; SAS + "
+            "10 % SSD Easy Tier)",
             "L2-cache coverage c", "inferred",
-            "the coverage at which the SAS-only pool keeps the seed's 12.2 % with a snapshot: swept on the emulated "
-            "SAS-only pool", calibrating="tiering.C002-1a", value_key="tiering.implied.coverage",
-            bound="a fully written 100 GB vmfsSparse delta has 800 MiB of grain tables against a host metadata heap "
-                  "of at most 192 MiB (KB 343426): at most 24 % cached"),
+            "where the emulated SAS-only pool keeps the seed's 12.2 % with a snapshot (swept)",
+            calibrating="tiering.C002-1a", value_key="tiering.implied.coverage",
+            bound="a full 100 GB delta's 800 MiB of grain tables, a host metadata heap of at most 192 MiB "
+                  "(KB 343426): at most 24 % cached"),
     StandIn("checkpoint_walker", "003", "ESX lazy checkpoint of a 4 GiB VM's memory (mainMem.ioBlockPages / ioWait)",
             "16384 writes of 64 pages each with a 25-ms wait between them; the measured 334 s is below the "
             "author's 16384 × 25 ms = 409.6 s",

@@ -58,18 +58,17 @@ def test_the_bands_the_prose_reads_are_their_registered_tolerance():
 def test_a_sentence_set_against_a_seeds_number_reads_it_from_the_claim():
     """'more than twice the seed's share': the seed's number is the claim's published value (prose.fact_values
     gives it from the runs' claim rows), not a copy typed into the fact."""
-    d = DerivedValues("tiering", "r1", "local", "quick")
-    d.add([Value("tiering.sas_pool.with.ratio", 30.0, "%", 28.0, 32.0, 3)])
-    d.claims = [{"id": "tiering.C002-1a", "published": 12.2, "unit": "%"}]
-    fact = next(f for f in prose.FACTS if f.key == "tiering.sas_pool.with.ratio" and f.relation == "above"
-                and f.times == 2)
-    assert fact.than == prose.published("tiering.C002-1a") == "claim.tiering.C002-1a.published"
+    key = "lifecycle.saturated.vm_total_with_over_before"
+    d = DerivedValues("lifecycle", "r1", "local", "quick")
+    d.add([Value(key, 80.0, "%", 78.0, 82.0, 3)])
+    d.claims = [{"id": "lifecycle.C000-3a", "published": 27.6, "unit": "%"}]
+    fact = next(f for f in prose.FACTS if f.key == key and f.relation == "above" and f.times == 2)
+    assert fact.than == prose.published("lifecycle.C000-3a") == "claim.lifecycle.C000-3a.published"
     values = prose.fact_values([d])
-    assert values[fact.than].value == 12.2 and fact.holds(values)
-    d.claims = [{"id": "tiering.C002-1a", "published": 16.0, "unit": "%"}]      # the seed's number, changed
+    assert values[fact.than].value == 27.6 and fact.holds(values)
+    d.claims = [{"id": "lifecycle.C000-3a", "published": 41.0, "unit": "%"}]      # the seed's number, changed
     assert prose.broken([fact], prose.fact_values([d])) == [
-        f"tiering.sas_pool.with.ratio = 30 [28, 32], not wholly above 32: rewrite {fact.where}"]
-    assert any(f.than == prose.published("lifecycle.C000-3a") and f.times == 2 for f in prose.FACTS)
+        f"{key} = 80 [78, 82], not wholly above 82: rewrite {fact.where}"]
 
 
 def test_an_advice_paragraph_is_typeset_only_where_its_model_predicts_within_the_bound():

@@ -260,6 +260,6 @@ def clause_values(values: Mapping[str, Value]) -> list[Value]:
             Value("paper.clause.heldout_others", text=heldout_others(values))]
 
 
-__all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "tiering_sweep", "tiering_sweep_finding",
-           "engines_qcow2",
-           "OTHER_MODELS", "heldout_predicting", "heldout_others", "advice_withheld", "clause_values"]
+__all__ = ["saturated_iterative", "tiering_mix_predictions", "tiering_heldout", "tiering_sweep",
+           "tiering_sweep_finding", "engines_qcow2", "OTHER_MODELS", "heldout_predicting", "heldout_others",
+           "advice_withheld", "clause_values"]

@@ -177,8 +177,6 @@ FACTS: tuple[Fact, ...] = (
     Fact("tiering.tier_pool.with.ssd_share", "estimate_below", "tiering.tier_pool.initial.ssd_share",
          "snaptax.tex (abstract, findings, seed 002) and tiering.tex, results: with the snapshot the SSD-served share "
          "fell"),
-    Fact("tiering.tier_pool.delete.ssd_share", "estimate_below", "tiering.tier_pool.with.ssd_share",
-         "snaptax.tex (seed 002) and tiering.tex, results: ... and fell further during consolidation"),
     *(Fact(f"tiering.{pool}.lvmthin.after.ratio", "below", 100.0,
            "snaptax.tex (abstract, findings, discussion) and tiering.tex, discussion.tex, conclusion.tex: LVM thin's "
            "loss outlasts its snapshot's deletion")
@@ -283,11 +281,6 @@ FACTS: tuple[Fact, ...] = (
     Fact("memory_dump.busy_pct.raid1_10k.p2048-w2", "estimate_above", 50.0,
          "memory_dump.tex, C003-5: at the tuned setting the device's write, not the fixed wait, makes most of each "
          "iteration on the mirror"),
-    # the seed's SAS-only pool kept its published share with its snapshot (C002-1a): "much more" is more than twice
-    # the share left
-    Fact("tiering.sas_pool.with.ratio", "above", published("tiering.C002-1a"),
-         "snaptax.tex, seed 002: the seed's redo log cost much more on the same kind of array than ours (we kept more "
-         "than twice the seed's share)", times=2),
     *(Fact(f"engines.fit.{engine}.c", relation, bound,
            "snaptax.tex (findings, seed 004): a first write moved the bytes each engine's mechanism predicts (copy "
            "factor within 10 % of 1)")
