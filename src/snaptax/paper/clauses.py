@@ -112,9 +112,10 @@ def tiering_sweep(values: Mapping[str, Value]) -> str:
     if c_least.value == c_greatest.value:
         return (f"a sweep of the redo log's cache on this pool kept {least.formatted_ci()}{pct} of the initial rate "
                 f"with {tables(c_least.value)} cached, one share only, so no share of the tables is read off it")
-    queue, queue0, busy = (values.get(f"{k}.{q}") for q in ("least.device_queue", "initial_device_queue",
-                                                             "least.member_busy_pct"))
-    if all(x is not None and math.isfinite(x.value) for x in (queue, queue0, busy)):
+    aside = [values[key] for key in (f"{k}.least.device_queue", f"{k}.initial_device_queue",
+                                     f"{k}.least.member_busy_pct") if key in values]
+    if len(aside) == 3 and all(math.isfinite(x.value) for x in aside):
+        queue, queue0, busy = aside
         said += (f" (with the least cache the array held {queue.formatted()} commands on average, against "
                  f"{queue0.formatted()} in the initial run, and its members were busy {busy.formatted()}{pct} of the "
                  "time)")
