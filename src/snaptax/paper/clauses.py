@@ -88,6 +88,12 @@ def tiering_heldout(values: Mapping[str, Value]) -> str:
             "predictions")
 
 
+def _share(c: float) -> str:
+    """A realised cache share as the fraction of whole slices it is: '1/12'."""
+    f = Fraction(c).limit_denominator(4096)
+    return f"{f.numerator}/{f.denominator}"
+
+
 def tiering_sweep(values: Mapping[str, Value]) -> str:
     """What the SAS-only pool's coverage sweep found (tiering.sweep.*, tiering.implied.*: studies/tiering/coverage):
     the share of the initial rate the pool kept with a snapshot at the least cache and with every L2 table, and the
@@ -103,8 +109,7 @@ def tiering_sweep(values: Mapping[str, Value]) -> str:
     pct = "\u2009%"
 
     def tables(c: float) -> str:
-        f = Fraction(c).limit_denominator(4096)
-        return "every table" if f == 1 else f"{f.numerator}/{f.denominator} of the tables"
+        return "every table" if c == 1 else f"{_share(c)} of the tables"
 
     said = (f"a sweep of the redo log's cache on this pool ({n.value:.0f} replicate"
             f"{'s' if n.value != 1 else ''}) kept {least.formatted_ci()}{pct} of the initial rate with "
@@ -139,8 +144,7 @@ def tiering_sweep_finding(values: Mapping[str, Value]) -> str:
             or not all(math.isfinite(values[key].value) for key in keys[3:]):
         return "this build's tiering run has no sweep of the cache to show it"
     keep, c, queue, queue0 = (values[key] for key in (keys[0], keys[1], keys[3], keys[4]))
-    f = Fraction(c.value).limit_denominator(4096)
-    return (f"with {f.numerator}/{f.denominator} of the map cached the load kept {keep.formatted_ci()}\u2009% of its "
+    return (f"with {_share(c.value)} of the map cached the load kept {keep.formatted_ci()}\u2009% of its "
             f"rate while the array held {queue.formatted()} commands on average, against {queue0.formatted()} "
             "without the snapshot")
 
