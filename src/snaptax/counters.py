@@ -62,6 +62,9 @@ CATALOGUE: tuple[CounterSpec, ...] = (
     # emulator: the spindle emulator's timing
     CounterSpec(r"emulator\.(released|idle_arrivals|self_timed)", "counter", "requests",
                 "requests the emulator released / that found it idle / it timed itself"),
+    CounterSpec(r"emulator\.spin_denied", "counter", "requests",
+                "replies that slept to their time because another request thread was spinning"),
+    CounterSpec(r"emulator\.spin_s_sum", "counter", "s", "time the emulator's request threads spent spinning"),
     CounterSpec(r"emulator\.(release_late_s_sum|idle_gap_s_sum)", "counter", "s",
                 "summed lateness of releases against the schedule / summed idle gaps"),
     CounterSpec(r"emulator\.flushes_released", "counter", "requests", "flushes the emulator released (in released)"),

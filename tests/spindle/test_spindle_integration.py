@@ -138,3 +138,27 @@ def test_both_plugins_write_one_counters_format(work_dir):
     for key in ("host.writes", "host.reads", "host.rmw_rows", "host.member_reads", "host.member_writes"):
         assert flat["c"][key] == flat["python"][key]          # the same model: the same work, whatever the timing
     assert flat["c"]["emulator.boundary_s_sum"] >= flat["c"]["emulator.model_s_sum"] > 0
+
+
+@needs
+def test_one_request_thread_spins_at_a_time(work_dir):
+    """Spinning is bounded: with a margin longer than every command (spin_us=2000 on the flash tier, 32 KiB at QD8),
+    each thread would spin from submission to reply; one at a time, the others sleep to their time (spin_denied),
+    and the time spent spinning cannot exceed the wall time (several spinners at once could: the runaway that
+    starved the clients on the tiered pool's flash tier)."""
+    import time
+
+    from snaptax.spindle.profiles import TierSpec
+    from snaptax.spindle.serve import flat_counters
+    pool = parse_device({"device": "tier_pool"}, "test")
+    assert isinstance(pool, TierSpec)
+    dev = SpindleDevice(pool.ssd, 64 << 20, work_dir, "flash", spin_us=2000)
+    job = fio.FioJob("s", "randread", bs=32768, iodepth=8, size=64 << 20, runtime_s=1, log_avg_msec=None)
+    with measurement_lock(), ProcessGroup() as group, serve(group, dev) as s:
+        t0 = time.monotonic()
+        fio.run(job, fio.FioTarget("nbd", uri=s.uri), work_dir / "fio-spin")
+        wall = time.monotonic() - t0
+    flat = flat_counters(json.loads(dev.counters.read_text()))
+    assert flat["emulator.released"] > 100
+    assert flat["emulator.spin_denied"] > 0
+    assert 0 < flat["emulator.spin_s_sum"] <= wall

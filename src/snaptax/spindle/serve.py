@@ -207,7 +207,7 @@ _ARRAY_EXTRAS = ("rmw_rows", "full_stripe_rows", "promotions", "demotions", "mig
                  "cache_full_stalls", "cache_destages", "cache_destaged_bytes")
 _MEMBER_KEYS = ("reads", "writes", "bytes_read", "bytes_written", "busy_s", "cache_hits")
 _EMULATOR_KEYS = ("released", "release_late_s_sum", "flushes_released", "flush_late_s_sum", "idle_arrivals",
-                  "idle_gap_s_sum", "self_timed", "boundary_s_sum", "model_s_sum")
+                  "idle_gap_s_sum", "self_timed", "boundary_s_sum", "model_s_sum", "spin_s_sum", "spin_denied")
 
 
 def flat_counters(raw: dict) -> dict[str, float]:

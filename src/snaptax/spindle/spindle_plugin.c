@@ -24,7 +24,7 @@
  * (at dispatch: at once when the device is idle, later when it waits in a queue). Then it times its own reply:
  * it sleeps until shortly before that time and spins for the rest (timer wake-ups on a loaded 2-core VM overshoot
  * by tens to hundreds of microseconds, which the spin absorbs: the margin adapts to the sleeps' own overshoot,
- * mean + 3 deviations), advances the simulator past its completion (which completes it and dispatches what its
+ * mean + 3 deviations, bounded so that spinning, one thread at a time, takes at most a quarter of a CPU), advances the simulator past its completion (which completes it and dispatches what its
  * device had queued, telling those threads their times) and returns, so nbdkit replies from this very thread with
  * no hand-off. A pump thread processes every other event (destages, the read phase of a RAID5 read-modify-write,
  * tier migrations and cycles) at its time, and an owned event after a grace period should its thread be
@@ -54,6 +54,8 @@
  *                                      late its own wait ended (a sleep that overshot its spin margin, a spin
  *                                      preempted), and the work from then to the return (the lock, the advance
  *                                      that completes it and dispatches what was queued, the bookkeeping)
+ *   spin_s_sum, spin_denied            time spent spinning, and waits that found another thread spinning (they
+ *                                      sleep until the completion time itself)
  *   late_hist_log2_us                  replies by lateness: bin 0 < 1 us, bin i in [2^(i-1), 2^i) us
  *   outstanding, errors, last_error    levels, for hang and error diagnoses
  */
@@ -86,7 +88,9 @@
 #define LATE_BINS 24
 #define OWNED_GRACE_S 1e-3      /* the pump completes an owned event only this long after its time */
 #define SPIN_MIN_S 20e-6        /* adaptive spin margin: bounds */
-#define SPIN_MAX_S 2e-3
+#define SPIN_MAX_S 200e-6       /* the sleeps' overshoot p99 on the 2-vCPU VM is ~85 us with real-time threads */
+#define SPIN_BUDGET 0.25        /* at most this share of one CPU spent spinning: margin <= budget x the mean time
+                                   between replies */
 
 static const char *cfg_spec, *cfg_file, *cfg_counters;
 static double cfg_interval = 0.5;
@@ -127,12 +131,15 @@ static double gap_sum;
 static int64_t phase_hist[GAP_BINS];
 static char last_error[512];
 static double overshoot_mean = 100e-6, overshoot_dev = 50e-6;   /* EWMAs of the sleeps' overshoot */
+static double reply_interval = 1e-3;   /* EWMA of the real time between two replies (s) */
+static double spin_margin (void);
 
 /* counted at the reply, without the lock (nanoseconds) */
 static atomic_int_fast64_t released, late_ns, boundary_ns, model_ns, flushes, flush_late_ns, self_timed;
 static atomic_int_fast64_t wake_late_ns, reply_work_ns;   /* self-timed replies' lateness, split */
 static atomic_int_fast64_t late_hist[LATE_BINS];
-static atomic_int spinners;                 /* request threads spinning now */
+static atomic_int spinners;                 /* request threads spinning now: 0 or 1 */
+static atomic_int_fast64_t spin_ns, spin_denied;   /* time spent spinning; waits that found the spin taken */
 static atomic_int_fast64_t rt_refused;      /* request threads that could not be made real-time */
 static int qos_fd = -1;                     /* held open while serving: the CPU latency request */
 static bool qos_held;
@@ -186,8 +193,8 @@ timer_slack (void)
  * real-time only while waiting left it 779 us late: the submission and data I/O before the wait were then
  * preempted). It returns to SCHED_OTHER before it replies, so nbdkit's socket reads and replies do not preempt the
  * client at every message (real-time throughout cost the harness 42 -> 18k IOPS on the zero-latency device at
- * QD32). The threads only spin in the last `spin margin` before a completion and yield to each other while more
- * than one spins; the kernel's real-time throttling (95 %) bounds them anyway. */
+ * QD32). The threads only spin in the last `spin margin` before a completion, one at a time (spin_margin() says
+ * why); the kernel's real-time throttling (95 %) bounds them anyway. */
 static __thread int rt_state;   /* 0: SCHED_OTHER, 1: real-time now, -1: refused */
 
 static void
@@ -302,7 +309,7 @@ dump (void)
   memcpy (hist, phase_hist, sizeof hist);
   char err[1100];
   json_escape (err, sizeof err, last_error);
-  double margin = cfg_spin_s >= 0 ? cfg_spin_s : fmin (SPIN_MAX_S, fmax (SPIN_MIN_S, overshoot_mean + 3 * overshoot_dev));
+  double margin = spin_margin ();
   double over = overshoot_mean;
   pthread_mutex_unlock (&lock);
 
@@ -319,13 +326,15 @@ dump (void)
            ", \"self_timed\": %" PRId64 ", \"idle_phase_bin_us\": %.1f, \"outstanding\": %" PRId64
            ", \"errors\": %" PRId64 ", \"last_error\": \"%s\", \"spin_margin_us\": %.2f"
            ", \"sleep_overshoot_us_mean\": %.2f, \"self_timed_wake_late_s_sum\": %.9f"
-           ", \"self_timed_reply_work_s_sum\": %.9f, \"rt_priority\": %d, \"rt_refused\": %" PRId64
+           ", \"self_timed_reply_work_s_sum\": %.9f, \"spin_s_sum\": %.9f, \"spin_denied\": %" PRId64
+           ", \"rt_priority\": %d, \"rt_refused\": %" PRId64
            ", \"cpu_latency_qos\": %s, \"late_hist_log2_us\": [",
            core, n ? late / n * 1e6 : 0.0, n, late, nf, atomic_load (&flush_late_ns) * 1e-9,
            atomic_load (&boundary_ns) * 1e-9, atomic_load (&model_ns) * 1e-9,
            gaps ? gap / gaps * 1e6 : 0.0, gaps, gap, (int64_t) atomic_load (&self_timed), GAP_BIN_S * 1e6, outst,
            errs, err, margin * 1e6, over * 1e6, atomic_load (&wake_late_ns) * 1e-9,
-           atomic_load (&reply_work_ns) * 1e-9, cfg_rt_priority, (int64_t) atomic_load (&rt_refused),
+           atomic_load (&reply_work_ns) * 1e-9, atomic_load (&spin_ns) * 1e-9, (int64_t) atomic_load (&spin_denied),
+           cfg_rt_priority, (int64_t) atomic_load (&rt_refused),
            qos_held ? "true" : "false");
   free (core);
   for (int i = 0; i < LATE_BINS; i++) fprintf (f, "%s%" PRId64, i ? ", " : "", (int64_t) atomic_load (&late_hist[i]));
@@ -432,32 +441,53 @@ request (struct req *r, int kind, uint64_t offset, uint32_t count)
   return 0;
 }
 
+/* Under the lock. The adaptive margin covers the sleeps' overshoot (mean + 3 deviations, at least SPIN_MIN_S) but
+ * never more than SPIN_MAX_S, nor more than SPIN_BUDGET of the mean time between replies, so that the spinning
+ * (one thread at a time, see wait_until) takes at most a quarter of a CPU. Without those two bounds the margin ran
+ * away on the flash tier: CPUs busy with fio and qemu-storage-daemon made sleeps overshoot, the margin grew to its
+ * old 2 ms bound, every request thread spun from submission to reply at real-time priority, the starved clients
+ * kept 1.8 commands outstanding instead of 12 (2 100 IO/s instead of 13 000 at 32 KiB, QD16), and since no thread
+ * slept any more the overshoot's average could not come down: the tiered pool's bimodal flash-tier rate. */
 static double
 spin_margin (void)
 {
   if (cfg_spin_s >= 0) return cfg_spin_s;
-  return fmin (SPIN_MAX_S, fmax (SPIN_MIN_S, overshoot_mean + 3 * overshoot_dev));
+  double m = fmin (SPIN_MAX_S, fmax (SPIN_MIN_S, overshoot_mean + 3 * overshoot_dev));
+  return fmin (m, SPIN_BUDGET * reply_interval);
 }
 
-/* Sleep until shortly before `eta`, spin for the rest. Returns the sleep's overshoot (s) past its target, or
- * NAN when it did not sleep. */
+static double
+sleep_until (double target)
+{
+  struct timespec ts = abs_time (target);
+  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    ;
+  return now () - target;
+}
+
+/* Sleep until shortly before `eta`, spin for the rest. One thread spins at a time: one that finds the spin taken
+ * sleeps until `eta` itself and is late by its wake-up, so that spinning can never take more than one CPU from the
+ * clients (and sleeps, hence the overshoot's average, go on). Returns the last sleep's overshoot (s) past its
+ * target, or NAN when it did not sleep. */
 static double
 wait_until (double eta, double margin)
 {
   double over = NAN;
   double target = eta - margin;
-  if (target > now ()) {
-    struct timespec ts = abs_time (target);
-    while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-      ;
-    over = now () - target;
+  if (target > now ()) over = sleep_until (target);
+  int free_slot = 0;
+  if (!atomic_compare_exchange_strong (&spinners, &free_slot, 1)) {
+    atomic_fetch_add (&spin_denied, 1);
+    if (eta > now ()) over = sleep_until (eta);
+    return over;
   }
-  atomic_fetch_add (&spinners, 1);
-  while (now () < eta) {
-    if (atomic_load (&spinners) > 1 && rt_state == 1) sched_yield ();   /* round robin among real-time spinners */
-    else cpu_relax ();
+  double t0_spin = now (), t = t0_spin;
+  while (t < eta) {
+    cpu_relax ();
+    t = now ();
   }
-  atomic_fetch_sub (&spinners, 1);
+  atomic_store (&spinners, 0);
+  atomic_fetch_add (&spin_ns, (int64_t) llround ((t - t0_spin) * 1e9));
   return over;
 }
 
@@ -495,7 +525,9 @@ finish (struct req *r)
     r->waiting = false;
   }
   unregister (r);
-  last_release = now ();
+  double t_release = now ();
+  if (last_release >= 0) reply_interval += (t_release - last_release - reply_interval) / 64;
+  last_release = t_release;
   if (r->t_done > last_done_t) last_done_t = r->t_done;
   nudge_pump ();
   pthread_mutex_unlock (&lock);
