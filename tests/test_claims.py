@@ -237,9 +237,9 @@ def test_the_studies_mark_their_model_checks():
     from snaptax.studies.lifecycle.analyse import claims as lifecycle_claims
     from snaptax.studies.tiering.analyse import _claims as tiering_claims
     tiering = {c.seed_label: c.basis for c in tiering_claims({"sas_pool", "tier_pool"})}
-    assert tiering == {"C002-1a": "measured", "C002-1b": "measured", "C002-1c": "measured", "C002-2a": "model",
-                       "C002-2b": "model", "C002-2c": "model", "C002-3": "model", "C002-4": "measured"}
+    # the tiered pool's rows are measured since the emulator serves the flash tier near its speed (issue 45.3)
+    assert set(tiering.values()) == {"measured"} and len(tiering) == 8
     for c in tiering_claims({"sas_pool", "tier_pool"}):
-        assert (".at_tier_speed" in c.value_key or "tier_over_sas" in c.value_key) == c.is_model
+        assert "at_tier_speed" not in c.value_key
     lifecycle = {c.seed_label: c.basis for c in lifecycle_claims()}
     assert lifecycle.pop("C000-6") == "model" and set(lifecycle.values()) == {"measured"}

@@ -49,7 +49,7 @@ def test_plugin_figures_spread_over_rounds_and_cases():
         row = {f"emulator_plugin_accuracy_qd{qd}_{d}": 1.0 for qd in (1, 32) for d in bench.DRIVES}
         row["emulator_plugin_accuracy_qd1_sas15k"] = worst
         row |= {"emulator_plugin_accuracy_flash_tier_qd1": 0.96 + r / 100,
-                "emulator_plugin_accuracy_flash_tier_qd32": 0.95}
+                "emulator_plugin_accuracy_flash_tier_qd32": 0.95, "emulator_flash_tier_queue_share": 0.7 + r / 10}
         rounds.append(row)
     out = bench.plugin_figures(rounds)
     assert out["emulator_plugin_accuracy_qd1_min"] == 0.97 and out["emulator_plugin_accuracy_qd1_max"] == 1.0
@@ -57,3 +57,5 @@ def test_plugin_figures_spread_over_rounds_and_cases():
     assert out["emulator_plugin_accuracy_qd32"] == 1.0
     assert out["emulator_plugin_accuracy_flash_tier_min"] == 0.95
     assert out["emulator_plugin_accuracy_flash_tier"] == pytest.approx(0.955)
+    share = (out["emulator_flash_tier_queue_share_min"], out["emulator_flash_tier_queue_share_max"])
+    assert share == pytest.approx((0.7, 0.8))

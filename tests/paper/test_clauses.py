@@ -39,6 +39,13 @@ def test_the_mix_predictions_are_described_as_their_intervals_came_out():
               "tiering.predict.sas_with_over_hdd": Value("tiering.predict.sas_with_over_hdd", 99.0, "%")}
     assert "neither is decided" in clauses.tiering_mix_predictions(single)
     assert clauses.tiering_mix_predictions({}) == "this build's tiering run has no tests of the mix"
+    # at an operating point below every table the serialised lookups are named as a second effect; not at 1
+    at = {**predictions((130, 115, 145), (99, 84, 115)), "tiering.stand_in.coverage":
+          Value("tiering.stand_in.coverage", 0.375, "")}
+    assert clauses.tiering_mix_predictions(at).endswith("serialise under its lock, for which the mix has no term "
+                                                        "either")
+    at["tiering.stand_in.coverage"] = Value("tiering.stand_in.coverage", 1.0, "")
+    assert "serialise" not in clauses.tiering_mix_predictions(at)
 
 
 REASON = "the 90 % interval of the error is not within ±10 % at qcow2 with"

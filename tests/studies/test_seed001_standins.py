@@ -35,7 +35,7 @@ def test_the_stand_ins_measure_at_the_rigs_inferred_points_and_say_where_they_co
     assert "inferred 0.915" in s1.describe("inferred") and "preset 1 (not inferred" in s1.describe("inferred")
     values = {v.key: v for v in s1.operating_point_values("s", used)}
     assert values["s.coverage.on-disk-metadata"].value == 59 / 64
-    assert values["s.coverage_source.on-disk-metadata"].text == "inferred (metadata_cache/r)"
+    assert values["s.coverage_source.on-disk-metadata"].text == "inferred from metadata_cache/r"
     assert values["s.coverage_inferred.on-disk-metadata"].low == 0.856
     assert values["s.coverage.in-memory-metadata"].value == 1.0
     assert values["s.coverage_source.in-memory-metadata"].text == "preset"

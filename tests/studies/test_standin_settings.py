@@ -37,7 +37,7 @@ def test_the_stand_in_measures_at_the_inferred_point_in_whole_slices_and_says_wh
     assert c == Fraction(19, 64) and used is not None and used.realised == 19 / 64 and used.inferred == 0.30
     values = {v.key: v for v in ss.operating_point_values("s", "esx35_redolog", Fraction(1), (used,))}
     assert values["s.coverage"].value == 19 / 64
-    assert values["s.coverage_source"].text == "inferred (metadata_cache/r)"
+    assert values["s.coverage_source"].text == "inferred from metadata_cache/r"
     assert (values["s.coverage_inferred"].low, values["s.coverage_inferred"].high) == (0.10, 0.45)
     # another stand-in's point in the run does not stand for this one
     other = op.UsedPoint("vmfs_sesparse", 0.9, 0.8, 0.95, "metadata_cache/r", 0.9)

@@ -448,6 +448,11 @@ BENCH_KEYS: dict[str, tuple[str, str, int, float]] = {
     "emulator_plugin_accuracy_flash_tier": ("emulator_plugin_accuracy_flash_tier_pct", "%", 1, 100.0),
     "emulator_plugin_accuracy_flash_tier_min": ("emulator_plugin_accuracy_flash_tier_min_pct", "%", 1, 100.0),
     "emulator_plugin_accuracy_flash_tier_max": ("emulator_plugin_accuracy_flash_tier_max_pct", "%", 1, 100.0),
+    # the flash tier under the tiering study's load: the emulator's queue over fio's depth (starved clients show here)
+    "emulator_flash_tier_queue_share": ("emulator_flash_tier_queue_share_pct", "%", 0, 100.0),
+    "emulator_flash_tier_queue_share_min": ("emulator_flash_tier_queue_share_min_pct", "%", 0, 100.0),
+    "emulator_flash_tier_queue_share_max": ("emulator_flash_tier_queue_share_max_pct", "%", 0, 100.0),
+    "emulator_flash_tier_spin_cpu": ("emulator_flash_tier_spin_cpu_pct", "%", 1, 100.0),
     "emulator_overhead_us_per_command": ("emulator_overhead_us_per_command", "us", 1, 1.0),
     "emulator_cpu_us_per_command": ("emulator_cpu_us_per_command", "us", 0, 1.0),
     "emulator_accuracy_rounds": ("emulator_rounds", "rounds", 0, 1.0),

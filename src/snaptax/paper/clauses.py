@@ -38,7 +38,8 @@ def tiering_mix_predictions(values: Mapping[str, Value]) -> str:
     """What the misplacement model's two refutable predictions found (tiering.predict.hdd_fit_over_model: the fitted
     HDD time per I/O over the array model's; tiering.predict.sas_with_over_hdd: the SAS-only pool's rate with its
     snapshot over the fitted HDD rate), and what the first says of the queueing effect the mix leaves out (an effect
-    that would make the fitted HDD time longer, above 100 %)."""
+    that would make the fitted HDD time longer, above 100 %); where the run's redo log cached less than every L2
+    table (tiering.stand_in.coverage below 1), that its serialised lookups are a second effect the mix leaves out."""
     keys = ("tiering.predict.hdd_fit_over_model", "tiering.predict.sas_with_over_hdd")
     if any(k not in values for k in keys):
         return "this build's tiering run has no tests of the mix"
@@ -62,6 +63,10 @@ def tiering_mix_predictions(values: Mapping[str, Value]) -> str:
         queueing = ("this run's first interval lies below 100 %, the opposite of such an effect: the mixed seconds' "
                     "HDD-served I/O took less time than the array's model run gives, which the mix does not explain "
                     "either (not traced)")
+    point = values.get("tiering.stand_in.coverage")
+    if point is not None and math.isfinite(point.value) and point.value < 1:
+        queueing += ("; and with less than every L2 table cached, as at this run's operating point, the redo log's "
+                     "lookups that miss serialise under its lock, for which the mix has no term either")
     return f"{found}; {queueing}"
 
 
@@ -103,8 +108,8 @@ def tiering_sweep(values: Mapping[str, Value]) -> str:
     keys = (f"{k}.least.keep", f"{k}.greatest.keep", f"{k}.least.coverage", f"{k}.greatest.coverage",
             f"{k}.replicates", "tiering.implied.coverage", "tiering.implied.heap_bound", "tiering.implied.bound")
     if any(key not in values for key in keys):
-        return ("no sweep of the redo log's cache was measured (the quick profile has none), so no share of cached "
-                "tables is read off it")
+        return ("no sweep of the redo log's cache was measured in this build's tiering run (quick runs and runs made "
+                "before the sweep have none), so no share of cached tables is read off it")
     least, greatest, c_least, c_greatest, n, point, bound, where = (values[key] for key in keys)
     pct = "\u2009%"
 
@@ -129,9 +134,15 @@ def tiering_sweep(values: Mapping[str, Value]) -> str:
     seed = f"the seed's {values[f'{k}.seed_keep_pct'].formatted()}{pct}"
     if where.text != "inside the sweep":
         return f"{said}; the crossing of {seed} lies {where.text}"
-    side = "within" if point.value <= bound.value else "above"
-    return (f"{said}; it crosses {seed} at {point.formatted_ci()} of the tables cached, a point {side} the "
-            f"{bound.formatted()} that the seed system's metadata heap can hold at most")
+    b = bound.value
+    if not point.has_interval:
+        side = f"a point {'within' if point.value <= b else 'above'} the"
+    else:
+        side = ("a point within the" if point.high <= b else "a point above the" if point.low > b
+                else "a point whose interval includes the")
+    alone = "" if point.has_interval else " (one sweep: the point alone, without an interval)"
+    return (f"{said}; it crosses {seed} at {point.formatted_ci()} of the tables cached, {side} "
+            f"{bound.formatted()} that the seed system's metadata heap can hold at most{alone}")
 
 
 def tiering_sweep_finding(values: Mapping[str, Value]) -> str:

@@ -50,7 +50,10 @@ EMULATOR_VERSIONS = {
     2: "the Python emulator with the flush fix",
     3: "the compiled emulator (spindle_core.c in the nbdkit plugin spindle_plugin.c, 2026-11-28): the same model "
        "(trace-equivalent to the Python one), each reply timed by its own request thread; counts the model time "
-       "per command (emulator.model_s_sum), by which flash-class lateness is judged",
+       "per command (emulator.model_s_sum), by which flash-class lateness is judged. From commit 8dabdccee "
+       "(2026-12-01) its spin margin is bounded and one request thread spins at a time; before it the margin could "
+       "run away on the flash tier and starve the clients with no reply late (the tiering study's flash-served "
+       "rates). Not a new version, since runs from 8dabdccee were recorded as 3: a run's commit tells them apart",
 }
 
 # coordinates of a measurement in its plan: the first columns of results.csv, the keys of per-measurement tables

@@ -442,7 +442,8 @@ request (struct req *r, int kind, uint64_t offset, uint32_t count)
 }
 
 /* Under the lock. The adaptive margin covers the sleeps' overshoot (mean + 3 deviations, at least SPIN_MIN_S) but
- * never more than SPIN_MAX_S, nor more than SPIN_BUDGET of the mean time between replies, so that the spinning
+ * never more than SPIN_MAX_S, nor more than SPIN_BUDGET of the mean time between replies (which wins, below
+ * SPIN_MIN_S, above ~12 500 replies a second), so that the spinning
  * (one thread at a time, see wait_until) takes at most a quarter of a CPU. Without those two bounds the margin ran
  * away on the flash tier: CPUs busy with fio and qemu-storage-daemon made sleeps overshoot, the margin grew to its
  * old 2 ms bound, every request thread spun from submission to reply at real-time priority, the starved clients

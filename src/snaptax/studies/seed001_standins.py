@@ -55,7 +55,7 @@ def operating_point_values(prefix: str, used: tuple[UsedPoint, ...] | None) -> l
         p = by_stand_in.get(stand_in)
         out.append(Value(f"{prefix}.coverage.{config}", p.realised if p else float(preset), "", digits=3))
         out.append(Value(f"{prefix}.coverage_source.{config}",
-                         text=f"inferred ({short_run_id(p.run)})" if p else "preset"))
+                         text=f"inferred from {short_run_id(p.run)}" if p else "preset"))
         if p:
             out.append(Value(f"{prefix}.coverage_inferred.{config}", p.inferred, "", p.low, p.high, digits=3))
     return out

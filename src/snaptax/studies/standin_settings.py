@@ -62,7 +62,7 @@ def operating_point_values(prefix: str, stand_in: str, preset: Fraction,
     (None: a run before them, at the preset)."""
     p = next((u for u in used or () if u.stand_in == stand_in), None)
     out = [Value(f"{prefix}.coverage", p.realised if p else float(preset), "", digits=3),
-           Value(f"{prefix}.coverage_source", text=f"inferred ({short_run_id(p.run)})" if p else "preset")]
+           Value(f"{prefix}.coverage_source", text=f"inferred from {short_run_id(p.run)}" if p else "preset")]
     if p:
         out.append(Value(f"{prefix}.coverage_inferred", p.inferred, "", p.low, p.high, digits=3))
     return out

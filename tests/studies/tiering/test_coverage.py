@@ -115,3 +115,12 @@ def test_the_arrays_queue_and_busy_share_are_the_with_runs_means_over_the_sweeps
     assert v["tiering.sweep.least.device_queue"].value == pytest.approx(2.0)
     assert v["tiering.sweep.greatest.member_busy_pct"].value == pytest.approx(85.0)
     assert v["tiering.sweep.initial_device_queue"].value == pytest.approx(15.0)
+
+
+def test_the_heap_bound_is_judged_on_the_points_interval():
+    b = planmod.HEAP_BOUND
+    assert cov.heap_bound_side(b - 0.05, b - 0.1, b - 0.01) == "yes"
+    assert cov.heap_bound_side(b + 0.05, b + 0.01, b + 0.1) == "no"
+    assert cov.heap_bound_side(b - 0.01, b - 0.05, b + 0.05) == "undecided"     # the point alone would say yes
+    assert cov.heap_bound_side(b + 0.01, math.nan, math.nan) == "no"            # one sweep: the point alone
+    assert cov.heap_bound_side(math.nan, math.nan, math.nan) == "n/a"

@@ -148,10 +148,17 @@ def test_three_replicates_are_judged_with_intervals_from_the_spread_between_them
     assert tier.at_tier_speed_pct.to_numpy() == pytest.approx(expected, rel=0.02)
     v = a.value("tiering.tier_pool.with.at_tier_speed")
     assert (v.value, v.low, v.high) == pytest.approx(_t_interval(tier.at_tier_speed_pct / 100), rel=1e-6)
-    # the tiered pool's ratio over the SAS-only pool's, formed within each replicate
+    # the tiered pool's ratio over the SAS-only pool's, formed within each replicate: measured (C002-3), and the
+    # model's at the SSD tier's speed
     v = a.value("tiering.tier_over_sas.with")
     assert (v.value, v.low, v.high) == pytest.approx(
+        _t_interval(tier.ratio_pct.to_numpy() / sas.ratio_pct.to_numpy()), rel=1e-6)
+    v = a.value("tiering.tier_over_sas.with_at_tier_speed")
+    assert (v.value, v.low, v.high) == pytest.approx(
         _t_interval(tier.at_tier_speed_pct.to_numpy() / sas.ratio_pct.to_numpy()), rel=1e-6)
+    # the tiered pool's initial rate against its own model's at the measured share (all on flash here)
+    v = a.value("tiering.tier_pool.initial.model_rate_pct")
+    assert v.n == 3 and v.value == pytest.approx(100 * TAU_SSD_TIER / TAU_SSD_MEASURED, rel=0.02)
 
     # the two pools' initial rates, both measured, paired within each replicate (C002-4): all on flash, 10 000 IOPS
     init = reps.drop_duplicates(["pool", "replicate"]).pivot(index="replicate", columns="pool", values="initial_iops")

@@ -55,7 +55,7 @@ from .plan import (
     pool_of,
     replicate_of,
 )
-from .replicates import estimates, over_replicates, per_replicate, replicate_values
+from .replicates import estimates, model_rate_value, over_replicates, per_replicate, replicate_values
 from .tables import (
     BATCH_S,
     RATIO_PHASES,
@@ -80,8 +80,11 @@ RELATIVE_BASIS = ("a judgment: the ratio of two ratios each read to ±5 pp; ±15
 SAS_STAND_IN = "qcow2 on the emulated SAS-only pool (sas_pool)"
 # the held-out test's engines: label → (SAS-only pool variant, tiered pool variant)
 HELDOUT_ENGINES = {"qcow2": ("sas_pool", TIERED), "LVM thin": (f"sas_pool.{LVM_THIN}", f"{TIERED}.{LVM_THIN}")}
-TIER_SPEED = ("misplacement model at the measured SSD-served shares, SSD tier at its emulated speed "
-              "(the harness cannot time it)")
+# The tiered pool's claims are judged on its measured ratios (issue 45.3): since the emulator bounds its spinning
+# (spindle_plugin.c, spin_margin) the flash tier is served near its model's rate (value
+# tier_pool.initial.model_rate_pct says how near), and the misplacement model at the tier's own speed is the
+# prediction the measurement checks (decided before the first run with the bounded emulator was analysed).
+TIER_MEASURED = "qcow2 on the emulated tiered pool (tier_pool), measured"
 
 
 @dataclass
@@ -121,21 +124,20 @@ def _claims(pools: set[str]) -> list[Claim]:
     if TIERED in pools:
         out += [
             Claim(f"{k}.C002-2a", CITE, WHERE_TIER, "SAS + SSD Easy Tier: IOPS with a snapshot, % of initial", 3.7,
-                  "%", 100.0, 5.0, RATIO_BASIS, f"{k}.tier_pool.with.at_tier_speed", TIER_SPEED,
-                  "3.7 % (table: 420 of 11500 IO/s; text: 3,6 %)", basis="model"),
+                  "%", 100.0, 5.0, RATIO_BASIS, f"{k}.tier_pool.with.ratio", TIER_MEASURED,
+                  "3.7 % (table: 420 of 11500 IO/s; text: 3,6 %)"),
             Claim(f"{k}.C002-2b", CITE, WHERE_TIER, "SAS + SSD Easy Tier: IOPS during consolidation, % of initial",
-                  2.6, "%", 100.0, 5.0, RATIO_BASIS, f"{k}.tier_pool.delete.at_tier_speed", TIER_SPEED,
-                  "2.6 % (table: 300 of 11500 IO/s; text: 2,6 %)", basis="model"),
+                  2.6, "%", 100.0, 5.0, RATIO_BASIS, f"{k}.tier_pool.delete.ratio", TIER_MEASURED,
+                  "2.6 % (table: 300 of 11500 IO/s; text: 2,6 %)"),
             Claim(f"{k}.C002-2c", CITE, WHERE_TIER, "SAS + SSD Easy Tier: IOPS after consolidation, % of initial",
-                  100.0, "%", 100.0, 10.0, AFTER_BASIS, f"{k}.tier_pool.after.at_tier_speed", TIER_SPEED,
-                  "recovered (11500 of 11500)", basis="model")]
+                  100.0, "%", 100.0, 10.0, AFTER_BASIS, f"{k}.tier_pool.after.ratio", TIER_MEASURED,
+                  "recovered (11500 of 11500)")]
     if {"sas_pool", TIERED} <= pools:
         out.append(Claim(f"{k}.C002-3", CITE, "Summary, point 2", "the tiered pool keeps a smaller fraction with a "
                          "snapshot: its ratio over the SAS-only pool's, %", 100 * (420 / 11500) / (300 / 2450), "%",
                          100.0, 15.0, RELATIVE_BASIS, f"{k}.tier_over_sas.with",
-                         "the emulated tiered pool (tier_pool) at the SSD tier's speed (model) over the SAS-only pool "
-                         "(sas_pool, measured), qcow2",
-                         basis="model"))
+                         "the emulated tiered pool (tier_pool) over the SAS-only pool (sas_pool), both measured, "
+                         "qcow2, paired by replicate"))
         out.append(Claim(f"{k}.initial_over_sas", CITE, "both tables, 'Initial situation'", "initial IOPS of the "
                          "tiered pool over the SAS-only pool's (11500 over 2450), %", 100 * 11500 / 2450, "%", 100.0,
                          47.0, INITIAL_BASIS, f"{k}.initial_over_sas",
@@ -145,8 +147,9 @@ def _claims(pools: set[str]) -> list[Claim]:
 
 
 def _relative(phases: pd.DataFrame, speed: pd.DataFrame) -> Interval:
-    """The tiered pool's with-snapshot ratio (at the SSD tier's speed) over the SAS-only pool's (measured), in %:
-    a ratio of two independent ratios, its log half-width the root sum of squares of theirs."""
+    """The tiered pool's with-snapshot ratio in `speed` (the measured phases, or the model's at the SSD tier's speed)
+    over the SAS-only pool's (measured), in %, first timelines: a ratio of two independent ratios, its log
+    half-width the root sum of squares of theirs."""
     sas = phases[(phases.pool == "sas_pool") & (phases.phase == "with")] if not phases.empty else phases
     tier = speed[(speed.pool == TIERED) & (speed.phase == "with")] if not speed.empty else speed
     if sas.empty or tier.empty:
@@ -277,7 +280,8 @@ def _values(record: RunRecord, meas: pd.DataFrame, phases: pd.DataFrame, events:
             if pool == TIERED or tier == "hdd":
                 out.append(Value(f"{k}.model.{pool}.{tier}_us_per_io",
                                  model_us.get(pool, {}).get(f"{tier}_us_per_io", math.nan), "µs"))
-    out.append(Value.of(f"{k}.tier_over_sas.with", _relative(phases, speed), "%", 1))
+    out.append(Value.of(f"{k}.tier_over_sas.with", _relative(phases, phases), "%", 1))
+    out.append(Value.of(f"{k}.tier_over_sas.with_at_tier_speed", _relative(phases, speed), "%", 1))
     if fit is not None:
         (ls, hs), (lh, hh) = fit.ci95
         out += [Value(f"{k}.fit.tau_ssd_us", fit.tau_ssd_us, "µs", ls, hs, fit.points, 0, method="least squares, t"),
@@ -347,6 +351,7 @@ def analyse(record: RunRecord) -> TieringAnalysis:
                                         "independent replicates (pct_log), each pool's initial phase measured"))
     learned = events[(events.event == "learn_done") & (events.pool.map(pool_of) == TIERED)
                      & (events.pool.map(engine_of) == "qcow2")] if not events.empty else events
+    values.append(model_rate_value(phases, model_us))
     values += replicate_values(reps, params.scale.replicates,
                                {replicate_of(r.pool): bool(r.learned) for r in learned.itertuples()})
     values += pool_values(pool_specs(record.manifest, params.devices))

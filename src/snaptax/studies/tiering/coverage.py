@@ -173,10 +173,20 @@ def sweep_values(summary: pd.DataFrame, meas: pd.DataFrame | None = None) -> lis
                   method="where the sweep's keep crosses the seed's 12.2 % (linear between neighbours)"),
             Value(f"{i}.method", text="read off the SAS-only pool's coverage sweep"),
             Value(f"{i}.bound", text=bound_text(point)),
-            Value(f"{i}.within_heap_bound", text="n/a" if math.isnan(clip[0]) else
-                  "yes" if clip[0] <= HEAP_BOUND else "no")]
+            Value(f"{i}.within_heap_bound", text=heap_bound_side(*clip))]
     return out
 
 
+def heap_bound_side(point: float, low: float, high: float) -> str:
+    """Whether the inferred point lies within the seed system's heap bound (HEAP_BOUND): decided on its interval
+    ('yes' when it lies wholly at or below the bound, 'no' when wholly above, 'undecided' when it includes the
+    bound), on the point alone when there is no interval (one sweep); 'n/a' without a point."""
+    if math.isnan(point):
+        return "n/a"
+    if math.isnan(low) or math.isnan(high):
+        return "yes" if point <= HEAP_BOUND else "no"
+    return "yes" if high <= HEAP_BOUND else "no" if low > HEAP_BOUND else "undecided"
+
+
 __all__ = ["recorded_coverages", "sweep_table", "sweep_summary", "implied_coverage", "bound_text", "shares_text",
-           "sweep_values"]
+           "heap_bound_side", "sweep_values"]

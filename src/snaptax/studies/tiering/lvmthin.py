@@ -152,7 +152,7 @@ def lvmthin_values(meas: pd.DataFrame, phases: pd.DataFrame, events: pd.DataFram
                     f"{base}.{phase}.ratio", *((float(row.ratio_pct), float(row.ratio_low), float(row.ratio_high),
                                                int(row.n)) if row is not None else (math.nan, math.nan, math.nan, 0)),
                     "%", 1, f"ratio of means of {BATCH_S}-s batches, Welch"))
-            # the untiered pool: where the time went; the tiered pool: only the copies (its rates are harness-bound)
+            # the untiered pool: where the time went; the tiered pool: only the copies (flash-served rates fall short)
             columns = LAYOUT_COLUMNS if pool != TIERED else {"copied_write_pct": LAYOUT_COLUMNS["copied_write_pct"]}
             m_ph = meas[(meas.pool == variant) & (meas.phase == phase)] if not meas.empty else meas
             out += [Value(f"{base}.{phase}.{col}", float(m_ph[col].iloc[0]) if len(m_ph) else math.nan, unit,

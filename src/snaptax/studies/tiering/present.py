@@ -108,7 +108,7 @@ def ratio_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
 
 def model_chart(a: TieringAnalysis) -> alt.LayerChart | alt.FacetChart:
     """The tiered pool's per-second points (SSD-served share, VM IOPS) by phase, the fitted model's curve, and the
-    model with the SSD tier's own τ (what the harness-bound seconds would be at the tier's speed)."""
+    model with the SSD tier's own τ (what the measured seconds would be at the tier's own speed)."""
     s = a.seconds[(a.seconds.pool == "tier_pool") & a.seconds.phase.isin(
         ["initial", "settle", "with", "delete", "after", "relearned"]) & (a.seconds.t_in_phase_s > 1)].copy()
     s["ssd_pct"] = 100 * s.ssd_share

@@ -11,9 +11,13 @@ replicates (snaptax.inference), never over the batch means or seconds within one
     tier_pool.<phase>.at_tier_speed the misplacement model at that replicate's SSD-served shares with its own fitted
                                     τ_hdd (misplacement.fit_model on its per-second points) and the SSD tier's speed:
                                     inference.log_estimate of the log ratios, pct_log;
-    tier_over_sas.with              within each replicate, the tiered pool's with-snapshot ratio at the SSD tier's
-                                    speed over the SAS-only pool's measured one (ratios formed within one sitting,
-                                    never across): log_estimate, pct_log;
+    tier_over_sas.with              within each replicate, the tiered pool's measured with-snapshot ratio over the
+                                    SAS-only pool's (ratios formed within one sitting, never across): log_estimate,
+                                    pct_log; tier_over_sas.with_at_tier_speed the same with the tiered pool's ratio
+                                    at the SSD tier's speed (the model's prediction);
+    tier_pool.initial.model_rate_pct  the tiered pool's measured initial IOPS over the rate the emulated pool's own
+                                    model gives at that phase's SSD-served share (how near the harness serves the
+                                    flash tier): log_estimate, pct_log;
     initial_over_sas                within each replicate, the tiered pool's initial IOPS over the SAS-only pool's,
                                     both measured: ratio_estimate, pct_log.
 
@@ -81,10 +85,11 @@ def estimates(reps: pd.DataFrame) -> dict[str, Estimate]:
                 out[f"{k}.{pool}.{phase}.at_tier_speed"] = _pct_log(r.at_tier_speed_pct.to_numpy())
     if not reps.empty:
         sas = reps[(reps.pool == "sas_pool") & (reps.phase == "with")].set_index("replicate").ratio_pct
-        tier = reps[(reps.pool == TIERED) & (reps.phase == "with")].set_index("replicate").at_tier_speed_pct
+        tier = reps[(reps.pool == TIERED) & (reps.phase == "with")].set_index("replicate")
         both = sorted(set(sas.index) & set(tier.index))
         if both:
-            out[f"{k}.tier_over_sas.with"] = _pct_log(100 * tier[both].to_numpy() / sas[both].to_numpy())
+            for key, col in (("with", "ratio_pct"), ("with_at_tier_speed", "at_tier_speed_pct")):
+                out[f"{k}.tier_over_sas.{key}"] = _pct_log(100 * tier[col][both].to_numpy() / sas[both].to_numpy())
         # the two pools' initial rates, paired within each replicate (one sitting): C002-4, measured
         init = reps.drop_duplicates(["pool", "replicate"]).pivot(index="replicate", columns="pool",
                                                                    values="initial_iops")
@@ -92,6 +97,24 @@ def estimates(reps: pd.DataFrame) -> dict[str, Estimate]:
             out[f"{k}.initial_over_sas"] = ratio_estimate(paired[TIERED].to_numpy(),
                                                                paired["sas_pool"].to_numpy(), "pct_log")
     return out
+
+
+def model_rate_value(phases: pd.DataFrame, model_us: dict[str, dict[str, float]]) -> Value:
+    """tier_pool.initial.model_rate_pct (the module's docstring): per qcow2 replicate of the tiered pool, its
+    initial phase's mean IOPS × the pool model's time per I/O at that phase's SSD-served share p,
+    p·τ_ssd + (1 − p)·τ_hdd (model_us[TIERED]), in %; over the replicates from two on, else the one value."""
+    key = f"{STUDY}.{TIERED}.initial.model_rate_pct"
+    tau = model_us.get(TIERED, {})
+    ssd, hdd = tau.get("ssd_us_per_io", math.nan), tau.get("hdd_us_per_io", math.nan)
+    init = phases[(phases.phase == "initial") & (phases.pool.map(pool_of) == TIERED)
+                  & (phases.pool.map(engine_of) == "qcow2")] if not phases.empty else phases
+    pct = np.array([100 * r.iops * (r.ssd_share * ssd + (1 - r.ssd_share) * hdd) / 1e6 for r in init.itertuples()],
+                   dtype=float)
+    est = _pct_log(pct)
+    if est.n >= 2:
+        return Value.of_estimate(key, est, "%", 0, method=f"t over {est.n} independent replicates (pct_log)")
+    ok = pct[np.isfinite(pct) & (pct > 0)]
+    return Value(key, float(ok[0]) if len(ok) else math.nan, "%", digits=0)
 
 
 def _pct_log(pct: np.ndarray) -> Estimate:
@@ -129,4 +152,4 @@ def replicate_values(reps: pd.DataFrame, planned: int, learned: dict[int, bool])
                   "replicates")]
 
 
-__all__ = ["per_replicate", "estimates", "over_replicates", "replicate_values"]
+__all__ = ["per_replicate", "estimates", "model_rate_value", "over_replicates", "replicate_values"]
