@@ -32,6 +32,11 @@ beside() {  # beside NAME COMMAND...: an external COMMAND (killed on exit) in th
   "$@" > "$scratch/beside-${#pids[@]}.log" 2>&1 &
   pids+=($!); names+=("$name")
 }
+selected() {  # selected VAR=VALUE... COMMAND...: a pytest run; tests named on the command line may all fall in the
+  # other half, and pytest's "no tests collected" (exit 5) is then no failure
+  local r=0; env "$@" || r=$?
+  [ "$r" -eq 0 ] || [ "$r" -eq 5 ] || return "$r"
+}
 joined() {  # wait for every check beside, print each report in turn; fail with the first that failed
   local rc=0 r i
   for i in "${!pids[@]}"; do
@@ -70,10 +75,16 @@ stamp
 
 # The tests that check a whole smoke run read the runs just measured (tests/conftest.py: smoke_run) instead of
 # measuring each plan a second time.
-echo "== pytest (all but -m committed, which ran beside nbval)"
+echo "== pytest (all but -m committed, which ran beside nbval): the tests that only compute, two at a time"
+# -m parallel (tests/conftest.py): analyses, models, the paper's rendering, records and statistics, which measure
+# nothing and start nothing; pytest-xdist runs them on both cores. Nothing measures beside them.
 # --durations: the slowest tests are named in every log, so a run near the 35-minute budget says where it went.
-SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 -m "not committed" \
-  tests "$@"
+selected SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=8 \
+  -m parallel tests "$@"
+stamp
+echo "== pytest: the rest, one at a time (they measure, start daemons, guests or browsers, or hold machine-wide things)"
+selected SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 \
+  -m "not committed and not parallel" tests "$@"
 stamp
 
 echo "== paper from the smoke runs"

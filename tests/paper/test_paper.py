@@ -2,13 +2,9 @@
 (supplement.tex, the long document: every section, table and appendix), and every figure and table naming the code
 that made it."""
 import re
-import unicodedata
 
-import pytest
-
-from snaptax import derived, paths, profiles, studies
+from snaptax import paths
 from snaptax.paper import sources
-from snaptax.record import readable_runs
 
 SECTIONS = ["intro", "related", "method", "seed001", "calibration", "engines", "memory_dump", "claims",
             "discussion", "threats", "conclusion"]
@@ -106,24 +102,3 @@ def test_both_documents_declare_the_same_characters():
         tex = (paths.PAPER_DIR / name).read_text()
         return set(re.findall(r"\\DeclareUnicodeCharacter\{([0-9A-Fa-f]+)\}", tex))
     assert declared("supplement.tex") and declared("supplement.tex") <= declared("snaptax.tex")
-
-
-@pytest.mark.committed
-def test_every_character_of_the_committed_claims_typesets(monkeypatch):
-    """A claim's words go into the paper as they are: each character beyond Latin-1 (which pdfLaTeX's utf8 input
-    knows) must be declared in supplement.tex (and so in snaptax.tex: test above), or the build stops at it."""
-    monkeypatch.delenv("SNAPTAX_DATA_DIR", raising=False)    # the checkout's data/, even inside make test
-    tex = (paths.PAPER_DIR / "supplement.tex").read_text()
-    declared = {chr(int(h, 16)) for h in re.findall(r"\\DeclareUnicodeCharacter\{([0-9A-Fa-f]+)\}", tex)}
-    missing: dict[str, str] = {}
-    # what can be read: whole runs and complete sets of parts (a part alone may be refused by its study, as
-    # memory_dump's guest part is; an incomplete set is never read)
-    runs = [r for s in studies.REGISTRY for p in profiles.PROFILES for r in readable_runs("local", s.id, p)]
-    assert runs
-    for run in runs:
-        for claim in derived.values_of(run).claims:
-            for field in ("statement", "where", "unit", "tolerance_basis", "stand_in", "published_text"):
-                for ch in str(claim.get(field, "")):
-                    if ord(ch) > 0xFF and ch not in declared:
-                        missing[ch] = f"{run.name} {claim['id']}.{field}"
-    assert not missing, {f"U+{ord(c):04X} {unicodedata.name(c, '?')}": where for c, where in missing.items()}

@@ -1,6 +1,8 @@
 """The committed file of what the paper prints: read back as written, rewritten only when a value prints
-differently beyond one unit of a last digit, and current for the committed data."""
+differently beyond one unit of a last digit, and current for the committed data, whose claims typeset."""
+import re
 import shutil
+import unicodedata
 
 import pytest
 
@@ -50,3 +52,12 @@ def test_the_committed_data_print_what_the_committed_file_says(tmp_path, monkeyp
     result = render.render_all("local", selection, paper_dir=paper)
     assert result.printed_changes == [], (f"{len(result.printed_changes)} printed values differ from {committed.name} "
                                           f"(run make pdf and commit it): {result.printed_changes[:5]}")
+    # A claim's words go into the paper as they are: each character beyond Latin-1 (which pdfLaTeX's utf8 input
+    # knows) must be declared in supplement.tex (and so in snaptax.tex: test_paper), or the build stops at it. The
+    # claims typeset are those of the runs the selection reads, analysed here once (not every committed run again).
+    tex = (paths.PAPER_DIR / "supplement.tex").read_text()
+    declared = {chr(int(h, 16)) for h in re.findall(r"\\DeclareUnicodeCharacter\{([0-9A-Fa-f]+)\}", tex)}
+    missing = {ch: f"{r.run.name} {claim['id']}.{field}" for r in result.studies for claim in r.derived.claims
+               for field in ("statement", "where", "unit", "tolerance_basis", "stand_in", "published_text")
+               for ch in str(claim.get(field, "")) if ord(ch) > 0xFF and ch not in declared}
+    assert not missing, {f"U+{ord(c):04X} {unicodedata.name(c, '?')}": where for c, where in missing.items()}

@@ -53,8 +53,8 @@ def exact(role, point, memory, model="after", **extra):
     return float(md.dump_time_s(model, memory, point.block_bytes, point.wait_s, s0_s=s0, bw_bytes_s=bw, **extra))
 
 
-def test_per_point_means_intervals_and_ratios(tmp_path):
-    a = an.analyse(make_run(tmp_path))
+def test_per_point_means_intervals_and_ratios(quick_analysis):
+    a = quick_analysis
     s = planmod.scale(profiles.get("quick"))
     assert len(a.meas) == (2 * s.repeats * (16 + s.tuned_repeats - 1) + s.extra_replicates * (1 + s.tuned_repeats))
     assert len(a.summary) == 32
@@ -84,8 +84,8 @@ def test_per_point_means_intervals_and_ratios(tmp_path):
     assert zero.vs_estimate.isna().all() and (zero.busy == 1.0).all()
 
 
-def test_fits_recover_the_device_and_the_seed_predictions(tmp_path):
-    a = an.analyse(make_run(tmp_path))
+def test_fits_recover_the_device_and_the_seed_predictions(quick_analysis):
+    a = quick_analysis
     for role, (s0, bw) in DEVICE.items():
         f = a.fits[role]["after"]
         assert f.params["s0_ms"] == pytest.approx(s0 * 1e3, rel=0.05, abs=0.05)
@@ -237,14 +237,14 @@ def make_guest_run(tmp_path, profile="smoke", **kw):
     return RunRecord.load(rec.path)
 
 
-def test_a_run_without_a_guest_phase_still_analyses(tmp_path):
-    a = an.analyse(make_run(tmp_path, "smoke"))
+def test_a_run_without_a_guest_phase_still_analyses(smoke_analysis):
+    a = smoke_analysis
     assert a.guest.empty and a.guest_summary.empty
     assert not [v for v in a.values if v.key.startswith("memory_dump.guest.")]
 
 
-def test_guest_dumps_times_rates_and_slowdown(tmp_path):
-    a = an.analyse(make_guest_run(tmp_path))
+def test_guest_dumps_times_rates_and_slowdown(smoke_guest_analysis):
+    a = smoke_guest_analysis
     g = a.guest
     assert len(g) == len(planmod.guest_dumps(profiles.get("smoke")))
     bg = g[g.method == "background-snapshot"]
@@ -283,8 +283,8 @@ def test_guest_dumps_times_rates_and_slowdown(tmp_path):
     assert s.loc["background", "point"] == "p2048-w0"
 
 
-def test_guest_values_for_the_paper(tmp_path):
-    a = an.analyse(make_guest_run(tmp_path))
+def test_guest_values_for_the_paper(smoke_guest_analysis):
+    a = smoke_guest_analysis
     v = {x.key: x for x in a.values}
     k = "memory_dump.guest"
     assert v[f"{k}.background_works"].text == "yes" and v[f"{k}.memory_mib"].value == 384
@@ -300,12 +300,12 @@ def test_guest_values_for_the_paper(tmp_path):
     macros.render_tex(a.values)                               # every key is a valid TeX macro name
 
 
-def test_the_overlapped_walker_and_the_zero_fraction_the_seed_needs(tmp_path):
+def test_the_overlapped_walker_and_the_zero_fraction_the_seed_needs(quick_analysis):
     """The overlapped walker's values (issue 46.5), over the replicates: its time ÷ its own waits n·w (max(s, w) / w:
     1 where the write is shorter than the wait, the ±1 % noise aside) and ÷ the grid walker's in the same replicate
     (max(s, w) / (s + w)); the zero-block share the seed's default timing needs, z = 1 − 333.95 s / T(4 GiB), its
     interval T's transformed (z rises with T); the grid's fits never read the overlapped walker's runs."""
-    a = an.analyse(make_run(tmp_path))
+    a = quick_analysis
     v = {x.key: x for x in a.values}
     s = planmod.scale(profiles.get("quick"))
     s0, bw = DEVICE["raid1_10k"]
@@ -330,7 +330,7 @@ def test_the_overlapped_walker_and_the_zero_fraction_the_seed_needs(tmp_path):
     assert not [k for k in v if k.startswith("memory_dump.overlap_walker.") and ".ssd." in k]
 
 
-def test_the_skipping_walker_is_the_claims_stand_in_at_its_inferred_share(tmp_path):
+def test_the_skipping_walker_is_the_claims_stand_in_at_its_inferred_share(tmp_path, quick_analysis):
     """The skipping walker (issue 46.5) over the memory less its inferred zero share: its time scaled by the whole
     memory (as the seed's whole VM is timed), over the replicates (its passes and the extra one); its vs_estimate
     against the whole memory's n·w; its tuned ratio the grid walker's (a fixed share shortens both settings alike:
@@ -358,7 +358,7 @@ def test_the_skipping_walker_is_the_claims_stand_in_at_its_inferred_share(tmp_pa
     assert read["memory_dump.default_4gib"] == f"{k}.seed_memory_s.raid1_10k.p64-w25"
     assert read["memory_dump.tuned_ratio"] == f"{k}.tuned_ratio.raid1_10k"
     # the grid's fits never read the skipping walker's runs: the same as a run without it
-    plain = an.analyse(make_run(tmp_path / "plain"))
+    plain = quick_analysis
     assert a.fits["raid1_10k"]["after"].params == pytest.approx(plain.fits["raid1_10k"]["after"].params)
     assert {o.claim.value_key for o in plain.outcomes} == {
         "memory_dump.seed_memory_s.raid1_10k.p64-w25", "memory_dump.seed_memory_s.raid1_10k.p2048-w2",
@@ -375,11 +375,11 @@ def test_the_skipping_walker_is_the_claims_stand_in_at_its_inferred_share(tmp_pa
     assert set(plain.walkers_table().walker) == {"writes every block", "wait from each write's start"}
 
 
-def test_twice_the_memory_over_half_of_it_tests_that_the_dump_scales(tmp_path):
+def test_twice_the_memory_over_half_of_it_tests_that_the_dump_scales(quick_analysis):
     """C003-5 ('the dump time scales with the amount of memory'): the grid walker at plan.HALF_POINT (the tuned
     setting) over the whole memory ÷ over half of it, paired within each replicate on the array, in per cent (200 for
     a walker whose every iteration costs the same), over the replicates; the run records the point."""
-    a = an.analyse(make_run(tmp_path))
+    a = quick_analysis
     v = a.value("memory_dump.scaling.raid1_10k")
     s = planmod.scale(profiles.get("quick"))
     assert v.value == pytest.approx(200, abs=0.1) and v.n == s.repeats + s.extra_replicates and v.unit == "%"

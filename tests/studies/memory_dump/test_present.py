@@ -1,11 +1,10 @@
-"""The memory-dump study's figures and TeX table, from a synthetic analysis."""
+"""The memory-dump study's figures and TeX table, from synthetic analyses (conftest: each made once)."""
 from snaptax.models import memory_dump as md
-from snaptax.studies.memory_dump import analyse as an, present
-from tests.studies.memory_dump.test_analyse import make_run
+from snaptax.studies.memory_dump import present
 
 
-def test_write_saves_figures_and_table(tmp_path):
-    a = an.analyse(make_run(tmp_path / "run"))
+def test_write_saves_figures_and_table(tmp_path, quick_analysis):
+    a = quick_analysis
     present.write(a, tmp_path / "fig", tmp_path / "gen")
     for stem in ("memory_dump-grid", "memory_dump-predictions", "memory_dump-curve"):
         assert (tmp_path / "fig" / f"{stem}.pdf").stat().st_size > 1000
@@ -20,9 +19,8 @@ def test_write_saves_figures_and_table(tmp_path):
     assert set(present.model_frame(a, "overlap").model) == {"overlap"}
 
 
-def test_guest_figures_and_table_when_the_run_has_a_guest_phase(tmp_path):
-    from tests.studies.memory_dump.test_analyse import make_guest_run
-    a = an.analyse(make_guest_run(tmp_path / "run"))
+def test_guest_figures_and_table_when_the_run_has_a_guest_phase(tmp_path, smoke_guest_analysis):
+    a = smoke_guest_analysis
     present.write(a, tmp_path / "fig", tmp_path / "gen")
     for stem in ("memory_dump-guest-progress", "memory_dump-guest-compare"):
         assert (tmp_path / "fig" / f"{stem}.pdf").stat().st_size > 1000
@@ -32,7 +30,7 @@ def test_guest_figures_and_table_when_the_run_has_a_guest_phase(tmp_path):
     assert set(frame.label) == set(a.guest_summary.label) and len(frame) == 7   # bg has no bandwidth model
 
 
-def test_no_guest_figures_without_a_guest_phase(tmp_path):
-    a = an.analyse(make_run(tmp_path / "run", "smoke"))
+def test_no_guest_figures_without_a_guest_phase(tmp_path, smoke_analysis):
+    a = smoke_analysis
     present.write(a, tmp_path / "fig", tmp_path / "gen")
     assert not (tmp_path / "gen" / "memory_dump-guest.tex").exists()
