@@ -113,13 +113,18 @@ def pytest_configure(config):
 # Test modules that only compute (analyses of synthetic runs, models, the paper's rendering, records, statistics):
 # they measure nothing, start no daemon, tool or kernel and hold no machine-wide resource (loop devices, LVs, the
 # measurement lock), so `make test` runs them two at a time (pytest-xdist, -m parallel) and the rest one at a time.
-# A module is listed here by path; a test in it marked integration, guest, browser or committed is not parallel.
+# A module is listed here by its path under tests/ (or its directory); a test in it marked integration, guest, browser
+# or committed is not parallel.
 PARALLEL_DIRS = ("models", "paper", "record", "studies")
 PARALLEL_MODULES = ("test_analysis.py", "test_claims.py", "test_claimstable.py", "test_counters.py",
                     "test_derived.py", "test_expect.py", "test_inference.py", "test_judged.py", "test_lateness.py",
                     "test_power.py", "test_registration.py", "test_seeds.py", "test_stats.py",
                     "test_studyparams.py", "test_values.py", "test_upgrade.py", "test_operatingpoints.py",
-                    "test_architecture.py", "test_metadata.py", "test_environment.py")
+                    "test_architecture.py", "test_metadata.py", "test_environment.py", "test_plan.py",
+                    "spindle/test_spindle_model.py", "spindle/test_tier.py", "spindle/test_ctrlcache.py",
+                    "spindle/test_spindle_rig.py", "host/test_rig.py", "bench/test_spindle.py", "bench/test_models.py",
+                    "engines/lvmthin/test_config.py", "engines/lvmthin/test_counters.py",
+                    "engines/lvmthin/test_script.py")
 SERIAL_MARKS = {"integration", "guest", "browser", "committed"}
 
 
@@ -127,9 +132,6 @@ def pytest_collection_modifyitems(config, items):
     tests = Path(__file__).parent
     for item in items:
         rel = Path(item.path).relative_to(tests).parts
-        listed = rel[0] in PARALLEL_DIRS if len(rel) > 1 else rel[0] in PARALLEL_MODULES
+        listed = rel[0] in PARALLEL_DIRS and len(rel) > 1 or "/".join(rel) in PARALLEL_MODULES
         if listed and not SERIAL_MARKS & {m.name for m in item.iter_markers()}:
             item.add_marker(pytest.mark.parallel)
-            # one worker makes the memory-dump analyses its module's session fixtures share (--dist loadgroup)
-            if rel[:2] == ("studies", "memory_dump"):
-                item.add_marker(pytest.mark.xdist_group("memory_dump"))

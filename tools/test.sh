@@ -52,8 +52,10 @@ if [ -x .venv/bin/ruff ]; then
   echo "== ruff"; .venv/bin/ruff check src tests; stamp
 fi
 [ ! -x .venv/bin/mypy ] || beside mypy .venv/bin/mypy
+# one process: its tests share the committed runs' derived values (two workers each analysed them again: 537 CPU-s
+# against 377, 2026-12-01)
 beside "pytest -m committed (the committed data/ and paper/)" \
-  .venv/bin/python -m pytest -q -p no:cacheprovider -m committed tests
+  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=5 -m committed tests
 
 echo "== nbval: committed notebooks against the committed data (checked cells must print what they print now)"
 rc=0
@@ -79,7 +81,7 @@ echo "== pytest (all but -m committed, which ran beside nbval): the tests that o
 # -m parallel (tests/conftest.py): analyses, models, the paper's rendering, records and statistics, which measure
 # nothing and start nothing; pytest-xdist runs them on both cores. Nothing measures beside them.
 # --durations: the slowest tests are named in every log, so a run near the 35-minute budget says where it went.
-selected SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=8 \
+selected SNAPTAX_SMOKE_DATA="$scratch/data" .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --durations=8 \
   -m parallel tests "$@"
 stamp
 echo "== pytest: the rest, one at a time (they measure, start daemons, guests or browsers, or hold machine-wide things)"

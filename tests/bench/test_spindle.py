@@ -59,3 +59,20 @@ def test_plugin_figures_spread_over_rounds_and_cases():
     assert out["emulator_plugin_accuracy_flash_tier"] == pytest.approx(0.955)
     share = (out["emulator_flash_tier_queue_share_min"], out["emulator_flash_tier_queue_share_max"])
     assert share == pytest.approx((0.7, 0.8))
+
+
+def test_an_emulator_counter_grows_by_its_difference_and_from_nothing_where_a_snapshot_lacks_it():
+    before, after = _emulator(10, 0.001, 1.0, 0.9), _emulator(110, 0.002, 2.0, 1.8)
+    assert bench.emulator_delta(before, after, "released") == 100
+    assert bench.emulator_delta({}, after, "model_s_sum") == pytest.approx(1.8)
+    assert bench.emulator_delta(before, after, "spin_s_sum") == 0.0
+
+
+def test_each_plugin_figure_keeps_its_own_digits_and_an_unknown_one_is_named():
+    assert bench.plugin_digits("emulator_plugin_accuracy_qd1_sas10k") == 4
+    assert bench.plugin_digits("emulator_plugin_accuracy_flash_tier_min") == 4
+    assert bench.plugin_digits("emulator_flash_tier_queue_share_max") == 4
+    assert bench.plugin_digits("emulator_flash_tier_spin_cpu") == 4
+    assert bench.plugin_digits("emulator_plugin_late_us_qd32_nlsas7k2") == 2
+    with pytest.raises(KeyError, match="emulator_plugin_lateness: no digits"):
+        bench.plugin_digits("emulator_plugin_lateness")

@@ -224,14 +224,17 @@ DRIVES = ("sas10k", "sas15k", "nlsas7k2")
 PLUGIN_RUNTIME_S = 10.0
 
 
+def emulator_delta(before: dict, after: dict, key: str) -> float:
+    """How much one counter of the C plugin's emulator block grew between two counter snapshots (0 where neither
+    has it)."""
+    return after.get("emulator", {}).get(key, 0.0) - before.get("emulator", {}).get(key, 0.0)
+
+
 def plugin_accuracy(before: dict, after: dict) -> tuple[float, float]:
     """(model time ÷ plugin-boundary time, mean lateness in s) of the replies between two counter snapshots of the C
     plugin (its emulator block's model_s_sum, boundary_s_sum, released, release_late_s_sum); nan without replies."""
-    e0, e1 = before.get("emulator", {}), after.get("emulator", {})
-    n = e1.get("released", 0) - e0.get("released", 0)
-    boundary = e1.get("boundary_s_sum", 0.0) - e0.get("boundary_s_sum", 0.0)
-    model = e1.get("model_s_sum", 0.0) - e0.get("model_s_sum", 0.0)
-    late = e1.get("release_late_s_sum", 0.0) - e0.get("release_late_s_sum", 0.0)
+    n, boundary, model, late = (emulator_delta(before, after, key) for key in (
+        "released", "boundary_s_sum", "model_s_sum", "release_late_s_sum"))
     if n <= 0 or boundary <= 0:
         return float("nan"), float("nan")
     return model / boundary, late / n
@@ -278,9 +281,7 @@ def _flash_tier_load(s, wd: Path, runtime_s: float) -> dict[str, float]:
     before = fresh_counters(s.counters)
     fio.run(job, fio.FioTarget("nbd", uri=s.uri), wd / "fio-flash-load")
     after = fresh_counters(s.counters)
-    e0, e1 = before.get("emulator", {}), after.get("emulator", {})
-    model = e1.get("model_s_sum", 0.0) - e0.get("model_s_sum", 0.0)
-    spin = e1.get("spin_s_sum", 0.0) - e0.get("spin_s_sum", 0.0)
+    model, spin = (emulator_delta(before, after, key) for key in ("model_s_sum", "spin_s_sum"))
     return {"emulator_flash_tier_queue_share": model / runtime_s / iodepth,
             "emulator_flash_tier_spin_cpu": spin / runtime_s / len(os.sched_getaffinity(0))}
 
@@ -304,6 +305,20 @@ def plugin_figures(per_round: list[dict[str, float]]) -> dict[str, float]:
     return out
 
 
+# The digits each plugin-boundary figure is kept to, by figure (its per-case, _min and _max keys alike): ratios and
+# shares to 4, lateness in µs to 2.
+PLUGIN_DIGITS = {"emulator_plugin_accuracy": 4, "emulator_flash_tier_queue_share": 4,
+                 "emulator_flash_tier_spin_cpu": 4, "emulator_plugin_late_us": 2, "emulator_plugin_rounds": 0}
+
+
+def plugin_digits(key: str) -> int:
+    """The digits of the figure `key` belongs to (PLUGIN_DIGITS; KeyError for a key of none)."""
+    figure = max((f for f in PLUGIN_DIGITS if key == f or key.startswith(f + "_")), key=len, default=None)
+    if figure is None:
+        raise KeyError(f"{key}: no digits are set for this figure (bench.spindle.PLUGIN_DIGITS)")
+    return PLUGIN_DIGITS[figure]
+
+
 def emulator_plugin(work_dir: Path | None = None, *, runtime_s: float = PLUGIN_RUNTIME_S,
                     rounds: int = ROUNDS) -> dict[str, float]:
     wd = _workdir(work_dir)
@@ -312,7 +327,7 @@ def emulator_plugin(work_dir: Path | None = None, *, runtime_s: float = PLUGIN_R
             per_round = [_plugin_round(wd / f"round{r}", runtime_s) for r in range(rounds)]
         out = plugin_figures(per_round)
         out["emulator_plugin_rounds"] = rounds
-        return {k: round(v, 4 if "accuracy" in k or "flash_tier_" in k else 2) for k, v in out.items()}
+        return {k: round(v, plugin_digits(k)) for k, v in out.items()}
     finally:
         shutil.rmtree(wd, ignore_errors=True)
 
@@ -336,10 +351,9 @@ def emulator_overhead_per_command(work_dir: Path | None = None, *, runtime_s: fl
                            directory=wd / f"fio-zero-qd{qd}", profile="zero")
                 cpu = procsmod.cpu_seconds(Path(f"/proc/{pid}/stat").read_text()) - cpu0
                 after = fresh_counters(s.counters)
-                e0, e1 = before.get("emulator", {}), after.get("emulator", {})
-                n = e1.get("released", 0) - e0.get("released", 0)
+                n = emulator_delta(before, after, "released")
                 if n and qd == 1:
-                    boundary = e1.get("boundary_s_sum", 0.0) - e0.get("boundary_s_sum", 0.0)
+                    boundary = emulator_delta(before, after, "boundary_s_sum")
                     out["emulator_overhead_us_per_command"] = round(boundary / n * 1e6, 2)
                 if n and qd == 32:
                     out["emulator_cpu_us_per_command"] = round(cpu / n * 1e6, 2)

@@ -134,12 +134,13 @@ def tiering_sweep(values: Mapping[str, Value]) -> str:
     seed = f"the seed's {values[f'{k}.seed_keep_pct'].formatted()}{pct}"
     if where.text != "inside the sweep":
         return f"{said}; the crossing of {seed} lies {where.text}"
-    b = bound.value
-    if not point.has_interval:
-        side = f"a point {'within' if point.value <= b else 'above'} the"
-    else:
-        side = ("a point within the" if point.high <= b else "a point above the" if point.low > b
-                else "a point whose interval includes the")
+    # decided once, by the study (coverage.heap_bound_side: on the interval, or on the point without one)
+    decided = values.get("tiering.implied.within_heap_bound")
+    side = {"yes": "a point within the", "no": "a point above the",
+            "undecided": "a point whose interval includes the"}.get((decided.text or "") if decided else "")
+    if side is None:
+        raise KeyError("tiering.implied.within_heap_bound: the sweep's point has no side of the heap bound "
+                       f"({decided.text if decided else 'no value'})")
     alone = "" if point.has_interval else " (one sweep: the point alone, without an interval)"
     return (f"{said}; it crosses {seed} at {point.formatted_ci()} of the tables cached, {side} "
             f"{bound.formatted()} that the seed system's metadata heap can hold at most{alone}")

@@ -1,5 +1,6 @@
-"""Analyses of the default synthetic runs, each made once per session: the memory-dump analysis is the slowest in
-the suite (its profile-likelihood intervals), and several tests only read the same one. No test changes them."""
+"""Analyses of the default synthetic runs, each made once per session (once per pytest-xdist worker in make test): the
+memory-dump analysis is the slowest in the suite (its profile-likelihood intervals), and several tests only read the
+same one. No test changes them."""
 import pytest
 
 from snaptax.studies.memory_dump import analyse as an
