@@ -449,10 +449,10 @@ request (struct req *r, int kind, uint64_t offset, uint32_t count)
  * spun from submission to reply at real-time priority, the starved clients kept 1.8 commands outstanding instead of
  * 12 (2 100 IO/s instead of 13 000 at 32 KiB, QD16), and since no thread slept any more the overshoot's average could
  * not come down: the tiered pool's bimodal flash-tier rate. The budget and the single spinner prevent that by
- * themselves. A bound of 200 us on the margin as well (8dabdccee) cost the drives their timing where replies are far
- * apart and the CPUs idle, the sleeps there overshooting by more on a slower host: make bench's release lateness
- * 17 -> 36 us at QD1 and 60 -> 113 us at QD32, the seek fit's largest error 1.6 -> 3.2 % (science plan, section 28),
- * so SPIN_MAX_S is back at 2 ms. A half-CPU budget or a second spinner cost the flash tier its rate (ibid.). */
+ * themselves, so SPIN_MAX_S only bounds the overshoot estimate: a bound of 200 us as well (8dabdccee) cut the margin
+ * where replies are far apart and the CPUs idle, and make bench's release lateness was higher with it (36 / 113 us
+ * at QD1 / QD32 in one run, 16-21 / 44-58 in two without; science plan, section 28). A half-CPU budget or a second
+ * spinner cost the flash tier its rate (ibid.). */
 static double
 spin_margin (void)
 {
