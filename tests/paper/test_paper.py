@@ -6,6 +6,8 @@ import re
 from snaptax import paths
 from snaptax.paper import sources
 
+from .texchars import declared_characters
+
 SECTIONS = ["intro", "related", "method", "seed001", "calibration", "engines", "memory_dump", "claims",
             "discussion", "threats", "conclusion"]
 APPENDIX = ["artifact", "reproducibility"]
@@ -99,6 +101,5 @@ def test_results_at_a_glance_is_near_the_front():
 def test_both_documents_declare_the_same_characters():
     """The body prints claims' published text too: it declares every character the supplement declares."""
     def declared(name: str) -> set[str]:
-        tex = (paths.PAPER_DIR / name).read_text()
-        return set(re.findall(r"\\DeclareUnicodeCharacter\{([0-9A-Fa-f]+)\}", tex))
+        return declared_characters((paths.PAPER_DIR / name).read_text())
     assert declared("supplement.tex") and declared("supplement.tex") <= declared("snaptax.tex")

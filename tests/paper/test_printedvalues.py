@@ -1,6 +1,5 @@
 """The committed file of what the paper prints: read back as written, rewritten only when a value prints
 differently beyond one unit of a last digit, and current for the committed data, whose claims typeset."""
-import re
 import shutil
 import unicodedata
 
@@ -9,6 +8,8 @@ import pytest
 from snaptax import paths
 from snaptax.paper import printedvalues
 from snaptax.values import Value
+
+from .texchars import declared_characters
 
 
 def test_round_trip_with_tabs_newlines_and_backslashes(tmp_path):
@@ -56,7 +57,7 @@ def test_the_committed_data_print_what_the_committed_file_says(tmp_path, monkeyp
     # knows) must be declared in supplement.tex (and so in snaptax.tex: test_paper), or the build stops at it. The
     # claims typeset are those of the runs the selection reads, analysed here once (not every committed run again).
     tex = (paths.PAPER_DIR / "supplement.tex").read_text()
-    declared = {chr(int(h, 16)) for h in re.findall(r"\\DeclareUnicodeCharacter\{([0-9A-Fa-f]+)\}", tex)}
+    declared = declared_characters(tex)
     missing = {ch: f"{r.run.name} {claim['id']}.{field}" for r in result.studies for claim in r.derived.claims
                for field in ("statement", "where", "unit", "tolerance_basis", "stand_in", "published_text")
                for ch in str(claim.get(field, "")) if ord(ch) > 0xFF and ch not in declared}

@@ -136,11 +136,12 @@ def tiering_sweep(values: Mapping[str, Value]) -> str:
         return f"{said}; the crossing of {seed} lies {where.text}"
     # decided once, by the study (coverage.heap_bound_side: on the interval, or on the point without one)
     decided = values.get("tiering.implied.within_heap_bound")
+    decided_text = (decided.text or "") if decided else ""
     side = {"yes": "a point within the", "no": "a point above the",
-            "undecided": "a point whose interval includes the"}.get((decided.text or "") if decided else "")
+            "undecided": "a point whose interval includes the"}.get(decided_text)
     if side is None:
         raise KeyError("tiering.implied.within_heap_bound: the sweep's point has no side of the heap bound "
-                       f"({decided.text if decided else 'no value'})")
+                       f"({decided_text if decided else 'no value'})")
     alone = "" if point.has_interval else " (one sweep: the point alone, without an interval)"
     return (f"{said}; it crosses {seed} at {point.formatted_ci()} of the tables cached, {side} "
             f"{bound.formatted()} that the seed system's metadata heap can hold at most{alone}")
