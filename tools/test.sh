@@ -52,22 +52,14 @@ if [ -x .venv/bin/ruff ]; then
   echo "== ruff"; .venv/bin/ruff check src tests; stamp
 fi
 [ ! -x .venv/bin/mypy ] || beside mypy .venv/bin/mypy
-# The tests of the committed data/ in two processes by what they read, not by pytest-xdist (two workers each analysed
-# the same runs again: 537 CPU-s against 377, 2026-12-01): the printed-values test, which renders both paper
-# selections (about 285 s of the step's 420 on 2026-12-01), beside from the start; the others (the site, the
-# operating points, compare: about 135 s) in the foreground once nbval (about 155 s) has freed its core.
-printed="test_the_committed_data_print_what_the_committed_file_says"
-beside "pytest -m committed: what the paper prints from the committed data/" \
-  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=2 -m committed -k "$printed" tests
+# one process: its tests share the committed runs' derived values (two workers each analysed them again: 537 CPU-s
+# against 377, 2026-12-01)
+beside "pytest -m committed (the committed data/ and paper/)" \
+  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=5 -m committed tests
 
 echo "== nbval: committed notebooks against the committed data (checked cells must print what they print now)"
 rc=0
 .venv/bin/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env notebooks/ || rc=$?
-if [ "$rc" -eq 0 ]; then
-  stamp
-  echo "== pytest -m committed: the rest of the committed data/ and paper/"
-  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=5 -m committed -k "not $printed" tests || rc=$?
-fi
 joined || exit $?
 [ "$rc" -eq 0 ] || exit "$rc"
 stamp
