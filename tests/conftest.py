@@ -85,8 +85,11 @@ def _measure_from_this_tree():
 
 @pytest.fixture(autouse=True, scope="session")
 def _derived_cache(tmp_path_factory):
-    """Runs' derived values (snaptax.derived) are cached in a temporary directory, never the checkout's build/."""
-    d = tmp_path_factory.mktemp("derived")
+    """Runs' derived values (snaptax.derived) are cached in a temporary directory, never the checkout's build/: make
+    test's scratch directory when it names one (SNAPTAX_TEST_DERIVED_DIR, shared by its pytest runs, so a committed
+    run analysed in one step is read back in the next instead of analysed again), else one of this session's own."""
+    shared = os.environ.get("SNAPTAX_TEST_DERIVED_DIR")
+    d = Path(shared) if shared else tmp_path_factory.mktemp("derived")
     old = os.environ.get("SNAPTAX_DERIVED_DIR")
     os.environ["SNAPTAX_DERIVED_DIR"] = str(d)
     yield d

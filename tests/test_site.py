@@ -89,13 +89,13 @@ def parsed(page: Path) -> Links:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The site of the committed notebooks and the newest quick runs of the committed data/ (derived values cached
-    in a temporary directory, so nothing is written into the checkout)."""
+def built(tmp_path_factory, _derived_cache):
+    """The site of the committed notebooks and the newest quick runs of the committed data/ (derived values read from
+    and cached in the session's temporary directory, tests/conftest.py: the runs another test analysed are not
+    analysed again, and nothing is written into the checkout)."""
     tmp = tmp_path_factory.mktemp("site")
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("SNAPTAX_DATA_DIR", raising=False)            # the checkout's data/
-        mp.setenv("SNAPTAX_DERIVED_DIR", str(tmp / "derived"))
         t0 = time.monotonic()
         out = site.build(tmp / "site")
         print(f"site built in {time.monotonic() - t0:.1f} s: {len(out.pages)} pages, {out.charts} charts")
@@ -105,10 +105,9 @@ def built(tmp_path_factory):
 @pytest.fixture(scope="module")
 def shown(built):
     """The claims rows and models' held-out tests the committed site was built from, read back from the derived
-    values its build cached in its temporary directory."""
+    values its build cached (the session's directory)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("SNAPTAX_DATA_DIR", raising=False)
-        mp.setenv("SNAPTAX_DERIVED_DIR", str(built.root.parent / "derived"))
         runs = claimstable.newest("local", profiles.DEFAULT)
         return claimstable.rows("local", profiles.DEFAULT, runs), site.models_of(runs)
 

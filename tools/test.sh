@@ -12,8 +12,12 @@ scratch="$(mktemp -d /var/tmp/snaptax-test.XXXXXX)"
 # "Kernel died before replying to kernel_info"; not reproduced here).
 # The kernels' IPython profile and connection files live in the scratch directory, not in $HOME.
 export IPYTHONDIR="$scratch/ipython" JUPYTER_RUNTIME_DIR="$scratch/jupyter-runtime"
-# Runs' derived values are cached in the scratch directory too (snaptax.derived; default build/derived).
-export SNAPTAX_DERIVED_DIR="$scratch/derived"
+# Runs' derived values are cached in the scratch directory too (snaptax.derived; default build/derived), and every
+# pytest run below reads and fills the same cache (tests/conftest.py), so a run is analysed once in make test: the
+# committed runs the printed-values tests analyse are read back by the prose, compare and site tests, and in the
+# later steps by the site's browser test, instead of analysed again (2026-12-02: the site alone analysed every
+# newest quick run twice, 53 s each time).
+export SNAPTAX_DERIVED_DIR="$scratch/derived" SNAPTAX_TEST_DERIVED_DIR="$scratch/derived"
 # What git sees before anything runs: reading the committed data (nbval, the claims, compare and the render of the
 # committed runs that the committed tests do) must leave it as it was (raw runs stay raw; the printed values file
 # is rewritten only when a value prints differently).
@@ -52,10 +56,15 @@ if [ -x .venv/bin/ruff ]; then
   echo "== ruff"; .venv/bin/ruff check src tests; stamp
 fi
 [ ! -x .venv/bin/mypy ] || beside mypy .venv/bin/mypy
-# one process: its tests share the committed runs' derived values (two workers each analysed them again: 537 CPU-s
-# against 377, 2026-12-01)
-beside "pytest -m committed (the committed data/ and paper/)" \
-  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=5 -m committed tests
+# The tests of the committed data/ in two processes beside nbval, split by the runs they analyse: the paper
+# selection's printed values (its full runs) in one, and in the other the quick selection's printed values first and
+# then the tests that read the same quick runs' values back (prose, compare, the site, the claims). A split that put
+# the printed values apart from their readers analysed the quick runs twice (537 CPU-s against 377, 2026-12-01).
+paper_selection="tests/paper/test_printedvalues.py::test_the_committed_data_print_what_the_committed_file_says[paper]"
+beside "pytest -m committed: the paper selection's printed values" \
+  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=2 -m committed "$paper_selection"
+beside "pytest -m committed: the rest (the committed data/ and paper/)" \
+  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=5 -m committed tests --deselect "$paper_selection"
 
 echo "== nbval: committed notebooks against the committed data (checked cells must print what they print now)"
 rc=0
