@@ -50,6 +50,7 @@ from scipy import optimize, stats
 
 from ..errors import ConfigError
 from ..stats import ProfileFitError, profile_end
+from .dumpprofile import Residuals, cut, parameter_interval, rss_predicting
 
 PAGE = 4096
 MiB = 1 << 20
@@ -137,19 +138,10 @@ def _check_model(model: str) -> None:
         raise ValueError(f"model: {model!r} is not one of {', '.join(MODELS)}")
 
 
-def _residuals(model: str, m: np.ndarray, b: np.ndarray, w: np.ndarray,
-               t: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """θ → ln T_measured − ln T_model(θ), the residuals every fit here minimises (internal units)."""
-    log_t = np.log(t)
-
-    def resid(theta: np.ndarray) -> np.ndarray:
-        return log_t - np.log(np.maximum(_internal(model, theta, m, b, w), 1e-12))
-    return resid
-
-
-def _cut(rss: float, dof: int) -> float:
-    """The RSS a 95 % profile-likelihood interval admits: RSS·(1 + F(0.95; 1, dof)/dof)."""
-    return rss * (1 + float(stats.f.ppf(0.95, 1, dof)) / dof)
+def _residuals(model: str, m: np.ndarray, b: np.ndarray, w: np.ndarray, t: np.ndarray) -> Residuals:
+    """θ → ln T_measured − ln T_model(θ), the residuals every fit here minimises (internal units), with their
+    Jacobian (dumpprofile.Residuals)."""
+    return Residuals(model, m, b, w, t)
 
 
 def _exp(x: float) -> float:
@@ -271,11 +263,11 @@ class DumpFit:
         resid = _residuals(self.model, m, b, w, t)
         lower, upper = (np.asarray(x) for x in self.bounds)
         n, nb, wms = float(iterations(memory_bytes, block_bytes)), block_bytes / MiB, wait_s * 1e3
-        cut = _cut(self.rss, self.dof)
+        level = cut(self.rss, self.dof)
         theta = np.asarray(self.theta)
 
         def excess(v: float) -> float:
-            return _rss_predicting(self.model, resid, theta, 1e3 * math.exp(v) / n, nb, wms, lower, upper) - cut
+            return rss_predicting(resid, theta, 1e3 * math.exp(v) / n, nb, wms, lower, upper) - level
 
         v0 = math.log(t0)
         step = half if math.isfinite(half) and half > 0 else 0.1
@@ -287,11 +279,15 @@ class DumpFit:
 
 
 def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: ArrayLike,
-        dump_s: ArrayLike) -> DumpFit:
+        dump_s: ArrayLike, *, parameter_intervals: bool = True) -> DumpFit:
     """Least-squares fit of `model` to measured dump times (one entry per measurement, repeats as separate
     points) on log times: minimises Σ (ln T_measured − ln T_model)². Needs at least two block sizes, and for
     oversleep and zero_skip points with and without a wait. Raises ValueError when a fit cannot be made, and
-    stats.ProfileFitError (a ValueError) when an inner fit of a profile interval does not converge."""
+    stats.ProfileFitError (a ValueError) when an inner fit of a profile interval does not converge.
+    parameter_intervals=False leaves the parameters' profile intervals uncomputed where the fit is `profiled` (its
+    ci95 ends are then nan): a fit that only predicts (the held-out test) needs its prediction's interval alone,
+    which predict_interval profiles itself, and the parameters' profiles were 57 % of a memory-dump analysis
+    (2026-12-02)."""
     _check_model(model)
     t = np.asarray(dump_s, dtype=float)
     m = np.broadcast_to(np.asarray(memory_bytes, dtype=float), t.shape)
@@ -339,12 +335,14 @@ def fit(model: str, memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: Arr
                      for j in range(k))
     crosses = [ends[j][0] < lower[j] or ends[j][1] > upper[j] or not np.isfinite(half[j]) for j in range(k)]
     profiled = dof > 0 and (any(at_bound) or any(crosses))
-    if profiled:
+    if profiled and not parameter_intervals:
+        ends = [(math.nan, math.nan)] * k
+    elif profiled:
         # where a bound is active (or a t interval would cross one), every parameter's interval is the profile
         # likelihood's within the physical range: no clipping of t ends, and the others' intervals account for the
         # bound as well (a parameter held on its bound moves the estimates of those it trades off with)
         try:
-            ends = [_profile_interval(resid, theta, rss, dof, lower, upper, j, half[j]) for j in range(k)]
+            ends = [parameter_interval(resid, theta, rss, dof, lower, upper, j, half[j]) for j in range(k)]
         except ProfileFitError as e:
             raise ProfileFitError(f"{model}: {e}") from e
     params: dict[str, float] = {"s0_ms": float(theta[0])}
@@ -428,103 +426,6 @@ def _least_iteration_ms(model: str, nb: float, w: float, lower: np.ndarray, uppe
     if model == "zero_skip":
         return (1.0 - float(upper[2])) * (smin + w)
     return smin + w
-
-
-def _rss_predicting(model: str, resid: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, c: float, nb: float,
-                    w: float, lower: np.ndarray, upper: np.ndarray) -> float:
-    """The least RSS of the parameters within [lower, upper] whose time per iteration at block nb MiB and wait w ms
-    is c ms (no less than _least_iteration_ms: the caller's walk stops there); ProfileFitError when that fit does
-    not converge. Every model's time per iteration grows with the service time s = s0 + nb/bw, so for given c and
-    the model's own parameter (δ, z; overlap: c at the wait, where any s up to it gives c) s is fixed, and the
-    parameters predicting c are a box of inner variables: f ∈ [0, 1] places 1/bw between its floor and s/nb (s0 =
-    s − nb/bw ≥ its bound), and the own parameter's range is narrowed to where s stays at least its least. Boxes keep
-    the inner fit the same bounded least squares as the others. θ (the fit's estimate) gives the starting point."""
-    eps, s0_min = float(lower[1]), float(lower[0])
-    smin = s0_min + eps * nb
-    lo, hi = [0.0], [1.0]                    # f, then the own parameter (or overlap's share g of the wait)
-    if model == "oversleep":
-        lo.append(float(lower[2]))
-        hi.append(max(c - w - smin, lo[1]) if w > 0 else float(upper[2]))
-    elif model == "zero_skip":
-        hi.append(float(upper[2]))
-        lo.append(min(max(float(lower[2]), 1.0 - c / (w + smin)), hi[1]))
-    flat = model == "overlap" and w > smin and c <= w * (1 + 1e-9)   # the prediction is the wait: s ≤ w
-    if flat:
-        lo.append(0.0)
-        hi.append(1.0)
-
-    def service(u: np.ndarray) -> float:
-        if model == "oversleep":
-            s = c - w - u[1] if w > 0 else c
-        elif model == "zero_skip":
-            s = c / (1.0 - u[1]) - w
-        elif model == "overlap":
-            s = smin + u[1] * (w - smin) if flat else c
-        else:
-            s = c - w
-        return max(s, smin)      # rounding at the least prediction
-
-    def full(u: np.ndarray) -> np.ndarray:
-        s = service(u)
-        tau = eps + u[0] * ((s - s0_min) / nb - eps)
-        return np.asarray([s - nb * tau, tau, *([u[1]] if len(theta) == 3 else [])], dtype=float)
-
-    lo_a, hi_a = np.asarray(lo), np.asarray(hi)
-    start = np.asarray([0.5] + [float(x) for x in theta[2:]], dtype=float)
-    if flat:
-        start = np.asarray([0.5, (theta[0] + nb * theta[1] - smin) / (w - smin)])
-    s_start = service(np.clip(start, lo_a, hi_a))
-    room = (s_start - s0_min) / nb - eps
-    start[0] = (theta[1] - eps) / room if room > 0 else 0.5
-    free = hi_a - lo_a > 1e-12 * np.maximum(1.0, np.abs(lo_a))     # f always: a degenerate box is held fixed
-    fixed = np.clip(start, lo_a, hi_a)
-
-    def sub(x: np.ndarray) -> np.ndarray:
-        u = fixed.copy()
-        u[free] = x
-        return resid(full(u))
-
-    pad = np.minimum(1e-9, 0.25 * (hi_a[free] - lo_a[free]))
-    x0 = np.clip(start[free], lo_a[free] + pad, hi_a[free] - pad)
-    return _inner_rss(sub, x0, lo_a[free], hi_a[free],
-                      f"{model}: profile of the prediction at {c:g} ms per iteration")
-
-
-def _inner_rss(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-               what: str) -> float:
-    """The least RSS of an inner fit of a profile: bounded least squares from x0. One that stops unconverged is
-    continued once from where it stopped with four times the budget; if that does not converge either,
-    ProfileFitError naming `what`: an unconverged RSS is not the profile's least, and no profile point may rest on
-    it (an end from it could lie where the profile has none)."""
-    kw = {"bounds": (lower, upper), "x_scale": "jac", "xtol": 1e-12, "ftol": 1e-12, "gtol": 1e-12}
-    res = optimize.least_squares(fun, x0, max_nfev=5000, **kw)
-    if not res.success:
-        res = optimize.least_squares(fun, np.clip(res.x, lower, upper), max_nfev=20000, **kw)
-    if not res.success:
-        raise ProfileFitError(f"{what}: the inner fit did not converge ({res.message})")
-    return float(res.fun @ res.fun)
-
-
-def _profile_interval(resid: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, rss: float, dof: int,
-                      lower: np.ndarray, upper: np.ndarray, j: int, half: float) -> tuple[float, float]:
-    """Parameter j's 95 % profile-likelihood interval within [lower_j, upper_j]: {v : RSS_j(v) ≤ RSS·(1 +
-    F(0.95; 1, dof)/dof)}, RSS_j(v) the least RSS with θ_j = v and the others within their bounds (as
-    stats.bounded_least_squares does for linear models)."""
-    cut = _cut(rss, dof)
-    others = [i for i in range(len(theta)) if i != j]
-
-    def excess(v: float) -> float:
-        def sub(x: np.ndarray) -> np.ndarray:
-            full = theta.copy()
-            full[others] = x
-            full[j] = v
-            return resid(full)
-        start = np.clip(theta[others], lower[others] + 1e-12, upper[others] - 1e-12)
-        return _inner_rss(sub, start, lower[others], upper[others], f"profile of parameter {j} at {v:g}") - cut
-
-    step = float(half) if np.isfinite(half) and half > 0 else 0.1 * max(1.0, abs(float(theta[j])))
-    return (profile_end(excess, float(theta[j]), step, -1, float(lower[j])),
-            profile_end(excess, float(theta[j]), step, +1, float(upper[j])))
 
 
 def fit_all(memory_bytes: ArrayLike, block_bytes: ArrayLike, wait_s: ArrayLike, dump_s: ArrayLike,

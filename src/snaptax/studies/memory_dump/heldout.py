@@ -30,7 +30,7 @@ def heldout_tests(meas: pd.DataFrame, summary: pd.DataFrame) -> dict[tuple[str, 
                 block, wait = md.WalkerPoint(int(r.pages), float(r.wait_ms)).block_bytes, float(r.wait_ms) / 1e3
                 try:
                     f = md.fit(model, rest.memory_bytes.to_numpy(), rest.block_bytes.to_numpy(),
-                               rest.wait_s.to_numpy(), rest.dump_s.to_numpy())
+                               rest.wait_s.to_numpy(), rest.dump_s.to_numpy(), parameter_intervals=False)
                     t, lo, hi = f.predict_interval(float(g.memory_bytes.iloc[0]), block, wait)
                 except ValueError:     # no fit without the point, an unconverged inner fit of a profile, or T ≤ 0
                     points.append(ho.PointError(str(r.label), math.nan, math.nan, 0, float(r.dump_s), math.nan, 0,
