@@ -11,7 +11,7 @@ PAGES = (64, 256, 1024, 2048)
 WAITS_MS = (0, 2, 10, 25)
 
 
-def points(memory=256 * MiB):
+def points(memory=256 * MiB + 5 * md.PAGE):     # not a whole number of blocks: n = ⌈M/B⌉ rounds up
     b, w = np.meshgrid(np.array(PAGES) * md.PAGE, np.array(WAITS_MS) / 1e3)
     b, w = b.ravel().astype(float), w.ravel()
     t = md.dump_time_s("after", memory, b, w, s0_s=6e-3, bw_bytes_s=140 * MiB)

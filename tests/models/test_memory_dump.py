@@ -261,3 +261,21 @@ def test_a_profile_whose_inner_fit_fails_raises_instead_of_supplying_a_point(mon
     with pytest.raises(ProfileFitError, match="profile of the prediction.*made to fail"):
         f.predict_interval(256 * MiB, 64 * md.PAGE, 0.002)
     assert issubclass(ProfileFitError, ValueError)     # the held-out test's untested point, as any failed fit
+
+
+def test_a_fit_that_only_predicts_predicts_the_same_and_leaves_only_profiled_intervals_out():
+    """fit(parameter_intervals=False), what the held-out test fits: the same estimates and the same prediction with
+    its interval; the parameters' intervals are nan where the fit is profiled (s0 on its bound here) and the t
+    intervals as before where it is not."""
+    on_bound = next(d for d in map(_on_bound_grid, range(30)) if md.fit("after", *d).profiled)
+    for data in (on_bound, grid("after")):
+        full, lean = md.fit("after", *data), md.fit("after", *data, parameter_intervals=False)
+        assert lean.params == full.params and lean.profiled == full.profiled
+        point = (4 * GiB, 1 * md.PAGE, 0.025)
+        assert lean.predict_interval(*point) == full.predict_interval(*point)
+        if full.profiled:
+            assert all(math.isnan(lo) and math.isnan(hi) for lo, hi in lean.ci95.values())
+            assert all(math.isfinite(lo) for lo, _ in full.ci95.values())
+        else:
+            assert lean.ci95 == full.ci95
+    assert not md.fit("after", *grid("after")).profiled

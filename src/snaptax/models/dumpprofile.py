@@ -6,8 +6,9 @@ least-squares problems (the least RSS with one quantity held at a value); a memo
 solves thousands. Why a closed-form Jacobian: profiled on 2026-12-02 (a synthetic quick run, 27.7 s), scipy's finite
 differences of the residuals were 37 % of the analysis (9.4 s) and recomputing the iterations ⌈M/B⌉ on every
 evaluation another 10 %. The residuals are the same floating-point operations as memory_dump.dump_time_s, in the same
-order, so they are what they were; only the inner solver's Jacobian changed, and the profiles' ends are the same to
-the solvers' tolerances (1e-12), far below what the paper prints. Pure.
+order, so they are what they were; only the inner fits' Jacobian changed. The profiles' ends then move within what
+the inner fits (tolerances 1e-12) and the walk's root finding (1e-10 of the estimate) resolve: every value the
+committed runs print was the same before and after (tests/paper/test_printedvalues.py, 2026-12-02). Pure.
 """
 from __future__ import annotations
 

@@ -160,7 +160,8 @@ def _internal(model: str, theta: np.ndarray, m: np.ndarray, b: np.ndarray, w: np
 class DumpFit:
     """A model fitted to a grid of dump times.
 
-    params / ci95 (95 % intervals, t or profile likelihood; nan without degrees of freedom): s0_ms (per-write cost,
+    params / ci95 (95 % intervals, t or profile likelihood; nan without degrees of freedom, and nan where the fit is
+    profiled but was made with fit(parameter_intervals=False), which only predicts): s0_ms (per-write cost,
     ms), bw_mib_s (write bandwidth, MiB/s, from 1/bw's interval: its upper end is inf, no upper end, where 1/bw's
     profile reaches the floor that stands for 1/bw > 0, and its lower end 0, the physical limit, where 1/bw's has no
     upper end), and delta_ms (oversleep) or z (zero_skip). rss: sum of squared log residuals; rms_pct: their root
