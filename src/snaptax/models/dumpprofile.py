@@ -43,7 +43,9 @@ class Residuals:
 
     def dump_s(self, theta: np.ndarray) -> np.ndarray:
         """T(θ) in s: memory_dump.dump_time_s's operations."""
-        s, _ = self._service(theta)
+        return self._dump_at(self._service(theta)[0], theta)
+
+    def _dump_at(self, s: np.ndarray, theta: np.ndarray) -> np.ndarray:
         n, w = self.n, self.w
         if self.model == "after":
             return n * (s + w)
@@ -70,7 +72,7 @@ class Residuals:
             dT = n[:, None] * ds
             if self.model == "oversleep":
                 dT = np.column_stack([dT, n * self.waited * 1e-3])
-        t_model = self.dump_s(theta)
+        t_model = self._dump_at(s, theta)
         floored = t_model <= 1e-12
         return np.where(floored[:, None], 0.0, -dT / np.where(floored, 1.0, t_model)[:, None])
 
