@@ -42,6 +42,32 @@ def test_the_paper_refuses_a_chart_outside_the_palette(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def _series_chart(series: bool) -> alt.LayerChart:
+    """Lines of two series with hollow points on them: colour on both layers, shape on the points' alone."""
+    df = pd.DataFrame({"x": [1, 2, 1, 2], "y": [1.0, 2.0, 2.0, 3.0], "s": list("aabb")})
+    if series:
+        color, shape = figures.series("s", "series", ["a", "b"])
+    else:
+        color, shape = alt.Color("s:N", title="series"), alt.Shape("s:N", title="series")
+    base = alt.Chart(df).encode(x="x:Q", y="y:Q", color=color)
+    return base.mark_line() + figures.hollow_points(base).encode(shape=shape)
+
+
+def test_a_series_drawn_as_lines_and_points_has_one_legend(tmp_path):
+    """Vega-Lite draws a colour on two layers and a shape on one of them as two legends of one title; with their
+    domain given (figures.series) as one, whose entries have both the colour and the shape."""
+    import vl_convert as vlc
+
+    assert figures.duplicate_legends(vlc.vegalite_to_svg(_series_chart(False).to_dict())) == ["series"]
+    svg = vlc.vegalite_to_svg(_series_chart(True).to_dict())
+    assert figures.duplicate_legends(svg) == []
+    assert svg.count("role-legend-title") == 1
+    assert "legend titled 'series' for shape and stroke color" in svg
+    with pytest.raises(figures.FigureError, match="figure twice: legend drawn twice: series"):
+        figures.save(_series_chart(False), "twice", tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
 def _small_print_chart() -> alt.FacetChart:
     df = pd.DataFrame({"x": [1, 2, 3] * 3, "y": [1.0, 2.0, 3.0] * 3, "g": list("aaabbbccc"), "f": list("pqrpqrpqr")})
     return alt.Chart(df).mark_line().encode(x=alt.X("x:Q", title="an axis"), y="y:Q", color="g:N").properties(

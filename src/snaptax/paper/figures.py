@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -41,12 +41,33 @@ def hollow_points(chart: alt.Chart, size: int = 50) -> alt.Chart:
     return chart.mark_point(filled=False, size=size, strokeWidth=1.5)
 
 
+def series(field: str, title: str, domain: Sequence[str]) -> tuple[alt.Color, alt.Shape]:
+    """The colour and the hollow shape (SERIES_SHAPES) of a chart's series, for a chart that draws them as lines,
+    bands or rules and as points: one legend for both. Vega-Lite merges a colour's and a shape's legend only when
+    their scales have one domain; left to itself it unions the colour's domain over every layer that encodes it and
+    the shape's over the points' layer alone, and draws the same legend twice (`duplicate_legends`). `domain`: the
+    series in the order their colours and shapes are taken."""
+    values = list(domain)
+    return (alt.Color(f"{field}:N", title=title, scale=alt.Scale(domain=values)),
+            alt.Shape(f"{field}:N", title=title, scale=alt.Scale(domain=values, range=SERIES_SHAPES)))
+
+
+def duplicate_legends(svg: str) -> list[str]:
+    """The legend titles a drawn chart (its SVG) shows more than once, in order, once each: a legend drawn twice
+    (series' colour and shape not merged: `series`)."""
+    import xml.etree.ElementTree as ET
+
+    titles = ["".join(g.itertext()).strip() for g in ET.fromstring(svg).iter()
+              if "role-legend-title" in g.get("class", "").split()]
+    return list(dict.fromkeys(t for t in titles if titles.count(t) > 1))
+
+
 # colours a chart may name beside the palette: greys carry no category (reference lines, shaded bands)
 NEUTRALS = frozenset({"black", "white", "gray", "grey", "lightgray", "lightgrey", "darkgray", "darkgrey"})
 
 
 class FigureError(SnaptaxError):
-    """A chart of the paper names a colour outside the colour-blind-safe palette."""
+    """A chart of the paper names a colour outside the colour-blind-safe palette, or draws a legend twice."""
 
 
 @alt.theme.register("snaptax", enable=True)
@@ -179,7 +200,8 @@ def _next_factor(seen: list[tuple[float, float]], smallest_px: float, printed_pt
 
 def save(chart: alt.TopLevelMixin, name: str, directory: Path | None = None) -> list[Path]:
     """Write `name`.pdf and `name`.svg (static, for LaTeX and the web) with vl-convert; drawn for its printed width
-    within `printed_at`. Raises FigureError when the chart names a colour outside the palette."""
+    within `printed_at`. Raises FigureError when the chart names a colour outside the palette or draws a legend
+    twice."""
     import vl_convert as vlc
 
     directory = directory or paths.FIGURES_DIR
@@ -192,6 +214,8 @@ def save(chart: alt.TopLevelMixin, name: str, directory: Path | None = None) -> 
         spec, svg = for_print(spec, _printed_widths[name])
     else:
         svg = vlc.vegalite_to_svg(spec)
+    if twice := duplicate_legends(svg):
+        raise FigureError(f"figure {name}: legend drawn twice: {', '.join(twice)} (figures.series draws one)")
     directory.mkdir(parents=True, exist_ok=True)
     out = []
     for ext, data in (("pdf", vlc.vegalite_to_pdf(spec)), ("svg", svg)):

@@ -21,15 +21,17 @@ def chain_chart(a: ChainAnalysis, job: str, phase: str = "create") -> alt.LayerC
     band (seed 001, figures 1/2). On a log axis: LVM thin runs at about a tenth of qcow2's IOPS, which a linear axis
     flattens near zero (issue 50), and a log axis shows equal ratios as equal distances."""
     data = a.summary[(a.summary.job == job) & (a.summary.phase == phase)]
+    # every configuration of the run in both panels: one colour and shape per configuration across the figure
+    color, shape = figures.series("variant", "configuration", sorted(a.summary.variant.unique()))
     base = alt.Chart(data).encode(
         x=alt.X("chain_length:Q", title="snapshots in chain", axis=alt.Axis(tickMinStep=1, format="d")),
-        color=alt.Color("variant:N", title="configuration"))
+        color=color)
     y_scale = alt.Scale(type="log")
     band = base.mark_area(opacity=0.2).encode(y=alt.Y("iops_low:Q", scale=y_scale), y2="iops_high:Q")
     y = alt.Y("iops:Q", title="IOPS (read + write, log scale)", scale=y_scale)
     line = base.mark_line().encode(y=y)
     pts = figures.hollow_points(base).encode(
-        y=y, shape=alt.Shape("variant:N", title="configuration", scale=alt.Scale(range=figures.SERIES_SHAPES)),
+        y=y, shape=shape,
         tooltip=["variant", "chain_length", alt.Tooltip("iops:Q", format=".0f"),
                  alt.Tooltip("ratio:Q", format=".2f", title="÷ no snapshot"), "n"])
     # 240 px wide, two side by side: the pair fits the page at a scale that keeps its text legible
@@ -45,15 +47,15 @@ def mirror_chart(a: ChainAnalysis, job: str = MIRROR) -> alt.FacetChart:
     """Create versus delete (seed 001, figures 5/6): ratio to no snapshot at each chain length, 95 % interval.
     The seed's job for it is the mirror job; runs of the first plans deleted with the 4 KiB jobs."""
     data = a.summary[(a.summary.job == job) & a.summary.phase.isin(["create", "delete"])]
+    color, shape = figures.series("phase", "phase", ["create", "delete"])
     base = alt.Chart(data).encode(
         x=alt.X("chain_length:Q", title="snapshots in chain", axis=alt.Axis(tickMinStep=1, format="d")),
-        color=alt.Color("phase:N", title="phase", sort=["create", "delete"]))
+        color=color)
     band = base.mark_area(opacity=0.2).encode(y="ratio_low:Q", y2="ratio_high:Q")
     y = alt.Y("ratio:Q", title="IOPS ÷ no snapshot")
     line = base.mark_line().encode(y=y)
     pts = figures.hollow_points(base).encode(
-        y=y, shape=alt.Shape("phase:N", title="phase", sort=["create", "delete"],
-                             scale=alt.Scale(range=figures.SERIES_SHAPES)),
+        y=y, shape=shape,
         tooltip=["variant", "phase", "chain_length", alt.Tooltip("ratio:Q", format=".2f")])
     return (band + line + pts).properties(width=220, height=180).facet(
         column=alt.Column("variant:N", title=None)).properties(

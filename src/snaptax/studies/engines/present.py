@@ -25,24 +25,20 @@ def _labelled(a: EnginesAnalysis) -> pd.DataFrame:
     return s.assign(label=s.family + " (" + s["mode"] + ")")
 
 
-def _colour() -> alt.Color:
-    return alt.Color("label:N", title=FAMILY_TITLE)
-
-
-def _shape() -> alt.Shape:
+def _series(a: EnginesAnalysis) -> tuple[alt.Color, alt.Shape]:
     """Engines that move the same bytes or take the same space sit on one another at a grain (four at 158 MiB at
-    64 KiB): each has its own hollow shape as well (figures.hollow_points); one field and title with the colour, so
-    one legend."""
-    return alt.Shape("label:N", title=FAMILY_TITLE, scale=alt.Scale(range=figures.SERIES_SHAPES))
+    64 KiB): each has its own hollow shape as well as its colour (figures.series: one legend for both)."""
+    return figures.series("label", FAMILY_TITLE, sorted(_labelled(a).label.unique()))
 
 
 def cost_chart(a: EnginesAnalysis) -> alt.LayerChart:
     """Host-level bytes per first write versus grain: measured (points, 95 % interval over cycles) and the
     mechanism's prediction without metadata (dashed lines)."""
-    base = alt.Chart(_labelled(a)).encode(x=GRAIN_X, color=_colour())
+    color, shape = _series(a)
+    base = alt.Chart(_labelled(a)).encode(x=GRAIN_X, color=color)
     y = alt.Y("bytes_per_first_write_kib:Q", scale=alt.Scale(type="log"), title="host KiB per first 4 KiB write")
     pts = figures.hollow_points(base, 60).encode(
-        y=y, shape=_shape(),
+        y=y, shape=shape,
         tooltip=["variant", alt.Tooltip("bytes_per_first_write_kib:Q", format=".1f"),
                  alt.Tooltip("model_bytes_per_first_write_kib:Q", format=".1f"), "cycles"])
     bars = base.mark_rule().encode(y="bytes_per_first_write_kib_low:Q", y2="bytes_per_first_write_kib_high:Q")
@@ -67,11 +63,12 @@ def ratio_frame(a: EnginesAnalysis) -> pd.DataFrame:
 def ratio_chart(a: EnginesAnalysis) -> alt.FacetChart:
     """Write and read IOPS with a snapshot ÷ without, versus grain, per engine family (95 % intervals, clipped
     at the plot's edge)."""
-    base = alt.Chart().encode(x=GRAIN_X_SPARSE, color=_colour())
+    color, shape = _series(a)
+    base = alt.Chart().encode(x=GRAIN_X_SPARSE, color=color)
     y = alt.Y("ratio:Q", title="IOPS ÷ no snapshot (QD1)", scale=alt.Scale(domain=RATIO_DOMAIN, clamp=True))
     line = base.mark_line().encode(y=y)
     pts = figures.hollow_points(base, 60).encode(
-        y=y, shape=_shape(),
+        y=y, shape=shape,
         tooltip=["variant", "measure", alt.Tooltip("ratio:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
                  alt.Tooltip("high:Q", format=".2f")])
     bars = base.mark_rule(opacity=0.5).encode(y="low:Q", y2="high:Q")
@@ -82,11 +79,12 @@ def ratio_chart(a: EnginesAnalysis) -> alt.FacetChart:
 
 def space_chart(a: EnginesAnalysis) -> alt.LayerChart:
     """Snapshot space after the first-write phase (geometric mean over the cycles), versus grain."""
+    color, shape = _series(a)
     base = alt.Chart(_labelled(a)).encode(
-        x=GRAIN_X, y=alt.Y("space_first_mib:Q", title="snapshot space after k writes (MiB)"), color=_colour())
+        x=GRAIN_X, y=alt.Y("space_first_mib:Q", title="snapshot space after k writes (MiB)"), color=color)
     pts = figures.hollow_points(base, 60).encode(
-        shape=_shape(), tooltip=["variant", alt.Tooltip("space_first_mib:Q", format=".1f"),
-                                 alt.Tooltip("space_steady_mib:Q", format=".1f")])
+        shape=shape, tooltip=["variant", alt.Tooltip("space_first_mib:Q", format=".1f"),
+                              alt.Tooltip("space_steady_mib:Q", format=".1f")])
     return (base.mark_line() + pts).properties(width=340, height=230,
                                               title="Space the snapshot takes after the first-write phase")
 

@@ -15,11 +15,6 @@ from .analyse import CURVE_PAGES, SEED_DEFAULT_S, SEED_TUNED_S, MemoryDumpAnalys
 GiB = 1 << 30
 PAGES_X = alt.X("pages:Q", scale=alt.Scale(type="log", base=2), title="ioBlockPages (4 KiB pages per write)",
                 axis=alt.Axis(values=list(CURVE_PAGES)))
-WAIT_COLOUR = alt.Color("wait:N", title="ioWait", sort=None)
-# waits that time alike at a block size (the wait hidden under the I/O) sit on one another: each wait also has its
-# own hollow shape, so a point under another stays visible (one field and title with the colour: one legend)
-WAIT_SHAPE = alt.Shape("wait:N", title="ioWait", sort=None,
-                       scale=alt.Scale(range=figures.SERIES_SHAPES))
 ROLE_COLUMN = alt.Column("role:N", title=None)
 
 
@@ -60,11 +55,16 @@ def grid_chart(a: MemoryDumpAnalysis) -> alt.FacetChart:
     s["s_per_gib_high"] = s.s_per_gib_high.clip(lower=floor)
     data = pd.concat([s.assign(kind="measured"), model_frame(a).assign(kind="model")], ignore_index=True)
     y = alt.Y("s_per_gib:Q", scale=alt.Scale(type="log"), title="dump time per GiB (s)")
-    base = alt.Chart().encode(x=PAGES_X, color=WAIT_COLOUR)
+    # waits that time alike at a block size (the wait hidden under the I/O) sit on one another: each wait also has
+    # its own hollow shape, so a point under another stays visible (figures.series: one legend for both); the
+    # waits in increasing order
+    color, shape = figures.series("wait", "ioWait", _wait(pd.Series(sorted(s.wait_ms.unique()))).tolist())
+    base = alt.Chart().encode(x=PAGES_X, color=color)
     measured = base.transform_filter(alt.datum.kind == "measured")
     pts = figures.hollow_points(measured).encode(
-        y=y, shape=WAIT_SHAPE, tooltip=["device", "pages", "wait_ms", alt.Tooltip("dump_s:Q", format=".2f"),
-                      alt.Tooltip("s_per_gib:Q", format=".1f"), alt.Tooltip("iteration_ms:Q", format=".2f"), "n"])
+        y=y, shape=shape, tooltip=["device", "pages", "wait_ms", alt.Tooltip("dump_s:Q", format=".2f"),
+                                   alt.Tooltip("s_per_gib:Q", format=".1f"),
+                                   alt.Tooltip("iteration_ms:Q", format=".2f"), "n"])
     bars = measured.mark_rule().encode(y="s_per_gib_low:Q", y2="s_per_gib_high:Q")
     lines = base.transform_filter(alt.datum.kind == "model").mark_line(strokeDash=[4, 3]).encode(y=y)
     return alt.layer(lines, bars, pts, data=data).properties(width=260, height=220).facet(
