@@ -244,11 +244,6 @@ FACTS: tuple[Fact, ...] = (
     Fact("chain_length.chain_growth.on-disk-metadata.randrw", "below", "chain_length.loss.on-disk-metadata.randrw",
          "snaptax.tex, findings: up to the longest chain each further layer added less than the first snapshot (the "
          "growth from one snapshot to the longest chain below the first snapshot's loss)"),
-    Fact("chain_length.loss.on-disk-metadata.randrw", "below", "metadata_cache.implied.vmfs.published_pct",
-         "snaptax.tex (seed 001), seed001.tex and intro.tex: measured at the rounded points, the random job lost less "
-         "than the seed's VMFS loss"),
-    Fact("chain_length.loss.in-memory-metadata.randrw", "below", "metadata_cache.implied.vsan.published_pct",
-         "snaptax.tex (seed 001), seed001.tex and intro.tex: ... and less than the seed's vSAN loss"),
     Fact("metadata_cache.control_reads_per_io", "estimate_below", 1e-4,
          "metadata_cache.tex: without a snapshot the metadata reads are below 10^-4 per I/O"),
     Fact("memory_dump.fit.raid1_10k.oversleep.delta_ms", "below", 0.0,

@@ -439,6 +439,11 @@ def _values(record: RunRecord, meas: pd.DataFrame, summary: pd.DataFrame, pairs:
                          "ratio of means" if row.n > 1 else ""))
     for (variant, job), iv in sorted(pairs.items()):
         out.append(judged("loss", (variant, job), iv.scaled(-100, 100)))
+        if (variant, job) in PUBLISHED_LOSS:
+            # where its interval lies against the seed's Table 1, in words the prose prints (the calibrating rows
+            # came out below the seed's in one full set and include it in the next)
+            out.append(Value(f"{k}.loss.{variant}.{job}.vs_published",
+                             text=out[-1].side_of(PUBLISHED_LOSS[(variant, job)])))
         out.append(Value(f"{k}.pairs.{variant}.{job}", float(iv.n), "pairs"))
         sd = pair_log_sd(meas, variant, job)
         out.append(Value(f"{k}.pair_log_sd.{variant}.{job}", sd, "", digits=3))
